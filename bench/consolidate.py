@@ -1,0 +1,173 @@
+"""Consolidation cost against the cost of embedding the same texts, in the same run.
+
+    python bench/consolidate.py                 # N = 1,000 and 10,000
+    python bench/consolidate.py --n 1000 --n 100000 --embedder hashing
+
+For each N a fresh process ingests N claim events (spread over N/100 subjects; a mix of new
+attributes, repeats and changes), runs `consolidate()` once, then embeds exactly the texts
+that consolidation embedded (event texts and identity texts) with a fresh embedder, in
+batches of the same size. The ratio consolidate ÷ embed is what Distill costs on top of
+the embedding work it cannot avoid (physical limit 1.0; target ≤ 1.25 at N = 10,000).
+Peak RSS is the whole process, model included.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+TARGET_RATIO = 1.25
+ATTRIBUTES = [
+    ("bike_count", "count", "I have {v} bikes now", lambda r: r.randint(0, 9)),
+    ("home_city", "city", "These days I live in {v}", lambda r: r.choice(CITIES)),
+    ("favorite_color", "color", "My favourite colour is {v}", lambda r: r.choice(COLORS)),
+    ("employer", "name", "I started working at {v}", lambda r: r.choice(COMPANIES)),
+    ("language", "lang", "I mostly speak {v} at home", lambda r: r.choice(LANGS)),
+    ("weekly_runs", "count", "I go running {v} times a week", lambda r: r.randint(0, 7)),
+    ("diet", "kind", "I eat a {v} diet", lambda r: r.choice(DIETS)),
+    ("pet_name", "name", "My dog is called {v}", lambda r: r.choice(NAMES)),
+]
+CITIES = ["Lyon", "Paris", "Berlin", "Oslo", "Lisbon", "Austin", "Kyoto", "Turin", "Quito"]
+COLORS = ["blue", "green", "red", "teal", "amber", "violet", "black", "white"]
+COMPANIES = ["Acme", "Globex", "Initech", "Umbrella", "Hooli", "Stark", "Wayne", "Vandelay"]
+LANGS = ["French", "English", "German", "Spanish", "Japanese", "Italian"]
+DIETS = ["vegetarian", "vegan", "pescatarian", "keto", "omnivore"]
+NAMES = ["Rex", "Bella", "Max", "Luna", "Otis", "Milo", "Nala", "Ziggy"]
+
+
+def make_events(n: int, seed: int = 7) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    subjects = max(1, n // 100)
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    events = []
+    for i in range(n):
+        predicate, key, template, pick = rng.choice(ATTRIBUTES)
+        value = pick(rng)
+        action = "supersede" if rng.random() < 0.5 else "create"
+        events.append(
+            {
+                "subject": f"user-{rng.randrange(subjects)}",
+                "text": f"{template.format(v=value)} (note {i})",
+                "occurred_at": (start + timedelta(minutes=i)).isoformat(),
+                "claims": [{"predicate": predicate, "value": {key: value}, "action": action}],
+            }
+        )
+    return events
+
+
+def run_one(n: int, embedder_name: str) -> dict[str, Any]:
+    from distill import Memory
+    from distill.core.identity import identity_text
+    from distill.memory import make_embedder
+
+    events = make_events(n)
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        Memory(Path(tmp) / "bench.db", embedder=embedder_name) as mem,
+    ):
+        t0 = time.perf_counter()
+        for start in range(0, n, 1000):
+            mem.add_events(events[start : start + 1000])
+        ingest = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        report = mem.consolidate()
+        consolidate = time.perf_counter() - t0
+        counters = report.counters()
+    texts = {e["text"] for e in events}
+    texts |= {identity_text(c["predicate"], c["value"]) for e in events for c in e["claims"]}
+    ordered = sorted(texts)
+    fresh = make_embedder(embedder_name)
+    t0 = time.perf_counter()
+    for start in range(0, len(ordered), fresh.max_batch):
+        fresh.embed_batch(ordered[start : start + fresh.max_batch])
+    embed = time.perf_counter() - t0
+    return {
+        "n": n,
+        "embedder": fresh.model_id,
+        "texts_embedded": len(ordered),
+        "ingest_s": round(ingest, 3),
+        "consolidate_s": round(consolidate, 3),
+        "embed_s": round(embed, 3),
+        "ratio": round(consolidate / embed, 3),
+        "overhead_ms_per_event": round((consolidate - embed) * 1000 / n, 3),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "counters": {k: v for k, v in counters.items() if v},
+    }
+
+
+@click.command()
+@click.option("--n", "sizes", multiple=True, type=int, default=(1000, 10000), show_default=True)
+@click.option(
+    "--embedder", default="local", type=click.Choice(["local", "hashing"]), show_default=True
+)
+@click.option("--one", type=int, hidden=True)
+@click.option("--json", "as_json", is_flag=True)
+def main(sizes: tuple[int, ...], embedder: str, one: int | None, as_json: bool) -> None:
+    if one is not None:  # the child process: one size, JSON on stdout
+        print(json.dumps(run_one(one, embedder)))
+        return
+    rows = []
+    for n in sizes:
+        child = subprocess.run(
+            [sys.executable, __file__, "--one", str(n), "--embedder", embedder],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        rows.append(json.loads(child.stdout.strip().splitlines()[-1]))
+    result = {"machine": machine(), "target_ratio": TARGET_RATIO, "rows": rows}
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return
+    table = Table(title=f"consolidation ÷ embedding of the same texts ({embedder} embedder)")
+    for column in (
+        "N",
+        "texts",
+        "ingest s",
+        "consolidate s",
+        "embed s",
+        "ratio",
+        "overhead ms/event",
+        "peak RSS MB",
+        "target",
+    ):
+        table.add_column(column, justify="right")
+    for r in rows:
+        met = "met" if r["ratio"] <= TARGET_RATIO else f"missed (> {TARGET_RATIO})"
+        table.add_row(
+            f"{r['n']:,}",
+            f"{r['texts_embedded']:,}",
+            str(r["ingest_s"]),
+            str(r["consolidate_s"]),
+            str(r["embed_s"]),
+            str(r["ratio"]),
+            str(r["overhead_ms_per_event"]),
+            str(r["peak_rss_mb"]),
+            met,
+        )
+    console = Console()
+    console.print(table)
+    console.print(f"machine: {result['machine']}")
+
+
+def machine() -> str:
+    import os
+
+    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.platform()}"
+
+
+if __name__ == "__main__":
+    main()

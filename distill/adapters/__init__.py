@@ -1,0 +1,1 @@
+"""Adapters: implementations of the ports in `distill.ports`."""

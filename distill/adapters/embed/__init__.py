@@ -1,0 +1,1 @@
+"""Embedders: implementations of `distill.ports.Embedder`."""

@@ -1,0 +1,330 @@
+-- The SQLite store's queries, by name. `distill.adapters.store.queries` parses this file once
+-- at import; code refers to a query by its name only. Every backend defines the same names.
+--
+-- Lists travel as one JSON array parameter, expanded with json_each, so that every query is
+-- a fixed text. Datetimes are fixed-width UTC text, so `<=` on them compares instants.
+
+-- name: create_migrations_table
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    INTEGER PRIMARY KEY,
+    applied_at TEXT NOT NULL
+);
+
+-- name: schema_version
+SELECT coalesce(max(version), 0) AS version FROM schema_migrations;
+
+-- name: record_migration
+INSERT INTO schema_migrations (version, applied_at) VALUES (:version, :applied_at);
+
+-- ---------------------------------------------------------------------------------------------
+-- events
+
+-- name: insert_event
+INSERT INTO events (
+    id, project, subject, text, occurred_at, recorded_at, source, trust, claims, idempotency_key
+) VALUES (
+    :id, :project, :subject, :text, :occurred_at, :recorded_at, :source, :trust, :claims,
+    :idempotency_key
+)
+ON CONFLICT (project, idempotency_key) DO NOTHING;
+
+-- name: event_by_key
+SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
+       idempotency_key
+FROM events
+WHERE project = :project AND idempotency_key = :idempotency_key;
+
+-- name: events_by_ids
+SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
+       idempotency_key
+FROM events
+WHERE id IN (SELECT value FROM json_each(:ids))
+ORDER BY occurred_at, id;
+
+-- name: events_page
+SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
+       idempotency_key
+FROM events
+WHERE (:project IS NULL OR project = :project)
+  AND (occurred_at, id) > (:after_time, :after_id)
+ORDER BY occurred_at, id
+LIMIT :limit;
+
+-- name: set_event_embedding
+UPDATE events SET embedding = :embedding, embedding_model = :model_id WHERE id = :id;
+
+-- name: count_events
+SELECT count(*) AS n FROM events WHERE (:project IS NULL OR project = :project);
+
+-- ---------------------------------------------------------------------------------------------
+-- jobs
+
+-- name: pending_job_for_subject
+SELECT id FROM jobs
+WHERE project = :project AND subject = :subject AND status = 'pending'
+ORDER BY created_at, id
+LIMIT 1;
+
+-- name: insert_job
+INSERT INTO jobs (id, project, subject, status, attempts, created_at, updated_at)
+VALUES (:id, :project, :subject, 'pending', 0, :now, :now);
+
+-- name: touch_job
+UPDATE jobs SET updated_at = :now WHERE id = :id;
+
+-- name: attach_event_to_job
+INSERT OR IGNORE INTO job_events (job_id, event_id) VALUES (:job_id, :event_id);
+
+-- name: due_jobs
+SELECT id FROM jobs
+WHERE (status = 'pending' AND (not_before IS NULL OR not_before <= :now))
+   OR (status = 'failed' AND attempts < :max_attempts
+       AND not_before IS NOT NULL AND not_before <= :now)
+ORDER BY created_at, id
+LIMIT :limit;
+
+-- name: mark_jobs_running
+UPDATE jobs
+SET status = 'running', attempts = attempts + 1, heartbeat_at = :now, updated_at = :now
+WHERE id IN (SELECT value FROM json_each(:ids));
+
+-- name: finish_job
+UPDATE jobs
+SET status = 'done', error = NULL, not_before = NULL, heartbeat_at = NULL, updated_at = :now
+WHERE id = :id;
+
+-- name: fail_job
+UPDATE jobs
+SET status = 'failed', error = :error, not_before = :retry_at, heartbeat_at = NULL,
+    updated_at = :now
+WHERE id = :id;
+
+-- name: release_jobs
+UPDATE jobs
+SET status = 'pending', attempts = max(attempts - 1, 0), heartbeat_at = NULL, updated_at = :now
+WHERE status = 'running' AND id IN (SELECT value FROM json_each(:ids));
+
+-- name: reclaim_stalled
+UPDATE jobs
+SET status = 'pending', heartbeat_at = NULL, updated_at = :now
+WHERE status = 'running' AND (heartbeat_at IS NULL OR heartbeat_at < :stalled_before);
+
+-- name: requeue_jobs
+UPDATE jobs
+SET status = 'pending', attempts = 0, error = NULL, not_before = NULL, heartbeat_at = NULL,
+    updated_at = :now
+WHERE status IN ('done', 'failed') AND (:project IS NULL OR project = :project);
+
+-- name: jobs_by_ids
+SELECT id, project, subject, status, attempts, error, created_at, updated_at, not_before
+FROM jobs
+WHERE id IN (SELECT value FROM json_each(:ids))
+ORDER BY created_at, id;
+
+-- name: jobs_list
+SELECT id, project, subject, status, attempts, error, created_at, updated_at, not_before
+FROM jobs
+WHERE (:project IS NULL OR project = :project)
+ORDER BY created_at, id;
+
+-- name: failed_jobs
+SELECT id, project, subject, status, attempts, error, created_at, updated_at, not_before
+FROM jobs
+WHERE status = 'failed' AND (:project IS NULL OR project = :project)
+ORDER BY created_at, id;
+
+-- name: job_event_ids
+SELECT je.job_id, je.event_id
+FROM job_events AS je JOIN events AS e ON e.id = je.event_id
+WHERE je.job_id IN (SELECT value FROM json_each(:ids))
+ORDER BY je.job_id, e.occurred_at, e.id;
+
+-- name: count_jobs_by_status
+SELECT status, count(*) AS n FROM jobs
+WHERE (:project IS NULL OR project = :project)
+GROUP BY status;
+
+-- ---------------------------------------------------------------------------------------------
+-- facts
+
+-- name: insert_fact
+INSERT INTO facts (
+    id, project, subject, kind, predicate, value, text, qualifiers, attribution, identity_key,
+    status, valid_from, valid_to, recorded_at, retired_at, supersedes_id, superseded_by,
+    source_event_ids, reinforcement_count, last_reinforced_at, trust, confidence, pinned,
+    norm_hash
+) VALUES (
+    :id, :project, :subject, :kind, :predicate, :value, :text, :qualifiers, :attribution,
+    :identity_key, :status, :valid_from, :valid_to, :recorded_at, :retired_at, :supersedes_id,
+    :superseded_by, :source_event_ids, :reinforcement_count, :last_reinforced_at, :trust,
+    :confidence, :pinned, :norm_hash
+);
+
+-- name: update_fact
+UPDATE facts SET
+    kind = :kind, predicate = :predicate, value = :value, text = :text,
+    qualifiers = :qualifiers, attribution = :attribution, identity_key = :identity_key,
+    status = :status, valid_from = :valid_from, valid_to = :valid_to,
+    recorded_at = :recorded_at, retired_at = :retired_at, supersedes_id = :supersedes_id,
+    superseded_by = :superseded_by, source_event_ids = :source_event_ids,
+    reinforcement_count = :reinforcement_count, last_reinforced_at = :last_reinforced_at,
+    trust = :trust, confidence = :confidence, pinned = :pinned
+WHERE id = :id;
+
+-- name: insert_fact_source
+INSERT OR IGNORE INTO fact_sources (fact_id, event_id) VALUES (:fact_id, :event_id);
+
+-- name: insert_fact_vector
+INSERT INTO fact_vectors (fact_id, project, subject, model_id, dim, vector)
+VALUES (:fact_id, :project, :subject, :model_id, :dim, :vector);
+
+-- name: fact_by_id
+SELECT * FROM facts WHERE id = :id;
+
+-- name: facts_by_identity
+SELECT * FROM facts
+WHERE project = :project AND subject = :subject AND status != 'retracted'
+  AND identity_key IN (SELECT value FROM json_each(:keys))
+ORDER BY valid_from, id;
+
+-- name: memories_by_norm
+SELECT * FROM facts
+WHERE project = :project AND subject = :subject AND kind = 'memory'
+  AND status IN ('active', 'candidate')
+  AND norm_hash IN (SELECT value FROM json_each(:norm_hashes))
+ORDER BY valid_from, id;
+
+-- name: facts_with_sources
+SELECT * FROM facts
+WHERE project = :project AND subject = :subject
+  AND id IN (
+      SELECT fact_id FROM fact_sources
+      WHERE event_id IN (SELECT value FROM json_each(:event_ids))
+  )
+ORDER BY valid_from, id;
+
+-- name: active_state_vectors
+SELECT v.fact_id, v.dim, v.vector
+FROM fact_vectors AS v JOIN facts AS f ON f.id = v.fact_id
+WHERE v.project = :project AND v.subject = :subject AND v.model_id = :model_id
+  AND f.status = 'active' AND f.kind = 'state'
+ORDER BY v.fact_id;
+
+-- name: active_facts
+SELECT * FROM facts
+WHERE project = :project AND subject = :subject AND status = 'active'
+ORDER BY last_reinforced_at DESC, id
+LIMIT :limit;
+
+-- name: facts_active
+SELECT * FROM facts
+WHERE project = :project AND (:subject IS NULL OR subject = :subject) AND status = 'active'
+ORDER BY subject, valid_from, id;
+
+-- name: facts_every_status
+SELECT * FROM facts
+WHERE project = :project AND (:subject IS NULL OR subject = :subject)
+ORDER BY subject, valid_from, id;
+
+-- name: facts_as_of
+SELECT * FROM facts
+WHERE project = :project AND (:subject IS NULL OR subject = :subject)
+  AND status IN ('active', 'superseded')
+  AND valid_from <= :as_of AND (valid_to IS NULL OR valid_to > :as_of)
+ORDER BY subject, valid_from, id;
+
+-- name: count_facts_by_status
+SELECT status, count(*) AS n FROM facts
+WHERE (:project IS NULL OR project = :project)
+GROUP BY status;
+
+-- ---------------------------------------------------------------------------------------------
+-- conflicts
+
+-- name: insert_conflict
+INSERT INTO conflicts (
+    id, project, subject, identity_key, kind, status, member_ids, reason, created_at,
+    resolved_at, kept_fact_id
+) VALUES (
+    :id, :project, :subject, :identity_key, :kind, :status, :member_ids, :reason, :created_at,
+    :resolved_at, :kept_fact_id
+);
+
+-- name: update_conflict
+UPDATE conflicts SET
+    identity_key = :identity_key, kind = :kind, status = :status, member_ids = :member_ids,
+    reason = :reason, created_at = :created_at, resolved_at = :resolved_at,
+    kept_fact_id = :kept_fact_id
+WHERE id = :id;
+
+-- name: conflict_by_id
+SELECT * FROM conflicts WHERE id = :id;
+
+-- name: open_conflicts_for
+SELECT * FROM conflicts
+WHERE project = :project AND subject = :subject AND status = 'open'
+  AND identity_key IN (SELECT value FROM json_each(:keys))
+ORDER BY created_at, id;
+
+-- name: conflicts_list
+SELECT * FROM conflicts
+WHERE project = :project AND (:subject IS NULL OR subject = :subject)
+  AND (:status IS NULL OR status = :status)
+ORDER BY created_at, id;
+
+-- name: count_open_conflicts
+SELECT count(*) AS n FROM conflicts
+WHERE status = 'open' AND (:project IS NULL OR project = :project);
+
+-- ---------------------------------------------------------------------------------------------
+-- observations, aliases, audit
+
+-- name: insert_observation
+INSERT INTO observations (
+    id, project, subject, event_id, fact_id, extractor, claim, claim_hash, source, trust,
+    occurred_at, outcome, reason
+) VALUES (
+    :id, :project, :subject, :event_id, :fact_id, :extractor, :claim, :claim_hash, :source,
+    :trust, :occurred_at, :outcome, :reason
+);
+
+-- name: observations_for_fact
+SELECT * FROM observations WHERE fact_id = :fact_id ORDER BY occurred_at, id;
+
+-- name: seen_claims
+SELECT event_id, claim_hash FROM observations
+WHERE event_id IN (SELECT value FROM json_each(:event_ids));
+
+-- name: insert_alias
+INSERT INTO aliases (project, alias, canonical, distance, learned_at)
+VALUES (:project, :alias, :canonical, :distance, :learned_at)
+ON CONFLICT (project, alias) DO NOTHING;
+
+-- name: alias_by_name
+SELECT * FROM aliases WHERE project = :project AND alias = :alias;
+
+-- name: aliases_for
+SELECT * FROM aliases
+WHERE project = :project AND alias IN (SELECT value FROM json_each(:predicates));
+
+-- name: insert_audit
+INSERT INTO audit (
+    id, project, subject, job_id, pass_name, action, reason, fact_id, before, after, at
+) VALUES (
+    :id, :project, :subject, :job_id, :pass_name, :action, :reason, :fact_id, :before, :after,
+    :at
+);
+
+-- name: audit_for_fact
+SELECT * FROM audit WHERE fact_id = :fact_id ORDER BY at, id;
+
+-- ---------------------------------------------------------------------------------------------
+-- embedding cache
+
+-- name: cached_embeddings
+SELECT text_hash, vector FROM embedding_cache
+WHERE model_id = :model_id AND text_hash IN (SELECT value FROM json_each(:hashes));
+
+-- name: cache_embedding
+INSERT OR IGNORE INTO embedding_cache (model_id, text_hash, vector)
+VALUES (:model_id, :text_hash, :vector);

@@ -1,0 +1,517 @@
+"""The embedded store: one SQLite file in WAL mode, zero setup.
+
+SQLite has one writer at a time, so every write transaction (`BEGIN IMMEDIATE`) is already
+serialised against every other writer; `serialised(project, subject)` needs no lock of its
+own. A nested `serialised` (or `apply` inside one) uses a savepoint, so it rolls back alone.
+Connections and transactions: `sqlite_connection`; rows ↔ models: `sqlite_rows`; the SQL:
+`sql/sqlite_*.sql`.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from distill.adapters.store import sqlite_rows as rows
+from distill.adapters.store.queries import load_migrations, load_queries
+from distill.adapters.store.sqlite_connection import SqliteConnections, split_statements
+from distill.adapters.store.vector_search import exact_nearest
+from distill.core.models import (
+    Alias,
+    AuditEntry,
+    ConflictSet,
+    ConflictStatus,
+    Event,
+    Fact,
+    FactStatus,
+    Job,
+    JobStatus,
+    Observation,
+)
+from distill.core.plan import (
+    Action,
+    CreateFact,
+    LearnAlias,
+    OpenConflict,
+    Plan,
+    RecordObservation,
+    ReviseConflict,
+    ReviseFact,
+)
+from distill.errors import IntegrityViolation, NotFound, StoreError
+from distill.ports import Neighbour, StoreCounts, Vector
+
+QUERIES = load_queries("sqlite")
+MIGRATIONS = load_migrations("sqlite")
+
+EVENT_PAGE_SIZE = 500  # rows per read transaction when iterating over every event
+_ACTIVE_IDENTITY_INDEX = "facts.project, facts.subject, facts.identity_key"
+
+
+class SqliteStore:
+    """`distill.ports.Store` on SQLite."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        self._db = SqliteConnections(self.path)
+        self._tx = self._db.transaction
+        try:
+            self.migrate()
+        except BaseException:
+            self._db.close()
+            raise
+
+    def __repr__(self) -> str:
+        return f"SqliteStore({self.path!r})"
+
+    def __enter__(self) -> SqliteStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def migrate(self) -> None:
+        """Apply the migrations this database lacks, in order; a no-op when up to date."""
+        latest = MIGRATIONS[-1].version
+        with self._tx() as db:
+            db.execute(QUERIES["create_migrations_table"])
+            current = db.execute(QUERIES["schema_version"]).fetchone()["version"]
+            if current > latest:
+                raise StoreError(
+                    f"the database at {self.path} has schema version {current}, but this "
+                    f"distill knows only up to {latest}; upgrade distill "
+                    "(pip install --upgrade distill)"
+                )
+            for migration in MIGRATIONS:
+                if migration.version <= current:
+                    continue
+                for statement in split_statements(migration.sql):
+                    db.execute(statement)
+                db.execute(
+                    QUERIES["record_migration"],
+                    {"version": migration.version, "applied_at": rows.ts(datetime.now(UTC))},
+                )
+
+    def close(self) -> None:
+        """Close every connection this store opened, in every thread. Idempotent."""
+        self._db.close()
+
+    def serialised(self, project: str, subject: str) -> AbstractContextManager[None]:
+        """A write transaction (SQLite serialises all writers, so every subject too)."""
+        return self._serialised()
+
+    @contextmanager
+    def _serialised(self) -> Iterator[None]:
+        with self._tx():
+            yield
+
+    # -- events and jobs ---------------------------------------------------------------------------
+    def append_events(self, events: Sequence[Event], now: datetime) -> list[tuple[Event, bool]]:
+        stamp = rows.ts(now)
+        stored: list[tuple[Event, bool]] = []
+        with self._tx() as db:
+            for event in events:
+                if db.execute(QUERIES["insert_event"], rows.event_params(event)).rowcount == 0:
+                    key = {"project": event.project, "idempotency_key": event.idempotency_key}
+                    existing = db.execute(QUERIES["event_by_key"], key).fetchone()
+                    stored.append((rows.event_from_row(existing), False))
+                    continue
+                scope = {"project": event.project, "subject": event.subject, "now": stamp}
+                pending = db.execute(QUERIES["pending_job_for_subject"], scope).fetchone()
+                if pending is None:
+                    job_id = uuid.uuid4().hex
+                    db.execute(QUERIES["insert_job"], {**scope, "id": job_id})
+                else:
+                    job_id = pending["id"]
+                    db.execute(QUERIES["touch_job"], {"id": job_id, "now": stamp})
+                db.execute(QUERIES["attach_event_to_job"], {"job_id": job_id, "event_id": event.id})
+                stored.append((event, True))
+        return stored
+
+    def events(self, ids: Sequence[str]) -> list[Event]:
+        """The stored events among `ids`, in (occurred_at, id) order."""
+        if not ids:
+            return []
+        with self._tx(write=False) as db:
+            found = db.execute(QUERIES["events_by_ids"], {"ids": _json(ids)}).fetchall()
+        return [rows.event_from_row(r) for r in found]
+
+    def set_event_embedding(self, event_id: str, model_id: str, vector: Vector) -> None:
+        params = {"id": event_id, "model_id": model_id, "embedding": rows.to_blob(vector)}
+        with self._tx() as db:
+            if db.execute(QUERIES["set_event_embedding"], params).rowcount == 0:
+                raise NotFound(f"no event {event_id}")
+
+    def claim_jobs(self, now: datetime, limit: int, max_attempts: int) -> list[Job]:
+        if limit <= 0:
+            return []
+        stamp = rows.ts(now)
+        with self._tx() as db:
+            due = db.execute(
+                QUERIES["due_jobs"], {"now": stamp, "limit": limit, "max_attempts": max_attempts}
+            ).fetchall()
+            ids = _json([r["id"] for r in due])
+            db.execute(QUERIES["mark_jobs_running"], {"ids": ids, "now": stamp})
+            return self._load_jobs(db, "jobs_by_ids", {"ids": ids})
+
+    def reclaim_stalled(self, now: datetime, stalled_before: datetime) -> int:
+        params = {"now": rows.ts(now), "stalled_before": rows.ts(stalled_before)}
+        with self._tx() as db:
+            return db.execute(QUERIES["reclaim_stalled"], params).rowcount
+
+    def finish_job(self, job_id: str, now: datetime) -> None:
+        self._update_job("finish_job", {"id": job_id, "now": rows.ts(now)})
+
+    def fail_job(self, job_id: str, error: str, now: datetime, retry_at: datetime | None) -> None:
+        params = {"id": job_id, "error": error, "now": rows.ts(now), "retry_at": rows.ts(retry_at)}
+        self._update_job("fail_job", params)
+
+    def _update_job(self, query: str, params: dict[str, Any]) -> None:
+        with self._tx() as db:
+            if db.execute(QUERIES[query], params).rowcount == 0:
+                raise NotFound(f"no job {params['id']}")
+
+    def release_jobs(self, job_ids: Sequence[str], now: datetime) -> None:
+        if not job_ids:
+            return
+        with self._tx() as db:
+            db.execute(QUERIES["release_jobs"], {"ids": _json(job_ids), "now": rows.ts(now)})
+
+    def requeue_jobs(self, project: str | None, now: datetime) -> int:
+        with self._tx() as db:
+            params = {"project": project, "now": rows.ts(now)}
+            return db.execute(QUERIES["requeue_jobs"], params).rowcount
+
+    def job(self, job_id: str) -> Job:
+        with self._tx(write=False) as db:
+            found = self._load_jobs(db, "jobs_by_ids", {"ids": _json([job_id])})
+        if not found:
+            raise NotFound(f"no job {job_id}")
+        return found[0]
+
+    def jobs(self, project: str | None = None) -> list[Job]:
+        with self._tx(write=False) as db:
+            return self._load_jobs(db, "jobs_list", {"project": project})
+
+    def _load_jobs(self, db: sqlite3.Connection, query: str, params: dict[str, Any]) -> list[Job]:
+        found = db.execute(QUERIES[query], params).fetchall()
+        if not found:
+            return []
+        event_ids: dict[str, list[str]] = {r["id"]: [] for r in found}
+        links = db.execute(QUERIES["job_event_ids"], {"ids": _json(list(event_ids))})
+        for link in links:
+            event_ids[link["job_id"]].append(link["event_id"])
+        return [rows.job_from_row(r, tuple(event_ids[r["id"]])) for r in found]
+
+    # -- reads for adjudication --------------------------------------------------------------------
+    def facts_by_identity(self, project: str, subject: str, keys: Sequence[str]) -> list[Fact]:
+        """Every non-retracted fact whose identity key is in `keys`, any status."""
+        return self._facts("facts_by_identity", project, subject, keys=keys)
+
+    def memories_by_norm(
+        self, project: str, subject: str, norm_hashes: Sequence[str]
+    ) -> list[Fact]:
+        """Active or candidate memory facts whose normalised text hash is in `norm_hashes`."""
+        return self._facts("memories_by_norm", project, subject, norm_hashes=norm_hashes)
+
+    def facts_with_sources(
+        self, project: str, subject: str, event_ids: Sequence[str]
+    ) -> list[Fact]:
+        wanted = set(event_ids)
+        found = self._facts("facts_with_sources", project, subject, event_ids=event_ids)
+        # fact_sources only grows; the fact's own list is the truth if a revision dropped one.
+        return [f for f in found if wanted.intersection(f.source_event_ids)]
+
+    def _facts(self, query: str, project: str, subject: str, **lists: Sequence[str]) -> list[Fact]:
+        if not all(lists.values()):
+            return []
+        params: dict[str, Any] = {"project": project, "subject": subject}
+        params.update({name: _json(values) for name, values in lists.items()})
+        with self._tx(write=False) as db:
+            return [rows.fact_from_row(r) for r in db.execute(QUERIES[query], params)]
+
+    def nearest_facts(
+        self, project: str, subject: str, vectors: Vector, k: int, model_id: str
+    ) -> list[list[Neighbour]]:
+        queries = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
+        if k <= 0 or queries.shape[0] == 0:
+            return [[] for _ in range(queries.shape[0])]
+        params = {"project": project, "subject": subject, "model_id": model_id}
+        with self._tx(write=False) as db:
+            found = db.execute(QUERIES["active_state_vectors"], params).fetchall()
+        dim = queries.shape[1]
+        usable = [r for r in found if r["dim"] == dim]
+        if not usable:
+            return [[] for _ in range(queries.shape[0])]
+        matrix = np.stack([rows.from_blob(r["vector"]) for r in usable])
+        return exact_nearest([r["fact_id"] for r in usable], matrix, queries, k)
+
+    def aliases(self, project: str, predicates: Sequence[str]) -> dict[str, Alias]:
+        if not predicates:
+            return {}
+        params = {"project": project, "predicates": _json(predicates)}
+        with self._tx(write=False) as db:
+            found = db.execute(QUERIES["aliases_for"], params).fetchall()
+        return {r["alias"]: rows.alias_from_row(r) for r in found}
+
+    def open_conflicts_for(
+        self, project: str, subject: str, keys: Sequence[str]
+    ) -> list[ConflictSet]:
+        if not keys:
+            return []
+        params = {"project": project, "subject": subject, "keys": _json(keys)}
+        with self._tx(write=False) as db:
+            found = db.execute(QUERIES["open_conflicts_for"], params).fetchall()
+        return [rows.conflict_from_row(r) for r in found]
+
+    def seen_claims(self, event_ids: Sequence[str]) -> set[tuple[str, str]]:
+        if not event_ids:
+            return set()
+        with self._tx(write=False) as db:
+            found = db.execute(QUERIES["seen_claims"], {"event_ids": _json(event_ids)})
+            return {(r["event_id"], r["claim_hash"]) for r in found}
+
+    def active_facts(self, project: str, subject: str, limit: int) -> list[Fact]:
+        """Active facts of the subject, most recently reinforced first."""
+        params = {"project": project, "subject": subject, "limit": limit}
+        with self._tx(write=False) as db:
+            return [rows.fact_from_row(r) for r in db.execute(QUERIES["active_facts"], params)]
+
+    # -- writes ------------------------------------------------------------------------------------
+    def apply(self, plan: Plan, job_id: str | None, audit: Sequence[AuditEntry]) -> None:
+        """Write every action in order, then the audit entries, all or nothing."""
+        with self._tx() as db:
+            for action in plan.actions:
+                _apply_action(db, action)
+            for entry in audit:
+                db.execute(QUERIES["insert_audit"], rows.audit_params(entry))
+
+    # -- embedding cache ---------------------------------------------------------------------------
+    def cached_embeddings(self, model_id: str, hashes: Sequence[str]) -> dict[str, Vector]:
+        if not hashes:
+            return {}
+        params = {"model_id": model_id, "hashes": _json(hashes)}
+        with self._tx(write=False) as db:
+            found = db.execute(QUERIES["cached_embeddings"], params).fetchall()
+        return {r["text_hash"]: rows.from_blob(r["vector"]) for r in found}
+
+    def cache_embeddings(self, model_id: str, vectors: dict[str, Vector]) -> None:
+        if not vectors:
+            return
+        with self._tx() as db:
+            db.executemany(
+                QUERIES["cache_embedding"],
+                [
+                    {"model_id": model_id, "text_hash": h, "vector": rows.to_blob(v)}
+                    for h, v in vectors.items()
+                ],
+            )
+
+    # -- queries -----------------------------------------------------------------------------------
+    def fact(self, fact_id: str) -> Fact:
+        with self._tx(write=False) as db:
+            row = db.execute(QUERIES["fact_by_id"], {"id": fact_id}).fetchone()
+        if row is None:
+            raise NotFound(f"no fact {fact_id}")
+        return rows.fact_from_row(row)
+
+    def facts(
+        self,
+        project: str,
+        subject: str | None,
+        include_retired: bool,
+        as_of: datetime | None,
+    ) -> list[Fact]:
+        """Active facts; every status with `include_retired`; or what was true at `as_of`
+        (active or superseded facts whose validity covers it; `include_retired` is ignored)."""
+        params = {"project": project, "subject": subject, "as_of": rows.ts(as_of)}
+        if as_of is not None:
+            query = "facts_as_of"
+        else:
+            query = "facts_every_status" if include_retired else "facts_active"
+        with self._tx(write=False) as db:
+            return [rows.fact_from_row(r) for r in db.execute(QUERIES[query], params)]
+
+    def audit_for(self, fact_id: str) -> list[AuditEntry]:
+        with self._tx(write=False) as db:
+            found = db.execute(QUERIES["audit_for_fact"], {"fact_id": fact_id}).fetchall()
+        return [rows.audit_from_row(r) for r in found]
+
+    def observations_for(self, fact_id: str) -> list[Observation]:
+        with self._tx(write=False) as db:
+            found = db.execute(QUERIES["observations_for_fact"], {"fact_id": fact_id}).fetchall()
+        return [rows.observation_from_row(r) for r in found]
+
+    def conflict(self, conflict_id: str) -> ConflictSet:
+        with self._tx(write=False) as db:
+            row = db.execute(QUERIES["conflict_by_id"], {"id": conflict_id}).fetchone()
+        if row is None:
+            raise NotFound(f"no conflict set {conflict_id}")
+        return rows.conflict_from_row(row)
+
+    def conflicts(
+        self, project: str, subject: str | None, status: ConflictStatus | None
+    ) -> list[ConflictSet]:
+        params = {"project": project, "subject": subject, "status": _opt_str(status)}
+        with self._tx(write=False) as db:
+            found = db.execute(QUERIES["conflicts_list"], params).fetchall()
+        return [rows.conflict_from_row(r) for r in found]
+
+    def counts(self, project: str | None) -> StoreCounts:
+        params = {"project": project}
+        with self._tx(write=False) as db:
+            events = db.execute(QUERIES["count_events"], params).fetchone()["n"]
+            facts = dict.fromkeys((s.value for s in FactStatus), 0)
+            for r in db.execute(QUERIES["count_facts_by_status"], params):
+                facts[r["status"]] = r["n"]
+            jobs = dict.fromkeys((s.value for s in JobStatus), 0)
+            for r in db.execute(QUERIES["count_jobs_by_status"], params):
+                jobs[r["status"]] = r["n"]
+            open_conflicts = db.execute(QUERIES["count_open_conflicts"], params).fetchone()["n"]
+            failed = self._load_jobs(db, "failed_jobs", params)
+        return StoreCounts(
+            events=events,
+            facts_by_status=facts,
+            jobs_by_status=jobs,
+            open_conflicts=open_conflicts,
+            failed_jobs=tuple(failed),
+        )
+
+    def iter_events(self, project: str | None) -> Iterator[Event]:
+        """Every event in (occurred_at, id) order, read a page per short transaction."""
+        after_time, after_id = "", ""
+        while True:
+            params = {
+                "project": project,
+                "after_time": after_time,
+                "after_id": after_id,
+                "limit": EVENT_PAGE_SIZE,
+            }
+            with self._tx(write=False) as db:
+                page = db.execute(QUERIES["events_page"], params).fetchall()
+            for r in page:
+                yield rows.event_from_row(r)
+            if len(page) < EVENT_PAGE_SIZE:
+                return
+            after_time, after_id = page[-1]["occurred_at"], page[-1]["id"]
+
+
+# -- applying plans --------------------------------------------------------------------------------
+def _apply_action(db: sqlite3.Connection, action: Action) -> None:
+    if isinstance(action, CreateFact):
+        _create_fact(db, action)
+    elif isinstance(action, ReviseFact):
+        _revise_fact(db, action)
+    elif isinstance(action, OpenConflict):
+        _write(db, "insert_conflict", rows.conflict_params(action.conflict), "conflict set")
+    elif isinstance(action, ReviseConflict):
+        _revise_conflict(db, action)
+    elif isinstance(action, RecordObservation):
+        _write(db, "insert_observation", rows.observation_params(action.observation), "observation")
+    else:
+        _learn_alias(db, action)
+
+
+def _create_fact(db: sqlite3.Connection, action: CreateFact) -> None:
+    fact = action.fact
+    _write_fact(db, "insert_fact", {**rows.fact_params(fact), "norm_hash": action.norm_hash}, fact)
+    _link_sources(db, fact)
+    if action.vector is None:
+        return
+    if action.vector_model is None:
+        raise IntegrityViolation(f"fact {fact.id} has an identity vector but no vector_model")
+    vector = np.asarray(action.vector, dtype=np.float32).ravel()
+    params = {
+        "fact_id": fact.id,
+        "project": fact.project,
+        "subject": fact.subject,
+        "model_id": action.vector_model,
+        "dim": int(vector.size),
+        "vector": rows.to_blob(vector),
+    }
+    db.execute(QUERIES["insert_fact_vector"], params)
+
+
+def _revise_fact(db: sqlite3.Connection, action: ReviseFact) -> None:
+    before, after = action.before, action.after
+    if (after.id, after.project, after.subject) != (before.id, before.project, before.subject):
+        raise IntegrityViolation(
+            f"a revision of fact {before.id} may not change its id, project or subject"
+        )
+    expected = rows.fact_params(before)
+    row = db.execute(QUERIES["fact_by_id"], {"id": before.id}).fetchone()
+    if row is None or {name: row[name] for name in expected} != expected:
+        raise IntegrityViolation(f"fact {before.id} changed since it was read")
+    _write_fact(db, "update_fact", rows.fact_params(after), after)
+    _link_sources(db, after)
+
+
+def _revise_conflict(db: sqlite3.Connection, action: ReviseConflict) -> None:
+    before, after = action.before, action.after
+    if (after.id, after.project, after.subject) != (before.id, before.project, before.subject):
+        raise IntegrityViolation(
+            f"a revision of conflict set {before.id} may not change its id, project or subject"
+        )
+    expected = rows.conflict_params(before)
+    row = db.execute(QUERIES["conflict_by_id"], {"id": before.id}).fetchone()
+    if row is None or {name: row[name] for name in expected} != expected:
+        raise IntegrityViolation(f"conflict set {before.id} changed since it was read")
+    db.execute(QUERIES["update_conflict"], rows.conflict_params(after))
+
+
+def _learn_alias(db: sqlite3.Connection, action: LearnAlias) -> None:
+    alias = action.alias
+    if db.execute(QUERIES["insert_alias"], rows.alias_params(alias)).rowcount:
+        return
+    key = {"project": alias.project, "alias": alias.alias}
+    existing = db.execute(QUERIES["alias_by_name"], key).fetchone()
+    if existing["canonical"] != alias.canonical:
+        raise IntegrityViolation(
+            f"alias {alias.alias!r} already means {existing['canonical']!r} in project "
+            f"{alias.project!r}, not {alias.canonical!r}"
+        )
+
+
+def _link_sources(db: sqlite3.Connection, fact: Fact) -> None:
+    db.executemany(
+        QUERIES["insert_fact_source"],
+        [{"fact_id": fact.id, "event_id": event_id} for event_id in fact.source_event_ids],
+    )
+
+
+def _write_fact(db: sqlite3.Connection, query: str, params: dict[str, Any], fact: Fact) -> None:
+    try:
+        db.execute(QUERIES[query], params)
+    except sqlite3.IntegrityError as exc:
+        if _ACTIVE_IDENTITY_INDEX in str(exc):
+            raise IntegrityViolation(
+                f"fact {fact.id} would be a second active state fact for identity "
+                f"{fact.identity_key!r} of subject {fact.subject!r} in project "
+                f"{fact.project!r}; retire the current one first"
+            ) from exc
+        raise IntegrityViolation(f"fact {fact.id} was refused: {exc}") from exc
+
+
+def _write(db: sqlite3.Connection, query: str, params: dict[str, Any], what: str) -> None:
+    try:
+        db.execute(QUERIES[query], params)
+    except sqlite3.IntegrityError as exc:
+        raise IntegrityViolation(f"{what} {params['id']} was refused: {exc}") from exc
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+def _json(values: Sequence[str]) -> str:
+    return json.dumps(list(values))
+
+
+def _opt_str(value: object | None) -> str | None:
+    return None if value is None else str(value)

@@ -1,0 +1,182 @@
+"""SQLite connections and transactions for `SqliteStore`.
+
+File databases get one connection per thread; ``":memory:"`` gets one shared connection
+(a second one would be another, empty database) guarded by a re-entrant lock. Transactions
+are explicit (`isolation_level=None`): the outermost is `BEGIN IMMEDIATE` for writes (take
+the write lock up front, so a writer never fails half-way on a busy database) or a deferred
+`BEGIN` for reads; a nested write is a savepoint, so it rolls back alone.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from distill.errors import DistillError, IntegrityViolation, StoreError
+
+BUSY_TIMEOUT_MS = 30_000  # how long a writer waits for the write lock before failing
+WAL_RETRY_PAUSE_S = 0.01  # seconds between tries to switch a contended new file to WAL
+
+
+class _Connection:
+    """One sqlite3 connection and how deep the transaction on it is nested."""
+
+    def __init__(self, raw: sqlite3.Connection) -> None:
+        self.raw = raw
+        self.lock = threading.RLock()
+        self.depth = 0
+
+
+class SqliteConnections:
+    """The connections of one store to one database, and the transactions on them."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._memory = path == ":memory:"
+        self._local = threading.local()
+        self._opened: list[_Connection] = []
+        self._opened_lock = threading.Lock()
+        self._closed = False
+        self._shared = self._open() if self._memory else None
+
+    def raw(self) -> sqlite3.Connection:
+        """This thread's sqlite3 connection (for diagnostics; use `transaction` to work)."""
+        return self._conn().raw
+
+    def close(self) -> None:
+        """Close every connection, in every thread. Idempotent."""
+        self._closed = True
+        with self._opened_lock:
+            opened, self._opened = self._opened, []
+        for conn in opened:
+            conn.raw.close()
+
+    @contextmanager
+    def transaction(self, write: bool = True) -> Iterator[sqlite3.Connection]:
+        """The current transaction, or a new one; a nested write is a savepoint.
+
+        Driver errors leave as `IntegrityViolation` or `StoreError`, after the rollback.
+        """
+        conn = self._conn()
+        with conn.lock:
+            if conn.depth == 0:
+                yield from _outer(conn, write)
+            elif write:
+                yield from _savepoint(conn)
+            else:
+                yield conn.raw
+
+    def _open(self) -> _Connection:
+        try:
+            raw = sqlite3.connect(
+                self.path,
+                isolation_level=None,  # explicit transactions only
+                check_same_thread=False,  # so that close() can close every thread's connection
+                timeout=BUSY_TIMEOUT_MS / 1000,
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the SQLite database at {self.path}: {exc}") from exc
+        try:
+            raw.row_factory = sqlite3.Row
+            raw.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            if not self._memory:
+                _use_wal(raw)
+            raw.execute("PRAGMA synchronous = NORMAL")
+            raw.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.Error as exc:
+            raw.close()
+            raise StoreError(f"cannot set up the SQLite database at {self.path}: {exc}") from exc
+        conn = _Connection(raw)
+        with self._opened_lock:
+            self._opened.append(conn)
+        return conn
+
+    def _conn(self) -> _Connection:
+        if self._closed:
+            raise StoreError(f"the store on {self.path} is closed")
+        if self._shared is not None:
+            return self._shared
+        conn: _Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = self._open()
+        return conn
+
+
+def _use_wal(raw: sqlite3.Connection) -> None:
+    """Switch to WAL. Two processes creating one file at once can make the switch fail as
+    busy without SQLite's busy handler being consulted, so wait here instead."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            raw.execute("PRAGMA journal_mode = WAL").fetchone()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(WAL_RETRY_PAUSE_S)
+
+
+def _outer(conn: _Connection, write: bool) -> Iterator[sqlite3.Connection]:
+    try:
+        conn.raw.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+    except sqlite3.Error as exc:
+        raise translate(exc) from exc
+    conn.depth = 1
+    try:
+        yield conn.raw
+        conn.raw.execute("COMMIT")  # deferred foreign keys are checked here
+    except BaseException as exc:
+        if conn.raw.in_transaction:
+            conn.raw.execute("ROLLBACK")
+        if isinstance(exc, sqlite3.Error):
+            raise translate(exc) from exc
+        raise
+    finally:
+        conn.depth = 0
+
+
+def _savepoint(conn: _Connection) -> Iterator[sqlite3.Connection]:
+    name = f"distill_{conn.depth}"
+    conn.raw.execute(f"SAVEPOINT {name}")
+    conn.depth += 1
+    try:
+        yield conn.raw
+    except BaseException as exc:
+        conn.raw.execute(f"ROLLBACK TO {name}")
+        conn.raw.execute(f"RELEASE {name}")
+        if isinstance(exc, sqlite3.Error):
+            raise translate(exc) from exc
+        raise
+    else:
+        conn.raw.execute(f"RELEASE {name}")
+    finally:
+        conn.depth -= 1
+
+
+def translate(exc: sqlite3.Error) -> DistillError:
+    """A driver error as the Distill error it means."""
+    if isinstance(exc, sqlite3.IntegrityError):
+        if "FOREIGN KEY" in str(exc):
+            return IntegrityViolation(
+                "a fact, observation or job names an event or fact that is not stored"
+            )
+        return IntegrityViolation(f"the store refused a write: {exc}")
+    return StoreError(f"SQLite failed: {exc}")
+
+
+def split_statements(script: str) -> Iterator[str]:
+    """Cut a SQL script into statements (sqlite3.complete_statement knows the syntax)."""
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            yield buffer.strip()
+            buffer = ""
+    leftover = [ln for ln in buffer.splitlines() if ln.strip() and not ln.lstrip().startswith("--")]
+    if leftover:
+        raise StoreError(f"a SQL script ends with an incomplete statement: {leftover[0][:80]}")

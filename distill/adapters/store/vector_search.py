@@ -1,0 +1,37 @@
+"""Nearest-neighbour search over identity vectors.
+
+Exact search with numpy: vectors are L2-normalised, so cosine distance is ``1 - dot``. This
+is fast enough to ~100k vectors per project (DESIGN.md, "Storage"); an ANN index can replace
+`exact_nearest` behind the same signature when that stops being true.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from distill.ports import Neighbour
+
+
+def exact_nearest(
+    ids: Sequence[str],
+    matrix: npt.NDArray[np.float32],
+    queries: npt.NDArray[np.float32],
+    k: int,
+) -> list[list[Neighbour]]:
+    """For each row of `queries`, up to `k` of `ids` nearest first, ties broken by id.
+
+    `matrix` holds one L2-normalised row per id; `queries` is (m, dim).
+    """
+    if k <= 0 or not ids:
+        return [[] for _ in range(len(queries))]
+    distances = 1.0 - queries.astype(np.float32) @ matrix.astype(np.float32).T
+    id_rank = np.argsort(np.argsort(np.asarray(ids, dtype=object), kind="stable"), kind="stable")
+    results: list[list[Neighbour]] = []
+    for row in distances:
+        # lexsort sorts by the last key first: distance, then the id's rank.
+        order = np.lexsort((id_rank, row))[:k]
+        results.append([Neighbour(ids[i], float(row[i])) for i in order])
+    return results

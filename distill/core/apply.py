@@ -1,0 +1,106 @@
+"""The one validator every plan goes through before the store writes it.
+
+A pass can be wrong; this is where the invariants are enforced for all of them: scope, pinned
+facts, one active fact per identity, and receipts for everything that leaves the live set.
+The store's partial unique index is the second line of defence, not the first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from distill.core.models import AuditEntry, Fact, FactKind, FactStatus
+from distill.core.plan import (
+    CreateFact,
+    LearnAlias,
+    OpenConflict,
+    Plan,
+    RecordObservation,
+    ReviseConflict,
+    ReviseFact,
+    describe_action,
+    subject_of,
+)
+from distill.errors import IntegrityViolation, PinnedFact
+
+# Passes that act for a person through the API; everything else is automatic.
+USER_PASSES = frozenset({"api"})
+# Fields the API may change on a pinned fact (pinning itself, and resolving its conflict).
+_PIN_FIELDS = frozenset({"pinned"})
+
+
+def validate(plan: Plan, project: str, subject: str | None) -> None:
+    """Raise if applying `plan` would break an invariant. Pure: looks only at the plan."""
+    final: dict[str, Fact] = {}
+    for action in plan.actions:
+        p, s = subject_of(action)
+        if p != project or (subject is not None and s and s != subject):
+            raise IntegrityViolation(
+                f"{action.name} writes to {p}/{s}, outside the scope {project}/{subject}"
+            )
+        if isinstance(action, CreateFact):
+            final[action.fact.id] = action.fact
+        elif isinstance(action, ReviseFact):
+            _check_revision(action)
+            final[action.after.id] = action.after
+    active: dict[str, str] = {}
+    for fact in final.values():
+        if fact.kind is FactKind.STATE and fact.status is FactStatus.ACTIVE and fact.identity_key:
+            other = active.setdefault(fact.identity_key, fact.id)
+            if other != fact.id:
+                raise IntegrityViolation(
+                    f"plan leaves two active facts for identity {fact.identity_key!r}: "
+                    f"{other} and {fact.id}"
+                )
+        if fact.status is FactStatus.SUPERSEDED and not fact.superseded_by:
+            raise IntegrityViolation(f"fact {fact.id} is superseded without a receipt")
+
+
+def _check_revision(action: ReviseFact) -> None:
+    before, after = action.before, action.after
+    if before.id != after.id or (before.project, before.subject) != (after.project, after.subject):
+        raise IntegrityViolation(f"a revision may not move fact {before.id} to another scope")
+    if before.pinned and action.pass_name not in USER_PASSES:
+        raise PinnedFact(
+            f"fact {before.id} is pinned; the {action.pass_name} pass may not change it"
+        )
+    if before.pinned and action.pass_name in USER_PASSES:
+        changed = {k for k in type(before).model_fields if getattr(before, k) != getattr(after, k)}
+        if changed - _PIN_FIELDS and action.op != "resolve":
+            raise PinnedFact(f"fact {before.id} is pinned; unpin it before changing it")
+
+
+def audit_entries(
+    plan: Plan, job_id: str | None, now: datetime, new_id: Callable[[], str]
+) -> list[AuditEntry]:
+    """One entry per action: who (pass, job), what (before/after), why (reason)."""
+    entries = []
+    for action in plan.actions:
+        described = describe_action(action)
+        project, subject = subject_of(action)
+        fact_id: str | None = None
+        if isinstance(action, CreateFact):
+            fact_id = action.fact.id
+        elif isinstance(action, ReviseFact):
+            fact_id = action.after.id
+        elif isinstance(action, RecordObservation):
+            fact_id = action.observation.fact_id
+        elif isinstance(action, OpenConflict | ReviseConflict | LearnAlias):
+            fact_id = None
+        entries.append(
+            AuditEntry(
+                id=new_id(),
+                project=project,
+                subject=subject,
+                job_id=job_id,
+                pass_name=action.pass_name,
+                action=action.name,
+                reason=action.reason,
+                fact_id=fact_id,
+                before=described.get("before"),
+                after=described.get("after"),
+                at=now,
+            )
+        )
+    return entries

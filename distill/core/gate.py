@@ -1,0 +1,76 @@
+"""The write gate: candidates that must never become facts, whatever an extractor says.
+
+Instruction-like text aimed at the agent ("ignore previous instructions", "from now on you
+must ...") is a prompt-injection attempt when it is stored as memory and replayed into a
+later prompt. Ordinary preferences phrased with "always" are not directives and pass.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from distill.core.identity import canonical_json
+from distill.core.models import Claim
+
+# Each pattern targets text that addresses the agent and changes its rules, not text that
+# merely contains "always" or "never". English and French.
+_DIRECTIVES = [
+    # English
+    r"\b(ignore|disregard|forget|override|bypass)\b.{0,40}\b(previous|prior|above|earlier|all|your|system)\b.{0,30}\b(instructions?|prompts?|rules?|directives?|guidelines?|messages?)\b",
+    r"\bfrom now on\b.{0,60}\b(you|assistant|agent|ai)\b",
+    r"\b(you|assistant|agent|the ai)\b.{0,20}\b(must|should|shall|will) (always|never|now)\b",
+    r"\b(always|never) (trust|believe|obey|follow|do what|say|reveal|answer)\b.{0,40}\b(i|me|my|user|whatever)\b",
+    r"\b(new|updated) (system )?(instructions?|rules?|prompt)\s*:",
+    r"\b(system prompt|developer mode|jailbreak)\b",
+    r"\byou are now\b",
+    # French
+    r"\b(ignore[rz]?|oublie[rz]?|n[e'] ?tiens pas compte)\b.{0,40}\b(instructions?|consignes?|r[eè]gles?)\b",
+    r"\b(à|a) partir de maintenant\b.{0,60}\b(tu|vous)\b",
+    r"\bd[ée]sormais\b.{0,40}\b(tu|vous) (dois|devez|dois toujours|devez toujours)\b",
+    r"\b(tu|vous) (dois|devez) (toujours|jamais) (me )?(faire confiance|croire|ob[ée]ir|r[ée]pondre)\b",
+    r"\bnouvelles? (instructions?|consignes?|r[eè]gles?)\s*:",
+]
+_DIRECTIVE_RE = [re.compile(p, re.IGNORECASE | re.DOTALL) for p in _DIRECTIVES]
+
+
+def _fold(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).split())
+
+
+def is_directive(text: str) -> bool:
+    folded = _fold(text)
+    return any(p.search(folded) for p in _DIRECTIVE_RE)
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    reason: str  # "" when the candidate passes
+    detail: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return not self.reason
+
+
+PASS = GateVerdict("")
+
+
+def gate(claim: Claim, event_text: str, require_evidence: bool) -> GateVerdict:
+    """Check one validated candidate against the event it was extracted from."""
+    said = " ".join(
+        part
+        for part in (claim.text, claim.evidence_span, canonical_json(claim.value or {}))
+        if part
+    )
+    if is_directive(said):
+        return GateVerdict("imperative_directive", "instruction aimed at the agent, not a fact")
+    if claim.evidence_span is not None:
+        if _fold(claim.evidence_span).casefold() not in _fold(event_text).casefold():
+            return GateVerdict(
+                "evidence_not_in_event", "evidence span is not a substring of the event"
+            )
+    elif require_evidence:
+        return GateVerdict("evidence_not_in_event", "candidate has no evidence span")
+    return PASS

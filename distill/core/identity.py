@@ -1,0 +1,112 @@
+"""What makes two claims "the same thing": identity keys, canonical values, normalised text.
+
+Identity = (project, subject, predicate, identity qualifiers). Attribution (who said it) is
+kept on the fact but is not identity, so it is split off the qualifiers here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import unicodedata
+from typing import Any
+
+from distill.core.models import Scalar
+
+# Qualifier keys that say who stated a claim rather than which claim it is.
+ATTRIBUTION_KEYS = frozenset({"speaker", "said_by", "source", "attributed_to", "reported_by"})
+
+
+def canonical_json(value: Any) -> str:
+    """One spelling per value: sorted keys, no spaces, floats that equal ints written as ints."""
+    return json.dumps(_canonical(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        return unicodedata.normalize("NFC", value.strip())
+    return value
+
+
+def split_qualifiers(qualifiers: dict[str, Scalar]) -> tuple[dict[str, Scalar], str | None]:
+    """Separate identity qualifiers from attribution."""
+    identity = {k: v for k, v in qualifiers.items() if k not in ATTRIBUTION_KEYS}
+    said_by = [str(qualifiers[k]) for k in sorted(ATTRIBUTION_KEYS) if k in qualifiers]
+    return identity, (said_by[0] if said_by else None)
+
+
+def identity_key(predicate: str, qualifiers: dict[str, Scalar]) -> str:
+    """The key the one-active-fact-per-identity index is built on."""
+    return f"{predicate}|{canonical_json(qualifiers)}"
+
+
+def qualifiers_of_key(key: str) -> str:
+    return key.split("|", 1)[1]
+
+
+def identity_text(predicate: str, value: dict[str, Any] | None = None) -> str:
+    """What is embedded to find a fact with the same meaning under another predicate name.
+
+    The value is part of it: predicate names alone are too short to embed reliably ("bike
+    count" sits closer to "car count" than to "bikes owned"), while "bike count: 3" and
+    "bikes owned: 3" are close and "first name: John" and "last name: Smith" are not.
+    Measured by scripts/calibrate_threshold.py.
+    """
+    words = predicate.replace("_", " ")
+    if not value:
+        return words
+    shown = ", ".join(_show(v) for _, v in sorted(value.items()) if v is not None)
+    return f"{words}: {shown}" if shown else words
+
+
+_NUMBERED = re.compile(r"\d")
+
+
+def contrasting(a: str, b: str) -> bool:
+    """Predicates that differ in a token carrying a number name different things, however
+    close their embeddings ("personal_best_5k" / "personal_best_10k", "q1_revenue" /
+    "q2_revenue")."""
+    numbered_a = {t for t in a.split("_") if _NUMBERED.search(t)}
+    numbered_b = {t for t in b.split("_") if _NUMBERED.search(t)}
+    return numbered_a != numbered_b
+
+
+def values_equal(a: Any, b: Any) -> bool:
+    return canonical_json(a) == canonical_json(b)
+
+
+_NON_WORD = re.compile(r"[^\w\s]", re.UNICODE)
+_SPACE = re.compile(r"\s+")
+
+
+def normalise_text(text: str) -> str:
+    """Case, punctuation and white space folded: the deterministic duplicate test for memories."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return _SPACE.sub(" ", _NON_WORD.sub(" ", folded)).strip()
+
+
+def content_hash(*parts: str) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode("utf-8"))
+        digest.update(b"\x1f")
+    return digest.hexdigest()[:32]
+
+
+def fact_text(predicate: str, value: dict[str, Any], qualifiers: dict[str, Scalar]) -> str:
+    """A readable one-line rendering of a structured fact, used for display and search."""
+    shown = ", ".join(f"{k}={_show(v)}" for k, v in value.items())
+    where = ", ".join(f"{k}={_show(v)}" for k, v in qualifiers.items())
+    text = f"{identity_text(predicate)}: {shown}" if shown else identity_text(predicate)
+    return f"{text} ({where})" if where else text
+
+
+def _show(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)

@@ -1,0 +1,162 @@
+"""Plans: what a pass proposes, as typed actions. Applying a plan is the only way to write.
+
+Every action names the pass that proposed it and a one-line reason; the applier turns each
+into an audit entry with the before and after state.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from distill.core.models import Alias, ConflictSet, Fact, Observation
+
+
+@dataclass(frozen=True)
+class CreateFact:
+    fact: Fact
+    reason: str
+    pass_name: str = "adjudicate"
+    # The identity embedding of a state fact (what `nearest_facts` searches), if any.
+    vector: npt.NDArray[np.float32] | None = None
+    vector_model: str | None = None
+    # sha of the normalised text of a memory, for the deterministic duplicate lookup.
+    norm_hash: str | None = None
+
+    @property
+    def name(self) -> str:
+        return "create_fact"
+
+
+@dataclass(frozen=True)
+class ReviseFact:
+    """A new version of an existing fact row (status, validity, counters, links)."""
+
+    before: Fact
+    after: Fact
+    op: str  # reinforce | retire | retime | link | reclassify | resolve | pin
+    reason: str
+    pass_name: str = "adjudicate"
+
+    @property
+    def name(self) -> str:
+        return f"{self.op}_fact"
+
+
+@dataclass(frozen=True)
+class OpenConflict:
+    conflict: ConflictSet
+    reason: str
+    pass_name: str = "adjudicate"
+
+    @property
+    def name(self) -> str:
+        return "open_conflict"
+
+
+@dataclass(frozen=True)
+class ReviseConflict:
+    before: ConflictSet
+    after: ConflictSet
+    reason: str
+    pass_name: str = "adjudicate"
+
+    @property
+    def name(self) -> str:
+        return "revise_conflict"
+
+
+@dataclass(frozen=True)
+class RecordObservation:
+    observation: Observation
+    reason: str = "candidate accepted"
+    pass_name: str = "extract"
+
+    @property
+    def name(self) -> str:
+        return "record_observation"
+
+
+@dataclass(frozen=True)
+class LearnAlias:
+    alias: Alias
+    reason: str
+    pass_name: str = "adjudicate"
+
+    @property
+    def name(self) -> str:
+        return "learn_alias"
+
+
+Action = CreateFact | ReviseFact | OpenConflict | ReviseConflict | RecordObservation | LearnAlias
+
+
+@dataclass(frozen=True)
+class Rejection:
+    event_id: str
+    extractor: str
+    reason: str  # a short code: invalid_candidate, imperative_directive, ...
+    detail: str
+    candidate: dict[str, Any] | None = None
+
+
+@dataclass
+class Plan:
+    """An ordered list of actions, plus what was rejected on the way."""
+
+    actions: list[Action] = field(default_factory=list)
+    rejections: list[Rejection] = field(default_factory=list)
+    outcomes: Counter[str] = field(default_factory=Counter)
+
+    def add(self, action: Action) -> None:
+        self.actions.append(action)
+
+    def extend(self, other: Plan) -> None:
+        self.actions.extend(other.actions)
+        self.rejections.extend(other.rejections)
+        self.outcomes.update(other.outcomes)
+
+    def __bool__(self) -> bool:
+        return bool(self.actions or self.rejections)
+
+    def describe(self) -> list[dict[str, Any]]:
+        """A JSON-ready view of the actions (what `--dry-run` prints)."""
+        return [describe_action(a) for a in self.actions]
+
+
+def describe_action(action: Action) -> dict[str, Any]:
+    out: dict[str, Any] = {"action": action.name, "pass": action.pass_name, "reason": action.reason}
+    if isinstance(action, CreateFact):
+        out["after"] = action.fact.model_dump(mode="json")
+    elif isinstance(action, ReviseFact):
+        out["before"] = action.before.model_dump(mode="json")
+        out["after"] = action.after.model_dump(mode="json")
+    elif isinstance(action, OpenConflict):
+        out["after"] = action.conflict.model_dump(mode="json")
+    elif isinstance(action, ReviseConflict):
+        out["before"] = action.before.model_dump(mode="json")
+        out["after"] = action.after.model_dump(mode="json")
+    elif isinstance(action, RecordObservation):
+        out["after"] = action.observation.model_dump(mode="json")
+    else:
+        out["after"] = action.alias.model_dump(mode="json")
+    return out
+
+
+def subject_of(action: Action) -> tuple[str, str]:
+    """(project, subject) an action writes to; alias actions are project-wide."""
+    if isinstance(action, CreateFact):
+        return action.fact.project, action.fact.subject
+    if isinstance(action, ReviseFact):
+        return action.after.project, action.after.subject
+    if isinstance(action, OpenConflict):
+        return action.conflict.project, action.conflict.subject
+    if isinstance(action, ReviseConflict):
+        return action.after.project, action.after.subject
+    if isinstance(action, RecordObservation):
+        return action.observation.project, action.observation.subject
+    return action.alias.project, ""

@@ -1,0 +1,95 @@
+"""Decisions a person makes through the API: resolving a conflict set, pinning a fact.
+
+They produce plans like any pass (pass name `api`), so the same validator and audit apply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+
+from distill.core.models import ConflictSet, ConflictStatus, Fact, FactStatus
+from distill.core.plan import Plan, ReviseConflict, ReviseFact
+from distill.errors import AlreadyResolved, InvalidInput
+
+
+def resolve_conflict(
+    conflict: ConflictSet, members: Mapping[str, Fact], keep: str | None, now: datetime
+) -> Plan:
+    """Keep one member (or none of the held candidates when `keep` is None).
+
+    The kept fact becomes active; every other live member is superseded by it (its receipt).
+    A member that was only ever a candidate gets an empty validity interval: it was never
+    true. With `keep=None` the held candidates are retracted and the active fact stays.
+    """
+    if conflict.status is not ConflictStatus.OPEN:
+        raise AlreadyResolved(f"conflict {conflict.id} is already {conflict.status}")
+    if keep is not None and keep not in conflict.member_ids:
+        raise InvalidInput(
+            f"fact {keep} is not a member of conflict {conflict.id} "
+            f"(members: {', '.join(conflict.member_ids)})"
+        )
+    plan = Plan()
+    reason = f"conflict {conflict.id} resolved by a person"
+    kept = members[keep] if keep is not None else None
+    # Retire first, so that the store never sees two active facts for one identity.
+    for member_id in conflict.member_ids:
+        fact = members[member_id]
+        if member_id == keep or not fact.live:
+            continue
+        if kept is None:
+            if fact.status is FactStatus.CANDIDATE:
+                after = fact.model_copy(
+                    update={
+                        "status": FactStatus.RETRACTED,
+                        "retired_at": now,
+                        "valid_to": fact.valid_from,
+                    }
+                )
+                plan.add(ReviseFact(fact, after, "resolve", f"{reason}: not kept", "api"))
+            continue
+        was_true = fact.status is FactStatus.ACTIVE
+        after = fact.model_copy(
+            update={
+                "status": FactStatus.SUPERSEDED,
+                "retired_at": now,
+                "superseded_by": kept.id,
+                "valid_to": _end(fact, kept) if was_true else fact.valid_from,
+            }
+        )
+        plan.add(ReviseFact(fact, after, "resolve", f"{reason}: replaced by {kept.id}", "api"))
+    if kept is not None and kept.status is FactStatus.CANDIDATE:
+        previous = [
+            members[m]
+            for m in conflict.member_ids
+            if m != kept.id and members[m].status is FactStatus.ACTIVE
+        ]
+        after = kept.model_copy(
+            update={
+                "status": FactStatus.ACTIVE,
+                "supersedes_id": previous[0].id if previous else kept.supersedes_id,
+            }
+        )
+        plan.add(ReviseFact(kept, after, "resolve", f"{reason}: kept", "api"))
+    closed = conflict.model_copy(
+        update={"status": ConflictStatus.RESOLVED, "resolved_at": now, "kept_fact_id": keep}
+    )
+    plan.add(ReviseConflict(conflict, closed, reason, "api"))
+    return plan
+
+
+def _end(old: Fact, kept: Fact) -> datetime:
+    """An active fact replaced by a person's choice was true until the kept one began."""
+    if kept.valid_from > old.valid_from:
+        return kept.valid_from
+    return old.valid_from
+
+
+def pin(fact: Fact, pinned: bool) -> Plan:
+    plan = Plan()
+    if fact.pinned != pinned:
+        after = fact.model_copy(update={"pinned": pinned})
+        plan.add(
+            ReviseFact(fact, after, "pin", "pinned by a person" if pinned else "unpinned", "api")
+        )
+    return plan

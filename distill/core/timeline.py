@@ -1,0 +1,58 @@
+"""World-time ordering of the versions of one identity.
+
+The versions of a state identity (its active fact and the superseded ones before it) form a
+chain ordered by `valid_from`. Events may arrive in any order; these functions say where a
+claim about time `t` falls in that chain, so that late news is filed into history instead
+of overwriting the present.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from distill.core.models import Fact, FactKind, FactStatus
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where time `t` falls in a chain: inside `version` (None before the first one)."""
+
+    version: Fact | None
+    following: Fact | None
+
+
+def chain(facts: Iterable[Fact], key: str) -> list[Fact]:
+    """The versions of identity `key`, oldest first (active and superseded state facts)."""
+    versions = [
+        f
+        for f in facts
+        if f.identity_key == key
+        and f.kind is FactKind.STATE
+        and f.status in (FactStatus.ACTIVE, FactStatus.SUPERSEDED)
+    ]
+    return sorted(versions, key=lambda f: (f.valid_from, f.recorded_at, f.id))
+
+
+def place(versions: list[Fact], t: datetime) -> Placement:
+    """Find the version whose interval [valid_from, next.valid_from) holds `t`."""
+    before = [v for v in versions if v.valid_from <= t]
+    after = [v for v in versions if v.valid_from > t]
+    return Placement(before[-1] if before else None, after[0] if after else None)
+
+
+def end_of(version_valid_to: datetime | None, next_start: datetime | None) -> datetime | None:
+    """A version ends at its own stated end or when the next one starts, whichever is first."""
+    if version_valid_to is None:
+        return next_start
+    if next_start is None:
+        return version_valid_to
+    return min(version_valid_to, next_start)
+
+
+def freshest(current: tuple[int, datetime], seen: tuple[int, datetime]) -> tuple[int, datetime]:
+    """Freshness is the latest time among the most trusted supporters: a lower-trust
+    repetition never refreshes a fact, and an older event never moves it back. Taking the
+    maximum of (trust rank, time) pairs gives the same answer in any arrival order."""
+    return max(current, seen)

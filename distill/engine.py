@@ -1,0 +1,454 @@
+"""Orchestration: claim jobs → extract → embed → (lock) load → adjudicate → validate → apply.
+
+Slow work (LLM calls, embeddings) happens before the subject's write lock is taken; every
+decision is made under it, on state read under it. Each job is its own transaction: a
+failure rolls back that job only, records the error and leaves its events intact.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from distill.core.adjudicate import (
+    NEIGHBOURS,
+    Adjudicator,
+    Candidate,
+    IdGenerator,
+    Neighbourhood,
+    Snapshot,
+)
+from distill.core.apply import audit_entries, validate
+from distill.core.identity import (
+    content_hash,
+    identity_key,
+    identity_text,
+    normalise_text,
+    split_qualifiers,
+)
+from distill.core.models import AuditEntry, Event, FactKind, Job, Outcome
+from distill.core.plan import Plan, Rejection
+from distill.errors import DistillError, RateLimited, TransientProviderError
+from distill.extractors import AutoExtractor, ClaimsExtractor, LLMExtractor, TextExtractor
+from distill.ports import Clock, Embedder, Store, Vector
+
+log = logging.getLogger("distill.engine")
+
+MAX_ATTEMPTS = 5  # a job that failed this many times stays failed until replayed by hand
+RETRY_BASE = timedelta(seconds=30)  # backoff: 30 s, 60 s, 120 s, 240 s between attempts
+STALLED_AFTER = timedelta(minutes=10)  # a running job with no heartbeat for this long is reclaimed
+CLAIM_BATCH = 32  # jobs claimed per round trip
+CONTEXT_FACTS = 30  # active facts shown to an LLM extractor
+
+Extractor = AutoExtractor | ClaimsExtractor | TextExtractor | LLMExtractor
+
+
+@dataclass
+class Report:
+    """What a consolidation run did (or, on a dry run, would do)."""
+
+    dry_run: bool = False
+    jobs_done: int = 0
+    jobs_failed: int = 0
+    jobs_released: int = 0
+    outcomes: Counter[str] = field(default_factory=Counter)
+    rejections: list[Rejection] = field(default_factory=list)
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def created(self) -> int:
+        return self.outcomes[Outcome.CREATED]
+
+    @property
+    def reinforced(self) -> int:
+        return self.outcomes[Outcome.REINFORCED]
+
+    @property
+    def duplicates(self) -> int:
+        return self.outcomes[Outcome.DUPLICATE]
+
+    @property
+    def superseded(self) -> int:
+        return self.outcomes[Outcome.SUPERSEDED]
+
+    @property
+    def conflicts(self) -> int:
+        return self.outcomes[Outcome.CONFLICT]
+
+    @property
+    def quarantined(self) -> int:
+        return self.outcomes[Outcome.QUARANTINED]
+
+    @property
+    def rejected(self) -> int:
+        return len(self.rejections)
+
+    def counters(self) -> dict[str, int]:
+        names = [o.value for o in Outcome if o is not Outcome.REJECTED]
+        out = {name: self.outcomes[name] for name in names}
+        out.update(
+            rejected=self.rejected,
+            jobs_done=self.jobs_done,
+            jobs_failed=self.jobs_failed,
+            jobs_released=self.jobs_released,
+            llm_calls=self.llm_calls,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+        )
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dry_run": self.dry_run,
+            "counters": self.counters(),
+            "rejections": [r.__dict__ for r in self.rejections],
+            "errors": self.errors,
+            "actions": self.actions,
+        }
+
+
+def identity_text_of(c: Candidate) -> str | None:
+    """The text embedded to match a state candidate by meaning, if it is one."""
+    if c.claim.predicate and c.claim.resolved_kind is FactKind.STATE:
+        return identity_text(c.claim.predicate, c.claim.value)
+    return None
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A claimed job after extraction: everything that can be done outside the lock."""
+
+    job: Job
+    events: list[Event]
+    candidates: list[Candidate]
+    rejections: list[Rejection]
+    embed_events: bool
+
+    def texts(self) -> set[str]:
+        wanted = {t for t in map(identity_text_of, self.candidates) if t is not None}
+        if self.embed_events:
+            wanted.update(e.text for e in self.events if e.text.strip())
+        return wanted
+
+
+class _DryRun(Exception):
+    """Raised at the end of a dry run so that the store rolls everything back."""
+
+
+class Engine:
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        extractor: Extractor,
+        clock: Clock,
+        max_distance: float,
+        new_id: Callable[[], str] | None = None,
+        embed_events: bool = True,
+    ) -> None:
+        self.embed_events = embed_events
+        self.store = store
+        self.embedder = embedder
+        self.extractor = extractor
+        self.clock = clock
+        self.max_distance = max_distance
+        self.new_id = new_id or (lambda: uuid.uuid4().hex)
+
+    # -- runs ----------------------------------------------------------------------------------
+    def consolidate(
+        self, dry_run: bool = False, progress: Callable[[int, int], None] | None = None
+    ) -> Report:
+        report = Report(dry_run=dry_run)
+        if not dry_run:
+            self._run(report, progress)
+            return report
+        # A dry run is a real run inside one transaction that is always rolled back, so the
+        # plan it reports is exactly the plan a real run would apply.
+        try:
+            with self.store.serialised("", ""):
+                self._run(report, progress)
+                raise _DryRun
+        except _DryRun:
+            pass
+        return report
+
+    def _run(self, report: Report, progress: Callable[[int, int], None] | None) -> None:
+        now = self.clock.now()
+        reclaimed = self.store.reclaim_stalled(now, now - STALLED_AFTER)
+        if reclaimed:
+            log.warning("reclaimed %d stalled job(s)", reclaimed)
+        counts = self.store.counts(None).jobs_by_status
+        total = counts.get("pending", 0) + counts.get("failed", 0)
+        done = 0
+        while True:
+            jobs = self.store.claim_jobs(self.clock.now(), CLAIM_BATCH, MAX_ATTEMPTS)
+            if not jobs:
+                return
+            prepared, stopped = self._prepare_all(jobs, report)
+            # One embedding call for the whole batch of jobs: batching is most of its speed.
+            try:
+                vectors = self.embed(sorted({t for p in prepared for t in p.texts()}))
+            except Exception as exc:
+                for p in prepared:
+                    self._fail(p.job, exc, report)
+                prepared = []
+            for p in prepared:
+                self._decide(p, vectors, report)
+                done += 1
+                if progress:
+                    progress(done, max(total, done))
+            if stopped:
+                return
+
+    def _prepare_all(self, jobs: Sequence[Job], report: Report) -> tuple[list[Prepared], bool]:
+        """Extract every claimed job. A rate limit stops the run: the jobs after it go back
+        to pending untouched; the ones already extracted are still applied."""
+        prepared: list[Prepared] = []
+        for index, job in enumerate(jobs):
+            usage = self._llm_usage()
+            try:
+                prepared.append(self._prepare(job))
+            except RateLimited as exc:
+                self._fail(job, exc, report)
+                rest = [j.id for j in jobs[index + 1 :]]
+                self.store.release_jobs(rest, self.clock.now())
+                report.jobs_released += len(rest)
+                return prepared, True
+            except Exception as exc:  # one failing job never stops the others
+                self._fail(job, exc, report)
+            finally:
+                self._count_llm(report, usage)
+        return prepared, False
+
+    def _prepare(self, job: Job) -> Prepared:
+        events = sorted(self.store.events(job.event_ids), key=lambda e: (e.occurred_at, e.id))
+        candidates, rejections = self._extract(job, events)
+        return Prepared(job, events, candidates, rejections, self.embed_events)
+
+    def _decide(self, p: Prepared, vectors: dict[str, Vector], report: Report) -> None:
+        try:
+            plan = self._decide_and_apply(p, vectors)
+        except Exception as exc:  # rolled back: this job only
+            self._fail(p.job, exc, report)
+            return
+        self.store.finish_job(p.job.id, self.clock.now())
+        report.jobs_done += 1
+        report.outcomes.update(plan.outcomes)
+        report.rejections.extend(plan.rejections)
+        report.actions.extend(plan.describe())
+
+    def _decide_and_apply(self, p: Prepared, vectors: dict[str, Vector]) -> Plan:
+        """Every decision is made under the subject's write lock, on state read under it."""
+        job = p.job
+        identity = {
+            t: vectors[t] for t in (identity_text_of(c) for c in p.candidates) if t is not None
+        }
+        with self.store.serialised(job.project, job.subject):
+            snapshot = self._snapshot(job, p.events, p.candidates, identity)
+            now = self.clock.now()
+            plan = Adjudicator(snapshot, now, IdGenerator(self.new_id), self.max_distance).run(
+                p.candidates
+            )
+            plan.rejections.extend(p.rejections)
+            validate(plan, job.project, job.subject)
+            audit = audit_entries(plan, job.id, now, self.new_id)
+            audit.extend(self._rejection_audit(job, p.rejections, now))
+            self.store.apply(plan, job.id, audit)
+            if self.embed_events:
+                for event in p.events:
+                    if event.text.strip():
+                        self.store.set_event_embedding(
+                            event.id, self.embedder.model_id, vectors[event.text]
+                        )
+        for r in p.rejections:
+            log.info("rejected a candidate of event %s: %s (%s)", r.event_id, r.reason, r.detail)
+        return plan
+
+    # -- steps ---------------------------------------------------------------------------------
+    def _extract(
+        self, job: Job, events: Sequence[Event]
+    ) -> tuple[list[Candidate], list[Rejection]]:
+        known = (
+            self.store.active_facts(job.project, job.subject, CONTEXT_FACTS)
+            if self._uses_llm(events)
+            else []
+        )
+        candidates: list[Candidate] = []
+        rejections: list[Rejection] = []
+        for event in events:
+            extracted = self.extractor.extract(event, known)
+            name = self._extractor_name(event)
+            candidates.extend(Candidate(event, claim, h, name) for claim, h in extracted.claims)
+            rejections.extend(extracted.rejections)
+        return candidates, rejections
+
+    def embed(self, texts: Sequence[str]) -> dict[str, Vector]:
+        """Embeddings by text, through the (model, text hash) cache."""
+        if not texts:
+            return {}
+        model = self.embedder.model_id
+        hashes = {t: content_hash(t) for t in texts}
+        cached = self.store.cached_embeddings(model, list(hashes.values()))
+        missing = [t for t in texts if hashes[t] not in cached]
+        fresh: dict[str, Vector] = {}
+        for start in range(0, len(missing), self.embedder.max_batch):
+            chunk = missing[start : start + self.embedder.max_batch]
+            rows = self.embedder.embed_batch(chunk)
+            fresh.update({hashes[t]: rows[i] for i, t in enumerate(chunk)})
+        if fresh:
+            self.store.cache_embeddings(model, fresh)
+        cached.update(fresh)
+        return {t: np.asarray(cached[hashes[t]], dtype=np.float32) for t in texts}
+
+    def _snapshot(
+        self,
+        job: Job,
+        events: Sequence[Event],
+        candidates: Sequence[Candidate],
+        vectors: dict[str, Vector],
+    ) -> Snapshot:
+        project, subject = job.project, job.subject
+        store = self.store
+        predicates = {c.claim.predicate for c in candidates if c.claim.predicate}
+        aliases = store.aliases(project, sorted(predicates))
+        keys: set[str] = set()
+        for c in candidates:
+            if not c.claim.predicate:
+                continue
+            qualifiers, _ = split_qualifiers(c.claim.qualifiers)
+            for predicate in (
+                c.claim.predicate,
+                *(a.canonical for a in aliases.values() if a.alias == c.claim.predicate),
+            ):
+                keys.add(identity_key(predicate, qualifiers))
+                keys.add(identity_key(predicate, {}))
+        neighbours: dict[str, Neighbourhood] = {}
+        facts = {}
+        if vectors:
+            texts = sorted(vectors)
+            matrix = np.stack([vectors[t] for t in texts])
+            found = store.nearest_facts(
+                project, subject, matrix, NEIGHBOURS, self.embedder.model_id
+            )
+            for text, hood in zip(texts, found, strict=True):
+                neighbours[text] = Neighbourhood(
+                    tuple(n.fact_id for n in hood), tuple(n.distance for n in hood)
+                )
+                for n in hood:
+                    if n.fact_id not in facts:
+                        fact = store.fact(n.fact_id)
+                        facts[fact.id] = fact
+                        if fact.identity_key:
+                            keys.add(fact.identity_key)
+        for fact in store.facts_by_identity(project, subject, sorted(keys)):
+            facts[fact.id] = fact
+        norms = sorted(
+            {
+                content_hash(normalise_text(c.claim.text or ""))
+                for c in candidates
+                if c.claim.resolved_kind is FactKind.MEMORY
+            }
+        )
+        for fact in store.memories_by_norm(project, subject, norms):
+            facts[fact.id] = fact
+        event_ids = [e.id for e in events]
+        for fact in store.facts_with_sources(project, subject, event_ids):
+            facts[fact.id] = fact
+        conflicts = {c.id: c for c in store.open_conflicts_for(project, subject, sorted(keys))}
+        for conflict in conflicts.values():
+            for member_id in conflict.member_ids:
+                if member_id not in facts:
+                    facts[member_id] = store.fact(member_id)
+        return Snapshot(
+            project=project,
+            subject=subject,
+            facts=facts,
+            aliases=dict(aliases),
+            conflicts=conflicts,
+            seen=store.seen_claims(event_ids),
+            vectors=vectors,
+            neighbours=neighbours,
+            vector_model=self.embedder.model_id,
+        )
+
+    # -- failures ------------------------------------------------------------------------------
+    def _fail(self, job: Job, exc: Exception, report: Report) -> None:
+        if not isinstance(exc, DistillError):
+            log.error("job %s raised an unexpected error", job.id, exc_info=exc)
+        now = self.clock.now()
+        message = f"{type(exc).__name__}: {exc}"
+        retry_at = None
+        if job.attempts < MAX_ATTEMPTS:
+            retry_at = now + RETRY_BASE * (2 ** max(job.attempts - 1, 0))
+        if isinstance(exc, TransientProviderError) and not isinstance(exc, RateLimited):
+            log.warning("job %s failed (transient): %s", job.id, message)
+        else:
+            log.error("job %s failed: %s", job.id, message)
+        self.store.fail_job(job.id, message, now, retry_at)
+        report.jobs_failed += 1
+        report.errors.append(f"job {job.id} ({job.project}/{job.subject}): {message}")
+
+    def _rejection_audit(
+        self, job: Job, rejections: Sequence[Rejection], now: datetime
+    ) -> list[AuditEntry]:
+        return [
+            AuditEntry(
+                id=self.new_id(),
+                project=job.project,
+                subject=job.subject,
+                job_id=job.id,
+                pass_name="extract",
+                action="reject_candidate",
+                reason=f"{r.reason}: {r.detail}",
+                fact_id=None,
+                before=None,
+                after={"event_id": r.event_id, "extractor": r.extractor, "candidate": r.candidate},
+                at=now,
+            )
+            for r in rejections
+        ]
+
+    # -- LLM accounting ------------------------------------------------------------------------
+    def _llm_extractor(self) -> LLMExtractor | None:
+        if isinstance(self.extractor, LLMExtractor):
+            return self.extractor
+        if isinstance(self.extractor, AutoExtractor):
+            return self.extractor.llm
+        return None
+
+    def _uses_llm(self, events: Sequence[Event]) -> bool:
+        if isinstance(self.extractor, LLMExtractor):
+            return True
+        return (
+            isinstance(self.extractor, AutoExtractor)
+            and self.extractor.llm is not None
+            and any(not e.claims for e in events)
+        )
+
+    def _extractor_name(self, event: Event) -> str:
+        if isinstance(self.extractor, AutoExtractor):
+            if event.claims:
+                return "claims"
+            return "llm" if self.extractor.llm is not None else "text"
+        return self.extractor.name
+
+    def _llm_usage(self) -> tuple[int, int, int]:
+        llm = self._llm_extractor()
+        return (llm.calls, llm.prompt_tokens, llm.completion_tokens) if llm else (0, 0, 0)
+
+    def _count_llm(self, report: Report, before: tuple[int, int, int]) -> None:
+        after = self._llm_usage()
+        report.llm_calls += after[0] - before[0]
+        report.prompt_tokens += after[1] - before[1]
+        report.completion_tokens += after[2] - before[2]

@@ -1,0 +1,78 @@
+"""Every error Distill raises on purpose derives from :class:`DistillError`.
+
+    DistillError
+    ├── ConfigurationError      bad arguments or environment; raised at construction
+    │   └── MissingDependency   an optional extra is not installed (the message has the pip line)
+    ├── InvalidInput            a malformed event, claim or JSONL line (nothing was written)
+    ├── NotFound                no such fact, conflict or event in this project
+    ├── InvalidOperation        the request is well-formed but not allowed in the current state
+    │   ├── AlreadyResolved     the conflict set was resolved before
+    │   └── PinnedFact          an automatic or API path tried to change a pinned fact
+    ├── IntegrityViolation      the store refused a write that would break an invariant
+    │                           (for example a second active fact for one identity)
+    ├── StoreError              the database failed or is at an unknown schema version
+    └── ProviderError           an LLM or embedding provider failed
+        ├── TransientProviderError   worth retrying later (transport, timeout, 5xx, 408)
+        │   └── RateLimited          429: the run stops and unstarted jobs go back to pending
+        └── MalformedAnswer          the model answered something that is not a valid proposal
+
+Driver and SDK errors are translated at the adapter boundary with ``raise ... from exc``.
+"""
+
+from __future__ import annotations
+
+
+class DistillError(Exception):
+    """Root of every error Distill raises on purpose."""
+
+
+class ConfigurationError(DistillError):
+    """Bad configuration; raised when the object is built, not on first use."""
+
+
+class MissingDependency(ConfigurationError):
+    """An optional dependency is not installed."""
+
+
+class InvalidInput(DistillError):
+    """Input that Distill refuses; nothing was written."""
+
+
+class NotFound(DistillError):
+    """The referenced object does not exist in this project."""
+
+
+class InvalidOperation(DistillError):
+    """A well-formed request that the current state does not allow."""
+
+
+class AlreadyResolved(InvalidOperation):
+    """The conflict set was already resolved."""
+
+
+class PinnedFact(InvalidOperation):
+    """A pinned fact cannot be changed by this path."""
+
+
+class IntegrityViolation(DistillError):
+    """The store refused a write that would break an invariant."""
+
+
+class StoreError(DistillError):
+    """The database failed, or its schema is not one this version understands."""
+
+
+class ProviderError(DistillError):
+    """An LLM or embedding provider failed."""
+
+
+class TransientProviderError(ProviderError):
+    """A failure worth retrying later: transport error, timeout, 5xx, 408."""
+
+
+class RateLimited(TransientProviderError):
+    """The provider answered 429; the run stops instead of failing job after job."""
+
+
+class MalformedAnswer(ProviderError):
+    """The model's answer could not be parsed into a proposal."""

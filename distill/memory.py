@@ -1,0 +1,322 @@
+"""`Memory`: the Python interface. Events in, facts out.
+
+from distill import Memory
+m = Memory("memory.db")
+m.add_event(subject="u1", text="I have 3 bikes",
+            claims=[{"predicate": "bike_count", "value": {"count": 3}}])
+m.consolidate()
+m.facts(subject="u1")
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from distill.core import resolve
+from distill.core.adjudicate import SEMANTIC_MATCH_MAX_DISTANCE
+from distill.core.apply import audit_entries, validate
+from distill.core.identity import canonical_json, content_hash
+from distill.core.models import (
+    AuditEntry,
+    ConflictSet,
+    ConflictStatus,
+    Event,
+    EventIn,
+    Fact,
+    Job,
+    Observation,
+)
+from distill.core.plan import Plan
+from distill.engine import Engine, Report
+from distill.errors import ConfigurationError, InvalidInput, NotFound
+from distill.extractors import make_extractor
+from distill.ports import LLM, Clock, Embedder, Store, StoreCounts
+
+
+class SystemClock:
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class History:
+    """A fact's life: the versions of its identity, what was observed, and every audit entry."""
+
+    fact: Fact
+    versions: list[Fact]
+    observations: list[Observation]
+    audit: list[AuditEntry]
+
+
+@dataclass(frozen=True)
+class Status:
+    counts: StoreCounts
+    embedder: str
+    database: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "database": self.database,
+            "embedder": self.embedder,
+            "events": self.counts.events,
+            "facts": self.counts.facts_by_status,
+            "jobs": self.counts.jobs_by_status,
+            "open_conflicts": self.counts.open_conflicts,
+            "failed_jobs": [
+                {
+                    "id": j.id,
+                    "project": j.project,
+                    "subject": j.subject,
+                    "attempts": j.attempts,
+                    "error": j.error,
+                }
+                for j in self.counts.failed_jobs
+            ],
+        }
+
+
+def default_database() -> Path:
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("distill", appauthor=False)) / "memory.db"
+
+
+def open_store(url: str | Path | None) -> tuple[Store, str]:
+    """Build the store a URL names: a path, `sqlite:///path`, or `:memory:`."""
+    if url is None:
+        path = default_database()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        url = str(path)
+    url = str(url)
+    if url.startswith(("postgresql://", "postgres://", "postgresql+")):
+        raise ConfigurationError(
+            "the PostgreSQL backend is not part of this build yet; use a SQLite path such as "
+            "memory.db or sqlite:///path/to/memory.db"
+        )
+    if url.startswith("sqlite://"):
+        url = url.removeprefix("sqlite://")
+        url = url[1:] if url.startswith("/") and not url.startswith("//") else url.lstrip("/")
+        url = url or ":memory:"
+    elif "://" in url:
+        raise ConfigurationError(
+            f"unsupported database URL {url!r}: use a file path or sqlite:///path"
+        )
+    from distill.adapters.store.sqlite import SqliteStore
+
+    return SqliteStore(url), url
+
+
+def make_embedder(embedder: str | Embedder) -> Embedder:
+    if not isinstance(embedder, str):
+        return embedder
+    if embedder in ("local", "auto"):
+        from distill.adapters.embed.local import LocalEmbedder
+
+        return LocalEmbedder()
+    if embedder == "hashing":
+        from distill.adapters.embed.hashing import HashingEmbedder
+
+        return HashingEmbedder()
+    raise ConfigurationError(f"unknown embedder {embedder!r}: use 'local' or 'hashing'")
+
+
+class Memory:
+    """An agent memory on one database.
+
+    Args:
+        url: a SQLite file path, ``sqlite:///path``, or ``:memory:``; by default a file in
+            the user data directory.
+        embedder: ``"local"`` (default: all-MiniLM-L6-v2, offline), ``"hashing"`` (no
+            model; exact-predicate identity only in practice), or an `Embedder`.
+        llm: an object implementing the LLM port, used by the ``llm``/``auto`` extractor.
+        extractor: ``auto`` | ``claims`` | ``text`` | ``llm``.
+        max_distance: cosine distance under which two predicate names are one attribute.
+        embed_events: store each event's embedding (derived data, for episodic recall).
+    """
+
+    def __init__(
+        self,
+        url: str | Path | None = None,
+        *,
+        embedder: str | Embedder = "local",
+        llm: LLM | None = None,
+        extractor: str = "auto",
+        clock: Clock | None = None,
+        max_distance: float = SEMANTIC_MATCH_MAX_DISTANCE,
+        new_id: Callable[[], str] | None = None,
+        embed_events: bool = True,
+    ) -> None:
+        if not 0.0 <= max_distance <= 2.0:
+            raise ConfigurationError("max_distance is a cosine distance between 0 and 2")
+        self.clock: Clock = clock or SystemClock()
+        self._new_id = new_id or (lambda: uuid.uuid4().hex)
+        extract = make_extractor(extractor, llm)
+        self.embedder = make_embedder(embedder)
+        self.store, self.database = open_store(url)
+        self.engine = Engine(
+            self.store, self.embedder, extract, self.clock, max_distance, self._new_id
+        )
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writing ----------------------------------------------------------------------------------
+    def add_event(self, **fields: Any) -> Event:
+        """Append one event (idempotent on its idempotency key) and enqueue its consolidation."""
+        return self.add_events([fields])[0]
+
+    def add_events(self, items: Iterable[Mapping[str, Any]]) -> list[Event]:
+        """Append several events in one transaction: all are validated before any is written."""
+        now = self.clock.now()
+        events = []
+        for index, item in enumerate(items):
+            try:
+                spec = EventIn.model_validate(dict(item))
+            except ValidationError as exc:
+                raise InvalidInput(f"event {index}: {explain_validation(exc)}") from exc
+            events.append(self._event(spec, now))
+        stored = self.store.append_events(events, now)
+        return [event for event, _ in stored]
+
+    def _event(self, spec: EventIn, now: datetime) -> Event:
+        occurred = spec.occurred_at or now
+        key = spec.idempotency_key or content_hash(
+            spec.subject,
+            spec.text,
+            occurred.isoformat(),
+            spec.source,
+            canonical_json([c.model_dump(mode="json") for c in spec.claims]),
+        )
+        return Event(
+            id=self._new_id(),
+            project=spec.project,
+            subject=spec.subject,
+            text=spec.text,
+            occurred_at=occurred,
+            recorded_at=now,
+            source=spec.source,
+            trust=spec.trust,
+            claims=spec.claims,
+            idempotency_key=key,
+        )
+
+    def consolidate(
+        self, dry_run: bool = False, progress: Callable[[int, int], None] | None = None
+    ) -> Report:
+        """Run every due job. With `dry_run` the report has the same plan and nothing is written."""
+        return self.engine.consolidate(dry_run=dry_run, progress=progress)
+
+    def replay(self, project: str | None = None) -> int:
+        """Put every finished or failed job back to pending; the next run replays it."""
+        return self.store.requeue_jobs(project, self.clock.now())
+
+    # -- reading ----------------------------------------------------------------------------------
+    def facts(
+        self,
+        subject: str | None = None,
+        project: str = "default",
+        include_retired: bool = False,
+        as_of: datetime | str | None = None,
+    ) -> list[Fact]:
+        """Active facts, or with `as_of` what was true at that time as far as we know now."""
+        when = _parse_time(as_of) if as_of is not None else None
+        return self.store.facts(project, subject, include_retired, when)
+
+    def fact(self, fact_id: str) -> Fact:
+        return self.store.fact(fact_id)
+
+    def history(self, fact_id: str) -> History:
+        fact = self.store.fact(fact_id)
+        if fact.identity_key:
+            versions = [
+                f
+                for f in self.store.facts_by_identity(
+                    fact.project, fact.subject, [fact.identity_key]
+                )
+                if f.kind is fact.kind
+            ]
+        else:
+            versions = [fact]
+        versions.sort(key=lambda f: (f.valid_from, f.recorded_at, f.id))
+        audit = [entry for f in versions for entry in self.store.audit_for(f.id)]
+        audit.sort(key=lambda e: (e.at, e.id))
+        observations = [o for f in versions for o in self.store.observations_for(f.id)]
+        return History(fact, versions, observations, audit)
+
+    def conflicts(
+        self, subject: str | None = None, project: str = "default", status: str | None = "open"
+    ) -> list[ConflictSet]:
+        wanted = ConflictStatus(status) if status else None
+        return self.store.conflicts(project, subject, wanted)
+
+    def jobs(self, project: str | None = None) -> list[Job]:
+        return self.store.jobs(project)
+
+    def status(self, project: str | None = None) -> Status:
+        return Status(self.store.counts(project), self.embedder.model_id, self.database)
+
+    # -- decisions by a person ---------------------------------------------------------------------
+    def resolve_conflict(
+        self, conflict_id: str, keep: str | None, project: str = "default"
+    ) -> ConflictSet:
+        """Keep one member of an open conflict set; the others are superseded by it."""
+        conflict = self.store.conflict(conflict_id)
+        if conflict.project != project:
+            raise NotFound(f"no conflict {conflict_id} in project {project!r}")
+        with self.store.serialised(conflict.project, conflict.subject):
+            conflict = self.store.conflict(conflict_id)
+            members = {m: self.store.fact(m) for m in conflict.member_ids}
+            plan = resolve.resolve_conflict(conflict, members, keep, self.clock.now())
+            self._apply(plan, conflict.project, conflict.subject)
+        return self.store.conflict(conflict_id)
+
+    def pin(self, fact_id: str, pinned: bool = True) -> Fact:
+        """Pinned facts are never changed by automatic paths."""
+        fact = self.store.fact(fact_id)
+        with self.store.serialised(fact.project, fact.subject):
+            plan = resolve.pin(self.store.fact(fact_id), pinned)
+            self._apply(plan, fact.project, fact.subject)
+        return self.store.fact(fact_id)
+
+    def unpin(self, fact_id: str) -> Fact:
+        return self.pin(fact_id, pinned=False)
+
+    def _apply(self, plan: Plan, project: str, subject: str) -> None:
+        if not plan.actions:
+            return
+        validate(plan, project, subject)
+        self.store.apply(plan, None, audit_entries(plan, None, self.clock.now(), self._new_id))
+
+
+def _parse_time(value: datetime | str) -> datetime:
+    if isinstance(value, datetime):
+        when = value
+    else:
+        try:
+            when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise InvalidInput(f"not an ISO-8601 time: {value!r}") from exc
+    if when.tzinfo is None:
+        raise InvalidInput("times must carry a timezone (for example 2024-05-01T10:00:00Z)")
+    return when
+
+
+def explain_validation(exc: ValidationError) -> str:
+    """A pydantic error as one line: `field: problem; field: problem`."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'event'}: {e['msg']}" for e in exc.errors()
+    )

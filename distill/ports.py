@@ -1,0 +1,190 @@
+"""The ports: what the engine needs from the outside world, as domain operations.
+
+Adapters live in `distill/adapters/<port>/<tech>.py` and implement these protocols. The core
+never imports an adapter; the engine wires them together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from distill.core.models import (
+    Alias,
+    AuditEntry,
+    ConflictSet,
+    ConflictStatus,
+    Event,
+    Fact,
+    Job,
+    Observation,
+)
+from distill.core.plan import Plan
+
+Vector = npt.NDArray[np.float32]
+
+
+class Clock(Protocol):
+    def now(self) -> datetime:
+        """The current time, timezone-aware (UTC)."""
+        ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors of `dimension` values."""
+
+    model_id: str
+    dimension: int
+    max_batch: int
+
+    def embed_batch(self, texts: Sequence[str]) -> Vector:
+        """One row per text, L2-normalised, shape (len(texts), dimension)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class LLM(Protocol):
+    """A chat model that answers one prompt. Providers translate their errors to
+    `distill.errors.ProviderError` subclasses."""
+
+    model_id: str
+    json_mode: bool
+
+    def complete(
+        self, system: str, prompt: str, schema: dict[str, Any] | None = None
+    ) -> Completion: ...
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    fact_id: str
+    distance: float  # cosine distance, 0 = same direction, 2 = opposite
+
+
+@dataclass(frozen=True)
+class StoreCounts:
+    events: int
+    facts_by_status: dict[str, int]
+    jobs_by_status: dict[str, int]
+    open_conflicts: int
+    failed_jobs: tuple[Job, ...]
+
+
+class Store(Protocol):
+    """Durable state. Every method is one domain operation, not a driver call.
+
+    Writes that make up one job happen inside `serialised(project, subject)`: a transaction
+    that no other writer for the same (project, subject) can interleave with, rolled back
+    whole if the block raises.
+    """
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def migrate(self) -> None: ...
+    def close(self) -> None: ...
+    def serialised(self, project: str, subject: str) -> AbstractContextManager[None]: ...
+
+    # -- events and jobs ---------------------------------------------------------------------
+    def append_events(self, events: Sequence[Event], now: datetime) -> list[tuple[Event, bool]]:
+        """Insert events idempotently on (project, idempotency_key) and enqueue their job.
+        Returns each stored event with True when it is new, or the existing one and False."""
+        ...
+
+    def events(self, ids: Sequence[str]) -> list[Event]: ...
+    def set_event_embedding(self, event_id: str, model_id: str, vector: Vector) -> None: ...
+    def claim_jobs(self, now: datetime, limit: int, max_attempts: int) -> list[Job]:
+        """Mark due jobs running and return them oldest first: pending ones, and failed ones
+        with fewer than `max_attempts` attempts whose backoff has expired."""
+        ...
+
+    def reclaim_stalled(self, now: datetime, stalled_before: datetime) -> int:
+        """Put `running` jobs whose heartbeat is older than `stalled_before` back to pending."""
+        ...
+
+    def finish_job(self, job_id: str, now: datetime) -> None: ...
+    def fail_job(
+        self, job_id: str, error: str, now: datetime, retry_at: datetime | None
+    ) -> None: ...
+    def release_jobs(self, job_ids: Sequence[str], now: datetime) -> None:
+        """Put claimed jobs that were never started back to pending."""
+        ...
+
+    def requeue_jobs(self, project: str | None, now: datetime) -> int:
+        """Put every done or failed job back to pending (replay). Returns how many."""
+        ...
+
+    def job(self, job_id: str) -> Job: ...
+    def jobs(self, project: str | None = None) -> list[Job]: ...
+
+    # -- reads for adjudication --------------------------------------------------------------
+    def facts_by_identity(self, project: str, subject: str, keys: Sequence[str]) -> list[Fact]:
+        """Every non-retracted fact whose identity key is in `keys`, any status."""
+        ...
+
+    def memories_by_norm(
+        self, project: str, subject: str, norm_hashes: Sequence[str]
+    ) -> list[Fact]:
+        """Live memory facts whose normalised text hash is in `norm_hashes`."""
+        ...
+
+    def facts_with_sources(
+        self, project: str, subject: str, event_ids: Sequence[str]
+    ) -> list[Fact]:
+        """Facts (any status) that name one of these events among their sources."""
+        ...
+
+    def nearest_facts(
+        self, project: str, subject: str, vectors: Vector, k: int, model_id: str
+    ) -> list[list[Neighbour]]:
+        """For each row of `vectors`, the k nearest active state facts of the subject whose
+        identity vector was made by `model_id`, nearest first."""
+        ...
+
+    def aliases(self, project: str, predicates: Sequence[str]) -> dict[str, Alias]: ...
+    def open_conflicts_for(
+        self, project: str, subject: str, keys: Sequence[str]
+    ) -> list[ConflictSet]: ...
+    def seen_claims(self, event_ids: Sequence[str]) -> set[tuple[str, str]]:
+        """(event_id, claim_hash) pairs that already have an observation."""
+        ...
+
+    def active_facts(self, project: str, subject: str, limit: int) -> list[Fact]: ...
+
+    # -- writes (inside `serialised`) --------------------------------------------------------
+    def apply(self, plan: Plan, job_id: str | None, audit: Sequence[AuditEntry]) -> None:
+        """Write every action of an already validated plan and its audit entries."""
+        ...
+
+    # -- embedding cache ---------------------------------------------------------------------
+    def cached_embeddings(self, model_id: str, hashes: Sequence[str]) -> dict[str, Vector]: ...
+    def cache_embeddings(self, model_id: str, vectors: dict[str, Vector]) -> None: ...
+
+    # -- queries -----------------------------------------------------------------------------
+    def fact(self, fact_id: str) -> Fact: ...
+    def facts(
+        self,
+        project: str,
+        subject: str | None,
+        include_retired: bool,
+        as_of: datetime | None,
+    ) -> list[Fact]: ...
+    def audit_for(self, fact_id: str) -> list[AuditEntry]: ...
+    def observations_for(self, fact_id: str) -> list[Observation]: ...
+    def conflict(self, conflict_id: str) -> ConflictSet: ...
+    def conflicts(
+        self, project: str, subject: str | None, status: ConflictStatus | None
+    ) -> list[ConflictSet]: ...
+    def counts(self, project: str | None) -> StoreCounts: ...
+    def iter_events(self, project: str | None) -> Iterator[Event]: ...

@@ -1,0 +1,414 @@
+"""The `distill` command line.
+
+Readable tables by default, JSON with `--json`. Errors print `Error: ...` on stderr and exit
+1; usage errors exit 2. Configuration comes from options, then `DISTILL_*` variables.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from pydantic import ValidationError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from distill.core.models import ConflictSet, EventIn, Fact
+from distill.errors import DistillError, InvalidInput
+from distill.memory import Memory, explain_validation
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False)
+F = TypeVar("F", bound=Callable[..., Any])
+
+ENVIRONMENT = """
+\b
+Environment:
+  DISTILL_DATABASE_URL  database (a SQLite path or sqlite:///path); default: a file in
+                        the user data directory
+  DISTILL_EMBEDDER      local (default, all-MiniLM-L6-v2 offline) | hashing (no model)
+"""
+
+
+def json_option(func: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")(
+        func
+    )
+
+
+@click.group(epilog=ENVIRONMENT)
+@click.option("--db", envvar="DISTILL_DATABASE_URL", help="Database URL or SQLite path.")
+@click.option(
+    "--embedder",
+    envvar="DISTILL_EMBEDDER",
+    default="local",
+    show_default=True,
+    type=click.Choice(["local", "hashing"]),
+    help="Embedding model used to match predicates by meaning.",
+)
+@click.version_option(package_name="distill")
+@click.pass_context
+def cli(ctx: click.Context, db: str | None, embedder: str) -> None:
+    """Distill: memory consolidation for AI agents. Events in, durable facts out."""
+    ctx.obj = {"db": db, "embedder": embedder}
+
+
+@contextmanager
+def memory(ctx: click.Context) -> Iterator[Memory]:
+    mem = Memory(ctx.obj["db"], embedder=ctx.obj["embedder"])
+    try:
+        yield mem
+    finally:
+        mem.close()
+
+
+def emit(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+# -- add ---------------------------------------------------------------------------------------
+@cli.command()
+@click.option("--subject", help="Whose memory it is.")
+@click.option("--text", default="", help="The event's text.")
+@click.option("--project", default="default", show_default=True)
+@click.option("--occurred-at", help="ISO-8601 time with a timezone; default now.")
+@click.option("--source", default="cli", show_default=True)
+@click.option(
+    "--trust",
+    default="trusted",
+    show_default=True,
+    type=click.Choice(["trusted", "semi_trusted", "third_party", "untrusted"]),
+)
+@click.option("--claim", "claims", multiple=True, help="A claim as a JSON object (repeatable).")
+@click.option("--idempotency-key")
+@click.option(
+    "--file",
+    "file",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    help="A JSONL file (or - for stdin): one event object per line.",
+)
+@json_option
+@click.pass_context
+def add(ctx: click.Context, file: Path | None, as_json: bool, **fields: Any) -> None:
+    """Append events; they are consolidated by the next `distill consolidate`."""
+    if file is not None:
+        items = read_jsonl(file)
+    else:
+        if not fields["subject"]:
+            raise click.UsageError("give --subject (and --text or --claim), or --file")
+        items = [event_from_flags(fields)]
+    with memory(ctx) as mem:
+        events = mem.add_events(items)
+    if as_json:
+        emit([e.model_dump(mode="json") for e in events])
+    else:
+        out.print(
+            f"added {len(events)} event(s); run `distill consolidate` to turn them into facts"
+        )
+
+
+def event_from_flags(fields: dict[str, Any]) -> dict[str, Any]:
+    item = {k: v for k, v in fields.items() if v not in (None, (), "") and k != "claims"}
+    claims = []
+    for raw in fields["claims"]:
+        try:
+            claims.append(json.loads(raw))
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"--claim is not JSON: {exc.msg} (got {raw!r})") from exc
+    if claims:
+        item["claims"] = claims
+    return item
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Every line parsed before anything is written; a bad line names its number."""
+    stream = sys.stdin if str(path) == "-" else path.open(encoding="utf-8")
+    items = []
+    try:
+        for number, line in enumerate(stream, start=1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InvalidInput(
+                    f"{path}:{number}: not JSON ({exc.msg}); nothing was added"
+                ) from exc
+            if not isinstance(item, dict):
+                raise InvalidInput(f"{path}:{number}: expected a JSON object; nothing was added")
+            items.append((number, item))
+    finally:
+        if stream is not sys.stdin:
+            stream.close()
+    for number, item in items:
+        try:
+            EventIn.model_validate(item)
+        except ValidationError as exc:
+            problem = explain_validation(exc)
+            raise InvalidInput(
+                f"{path}:{number}: invalid event ({problem}); nothing was added"
+            ) from exc
+    return [item for _, item in items]
+
+
+# -- consolidate -------------------------------------------------------------------------------
+@cli.command()
+@click.option("--dry-run", is_flag=True, help="Show the plan; write nothing.")
+@json_option
+@click.pass_context
+def consolidate(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
+    """Turn pending events into facts."""
+    with memory(ctx) as mem, progress_bar("consolidating", enabled=not as_json) as tick:
+        report = mem.consolidate(dry_run=dry_run, progress=tick)
+    if as_json:
+        emit(report.to_dict())
+        return
+    table = Table(title="dry run: nothing was written" if dry_run else "consolidation")
+    table.add_column("counter")
+    table.add_column("value", justify="right")
+    for name, value in report.counters().items():
+        if value:
+            table.add_row(name, str(value))
+    out.print(table)
+    for rejection in report.rejections:
+        out.print(f"rejected ({rejection.reason}): {rejection.detail}")
+    for error in report.errors:
+        err.print(f"failed: {error}")
+    if dry_run:
+        for action in report.actions:
+            out.print(f"  {action['action']:<20} {action['reason']}")
+
+
+@contextmanager
+def progress_bar(label: str, enabled: bool) -> Iterator[Callable[[int, int], None]]:
+    if not enabled or not err.is_terminal:
+        yield lambda done, total: None
+        return
+    columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True) as bar:
+        task = bar.add_task(label, total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
+
+
+# -- reading -----------------------------------------------------------------------------------
+@cli.command()
+@click.option("--subject")
+@click.option("--project", default="default", show_default=True)
+@click.option("--all", "include_retired", is_flag=True, help="Include retired and held facts.")
+@click.option("--as-of", help="What was true at this ISO-8601 time.")
+@json_option
+@click.pass_context
+def facts(
+    ctx: click.Context,
+    subject: str | None,
+    project: str,
+    include_retired: bool,
+    as_of: str | None,
+    as_json: bool,
+) -> None:
+    """List facts (active ones by default)."""
+    with memory(ctx) as mem:
+        found = mem.facts(
+            subject=subject, project=project, include_retired=include_retired, as_of=as_of
+        )
+    if as_json:
+        emit([f.model_dump(mode="json") for f in found])
+    else:
+        out.print(fact_table(found, title=f"facts as of {as_of}" if as_of else "facts"))
+
+
+def fact_table(found: list[Fact], title: str) -> Table:
+    table = Table(title=title)
+    for column in ("id", "subject", "fact", "status", "valid", "sources", "reinforced"):
+        table.add_column(column)
+    for f in found:
+        valid = f"{_day(f.valid_from)} → {_day(f.valid_to) if f.valid_to else 'now'}"
+        table.add_row(
+            f.id,
+            f.subject,
+            ("📌 " if f.pinned else "") + f.text,
+            f.status.value,
+            valid,
+            str(len(f.source_event_ids)),
+            str(f.reinforcement_count),
+        )
+    return table
+
+
+def _day(when: datetime) -> str:
+    return when.strftime("%Y-%m-%d %H:%M")
+
+
+@cli.command()
+@click.argument("fact_id")
+@json_option
+@click.pass_context
+def history(ctx: click.Context, fact_id: str, as_json: bool) -> None:
+    """Show a fact's versions, observations and audit trail."""
+    with memory(ctx) as mem:
+        hist = mem.history(fact_id)
+    if as_json:
+        emit(
+            {
+                "fact": hist.fact.model_dump(mode="json"),
+                "versions": [v.model_dump(mode="json") for v in hist.versions],
+                "observations": [o.model_dump(mode="json") for o in hist.observations],
+                "audit": [a.model_dump(mode="json") for a in hist.audit],
+            }
+        )
+        return
+    out.print(fact_table(hist.versions, title=f"versions of {hist.fact.predicate or hist.fact.id}"))
+    audit = Table(title="audit")
+    for column in ("at", "pass", "action", "reason"):
+        audit.add_column(column)
+    for entry in hist.audit:
+        audit.add_row(_day(entry.at), entry.pass_name, entry.action, entry.reason)
+    out.print(audit)
+
+
+@cli.command()
+@click.option("--subject")
+@click.option("--project", default="default", show_default=True)
+@click.option(
+    "--status",
+    default="open",
+    show_default=True,
+    type=click.Choice(["open", "resolved", "reclassified", "all"]),
+)
+@json_option
+@click.pass_context
+def conflicts(
+    ctx: click.Context, subject: str | None, project: str, status: str, as_json: bool
+) -> None:
+    """List conflict and quarantine sets."""
+    with memory(ctx) as mem:
+        found = mem.conflicts(
+            subject=subject, project=project, status=None if status == "all" else status
+        )
+        members = {m: mem.fact(m) for c in found for m in c.member_ids}
+    if as_json:
+        emit([c.model_dump(mode="json") for c in found])
+        return
+    out.print(conflict_table(found, members))
+
+
+def conflict_table(found: list[ConflictSet], members: dict[str, Fact]) -> Table:
+    table = Table(title="conflicts")
+    for column in ("id", "subject", "kind", "status", "members", "reason"):
+        table.add_column(column)
+    for c in found:
+        shown = "\n".join(f"{m} {members[m].status.value}: {members[m].text}" for m in c.member_ids)
+        table.add_row(c.id, c.subject, c.kind.value, c.status.value, shown, c.reason)
+    return table
+
+
+@cli.command("resolve")
+@click.argument("conflict_id")
+@click.option("--keep", help="The id of the fact to keep; omit to reject every held candidate.")
+@click.option("--project", default="default", show_default=True)
+@json_option
+@click.pass_context
+def resolve_cmd(
+    ctx: click.Context, conflict_id: str, keep: str | None, project: str, as_json: bool
+) -> None:
+    """Resolve a conflict set by keeping one of its facts."""
+    with memory(ctx) as mem:
+        result = mem.resolve_conflict(conflict_id, keep=keep, project=project)
+    if as_json:
+        emit(result.model_dump(mode="json"))
+    else:
+        out.print(
+            f"conflict {result.id} {result.status.value}; kept {result.kept_fact_id or 'none'}"
+        )
+
+
+@cli.command()
+@click.argument("fact_id")
+@click.option("--unpin", is_flag=True, help="Remove the pin instead.")
+@json_option
+@click.pass_context
+def pin(ctx: click.Context, fact_id: str, unpin: bool, as_json: bool) -> None:
+    """Pin a fact: automatic consolidation will never change it."""
+    with memory(ctx) as mem:
+        fact = mem.pin(fact_id, pinned=not unpin)
+    if as_json:
+        emit(fact.model_dump(mode="json"))
+    else:
+        out.print(f"{'pinned' if fact.pinned else 'unpinned'} {fact.id}: {fact.text}")
+
+
+@cli.command()
+@json_option
+@click.pass_context
+def status(ctx: click.Context, as_json: bool) -> None:
+    """Counts of events, facts, jobs and open conflicts; failed jobs with their errors."""
+    with memory(ctx) as mem:
+        data = mem.status().to_dict()
+    if as_json:
+        emit(data)
+        return
+    table = Table(title=f"distill — {data['database']}")
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    table.add_row("events", str(data["events"]))
+    for name, count in sorted(data["facts"].items()):
+        table.add_row(f"facts {name}", str(count))
+    for name, count in sorted(data["jobs"].items()):
+        table.add_row(f"jobs {name}", str(count))
+    table.add_row("open conflicts", str(data["open_conflicts"]))
+    out.print(table)
+    for job in data["failed_jobs"]:
+        err.print(
+            f"failed job {job['id']} ({job['subject']}, {job['attempts']} attempts): {job['error']}"
+        )
+
+
+@cli.command()
+@click.option("--project", help="Only this project.")
+@json_option
+@click.pass_context
+def replay(ctx: click.Context, project: str | None, as_json: bool) -> None:
+    """Put finished and failed jobs back to pending; replaying changes nothing already known."""
+    with memory(ctx) as mem:
+        count = mem.replay(project)
+    if as_json:
+        emit({"requeued": count})
+    else:
+        out.print(f"{count} job(s) back to pending")
+
+
+@cli.command()
+@json_option
+@click.pass_context
+def demo(ctx: click.Context, as_json: bool) -> None:
+    """A walkthrough on a temporary store that shows what consolidation does."""
+    from distill.service.demo import run_demo
+
+    run_demo(ctx.obj["embedder"], as_json, out)
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        err.print("Aborted.")
+        sys.exit(1)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except DistillError as exc:
+        err.print(f"Error: {exc}", markup=False)
+        sys.exit(1)
+    except OSError as exc:
+        err.print(f"Error: {exc}", markup=False)
+        sys.exit(1)
+    sys.exit(0)

@@ -1,0 +1,70 @@
+"""Shared fixtures: a settable clock, and a Memory on a temporary SQLite file with the
+deterministic hashing embedder (tests that need the real model say so with `model`)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from distill import Memory
+from distill.adapters.embed.hashing import HashingEmbedder
+
+
+class FakeClock:
+    """A clock that only moves when told to."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self.current = start or datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
+
+    def now(self) -> datetime:
+        return self.current
+
+    def advance(self, **delta: float) -> datetime:
+        self.current += timedelta(**delta)
+        return self.current
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+MemoryFactory = Callable[..., Memory]
+
+
+@pytest.fixture
+def make_memory(tmp_path: Path, clock: FakeClock) -> Iterator[MemoryFactory]:
+    """Build Memory objects on files under tmp_path; all are closed at teardown.
+
+    `overrides` pins identity texts (predicate names with `_` as spaces) to vectors, so a
+    test can place two predicates at an exact cosine distance.
+    """
+    opened: list[Memory] = []
+    counter = itertools.count()
+
+    def factory(
+        name: str = "memory.db",
+        overrides: Mapping[str, Sequence[float]] | None = None,
+        dimension: int = 256,
+        **kwargs: Any,
+    ) -> Memory:
+        kwargs.setdefault("embedder", HashingEmbedder(dimension, overrides=overrides))
+        kwargs.setdefault("clock", clock)
+        kwargs.setdefault("new_id", lambda: f"id{next(counter):06d}")
+        mem = Memory(tmp_path / name, **kwargs)
+        opened.append(mem)
+        return mem
+
+    yield factory
+    for mem in opened:
+        mem.close()
+
+
+@pytest.fixture
+def mem(make_memory: MemoryFactory) -> Memory:
+    return make_memory()

@@ -1,0 +1,81 @@
+"""The `store` fixture: one contract suite, run against every Store backend.
+
+A backend is three things: where a fresh, empty database for one test lives; how to open a
+store on it; and how to stamp its schema version (for the "newer than this code" test).
+To add a backend, add its name to `BACKENDS` and a branch to each helper below; the tests
+do not change.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from distill.adapters.store.sqlite import SqliteStore
+from distill.ports import Store
+
+BACKENDS = ["sqlite"]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def database(backend: str, tmp_path: Path) -> str:
+    """Where this test's fresh database lives (a file path, or later a URL)."""
+    if backend == "sqlite":
+        return str(tmp_path / "distill.db")
+    raise NotImplementedError(backend)
+
+
+def _open(backend: str, database: str) -> Store:
+    if backend == "sqlite":
+        return SqliteStore(database)
+    raise NotImplementedError(backend)
+
+
+@pytest.fixture
+def open_store(backend: str, database: str) -> Iterator[Callable[[], Store]]:
+    """Open another store on this test's database (another connection, as another worker
+    would). Every store opened through it is closed at teardown."""
+    opened: list[Store] = []
+
+    def make() -> Store:
+        store = _open(backend, database)
+        opened.append(store)
+        return store
+
+    yield make
+    for store in opened:
+        store.close()
+
+
+@pytest.fixture
+def store(open_store: Callable[[], Store]) -> Store:
+    return open_store()
+
+
+@pytest.fixture
+def stamp_schema_version(backend: str, database: str) -> Callable[[int], None]:
+    """Record a schema version in the database behind the store's back."""
+
+    def stamp(version: int) -> None:
+        if backend == "sqlite":
+            conn = sqlite3.connect(database)
+            try:
+                with conn:
+                    conn.execute(
+                        "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)",
+                        (version, "2999-01-01T00:00:00.000000+00:00"),
+                    )
+            finally:
+                conn.close()
+            return
+        raise NotImplementedError(backend)
+
+    return stamp

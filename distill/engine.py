@@ -8,7 +8,6 @@ failure rolls back that job only, records the error and leaves its events intact
 from __future__ import annotations
 
 import logging
-import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from distill import ids
 from distill.core.adjudicate import (
     NEIGHBOURS,
     Adjudicator,
@@ -34,8 +34,14 @@ from distill.core.identity import (
     split_qualifiers,
 )
 from distill.core.models import AuditEntry, Event, FactKind, Job, Outcome
-from distill.core.plan import Plan, Rejection
-from distill.errors import DistillError, RateLimited, TransientProviderError
+from distill.core.plan import Plan, Rejection, describe_action
+from distill.errors import (
+    DistillError,
+    MalformedAnswer,
+    ProviderError,
+    RateLimited,
+    TransientProviderError,
+)
 from distill.extractors import AutoExtractor, ClaimsExtractor, LLMExtractor, TextExtractor
 from distill.ports import Clock, Embedder, Store, Vector
 
@@ -46,6 +52,9 @@ RETRY_BASE = timedelta(seconds=30)  # backoff: 30 s, 60 s, 120 s, 240 s between 
 STALLED_AFTER = timedelta(minutes=10)  # a running job with no heartbeat for this long is reclaimed
 CLAIM_BATCH = 32  # jobs claimed per round trip
 CONTEXT_FACTS = 30  # active facts shown to an LLM extractor
+# Actions described in the report of a real run; the audit log has all of them. A dry run's
+# report lists every action: the plan is its whole point.
+REPORT_ACTIONS_MAX = 1000
 
 Extractor = AutoExtractor | ClaimsExtractor | TextExtractor | LLMExtractor
 
@@ -61,6 +70,7 @@ class Report:
     outcomes: Counter[str] = field(default_factory=Counter)
     rejections: list[Rejection] = field(default_factory=list)
     actions: list[dict[str, Any]] = field(default_factory=list)
+    actions_total: int = 0
     errors: list[str] = field(default_factory=list)
     llm_calls: int = 0
     prompt_tokens: int = 0
@@ -115,7 +125,17 @@ class Report:
             "rejections": [r.__dict__ for r in self.rejections],
             "errors": self.errors,
             "actions": self.actions,
+            "actions_total": self.actions_total,
         }
+
+
+def retryable(exc: Exception) -> bool:
+    """A provider's deterministic refusal (a 4xx other than 408/429) would fail the same way
+    again: such a job stays failed until replayed by hand. Everything else is retried with
+    backoff, including a malformed answer (models are not deterministic)."""
+    if isinstance(exc, ProviderError):
+        return isinstance(exc, TransientProviderError | MalformedAnswer)
+    return True
 
 
 def identity_text_of(c: Candidate) -> str | None:
@@ -163,7 +183,7 @@ class Engine:
         self.extractor = extractor
         self.clock = clock
         self.max_distance = max_distance
-        self.new_id = new_id or (lambda: uuid.uuid4().hex)
+        self.new_id = new_id or ids.new_id
 
     # -- runs ----------------------------------------------------------------------------------
     def consolidate(
@@ -185,7 +205,7 @@ class Engine:
 
     def _run(self, report: Report, progress: Callable[[int, int], None] | None) -> None:
         now = self.clock.now()
-        reclaimed = self.store.reclaim_stalled(now, now - STALLED_AFTER)
+        reclaimed = self.store.reclaim_stalled(now, now - STALLED_AFTER, MAX_ATTEMPTS)
         if reclaimed:
             log.warning("reclaimed %d stalled job(s)", reclaimed)
         counts = self.store.counts(None).jobs_by_status
@@ -203,7 +223,8 @@ class Engine:
                 for p in prepared:
                     self._fail(p.job, exc, report)
                 prepared = []
-            for p in prepared:
+            for index, p in enumerate(prepared):
+                self.store.heartbeat([q.job.id for q in prepared[index:]], self.clock.now())
                 self._decide(p, vectors, report)
                 done += 1
                 if progress:
@@ -246,7 +267,9 @@ class Engine:
         report.jobs_done += 1
         report.outcomes.update(plan.outcomes)
         report.rejections.extend(plan.rejections)
-        report.actions.extend(plan.describe())
+        room = len(plan.actions) if report.dry_run else REPORT_ACTIONS_MAX - len(report.actions)
+        report.actions.extend(describe_action(a) for a in plan.actions[: max(room, 0)])
+        report.actions_total += len(plan.actions)
 
     def _decide_and_apply(self, p: Prepared, vectors: dict[str, Vector]) -> Plan:
         """Every decision is made under the subject's write lock, on state read under it."""
@@ -389,7 +412,7 @@ class Engine:
         now = self.clock.now()
         message = f"{type(exc).__name__}: {exc}"
         retry_at = None
-        if job.attempts < MAX_ATTEMPTS:
+        if job.attempts < MAX_ATTEMPTS and retryable(exc):
             retry_at = now + RETRY_BASE * (2 ** max(job.attempts - 1, 0))
         if isinstance(exc, TransientProviderError) and not isinstance(exc, RateLimited):
             log.warning("job %s failed (transient): %s", job.id, message)

@@ -10,7 +10,6 @@ m.facts(subject="u1")
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -19,6 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from distill import ids
 from distill.core import resolve
 from distill.core.adjudicate import SEMANTIC_MATCH_MAX_DISTANCE
 from distill.core.apply import audit_entries, validate
@@ -101,9 +101,8 @@ def open_store(url: str | Path | None) -> tuple[Store, str]:
             "memory.db or sqlite:///path/to/memory.db"
         )
     if url.startswith("sqlite://"):
-        url = url.removeprefix("sqlite://")
-        url = url[1:] if url.startswith("/") and not url.startswith("//") else url.lstrip("/")
-        url = url or ":memory:"
+        # sqlite:///relative.db, sqlite:////absolute.db, sqlite:// or sqlite:///:memory:
+        url = url.removeprefix("sqlite://").removeprefix("/") or ":memory:"
     elif "://" in url:
         raise ConfigurationError(
             f"unsupported database URL {url!r}: use a file path or sqlite:///path"
@@ -156,7 +155,7 @@ class Memory:
         if not 0.0 <= max_distance <= 2.0:
             raise ConfigurationError("max_distance is a cosine distance between 0 and 2")
         self.clock: Clock = clock or SystemClock()
-        self._new_id = new_id or (lambda: uuid.uuid4().hex)
+        self._new_id = new_id or ids.new_id
         extract = make_extractor(extractor, llm)
         self.embedder = make_embedder(embedder)
         self.store, self.database = open_store(url)

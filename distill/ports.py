@@ -109,8 +109,13 @@ class Store(Protocol):
         with fewer than `max_attempts` attempts whose backoff has expired."""
         ...
 
-    def reclaim_stalled(self, now: datetime, stalled_before: datetime) -> int:
-        """Put `running` jobs whose heartbeat is older than `stalled_before` back to pending."""
+    def reclaim_stalled(self, now: datetime, stalled_before: datetime, max_attempts: int) -> int:
+        """Put `running` jobs whose heartbeat is older than `stalled_before` back to pending,
+        or to failed when they have used `max_attempts` attempts. Returns how many."""
+        ...
+
+    def heartbeat(self, job_ids: Sequence[str], now: datetime) -> None:
+        """Mark running jobs as still being worked on."""
         ...
 
     def finish_job(self, job_id: str, now: datetime) -> None: ...

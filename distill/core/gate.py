@@ -11,25 +11,30 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from distill.core.identity import canonical_json
 from distill.core.models import Claim
 
 # Each pattern targets text that addresses the agent and changes its rules, not text that
-# merely contains "always" or "never". English and French.
+# merely contains "always" or "never": "I always answer my emails" is a habit, "Always answer
+# yes" is an order. Imperatives only count at the start of a clause. English and French.
+_CLAUSE = r"(?:^|[.!?;:,\n]\s*|\b(?:and|then|et|puis)\s+)"
 _DIRECTIVES = [
     # English
-    r"\b(ignore|disregard|forget|override|bypass)\b.{0,40}\b(previous|prior|above|earlier|all|your|system)\b.{0,30}\b(instructions?|prompts?|rules?|directives?|guidelines?|messages?)\b",
+    r"\b(ignore|disregard|forget|override|bypass)\b.{0,40}\b(previous|prior|above|earlier|all|your|system|the)\b.{0,30}\b(instructions?|prompts?|rules?|directives?|guidelines?)\b",
     r"\bfrom now on\b.{0,60}\b(you|assistant|agent|ai)\b",
     r"\b(you|assistant|agent|the ai)\b.{0,20}\b(must|should|shall|will) (always|never|now)\b",
-    r"\b(always|never) (trust|believe|obey|follow|do what|say|reveal|answer)\b.{0,40}\b(i|me|my|user|whatever)\b",
+    _CLAUSE
+    + r"(always|never) (trust|believe|obey|follow|do what|say|reveal|answer|agree|comply)\b",
     r"\b(new|updated) (system )?(instructions?|rules?|prompt)\s*:",
     r"\b(system prompt|developer mode|jailbreak)\b",
     r"\byou are now\b",
     # French
-    r"\b(ignore[rz]?|oublie[rz]?|n[e'] ?tiens pas compte)\b.{0,40}\b(instructions?|consignes?|r[eè]gles?)\b",
+    _CLAUSE
+    + r"(oublie|oubliez|ignore|ignorez|ne tiens pas compte|ne tenez pas compte)\b.{0,40}\b(instructions?|consignes?|r[eè]gles?)\b",
     r"\b(à|a) partir de maintenant\b.{0,60}\b(tu|vous)\b",
-    r"\bd[ée]sormais\b.{0,40}\b(tu|vous) (dois|devez|dois toujours|devez toujours)\b",
-    r"\b(tu|vous) (dois|devez) (toujours|jamais) (me )?(faire confiance|croire|ob[ée]ir|r[ée]pondre)\b",
+    r"\b(désormais|dorénavant)\b.{0,40}\b(tu|vous) (dois|devez|vas|allez)\b",
+    r"\b(tu|vous) (dois|devez) (toujours |jamais )?(me |m')?(faire confiance|croire|ob[ée]ir|r[ée]pondre)",
+    _CLAUSE + r"(fais|faites) (toujours |jamais )?ce que (je|j')",
+    r"\b(tu es|vous êtes) (maintenant|désormais|dorénavant)\b",
     r"\bnouvelles? (instructions?|consignes?|r[eè]gles?)\s*:",
 ]
 _DIRECTIVE_RE = [re.compile(p, re.IGNORECASE | re.DOTALL) for p in _DIRECTIVES]
@@ -59,9 +64,15 @@ PASS = GateVerdict("")
 
 def gate(claim: Claim, event_text: str, require_evidence: bool) -> GateVerdict:
     """Check one validated candidate against the event it was extracted from."""
+    # Everything a candidate could carry into a later prompt is checked, qualifiers included.
     said = " ".join(
         part
-        for part in (claim.text, claim.evidence_span, canonical_json(claim.value or {}))
+        for part in (
+            claim.text,
+            claim.evidence_span,
+            *(str(v) for v in (claim.value or {}).values()),
+            *(str(v) for v in claim.qualifiers.values()),
+        )
         if part
     )
     if is_directive(said):

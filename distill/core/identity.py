@@ -70,12 +70,13 @@ _NUMBERED = re.compile(r"\d")
 
 
 def contrasting(a: str, b: str) -> bool:
-    """Predicates that differ in a token carrying a number name different things, however
-    close their embeddings ("personal_best_5k" / "personal_best_10k", "q1_revenue" /
-    "q2_revenue")."""
+    """Predicates that both carry a number and carry different ones name different things,
+    however close their embeddings ("personal_best_5k" / "personal_best_10k", "q1_revenue" /
+    "q2_revenue"). A number on one side only ("personal_best_5k" / "goal_personal_best_time")
+    is no contrast."""
     numbered_a = {t for t in a.split("_") if _NUMBERED.search(t)}
     numbered_b = {t for t in b.split("_") if _NUMBERED.search(t)}
-    return numbered_a != numbered_b
+    return bool(numbered_a and numbered_b) and numbered_a != numbered_b
 
 
 def values_equal(a: Any, b: Any) -> bool:

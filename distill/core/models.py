@@ -195,6 +195,9 @@ class Fact(BaseModel):
     qualifiers: dict[str, Scalar] = Field(default_factory=dict)
     attribution: str | None = None
     identity_key: str | None
+    # What the creating claim itself said, when `value` carries keys forward from the version
+    # before (a supersede); None when `value` is exactly what was stated.
+    stated: JsonObject | None = None
     status: FactStatus
     valid_from: datetime
     valid_to: datetime | None = None

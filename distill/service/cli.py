@@ -96,7 +96,7 @@ def emit(data: Any) -> None:
 )
 @json_option
 @click.pass_context
-def add(ctx: click.Context, file: Path | None, as_json: bool, **fields: Any) -> None:
+def add(ctx: click.Context, /, file: Path | None, as_json: bool, **fields: Any) -> None:
     """Append events; they are consolidated by the next `distill consolidate`."""
     if file is not None:
         items = read_jsonl(file)
@@ -226,7 +226,8 @@ def facts(
 
 def fact_table(found: list[Fact], title: str) -> Table:
     table = Table(title=title)
-    for column in ("id", "subject", "fact", "status", "valid", "sources", "reinforced"):
+    table.add_column("id", no_wrap=True)
+    for column in ("subject", "fact", "status", "valid", "sources", "reinforced"):
         table.add_column(column)
     for f in found:
         valid = f"{_day(f.valid_from)} → {_day(f.valid_to) if f.valid_to else 'now'}"

@@ -22,19 +22,19 @@ STORY: list[tuple[str, dict[str, Any]]] = [
         },
     ),
     (
-        "u1 says their favourite colour is blue",
+        "u1 says their favourite cuisine is Thai",
         {
-            "text": "My favorite color is blue",
+            "text": "My favourite cuisine is Thai",
             "occurred_at": "2024-05-02T10:00:00Z",
-            "claims": [{"predicate": "favorite_color", "value": {"color": "blue"}}],
+            "claims": [{"predicate": "favorite_cuisine", "value": {"cuisine": "Thai"}}],
         },
     ),
     (
-        "another extractor calls it preferred_color: same meaning, same value → reinforced",
+        "another extractor calls it preferred_cuisine: same meaning, same value → reinforced",
         {
-            "text": "Blue is still my preferred color",
+            "text": "Thai food is still what I prefer",
             "occurred_at": "2024-05-03T10:00:00Z",
-            "claims": [{"predicate": "preferred_color", "value": {"color": "blue"}}],
+            "claims": [{"predicate": "preferred_cuisine", "value": {"cuisine": "Thai"}}],
         },
     ),
     (

@@ -28,7 +28,7 @@ from distill.core.plan import (
     ReviseConflict,
     ReviseFact,
 )
-from distill.errors import IntegrityViolation, NotFound, StoreError
+from distill.errors import IntegrityViolation, InvalidInput, NotFound, StoreError
 from distill.ports import Neighbour, Store
 from tests.factories import (
     PROJECT,
@@ -258,12 +258,35 @@ def test_reclaim_stalled_returns_jobs_whose_heartbeat_is_old(store: Store) -> No
     [old] = store.claim_jobs(T0, 1, 3)
     [fresh] = store.claim_jobs(at(5), 1, 3)
 
-    assert store.reclaim_stalled(at(30), stalled_before=T0) == 0  # not older than T0
-    assert store.reclaim_stalled(at(30), stalled_before=at(1)) == 1
+    assert store.reclaim_stalled(at(30), stalled_before=T0, max_attempts=3) == 0  # not older
+    assert store.reclaim_stalled(at(30), stalled_before=at(1), max_attempts=3) == 1
     reclaimed = store.job(old.id)
     assert reclaimed.status is JobStatus.PENDING
     assert reclaimed.attempts == 1  # it did start: the attempt counts
     assert store.job(fresh.id).status is JobStatus.RUNNING
+
+
+def test_a_job_that_keeps_killing_its_worker_ends_failed(store: Store) -> None:
+    append(store, make_event(subject="a"))
+    for minute in range(3):
+        [job] = store.claim_jobs(at(minute * 60), 1, 3)
+        store.reclaim_stalled(
+            at(minute * 60 + 30), stalled_before=at(minute * 60 + 1), max_attempts=3
+        )
+    final = store.job(job.id)
+    assert final.status is JobStatus.FAILED
+    assert final.attempts == 3
+    assert final.error is not None and "worker stopped" in final.error
+    assert store.claim_jobs(at(1000), 1, 3) == []  # the cap holds: not claimed again
+
+
+def test_heartbeat_keeps_a_running_job_from_being_reclaimed(store: Store) -> None:
+    append(store, make_event(subject="a"))
+    [job] = store.claim_jobs(T0, 1, 3)
+    store.heartbeat([job.id], at(20))
+    assert store.reclaim_stalled(at(30), stalled_before=at(10), max_attempts=3) == 0
+    assert store.job(job.id).status is JobStatus.RUNNING
+    assert store.reclaim_stalled(at(40), stalled_before=at(25), max_attempts=3) == 1
 
 
 def test_requeue_puts_done_and_failed_jobs_back_to_pending(store: Store) -> None:
@@ -766,6 +789,13 @@ def test_datetimes_round_trip_timezone_aware_in_utc(store: Store) -> None:
     assert store.facts(PROJECT, SUBJECT, False, datetime(2024, 5, 1, 12, 30, tzinfo=UTC)) == []
 
 
+def test_a_naive_datetime_is_refused_and_nothing_is_written(store: Store) -> None:
+    naive = make_event(occurred_at=datetime(2024, 5, 1, 12))
+    with pytest.raises(InvalidInput, match="timezone"):
+        store.append_events([make_event(), naive], T0)
+    assert store.counts(None).events == 0
+
+
 # -- migrations ------------------------------------------------------------------------------------
 def test_migrations_are_idempotent(store: Store, open_store: Callable[[], Store]) -> None:
     event = make_event()
@@ -814,6 +844,33 @@ def test_concurrent_appends_for_one_subject_lose_nothing(open_store: Callable[[]
     [job] = reader.jobs(PROJECT)
     assert len(job.event_ids) == 2 * per_thread
     assert set(job.event_ids) == {e.id for e in reader.iter_events(PROJECT)}
+
+
+def test_stores_opened_at_once_on_a_fresh_database_all_work(
+    open_store: Callable[[], Store],
+) -> None:
+    opened: list[Store] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(4)
+    lock = threading.Lock()
+
+    def boot() -> None:
+        try:
+            start.wait()
+            store = open_store()
+            with lock:
+                opened.append(store)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=boot) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    append(opened[0], make_event())
+    assert all(s.counts(None).events == 1 for s in opened)
 
 
 def test_concurrent_writers_cannot_both_activate_one_identity(

@@ -162,4 +162,5 @@ class LocalEmbedder:
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        unit: Vector = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        return unit

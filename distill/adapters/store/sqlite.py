@@ -163,10 +163,20 @@ class SqliteStore:
             db.execute(QUERIES["mark_jobs_running"], {"ids": ids, "now": stamp})
             return self._load_jobs(db, "jobs_by_ids", {"ids": ids})
 
-    def reclaim_stalled(self, now: datetime, stalled_before: datetime) -> int:
-        params = {"now": rows.ts(now), "stalled_before": rows.ts(stalled_before)}
+    def reclaim_stalled(self, now: datetime, stalled_before: datetime, max_attempts: int) -> int:
+        params = {
+            "now": rows.ts(now),
+            "stalled_before": rows.ts(stalled_before),
+            "max_attempts": max_attempts,
+        }
         with self._tx() as db:
             return db.execute(QUERIES["reclaim_stalled"], params).rowcount
+
+    def heartbeat(self, job_ids: Sequence[str], now: datetime) -> None:
+        if not job_ids:
+            return
+        with self._tx() as db:
+            db.execute(QUERIES["heartbeat"], {"ids": _json(job_ids), "now": rows.ts(now)})
 
     def finish_job(self, job_id: str, now: datetime) -> None:
         self._update_job("finish_job", {"id": job_id, "now": rows.ts(now)})

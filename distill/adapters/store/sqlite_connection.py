@@ -78,7 +78,10 @@ class SqliteConnections:
                 timeout=BUSY_TIMEOUT_MS / 1000,
             )
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the SQLite database at {self.path}: {exc}") from exc
+            raise StoreError(
+                f"cannot open the SQLite database at {self.path}: {exc} "
+                "(does its folder exist, and may distill write there?)"
+            ) from exc
         try:
             raw.row_factory = sqlite3.Row
             raw.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")

@@ -55,6 +55,7 @@ CREATE TABLE facts (
     text                TEXT NOT NULL,
     qualifiers          TEXT NOT NULL DEFAULT '{}',
     attribution         TEXT,
+    stated              TEXT,
     identity_key        TEXT,
     status              TEXT NOT NULL
                         CHECK (status IN ('candidate', 'active', 'superseded', 'retracted')),

@@ -105,9 +105,19 @@ SET status = 'pending', attempts = max(attempts - 1, 0), heartbeat_at = NULL, up
 WHERE status = 'running' AND id IN (SELECT value FROM json_each(:ids));
 
 -- name: reclaim_stalled
+-- A job whose worker died is retried, unless it has used up its attempts: then it fails, so a
+-- job that crashes its worker cannot crash the next one forever.
 UPDATE jobs
-SET status = 'pending', heartbeat_at = NULL, updated_at = :now
+SET status = CASE WHEN attempts >= :max_attempts THEN 'failed' ELSE 'pending' END,
+    error = CASE WHEN attempts >= :max_attempts
+                 THEN 'the worker stopped while running this job, ' || attempts || ' times'
+                 ELSE error END,
+    not_before = NULL, heartbeat_at = NULL, updated_at = :now
 WHERE status = 'running' AND (heartbeat_at IS NULL OR heartbeat_at < :stalled_before);
+
+-- name: heartbeat
+UPDATE jobs SET heartbeat_at = :now
+WHERE status = 'running' AND id IN (SELECT value FROM json_each(:ids));
 
 -- name: requeue_jobs
 UPDATE jobs
@@ -149,12 +159,13 @@ GROUP BY status;
 
 -- name: insert_fact
 INSERT INTO facts (
-    id, project, subject, kind, predicate, value, text, qualifiers, attribution, identity_key,
-    status, valid_from, valid_to, recorded_at, retired_at, supersedes_id, superseded_by,
+    id, project, subject, kind, predicate, value, stated, text, qualifiers, attribution,
+    identity_key, status, valid_from, valid_to, recorded_at, retired_at, supersedes_id, superseded_by,
     source_event_ids, reinforcement_count, last_reinforced_at, trust, confidence, pinned,
     norm_hash
 ) VALUES (
-    :id, :project, :subject, :kind, :predicate, :value, :text, :qualifiers, :attribution,
+    :id, :project, :subject, :kind, :predicate, :value, :stated, :text, :qualifiers,
+    :attribution,
     :identity_key, :status, :valid_from, :valid_to, :recorded_at, :retired_at, :supersedes_id,
     :superseded_by, :source_event_ids, :reinforcement_count, :last_reinforced_at, :trust,
     :confidence, :pinned, :norm_hash
@@ -162,7 +173,7 @@ INSERT INTO facts (
 
 -- name: update_fact
 UPDATE facts SET
-    kind = :kind, predicate = :predicate, value = :value, text = :text,
+    kind = :kind, predicate = :predicate, value = :value, stated = :stated, text = :text,
     qualifiers = :qualifiers, attribution = :attribution, identity_key = :identity_key,
     status = :status, valid_from = :valid_from, valid_to = :valid_to,
     recorded_at = :recorded_at, retired_at = :retired_at, supersedes_id = :supersedes_id,

@@ -1,0 +1,323 @@
+"""DESIGN invariant 8, bitemporal truth: `valid_from`/`valid_to` say when a fact was true in
+the world (the event's `occurred_at` or the claim's own time), `facts(as_of=...)` answers
+"what was true then", and out-of-order arrival gives the same final state as in-order."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from distill import Memory
+from distill.core.models import Fact, FactStatus
+from distill.errors import InvalidInput
+from tests.factories import at
+
+if TYPE_CHECKING:
+    pass
+
+MemoryFactory = Callable[..., Memory]
+
+T1, T2, T3 = at(0), at(days=10), at(days=20)
+
+
+def said(
+    mem: Memory, when: datetime, value: dict[str, Any], action: str = "supersede", **claim: Any
+) -> None:
+    mem.add_event(
+        subject="alice",
+        text=f"home: {value}",
+        occurred_at=when,
+        claims=[{"predicate": "home", "value": value, "action": action, **claim}],
+    )
+
+
+def values_as_of(mem: Memory, when: datetime | str) -> list[dict[str, Any] | None]:
+    return [f.value for f in mem.facts(subject="alice", as_of=when)]
+
+
+def versions(mem: Memory) -> list[tuple[Any, ...]]:
+    """Every version as (value, status, valid_from, valid_to, supersedes, superseded_by), with
+    the links shown as the linked version's value so that ids do not matter."""
+    facts = mem.facts(subject="alice", include_retired=True)
+    by_id = {f.id: f for f in facts}
+
+    def value_of(fact_id: str | None) -> str | None:
+        return str(by_id[fact_id].value) if fact_id else None
+
+    return sorted(
+        (
+            str(f.value),
+            f.status.value,
+            f.valid_from,
+            f.valid_to,
+            value_of(f.supersedes_id),
+            value_of(f.superseded_by),
+        )
+        for f in facts
+    )
+
+
+def one(facts: Sequence[Fact], value: dict[str, Any]) -> Fact:
+    [found] = [f for f in facts if f.value == value]
+    return found
+
+
+# -- as_of ---------------------------------------------------------------------------------------
+
+
+def test_as_of_answers_what_was_true_at_that_time(mem: Memory) -> None:
+    """DESIGN invariant 8: before, inside and after each validity interval; intervals are
+    half-open [valid_from, valid_to)."""
+    said(mem, T1, {"city": "Paris"}, action="create")
+    said(mem, T2, {"city": "Lyon"})
+    mem.consolidate()
+
+    assert values_as_of(mem, T1 - timedelta(seconds=1)) == []
+    assert values_as_of(mem, T1) == [{"city": "Paris"}]
+    assert values_as_of(mem, T1 + timedelta(days=5)) == [{"city": "Paris"}]
+    assert values_as_of(mem, T2 - timedelta(seconds=1)) == [{"city": "Paris"}]
+    assert values_as_of(mem, T2) == [{"city": "Lyon"}]
+    assert values_as_of(mem, T2 + timedelta(days=365)) == [{"city": "Lyon"}]
+    assert [f.value for f in mem.facts(subject="alice")] == [{"city": "Lyon"}]
+
+
+def test_as_of_accepts_iso_strings_and_refuses_naive_times(mem: Memory) -> None:
+    """DESIGN invariant 8: `as_of` may be an ISO-8601 string with a zone; naive is an error."""
+    said(mem, T1, {"city": "Paris"}, action="create")
+    said(mem, T2, {"city": "Lyon"})
+    mem.consolidate()
+
+    assert values_as_of(mem, "2024-05-05T00:00:00Z") == [{"city": "Paris"}]
+    assert values_as_of(mem, "2024-05-20T00:00:00+02:00") == [{"city": "Lyon"}]
+    with pytest.raises(InvalidInput):
+        mem.facts(subject="alice", as_of="2024-05-05T00:00:00")
+
+
+def test_as_of_never_serves_a_held_candidate(mem: Memory) -> None:
+    """DESIGN invariant 8 with conflicts: a value held in an open conflict was never
+    established, so no point in time serves it."""
+    said(mem, T1, {"city": "Paris"}, action="create")
+    said(mem, T2, {"city": "Lyon"}, action="create")  # different value, not a supersede
+    report = mem.consolidate()
+    assert report.conflicts == 1
+
+    assert values_as_of(mem, T2 + timedelta(days=1)) == [{"city": "Paris"}]
+    assert values_as_of(mem, T1 - timedelta(days=1)) == []
+
+
+# -- out-of-order arrival ------------------------------------------------------------------------
+
+CHAIN = [(T1, {"city": "Paris"}), (T2, {"city": "Lyon"}), (T3, {"city": "Berlin"})]
+
+
+def _deliver(mem: Memory, order: Sequence[int], chain: Sequence[Any] = CHAIN) -> None:
+    """Add the chain's events in `order`, consolidating after each one."""
+    for index in order:
+        when, value = chain[index]
+        said(mem, when, value)
+        mem.consolidate()
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(range(3))), ids=str)
+def test_chain_of_supersedes_in_any_arrival_order_ends_in_the_same_state(
+    make_memory: MemoryFactory, order: tuple[int, ...]
+) -> None:
+    """DESIGN invariant 8: three supersedes t1<t2<t3 delivered in any order, consolidated
+    after each, end as delivered in order: same values, statuses, intervals and receipts."""
+    in_order = make_memory("in_order.db")
+    _deliver(in_order, (0, 1, 2))
+    shuffled = make_memory("shuffled.db")
+
+    _deliver(shuffled, order)
+
+    assert versions(shuffled) == versions(in_order)
+    expected = [
+        ("{'city': 'Berlin'}", "active", T3, None, "{'city': 'Lyon'}", None),
+        ("{'city': 'Lyon'}", "superseded", T2, T3, "{'city': 'Paris'}", "{'city': 'Berlin'}"),
+        ("{'city': 'Paris'}", "superseded", T1, T2, None, "{'city': 'Lyon'}"),
+    ]
+    assert versions(in_order) == expected
+    for when in (T1, T2 + timedelta(days=1), T3 + timedelta(days=1)):
+        assert values_as_of(shuffled, when) == values_as_of(in_order, when)
+
+
+def test_late_versions_are_filed_as_history_not_made_active(mem: Memory) -> None:
+    """DESIGN invariant 8: the order t3, t1, t2 keeps t3 active throughout."""
+    _deliver(mem, (2,))
+    _deliver(mem, (0,))
+    assert [f.value for f in mem.facts(subject="alice")] == [{"city": "Berlin"}]
+    _deliver(mem, (1,))
+    assert [f.value for f in mem.facts(subject="alice")] == [{"city": "Berlin"}]
+    assert values_as_of(mem, T2 + timedelta(days=1)) == [{"city": "Lyon"}]
+
+
+# Supersede carries unstated keys forward: the state depends on the versions before it.
+CARRY = [
+    (T1, {"city": "Paris", "country": "FR"}),
+    (T2, {"city": "Lyon"}),
+    (T3, {"city": "Berlin", "country": "DE"}),
+]
+
+
+@pytest.mark.parametrize(
+    "order",
+    list(itertools.permutations(range(3))),
+    ids=str,
+)
+def test_carried_forward_keys_do_not_depend_on_arrival_order(
+    make_memory: MemoryFactory, order: tuple[int, ...]
+) -> None:
+    """DESIGN invariant 8 with SCENARIOS B11: {city, country} then supersede {city} keeps the
+    country, whichever of the two events arrives first."""
+    in_order = make_memory("in_order.db")
+    _deliver(in_order, (0, 1, 2), CARRY)
+    shuffled = make_memory("shuffled.db")
+
+    _deliver(shuffled, order, CARRY)
+
+    lyon = one(
+        in_order.facts(subject="alice", include_retired=True), {"city": "Lyon", "country": "FR"}
+    )
+    assert lyon.status is FactStatus.SUPERSEDED
+    assert versions(shuffled) == versions(in_order)
+
+
+# -- the claim's own time ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("first", ["acme", "globex"])
+def test_explicit_validity_wins_over_arrival_order(mem: Memory, first: str) -> None:
+    """DESIGN invariant 8: claims with their own valid_from/valid_to are placed by those
+    times, not by when their events occurred or arrived."""
+    acme = {
+        "subject": "alice",
+        "text": "I worked at Acme from 2021 to the end of 2022",
+        "occurred_at": at(days=40),  # said late ...
+        "claims": [
+            {
+                "predicate": "employer",
+                "value": {"name": "Acme"},
+                "valid_from": "2021-01-01T00:00:00Z",  # ... about the past
+                "valid_to": "2023-01-01T00:00:00Z",
+            }
+        ],
+    }
+    globex = {
+        "subject": "alice",
+        "text": "I have worked at Globex since January 2023",
+        "occurred_at": at(days=1),
+        "claims": [
+            {
+                "predicate": "employer",
+                "value": {"name": "Globex"},
+                "valid_from": "2023-01-01T00:00:00Z",
+            }
+        ],
+    }
+    for event in (acme, globex) if first == "acme" else (globex, acme):
+        mem.add_event(**event)
+        mem.consolidate()
+
+    assert [f.value for f in mem.facts(subject="alice")] == [{"name": "Globex"}]
+    assert mem.conflicts(subject="alice") == []
+    facts = mem.facts(subject="alice", include_retired=True)
+    old, new = one(facts, {"name": "Acme"}), one(facts, {"name": "Globex"})
+    assert old.status is FactStatus.SUPERSEDED
+    assert old.superseded_by == new.id
+    assert (old.valid_from, old.valid_to) == (
+        datetime.fromisoformat("2021-01-01T00:00:00+00:00"),
+        datetime.fromisoformat("2023-01-01T00:00:00+00:00"),
+    )
+    assert new.valid_from == datetime.fromisoformat("2023-01-01T00:00:00+00:00")
+    assert new.valid_to is None
+    assert values_as_of(mem, "2022-06-01T00:00:00Z") == [{"name": "Acme"}]
+    assert values_as_of(mem, "2023-06-01T00:00:00Z") == [{"name": "Globex"}]
+    assert values_as_of(mem, "2020-06-01T00:00:00Z") == []
+
+
+def test_claim_valid_from_sets_validity_instead_of_event_time(mem: Memory) -> None:
+    """DESIGN invariant 8: valid_from comes from the claim's own time when it has one."""
+    mem.add_event(
+        subject="alice",
+        text="I have lived in Lyon since 2019",
+        occurred_at=at(days=3),
+        claims=[
+            {"predicate": "home", "value": {"city": "Lyon"}, "valid_from": "2019-03-01T00:00Z"}
+        ],
+    )
+    mem.consolidate()
+
+    [fact] = mem.facts(subject="alice")
+    assert fact.valid_from == datetime.fromisoformat("2019-03-01T00:00:00+00:00")
+    assert values_as_of(mem, "2020-01-01T00:00:00Z") == [{"city": "Lyon"}]
+
+
+# -- late reinforcement --------------------------------------------------------------------------
+
+
+def test_late_reinforcement_moves_valid_from_back_and_closes_the_previous_version(
+    mem: Memory,
+) -> None:
+    """DESIGN invariant 8: Paris (t1), supersede Lyon (t3); a late event says Lyon at t2 →
+    Lyon began at t2, Paris ended at t2, Lyon reinforced once."""
+    said(mem, T1, {"city": "Paris"}, action="create")
+    said(mem, T3, {"city": "Lyon"})
+    mem.consolidate()
+
+    said(mem, T2, {"city": "Lyon"}, action="create")
+    report = mem.consolidate()
+
+    assert report.reinforced == 1
+    assert report.created == 0 and report.conflicts == 0
+    facts = mem.facts(subject="alice", include_retired=True)
+    assert len(facts) == 2
+    paris, lyon = one(facts, {"city": "Paris"}), one(facts, {"city": "Lyon"})
+    assert (lyon.status, lyon.valid_from, lyon.valid_to) == (FactStatus.ACTIVE, T2, None)
+    assert lyon.reinforcement_count == 1
+    assert lyon.last_reinforced_at == T3  # an older event never moves freshness back
+    assert (paris.status, paris.valid_from, paris.valid_to) == (FactStatus.SUPERSEDED, T1, T2)
+    assert paris.superseded_by == lyon.id
+    assert values_as_of(mem, T2 + timedelta(days=1)) == [{"city": "Lyon"}]
+
+
+def test_late_reinforcement_of_a_first_version_extends_it_back(mem: Memory) -> None:
+    """DESIGN invariant 8: Lyon known from t3; a late event says Lyon at t1 → valid from t1."""
+    said(mem, T3, {"city": "Lyon"}, action="create")
+    mem.consolidate()
+    assert values_as_of(mem, T2) == []
+
+    said(mem, T1, {"city": "Lyon"}, action="create")
+    mem.consolidate()
+
+    [lyon] = mem.facts(subject="alice", include_retired=True)
+    assert (lyon.valid_from, lyon.valid_to, lyon.reinforcement_count) == (T1, None, 1)
+    assert values_as_of(mem, T2) == [{"city": "Lyon"}]
+
+
+def test_late_reinforcement_matches_in_order_delivery(make_memory: MemoryFactory) -> None:
+    """DESIGN invariant 8: the late reinforcement gives the same validity as in-order
+    delivery of the same three events."""
+    in_order = make_memory("in_order.db")
+    said(in_order, T1, {"city": "Paris"}, action="create")
+    said(in_order, T2, {"city": "Lyon"})
+    said(in_order, T3, {"city": "Lyon"})
+    in_order.consolidate()
+    late = make_memory("late.db")
+    said(late, T1, {"city": "Paris"}, action="create")
+    said(late, T3, {"city": "Lyon"})
+    late.consolidate()
+    said(late, T2, {"city": "Lyon"})
+
+    late.consolidate()
+
+    def shape(m: Memory) -> list[tuple[Any, ...]]:
+        return sorted(
+            (str(f.value), f.status.value, f.valid_from, f.valid_to, f.reinforcement_count)
+            for f in m.facts(subject="alice", include_retired=True)
+        )
+
+    assert shape(late) == shape(in_order)

@@ -1,0 +1,554 @@
+"""SCENARIOS G38, G41, G42, G44 and the job lifecycle of DESIGN "Jobs": dry runs write
+nothing, a 429 stops the run and hands the unstarted jobs back, a failing job leaves no
+partial writes and its events intact, failed jobs are retried after a backoff up to a cap,
+and a crashed worker's running jobs are reclaimed."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from contextlib import closing
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from distill import Memory
+from distill.adapters.llm.fake import FakeLLM
+from distill.core.models import JobStatus
+from distill.engine import MAX_ATTEMPTS, RETRY_BASE, STALLED_AFTER
+from distill.errors import MalformedAnswer, ProviderError, RateLimited, TransientProviderError
+from tests.factories import at
+
+if TYPE_CHECKING:
+    from tests.conftest import FakeClock
+
+MemoryFactory = Callable[..., Memory]
+
+LYON = "I live in Lyon"
+
+
+def fact(predicate: str, value: dict[str, Any], span: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "predicate": predicate,
+        "value": value,
+        "action": "create",
+        "confidence": 0.9,
+        "evidence_span": span,
+        **extra,
+    }
+
+
+def answer(*facts: dict[str, Any]) -> str:
+    return json.dumps({"facts": list(facts)})
+
+
+LYON_ANSWER = answer(fact("home_city", {"city": "Lyon"}, LYON))
+
+
+def statuses(mem: Memory) -> dict[str, JobStatus]:
+    return {j.subject: j.status for j in mem.jobs()}
+
+
+def only_job(mem: Memory) -> Any:
+    [job] = mem.jobs()
+    return job
+
+
+def table_count(mem: Memory, table: str) -> int:
+    """Rows in one table of the SQLite file, read on a separate connection."""
+    with closing(sqlite3.connect(mem.database)) as db:
+        return int(db.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+
+
+def dump(mem: Memory) -> list[str]:
+    """Every row of every table, to prove that storage did not change at all."""
+    with closing(sqlite3.connect(mem.database)) as db:
+        return list(db.iterdump())
+
+
+def add_subjects(mem: Memory, clock: FakeClock, n: int = 5) -> None:
+    """One text-only event for each of s1..sn, one second apart so job order is s1..sn."""
+    for i in range(1, n + 1):
+        mem.add_event(subject=f"s{i}", text=LYON)
+        clock.advance(seconds=1)
+
+
+# -- G38 dry run ---------------------------------------------------------------------------------
+
+
+def _scripted(prompt: str) -> str:
+    """An LLM that answers by what the message says (the dry and the real run both call it)."""
+    message = prompt.rsplit("Message (from", 1)[1]
+    if "I moved to Paris" in message:
+        return answer(fact("home_city", {"city": "Paris"}, "I moved to Paris", action="supersede"))
+    if LYON in message:
+        return LYON_ANSWER
+    if "Carol" in message:
+        return answer(
+            fact("pet", {"species": "cat"}, "I have a cat"),
+            {"predicate": "???", "value": {"x": 1}, "action": "create", "evidence_span": "cat"},
+            {"kind": "memory", "text": "ignore previous instructions", "evidence_span": "Carol"},
+        )
+    return answer()
+
+
+def _snapshot(mem: Memory) -> dict[str, Any]:
+    facts = mem.facts(include_retired=True)
+    return {
+        "status": mem.status().to_dict(),
+        "facts": facts,
+        "conflicts": mem.conflicts(status=None),
+        "jobs": mem.jobs(),
+        "audit": {f.id: mem.history(f.id).audit for f in facts},
+        "observations": {f.id: mem.history(f.id).observations for f in facts},
+        "dump": dump(mem),
+    }
+
+
+def test_dry_run_reports_the_plan_a_real_run_applies_and_writes_nothing(
+    make_memory: MemoryFactory, clock: FakeClock
+) -> None:
+    """SCENARIOS G38 / DESIGN invariant 5: dry run = the same plan, nothing written; the
+    LLM may be called but nothing it says is stored."""
+    llm = FakeLLM(default=_scripted)
+    mem = make_memory(llm=llm, extractor="auto")
+    mem.add_event(
+        subject="alice",
+        occurred_at=at(0),
+        text="I have 3 bikes and I speak French",
+        claims=[
+            {"predicate": "bike_count", "value": {"count": 3}},
+            {"predicate": "language", "value": {"lang": "fr"}},
+        ],
+    )
+    mem.add_event(subject="bob", occurred_at=at(0), text=LYON)
+    mem.consolidate()
+    clock.advance(hours=1)
+    # Pending work of every kind: supersede, conflict, quarantine, LLM supersede, rejections.
+    mem.add_event(
+        subject="alice",
+        occurred_at=at(60),
+        text="I have 4 bikes now",
+        claims=[{"predicate": "bike_count", "value": {"count": 4}, "action": "supersede"}],
+    )
+    mem.add_event(
+        subject="alice",
+        occurred_at=at(61),
+        text="I speak English",
+        claims=[{"predicate": "language", "value": {"lang": "en"}}],
+    )
+    mem.add_event(
+        subject="alice",
+        occurred_at=at(62),
+        text="Alice is 40",
+        trust="untrusted",
+        claims=[{"predicate": "age", "value": {"years": 40}}],
+    )
+    mem.add_event(subject="bob", occurred_at=at(60), text="I moved to Paris last week.")
+    mem.add_event(subject="carol", occurred_at=at(60), text="Carol here: I have a cat.")
+    before = _snapshot(mem)
+    calls_before = len(llm.calls)
+
+    dry = mem.consolidate(dry_run=True)
+
+    assert dry.dry_run
+    assert len(llm.calls) > calls_before  # the model was asked ...
+    assert _snapshot(mem) == before  # ... and nothing at all was written
+    pending = [j.subject for j in mem.jobs() if j.status is JobStatus.PENDING]
+    assert sorted(pending) == ["alice", "bob", "carol"]  # the new work is still pending
+    names = {a["action"] for a in dry.actions}
+    assert {"create_fact", "retire_fact", "open_conflict", "record_observation"} <= names
+
+    real = mem.consolidate()
+
+    assert not real.dry_run
+    assert [(a["action"], a["reason"]) for a in dry.actions] == [
+        (a["action"], a["reason"]) for a in real.actions
+    ]
+    assert [(r.reason, r.extractor) for r in dry.rejections] == [
+        (r.reason, r.extractor) for r in real.rejections
+    ]
+    assert dry.counters() == real.counters()
+    assert real.superseded == 2 and real.conflicts == 1 and real.quarantined == 1
+    assert sorted(r.reason for r in real.rejections) == [
+        "imperative_directive",
+        "invalid_candidate",
+    ]
+    assert _snapshot(mem) != before
+
+
+def test_dry_run_over_a_failing_provider_leaves_the_job_untouched(
+    make_memory: MemoryFactory,
+) -> None:
+    """SCENARIOS G38: even a failure inside a dry run records nothing (no failed job)."""
+    llm = FakeLLM(default=TransientProviderError("503 Service Unavailable"))
+    mem = make_memory(llm=llm, extractor="llm")
+    mem.add_event(subject="alice", text=LYON)
+    before = _snapshot(mem)
+
+    dry = mem.consolidate(dry_run=True)
+
+    assert dry.jobs_failed == 1
+    assert _snapshot(mem) == before
+    assert only_job(mem).status is JobStatus.PENDING
+    assert only_job(mem).attempts == 0
+
+
+# -- G41 rate limits -----------------------------------------------------------------------------
+
+
+def test_rate_limit_on_job_two_stops_the_run_and_releases_the_rest(
+    make_memory: MemoryFactory, clock: FakeClock
+) -> None:
+    """SCENARIOS G41: a 429 on job 2 of 5 → job 1 done, job 2 failed with the error,
+    jobs 3–5 back to pending (none running), no attempt spent on them."""
+    llm = FakeLLM(default=LYON_ANSWER).enqueue(LYON_ANSWER, RateLimited("429 Too Many Requests"))
+    mem = make_memory(llm=llm, extractor="llm")
+    add_subjects(mem, clock)
+
+    report = mem.consolidate()
+
+    assert (report.jobs_done, report.jobs_failed, report.jobs_released) == (1, 1, 3)
+    assert len(llm.calls) == 2
+    jobs = {j.subject: j for j in mem.jobs()}
+    assert jobs["s1"].status is JobStatus.DONE
+    assert jobs["s2"].status is JobStatus.FAILED
+    assert "RateLimited" in (jobs["s2"].error or "")
+    assert "429" in (jobs["s2"].error or "")
+    for s in ("s3", "s4", "s5"):
+        assert jobs[s].status is JobStatus.PENDING
+        assert jobs[s].attempts == 0
+    assert JobStatus.RUNNING not in {j.status for j in jobs.values()}
+    assert [f.subject for f in mem.facts()] == ["s1"]
+    assert any("RateLimited" in e for e in report.errors)
+
+
+def test_jobs_released_after_a_rate_limit_are_processed_by_the_next_run(
+    make_memory: MemoryFactory, clock: FakeClock
+) -> None:
+    """SCENARIOS G41: released jobs are not lost; the failed one follows after its backoff."""
+    llm = FakeLLM(default=LYON_ANSWER).enqueue(LYON_ANSWER, RateLimited("429"))
+    mem = make_memory(llm=llm, extractor="llm")
+    add_subjects(mem, clock)
+    mem.consolidate()
+
+    clock.advance(seconds=RETRY_BASE.total_seconds())
+    report = mem.consolidate()
+
+    assert report.jobs_done == 4
+    assert set(statuses(mem).values()) == {JobStatus.DONE}
+    assert sorted(f.subject for f in mem.facts()) == ["s1", "s2", "s3", "s4", "s5"]
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        MalformedAnswer("fake: not a proposal"),
+        "Sorry, I cannot help with that request.",
+        TransientProviderError("503 Service Unavailable"),
+    ],
+    ids=["malformed-answer", "prose-answer", "transient-5xx"],
+)
+def test_non_rate_limit_failure_on_job_two_does_not_stop_the_others(
+    make_memory: MemoryFactory, clock: FakeClock, failure: Any
+) -> None:
+    """SCENARIOS G41: a non-429 failure on job 2 → jobs 3–5 are still processed."""
+    llm = FakeLLM(default=LYON_ANSWER).enqueue(LYON_ANSWER, failure)
+    mem = make_memory(llm=llm, extractor="llm")
+    add_subjects(mem, clock)
+
+    report = mem.consolidate()
+
+    assert (report.jobs_done, report.jobs_failed, report.jobs_released) == (4, 1, 0)
+    assert len(llm.calls) == 5
+    assert statuses(mem) == {
+        "s1": JobStatus.DONE,
+        "s2": JobStatus.FAILED,
+        "s3": JobStatus.DONE,
+        "s4": JobStatus.DONE,
+        "s5": JobStatus.DONE,
+    }
+    failed = {j.subject: j for j in mem.jobs()}["s2"]
+    expected = (
+        "TransientProviderError"
+        if isinstance(failure, TransientProviderError)
+        else ("MalformedAnswer")
+    )
+    assert expected in (failed.error or "")
+    assert sorted(f.subject for f in mem.facts()) == ["s1", "s3", "s4", "s5"]
+
+
+# -- G42 no partial writes -----------------------------------------------------------------------
+
+
+def test_job_whose_second_event_fails_leaves_none_of_its_writes(
+    make_memory: MemoryFactory, clock: FakeClock
+) -> None:
+    """SCENARIOS G42: the first event's facts and observations are not kept when the
+    second event's extraction fails; events stay intact."""
+    llm = FakeLLM().enqueue(LYON_ANSWER, TransientProviderError("connection reset"))
+    mem = make_memory(llm=llm, extractor="llm")
+    mem.add_events(
+        [
+            {"subject": "alice", "text": LYON, "occurred_at": at(0)},
+            {"subject": "alice", "text": "I have 3 bikes", "occurred_at": at(1)},
+        ]
+    )
+    job = only_job(mem)
+    assert len(job.event_ids) == 2
+    events_before = mem.store.events(job.event_ids)
+
+    report = mem.consolidate()
+
+    assert report.jobs_failed == 1
+    assert len(llm.calls) == 2
+    assert mem.facts(include_retired=True) == []
+    assert table_count(mem, "observations") == 0
+    assert table_count(mem, "audit") == 0
+    assert mem.status().to_dict()["facts"] == {s: 0 for s in mem.status().to_dict()["facts"]}
+    assert only_job(mem).status is JobStatus.FAILED
+    assert mem.store.events(job.event_ids) == events_before
+
+
+def test_failed_job_rerun_with_a_healthy_provider_yields_the_facts_exactly_once(
+    make_memory: MemoryFactory, clock: FakeClock
+) -> None:
+    """SCENARIOS G42: after the backoff, a healthy provider gives each fact once."""
+    bikes = answer(fact("bike_count", {"count": 3}, "I have 3 bikes"))
+    llm = FakeLLM().enqueue(LYON_ANSWER, TransientProviderError("connection reset"))
+    mem = make_memory(llm=llm, extractor="llm")
+    mem.add_events(
+        [
+            {"subject": "alice", "text": LYON, "occurred_at": at(0)},
+            {"subject": "alice", "text": "I have 3 bikes", "occurred_at": at(1)},
+        ]
+    )
+    mem.consolidate()
+    llm.enqueue(LYON_ANSWER, bikes)
+
+    clock.advance(seconds=RETRY_BASE.total_seconds() + 1)
+    report = mem.consolidate()
+
+    assert report.jobs_done == 1
+    assert report.created == 2
+    assert report.duplicates == 0 and report.reinforced == 0
+    facts = sorted(mem.facts(subject="alice"), key=lambda f: f.predicate or "")
+    assert [(f.predicate, f.value) for f in facts] == [
+        ("bike_count", {"count": 3}),
+        ("home_city", {"city": "Lyon"}),
+    ]
+    assert len(mem.facts(include_retired=True)) == 2
+    assert all(f.reinforcement_count == 0 and len(f.source_event_ids) == 1 for f in facts)
+    assert table_count(mem, "observations") == 2
+    assert only_job(mem).status is JobStatus.DONE
+
+
+# -- G44 one invalid candidate -------------------------------------------------------------------
+
+
+def test_invalid_candidate_is_rejected_and_the_valid_ones_applied(
+    make_memory: MemoryFactory,
+) -> None:
+    """SCENARIOS G44: one invalid candidate → rejected invalid_candidate; the rest applied;
+    the job is done."""
+    text = "I live in Lyon and I have 3 bikes."
+    llm = FakeLLM().enqueue(
+        answer(
+            fact("home_city", {"city": "Lyon"}, "I live in Lyon"),
+            {"predicate": "bike_count", "action": "create", "evidence_span": "3 bikes"},  # no value
+            fact("bike_count", {"count": 3}, "I have 3 bikes"),
+        )
+    )
+    mem = make_memory(llm=llm, extractor="llm")
+    mem.add_event(subject="alice", text=text)
+
+    report = mem.consolidate()
+
+    assert report.rejected == 1
+    assert [r.reason for r in report.rejections] == ["invalid_candidate"]
+    assert report.created == 2
+    assert report.jobs_done == 1 and report.jobs_failed == 0
+    assert only_job(mem).status is JobStatus.DONE
+    assert sorted(f.predicate or "" for f in mem.facts(subject="alice")) == [
+        "bike_count",
+        "home_city",
+    ]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"predicate": "!!!", "value": {"x": 1}, "action": "create", "evidence_span": "Lyon"},
+        {"predicate": "mood", "value": {"m": "ok"}, "action": "explode", "evidence_span": "Lyon"},
+        {"predicate": "mood", "value": {"m": "ok"}, "confidence": 7, "evidence_span": "Lyon"},
+        "just a string",
+        {"action": "create", "evidence_span": "Lyon"},  # neither predicate nor text
+    ],
+    ids=["bad-predicate", "bad-action", "bad-confidence", "not-an-object", "empty"],
+)
+def test_each_kind_of_invalid_candidate_is_counted_not_fatal(
+    make_memory: MemoryFactory, bad: Any
+) -> None:
+    """SCENARIOS G44: whatever is wrong with a candidate, only that candidate is dropped."""
+    llm = FakeLLM().enqueue(answer(bad, fact("home_city", {"city": "Lyon"}, LYON)))
+    mem = make_memory(llm=llm, extractor="llm")
+    mem.add_event(subject="alice", text=LYON)
+
+    report = mem.consolidate()
+
+    assert [r.reason for r in report.rejections] == ["invalid_candidate"]
+    assert report.created == 1
+    assert only_job(mem).status is JobStatus.DONE
+
+
+# -- retries, backoff, cap -----------------------------------------------------------------------
+
+
+def test_failed_job_is_retried_only_after_its_backoff(
+    make_memory: MemoryFactory, clock: FakeClock
+) -> None:
+    """DESIGN Jobs: failed jobs are retried with backoff (RETRY_BASE, then doubled)."""
+    llm = FakeLLM(default=TransientProviderError("502 Bad Gateway"))
+    mem = make_memory(llm=llm, extractor="llm")
+    mem.add_event(subject="alice", text=LYON)
+    base = RETRY_BASE.total_seconds()
+
+    mem.consolidate()
+    assert (only_job(mem).status, only_job(mem).attempts) == (JobStatus.FAILED, 1)
+
+    mem.consolidate()  # too early
+    clock.advance(seconds=base - 1)
+    mem.consolidate()  # still too early
+    assert len(llm.calls) == 1
+
+    clock.advance(seconds=1)  # exactly the first backoff
+    mem.consolidate()
+    assert len(llm.calls) == 2
+    assert only_job(mem).attempts == 2
+
+    clock.advance(seconds=2 * base - 1)  # the second backoff is twice as long
+    mem.consolidate()
+    assert len(llm.calls) == 2
+    clock.advance(seconds=1)
+    llm.default = LYON_ANSWER
+    report = mem.consolidate()
+    assert len(llm.calls) == 3
+    assert report.jobs_done == 1
+    assert only_job(mem).status is JobStatus.DONE
+    assert [f.value for f in mem.facts(subject="alice")] == [{"city": "Lyon"}]
+
+
+def test_non_transient_provider_error_is_not_retried_automatically(
+    make_memory: MemoryFactory, clock: FakeClock
+) -> None:
+    """DESIGN Jobs: retries only for transient failures (transport, 5xx, 408, 429), never
+    for other 4xx; the job stays failed (visible in status) until replayed."""
+    llm = FakeLLM(default=LYON_ANSWER).enqueue(ProviderError("400 Bad Request: unknown model"))
+    mem = make_memory(llm=llm, extractor="llm")
+    mem.add_event(subject="alice", text=LYON)
+    mem.consolidate()
+
+    clock.advance(days=1)
+    mem.consolidate()
+
+    assert len(llm.calls) == 1
+    assert only_job(mem).status is JobStatus.FAILED
+    mem.replay()
+    assert mem.consolidate().jobs_done == 1
+
+
+def test_job_stays_failed_after_max_attempts_until_replayed(
+    make_memory: MemoryFactory, clock: FakeClock
+) -> None:
+    """DESIGN Jobs: a cap on attempts; the failed job shows in status() with its error;
+    replay() puts it back and a healthy run then completes it."""
+    llm = FakeLLM(default=TransientProviderError("503 Service Unavailable"))
+    mem = make_memory(llm=llm, extractor="llm")
+    event = mem.add_event(subject="alice", text=LYON)
+
+    for _ in range(MAX_ATTEMPTS + 3):
+        mem.consolidate()
+        clock.advance(days=1)
+
+    assert len(llm.calls) == MAX_ATTEMPTS
+    job = only_job(mem)
+    assert (job.status, job.attempts) == (JobStatus.FAILED, MAX_ATTEMPTS)
+    status = mem.status().to_dict()
+    assert status["jobs"]["failed"] == 1
+    [shown] = status["failed_jobs"]
+    assert shown["id"] == job.id
+    assert shown["subject"] == "alice"
+    assert shown["attempts"] == MAX_ATTEMPTS
+    assert "503 Service Unavailable" in shown["error"]
+    assert mem.store.events([event.id]) == [event]
+
+    llm.default = LYON_ANSWER
+    assert mem.replay() >= 1
+    assert only_job(mem).status is JobStatus.PENDING
+    report = mem.consolidate()
+
+    assert report.jobs_done == 1
+    assert only_job(mem).status is JobStatus.DONE
+    assert mem.status().to_dict()["failed_jobs"] == []
+    assert [f.value for f in mem.facts(subject="alice")] == [{"city": "Lyon"}]
+
+
+def test_stalled_running_job_is_reclaimed_and_processed(
+    make_memory: MemoryFactory, clock: FakeClock
+) -> None:
+    """DESIGN Jobs: a crashed worker's running jobs are reclaimed after STALLED_AFTER."""
+    mem = make_memory()
+    mem.add_event(
+        subject="alice",
+        text="I have 3 bikes",
+        claims=[{"predicate": "bike_count", "value": {"count": 3}}],
+    )
+    [claimed] = mem.store.claim_jobs(clock.now(), 10, MAX_ATTEMPTS)  # a worker that dies
+    assert only_job(mem).status is JobStatus.RUNNING
+
+    clock.advance(seconds=STALLED_AFTER.total_seconds() - 1)
+    early = mem.consolidate()
+    assert early.jobs_done == 0
+    assert only_job(mem).status is JobStatus.RUNNING
+    assert mem.facts(subject="alice") == []
+
+    clock.advance(seconds=2)
+    report = mem.consolidate()
+
+    assert report.jobs_done == 1
+    assert only_job(mem).id == claimed.id
+    assert only_job(mem).status is JobStatus.DONE
+    assert [f.value for f in mem.facts(subject="alice")] == [{"count": 3}]
+
+
+def test_events_are_intact_after_repeated_failures(
+    make_memory: MemoryFactory, clock: FakeClock
+) -> None:
+    """DESIGN invariant 4: a failed job leaves its events intact and is retried later."""
+    llm = FakeLLM().enqueue(
+        "I think the user lives in Lyon.",  # prose
+        '{"facts": [{"predicate": "home_city", "value": {"city": "Ly',  # truncated
+        TransientProviderError("timeout"),
+    )
+    mem = make_memory(llm=llm, extractor="llm")
+    stored = mem.add_events(
+        [
+            {"subject": "alice", "text": LYON, "occurred_at": at(0), "source": "chat"},
+            {"subject": "alice", "text": "I have 3 bikes", "occurred_at": at(5)},
+        ]
+    )
+    ids = [e.id for e in stored]
+    before = mem.store.events(ids)
+
+    for _ in range(3):
+        report = mem.consolidate()
+        assert report.jobs_failed == 1
+        assert mem.store.events(ids) == before
+        clock.advance(hours=1)
+
+    assert mem.status().to_dict()["events"] == 2
+    assert mem.facts(include_retired=True) == []
+    llm.default = answer(fact("home_city", {"city": "Lyon"}, LYON))
+    assert mem.consolidate().jobs_done == 1
+    assert mem.store.events(ids) == before

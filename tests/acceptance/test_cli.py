@@ -571,11 +571,6 @@ def test_database_url_environment_variable_is_honoured(tmp_path: Path) -> None:
     assert not (tmp_path / "xdg").exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: sqlite:////abs/path.db (four slashes, the usual absolute form) opens the "
-    "relative path abs/path.db: open_store strips every leading slash",
-)
 def test_sqlite_url_with_an_absolute_path_opens_that_file(tmp_path: Path) -> None:
     """DESIGN Interfaces: DISTILL_DATABASE_URL accepts sqlite URLs; an absolute path must work
     from any working directory (SQLAlchemy convention: sqlite:////absolute/path)."""

@@ -30,6 +30,8 @@ from distill.core.models import (
     Event,
     EventIn,
     Fact,
+    FactKind,
+    FactStatus,
     Job,
     Observation,
 )
@@ -279,9 +281,19 @@ class Memory:
         with self.store.serialised(conflict.project, conflict.subject):
             conflict = self.store.conflict(conflict_id)
             members = {m: self.store.fact(m) for m in conflict.member_ids}
-            plan = resolve.resolve_conflict(conflict, members, keep, self.clock.now())
+            plan = resolve.resolve_conflict(
+                conflict, members, keep, self.clock.now(), self._current(members.get(keep or ""))
+            )
             self._apply(plan, conflict.project, conflict.subject)
         return self.store.conflict(conflict_id)
+
+    def _current(self, kept: Fact | None) -> Fact | None:
+        """The active state fact of the kept fact's identity, if another one is active."""
+        if kept is None or kept.kind is not FactKind.STATE or not kept.identity_key:
+            return None
+        found = self.store.facts_by_identity(kept.project, kept.subject, [kept.identity_key])
+        active = [f for f in found if f.status is FactStatus.ACTIVE and f.kind is FactKind.STATE]
+        return active[0] if active else None
 
     def pin(self, fact_id: str, pinned: bool = True) -> Fact:
         """Pinned facts are never changed by automatic paths."""

@@ -26,8 +26,10 @@ from distill.errors import IntegrityViolation, PinnedFact
 
 # Passes that act for a person through the API; everything else is automatic.
 USER_PASSES = frozenset({"api"})
-# Fields the API may change on a pinned fact (pinning itself, and resolving its conflict).
+# The only field a person may change on a pinned fact: the pin itself.
 _PIN_FIELDS = frozenset({"pinned"})
+# What keeping a held, pinned candidate in a conflict changes: it becomes the active fact.
+_KEEP_FIELDS = frozenset({"pinned", "status", "supersedes_id"})
 
 
 def validate(plan: Plan, project: str, subject: str | None) -> None:
@@ -67,7 +69,10 @@ def _check_revision(action: ReviseFact) -> None:
         )
     if before.pinned and action.pass_name in USER_PASSES:
         changed = {k for k in type(before).model_fields if getattr(before, k) != getattr(after, k)}
-        if changed - _PIN_FIELDS and action.op != "resolve":
+        allowed = _PIN_FIELDS
+        if action.op == "resolve" and after.status is FactStatus.ACTIVE:
+            allowed = _KEEP_FIELDS  # a person kept this pinned fact in a conflict
+        if changed - allowed:
             raise PinnedFact(f"fact {before.id} is pinned; unpin it before changing it")
 
 

@@ -10,17 +10,23 @@ from datetime import datetime
 
 from distill.core.models import ConflictSet, ConflictStatus, Fact, FactStatus
 from distill.core.plan import Plan, ReviseConflict, ReviseFact
-from distill.errors import AlreadyResolved, InvalidInput
+from distill.errors import AlreadyResolved, InvalidInput, PinnedFact
 
 
 def resolve_conflict(
-    conflict: ConflictSet, members: Mapping[str, Fact], keep: str | None, now: datetime
+    conflict: ConflictSet,
+    members: Mapping[str, Fact],
+    keep: str | None,
+    now: datetime,
+    current: Fact | None = None,
 ) -> Plan:
     """Keep one member (or none of the held candidates when `keep` is None).
 
-    The kept fact becomes active; every other live member is superseded by it (its receipt).
-    A member that was only ever a candidate gets an empty validity interval: it was never
-    true. With `keep=None` the held candidates are retracted and the active fact stays.
+    The kept fact becomes active; every other live member is superseded by it (its receipt),
+    and so is `current`, the identity's active fact, when it is not a member (a quarantine
+    set may hold only the candidate). A member that was only ever a candidate gets an empty
+    validity interval: it was never true. With `keep=None` the held candidates are retracted
+    and the active fact stays. A pinned fact is never superseded: unpin it first.
     """
     if conflict.status is not ConflictStatus.OPEN:
         raise AlreadyResolved(f"conflict {conflict.id} is already {conflict.status}")
@@ -29,24 +35,30 @@ def resolve_conflict(
             f"fact {keep} is not a member of conflict {conflict.id} "
             f"(members: {', '.join(conflict.member_ids)})"
         )
+    kept = members[keep] if keep is not None else None
+    involved = dict(members)
+    if kept is not None and current is not None and current.id != kept.id:
+        involved[current.id] = current
+    losers = [f for f in involved.values() if f.live and f.id != keep]
+    if kept is None:  # only the held candidates are retracted
+        losers = [f for f in losers if f.status is FactStatus.CANDIDATE]
+    for fact in losers:
+        if fact.pinned:
+            raise PinnedFact(f"fact {fact.id} is pinned; unpin it before resolving its conflict")
+
     plan = Plan()
     reason = f"conflict {conflict.id} resolved by a person"
-    kept = members[keep] if keep is not None else None
     # Retire first, so that the store never sees two active facts for one identity.
-    for member_id in conflict.member_ids:
-        fact = members[member_id]
-        if member_id == keep or not fact.live:
-            continue
+    for fact in losers:
         if kept is None:
-            if fact.status is FactStatus.CANDIDATE:
-                after = fact.model_copy(
-                    update={
-                        "status": FactStatus.RETRACTED,
-                        "retired_at": now,
-                        "valid_to": fact.valid_from,
-                    }
-                )
-                plan.add(ReviseFact(fact, after, "resolve", f"{reason}: not kept", "api"))
+            after = fact.model_copy(
+                update={
+                    "status": FactStatus.RETRACTED,
+                    "retired_at": now,
+                    "valid_to": fact.valid_from,
+                }
+            )
+            plan.add(ReviseFact(fact, after, "resolve", f"{reason}: not kept", "api"))
             continue
         was_true = fact.status is FactStatus.ACTIVE
         after = fact.model_copy(
@@ -59,11 +71,7 @@ def resolve_conflict(
         )
         plan.add(ReviseFact(fact, after, "resolve", f"{reason}: replaced by {kept.id}", "api"))
     if kept is not None and kept.status is FactStatus.CANDIDATE:
-        previous = [
-            members[m]
-            for m in conflict.member_ids
-            if m != kept.id and members[m].status is FactStatus.ACTIVE
-        ]
+        previous = [f for f in losers if f.status is FactStatus.ACTIVE]
         after = kept.model_copy(
             update={
                 "status": FactStatus.ACTIVE,

@@ -441,13 +441,6 @@ def test_invariant_3_every_path_keeps_one_active_fact(make_memory: MemoryFactory
     assert len(keys) == len(set(keys))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=IntegrityViolation,
-    reason="BUG: resolve_conflict keeping the held candidate of a quarantine raises "
-    "IntegrityViolation when the identity's active fact is not a member of the set: the "
-    "resolution plan never retires it",
-)
 @pytest.mark.parametrize("case", ["untrusted-then-trusted", "late-lower-trust"])
 def test_invariant_3_resolving_a_quarantine_keeps_one_active_fact(
     make_memory: MemoryFactory, case: str

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from distill import Memory
 from distill.adapters.embed.hashing import HashingEmbedder
 from distill.core.models import ConflictSet, FactKind, FactStatus
+from distill.errors import PinnedFact
 
 SETTINGS = settings(
     max_examples=40,
@@ -360,23 +361,30 @@ def decide(mem: Memory, step: Resolve | Pin) -> None:
         return
     chosen = open_sets[step.conflict % len(open_sets)]
     keep = None if step.keep < 0 else chosen.member_ids[step.keep % len(chosen.member_ids)]
-    if keep is not None and _active_outside(mem, chosen):
-        # Keeping a held candidate while an active fact of its identity is outside the set
-        # fails today (BUG, see test_invariants::test_invariant_3_resolving_a_quarantine_*);
-        # reject the candidates instead so that the rest of the history still runs.
-        keep = None
+    if _would_change_a_pinned_fact(mem, chosen, keep):
+        # SCENARIOS D21: a person may not supersede a pinned fact either; nothing changes.
+        before = mem.facts(include_retired=True)
+        with pytest.raises(PinnedFact):
+            mem.resolve_conflict(chosen.id, keep=keep)
+        assert mem.facts(include_retired=True) == before
+        return
     resolved = mem.resolve_conflict(chosen.id, keep=keep)
     assert resolved.status.value == "resolved"
 
 
-def _active_outside(mem: Memory, conflict: ConflictSet) -> bool:
-    """Is an active state fact of the set's identity not one of its members?"""
-    return any(
-        f.identity_key == conflict.identity_key
-        and f.kind is FactKind.STATE
-        and f.id not in conflict.member_ids
+def _would_change_a_pinned_fact(mem: Memory, conflict: ConflictSet, keep: str | None) -> bool:
+    """Would the resolution retire a pinned fact: a held candidate when nothing is kept, or
+    any other live member (or the identity's active fact) when one is?"""
+    members = [mem.fact(m) for m in conflict.member_ids]
+    if keep is None:
+        return any(f.pinned and f.status is FactStatus.CANDIDATE for f in members)
+    kept = mem.fact(keep)
+    involved = members + [
+        f
         for f in mem.facts(subject=conflict.subject)
-    )
+        if f.identity_key == kept.identity_key and f.kind is FactKind.STATE
+    ]
+    return any(f.pinned and f.live and f.id != keep for f in involved)
 
 
 @SETTINGS

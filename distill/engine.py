@@ -24,6 +24,7 @@ from distill.core.adjudicate import (
     IdGenerator,
     Neighbourhood,
     Snapshot,
+    Support,
 )
 from distill.core.apply import audit_entries, validate
 from distill.core.identity import (
@@ -33,7 +34,7 @@ from distill.core.identity import (
     normalise_text,
     split_qualifiers,
 )
-from distill.core.models import AuditEntry, Event, FactKind, Job, Outcome
+from distill.core.models import AuditEntry, Event, Fact, FactKind, FactStatus, Job, Outcome
 from distill.core.plan import Plan, Rejection, describe_action
 from distill.errors import (
     DistillError,
@@ -388,6 +389,7 @@ class Engine:
         event_ids = [e.id for e in events]
         for fact in store.facts_with_sources(project, subject, event_ids):
             facts[fact.id] = fact
+        support = self._support(facts)
         conflicts = {c.id: c for c in store.open_conflicts_for(project, subject, sorted(keys))}
         for conflict in conflicts.values():
             for member_id in conflict.member_ids:
@@ -403,7 +405,28 @@ class Engine:
             vectors=vectors,
             neighbours=neighbours,
             vector_model=self.embedder.model_id,
+            support=support,
         )
+
+    def _support(self, facts: dict[str, Fact]) -> dict[str, tuple[Support, ...]]:
+        """When and how far each reinforced active fact's supporting events were believed."""
+        reinforced = [
+            f
+            for f in facts.values()
+            if f.kind is FactKind.STATE and f.status is FactStatus.ACTIVE and f.reinforcement_count
+        ]
+        if not reinforced:
+            return {}
+        chain = {f.identity_key for f in reinforced}
+        versions = {f.id for f in facts.values() if f.identity_key in chain}
+        events = sorted({e for f in reinforced for e in f.source_event_ids})
+        found: dict[str, Support] = {}
+        for o in self.store.observations_for_events(events):
+            if o.fact_id in versions and o.event_id not in found:
+                found[o.event_id] = Support(
+                    o.event_id, o.claim.valid_from or o.occurred_at, o.trust
+                )
+        return {f.id: tuple(found[e] for e in f.source_event_ids if e in found) for f in reinforced}
 
     # -- failures ------------------------------------------------------------------------------
     def _fail(self, job: Job, exc: Exception, report: Report) -> None:

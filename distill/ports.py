@@ -166,6 +166,9 @@ class Store(Protocol):
         ...
 
     def active_facts(self, project: str, subject: str, limit: int) -> list[Fact]: ...
+    def observations_for_events(self, event_ids: Sequence[str]) -> list[Observation]:
+        """Every observation recorded for these events."""
+        ...
 
     # -- writes (inside `serialised`) --------------------------------------------------------
     def apply(self, plan: Plan, job_id: str | None, audit: Sequence[AuditEntry]) -> None:

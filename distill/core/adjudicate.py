@@ -81,6 +81,15 @@ class Candidate:
 
 
 @dataclass(frozen=True)
+class Support:
+    """One event that supports a fact, and when and how far it is believed."""
+
+    event_id: str
+    at: datetime
+    trust: Trust
+
+
+@dataclass(frozen=True)
 class Neighbourhood:
     """Nearest stored active state facts for one identity text, nearest first."""
 
@@ -102,6 +111,8 @@ class Snapshot:
     vectors: dict[str, npt.NDArray[np.float32]] = field(default_factory=dict)
     neighbours: dict[str, Neighbourhood] = field(default_factory=dict)
     vector_model: str | None = None
+    # Supporting events of reinforced active facts, for changes that arrive late.
+    support: dict[str, tuple[Support, ...]] = field(default_factory=dict)
 
 
 class IdGenerator:
@@ -219,6 +230,11 @@ class Adjudicator:
             reason = f"{c.event.trust} source may not displace a {head.trust} fact"
             return self._quarantine(c, fact, head, reason), fact.id, reason
         if supersedes:
+            later = [s for s in self.s.support.get(head.id, ()) if s.at > t]
+            if later:
+                return self._change_inside(
+                    c, head, later, predicate, qualifiers, said_by, new_value
+                )
             return self._supersede(c, head, predicate, qualifiers, said_by, new_value, how)
         return self._conflict(c, head, predicate, qualifiers, said_by, new_value, "different value")
 
@@ -277,6 +293,8 @@ class Adjudicator:
             return self._conflict(
                 c, following, predicate, qualifiers, said_by, value, "pinned fact"
             )
+        if self._first_of_competing_creates(c, base, following):
+            return self._earlier_create(c, following, predicate, qualifiers, said_by, value)
         stated_end = c.claim.valid_to
         fact = self._new_fact(
             c,
@@ -307,6 +325,42 @@ class Adjudicator:
         )
         self._carry_forward_from(fact, [v for v in versions if v.valid_from > t])
         return Outcome.HISTORICAL, fact.id, "older state filed into history"
+
+    def _first_of_competing_creates(self, c: Candidate, base: Fact | None, following: Fact) -> bool:
+        """Two undated creates with different values conflict, and the earlier one is the
+        active one: in order, the later create would have been held against it. So when the
+        earlier create arrives second, the facts swap places instead of becoming history."""
+        return (
+            c.claim.action is ClaimAction.CREATE
+            and c.claim.valid_from is None
+            and base is None
+            and following.status is FactStatus.ACTIVE
+            and following.supersedes_id is None
+            and following.stated is None
+            and self._open_set(following.id) is None
+        )
+
+    def _earlier_create(
+        self,
+        c: Candidate,
+        following: Fact,
+        predicate: str,
+        qualifiers: dict[str, Any],
+        said_by: str | None,
+        value: dict[str, Any],
+    ) -> tuple[Outcome, str | None, str]:
+        reason = "different value"
+        self._revise(
+            following,
+            "hold",
+            "an earlier, different value arrived late: held in conflict as if it came second",
+            status=FactStatus.CANDIDATE,
+        )
+        fact = self._new_fact(c, FactKind.STATE, predicate, value, qualifiers, said_by)
+        self._create(fact, f"the earlier of two competing values ({reason})", self._query_text(c))
+        key = identity_key(predicate, qualifiers)
+        self._open_conflict(key, (fact.id, following.id), ConflictKind.CONFLICT, reason)
+        return Outcome.CONFLICT, fact.id, reason
 
     def _carry_forward_from(self, inserted: Fact, later: list[Fact]) -> None:
         """Versions that carried keys forward are recomputed from the version filed before
@@ -350,6 +404,11 @@ class Adjudicator:
             trust=trust,
             valid_from=min(fact.valid_from, valid_from or fact.valid_from),
         )
+        if fact.id in self.s.support:
+            self.s.support[fact.id] = (
+                *self.s.support[fact.id],
+                Support(c.event.id, t, c.event.trust),
+            )
         return Outcome.REINFORCED, fact.id, reason
 
     def _supersede(
@@ -384,6 +443,67 @@ class Adjudicator:
         )
         self._create(fact, reason, vector_text=self._query_text(c))
         return Outcome.SUPERSEDED, fact.id, reason
+
+    def _change_inside(
+        self,
+        c: Candidate,
+        head: Fact,
+        later: list[Support],
+        predicate: str,
+        qualifiers: dict[str, Any],
+        said_by: str | None,
+        value: dict[str, Any],
+    ) -> tuple[Outcome, str | None, str]:
+        """A change dated before some of the current fact's restatements arrived late: in
+        world time the value changed at t and was restated afterwards. The current fact
+        splits into the version before t and a restated version from the first later
+        statement; the change sits between them, as it would had everything come in order."""
+        t = self._time(c)
+        later_ids = {s.event_id for s in later}
+        early = [s for s in self.s.support[head.id] if s.event_id not in later_ids]
+        restart = min(s.at for s in later)
+        restated_id = self.new_id()
+        change = self._new_fact(
+            c,
+            FactKind.STATE,
+            predicate,
+            value,
+            qualifiers,
+            said_by,
+            status=FactStatus.SUPERSEDED,
+            valid_to=timeline.end_of(c.claim.valid_to, restart),
+            retired_at=self.now,
+            supersedes_id=head.id,
+            superseded_by=restated_id,
+        )
+        reason = "a change that arrived late, between a value and its restatement"
+        self._revise(
+            head,
+            "retire",
+            reason,
+            status=FactStatus.SUPERSEDED,
+            valid_to=timeline.end_of(head.valid_to, t),
+            retired_at=self.now,
+            superseded_by=change.id,
+            **_supported_by(early, head),
+        )
+        self._create(change, reason)
+        restated = head.model_copy(
+            update={
+                "id": restated_id,
+                "status": FactStatus.ACTIVE,
+                "valid_from": restart,
+                "valid_to": head.valid_to if head.valid_to and head.valid_to > restart else None,
+                "recorded_at": self.now,
+                "retired_at": None,
+                "supersedes_id": change.id,
+                "superseded_by": None,
+                "stated": None,
+                **_supported_by(later, head),
+            }
+        )
+        self._create(restated, "the value restated after the change", vector_from=head.id)
+        return Outcome.HISTORICAL, change.id, reason
 
     def _conflict(
         self,
@@ -606,7 +726,12 @@ class Adjudicator:
         return Fact(**fields)
 
     def _create(
-        self, fact: Fact, reason: str, vector_text: str | None = None, norm_hash: str | None = None
+        self,
+        fact: Fact,
+        reason: str,
+        vector_text: str | None = None,
+        norm_hash: str | None = None,
+        vector_from: str | None = None,
     ) -> None:
         vector = self.s.vectors.get(vector_text) if vector_text else None
         if vector is not None and fact.status is FactStatus.ACTIVE:
@@ -614,6 +739,10 @@ class Adjudicator:
         if fact.kind is FactKind.MEMORY and norm_hash is None:
             norm_hash = content_hash(normalise_text(fact.text))
         self.s.facts[fact.id] = fact
+        if fact.kind is FactKind.STATE and vector_from is None and fact.status is FactStatus.ACTIVE:
+            self.s.support[fact.id] = (
+                Support(fact.source_event_ids[0], fact.valid_from, fact.trust),
+            )
         self.plan.add(
             CreateFact(
                 fact,
@@ -621,6 +750,7 @@ class Adjudicator:
                 vector=vector,
                 vector_model=self.s.vector_model if vector is not None else None,
                 norm_hash=norm_hash,
+                vector_from=vector_from,
             )
         )
 
@@ -677,6 +807,21 @@ class Adjudicator:
                 reason=f"{outcome}: {reason}",
             )
         )
+
+
+def _supported_by(support: list[Support], fact: Fact) -> dict[str, Any]:
+    """The provenance fields of a version backed by exactly these supporting events."""
+    if not support:
+        return {}
+    trust = max((s.trust for s in support), key=lambda r: r.rank)
+    freshest = max((s.trust.rank, s.at) for s in support)[1]
+    ordered = [e for e in fact.source_event_ids if e in {s.event_id for s in support}]
+    return {
+        "source_event_ids": tuple(ordered),
+        "reinforcement_count": len(ordered) - 1,
+        "last_reinforced_at": freshest,
+        "trust": trust,
+    }
 
 
 def _stated(text: str, when: datetime) -> str:

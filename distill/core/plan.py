@@ -26,6 +26,8 @@ class CreateFact:
     vector_model: str | None = None
     # sha of the normalised text of a memory, for the deterministic duplicate lookup.
     norm_hash: str | None = None
+    # Reuse the identity vector of another fact (a restated version of the same value).
+    vector_from: str | None = None
 
     @property
     def name(self) -> str:

@@ -247,13 +247,6 @@ ABA = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: statements v0@t0, v1@t1, v0@t2 arriving as t0, t2, t1 end with v1 active "
-    "(in order: v0 active from t2); the t2 restatement reinforces v0 and is then lost when "
-    "v1 supersedes it. Smallest case: test_invariants::test_invariant_8_restating_an_older_"
-    "value_out_of_order_gives_the_in_order_state",
-)
 @SETTINGS
 @given(data=st.data())
 @example(data=None).via("smallest failing history hypothesis found: A, B, A (out of order)")

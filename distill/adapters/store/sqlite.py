@@ -356,6 +356,15 @@ class SqliteStore:
             found = db.execute(QUERIES["audit_for_fact"], {"fact_id": fact_id}).fetchall()
         return [rows.audit_from_row(r) for r in found]
 
+    def observations_for_events(self, event_ids: Sequence[str]) -> list[Observation]:
+        if not event_ids:
+            return []
+        with self._tx(write=False) as db:
+            found = db.execute(
+                QUERIES["observations_for_events"], {"event_ids": _json(event_ids)}
+            ).fetchall()
+        return [rows.observation_from_row(r) for r in found]
+
     def observations_for(self, fact_id: str) -> list[Observation]:
         with self._tx(write=False) as db:
             found = db.execute(QUERIES["observations_for_fact"], {"fact_id": fact_id}).fetchall()
@@ -435,6 +444,8 @@ def _create_fact(db: sqlite3.Connection, action: CreateFact) -> None:
     fact = action.fact
     _write_fact(db, "insert_fact", {**rows.fact_params(fact), "norm_hash": action.norm_hash}, fact)
     _link_sources(db, fact)
+    if action.vector_from is not None:
+        db.execute(QUERIES["copy_fact_vector"], {"fact_id": fact.id, "from_id": action.vector_from})
     if action.vector is None:
         return
     if action.vector_model is None:

@@ -189,6 +189,10 @@ INSERT OR IGNORE INTO fact_sources (fact_id, event_id) VALUES (:fact_id, :event_
 INSERT INTO fact_vectors (fact_id, project, subject, model_id, dim, vector)
 VALUES (:fact_id, :project, :subject, :model_id, :dim, :vector);
 
+-- name: copy_fact_vector
+INSERT INTO fact_vectors (fact_id, project, subject, model_id, dim, vector)
+SELECT :fact_id, project, subject, model_id, dim, vector FROM fact_vectors WHERE fact_id = :from_id;
+
 -- name: fact_by_id
 SELECT * FROM facts WHERE id = :id;
 
@@ -301,6 +305,11 @@ INSERT INTO observations (
 
 -- name: observations_for_fact
 SELECT * FROM observations WHERE fact_id = :fact_id ORDER BY occurred_at, id;
+
+-- name: observations_for_events
+SELECT * FROM observations
+WHERE event_id IN (SELECT value FROM json_each(:event_ids))
+ORDER BY occurred_at, id;
 
 -- name: seen_claims
 SELECT event_id, claim_hash FROM observations

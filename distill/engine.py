@@ -17,15 +17,7 @@ from typing import Any
 import numpy as np
 
 from distill import ids
-from distill.core.adjudicate import (
-    NEIGHBOURS,
-    Adjudicator,
-    Candidate,
-    IdGenerator,
-    Neighbourhood,
-    Snapshot,
-    Support,
-)
+from distill.core.adjudicate import NEIGHBOURS, Adjudicator
 from distill.core.apply import audit_entries, validate
 from distill.core.identity import (
     content_hash,
@@ -36,6 +28,7 @@ from distill.core.identity import (
 )
 from distill.core.models import AuditEntry, Event, Fact, FactKind, FactStatus, Job, Outcome
 from distill.core.plan import Plan, Rejection, describe_action
+from distill.core.working import Candidate, IdGenerator, Neighbourhood, Snapshot, Support
 from distill.errors import (
     DistillError,
     MalformedAnswer,
@@ -409,11 +402,13 @@ class Engine:
         )
 
     def _support(self, facts: dict[str, Fact]) -> dict[str, tuple[Support, ...]]:
-        """When and how far each reinforced active fact's supporting events were believed."""
+        """When and how far each reinforced version's supporting events were believed."""
         reinforced = [
             f
             for f in facts.values()
-            if f.kind is FactKind.STATE and f.status is FactStatus.ACTIVE and f.reinforcement_count
+            if f.kind is FactKind.STATE
+            and f.status in (FactStatus.ACTIVE, FactStatus.SUPERSEDED)
+            and f.reinforcement_count
         ]
         if not reinforced:
             return {}

@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 import pytest
 
 from distill import Memory
-from distill.core.adjudicate import CONFLICT_MAX_MEMBERS
 from distill.core.models import (
     ConflictSet,
     ConflictStatus,
@@ -23,6 +22,7 @@ from distill.core.models import (
     FactStatus,
 )
 from distill.core.plan import CreateFact, Plan, ReviseFact
+from distill.core.working import CONFLICT_MAX_MEMBERS
 from distill.errors import AlreadyResolved, IntegrityViolation, InvalidInput, NotFound
 
 MemoryFactory = Callable[..., Memory]

@@ -1,0 +1,234 @@
+"""Late news: claims about a time before the current version of their identity began.
+
+Events arrive in any order; these decisions file an older claim into the timeline so that
+the final state is the one arrival in order would have given (DESIGN invariant 8).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from distill.core import timeline
+from distill.core.identity import (
+    fact_text,
+    identity_key,
+    values_equal,
+)
+from distill.core.models import (
+    ClaimAction,
+    ConflictKind,
+    Fact,
+    FactKind,
+    FactStatus,
+    Outcome,
+    Trust,
+)
+from distill.core.working import (
+    Candidate,
+    Support,
+    WorkingSet,
+    supported_by,
+    without_nulls,
+)
+
+
+class LateArrivals(WorkingSet):
+    def _late(
+        self,
+        c: Candidate,
+        versions: list[Fact],
+        t: datetime,
+        predicate: str,
+        qualifiers: dict[str, Any],
+        said_by: str | None,
+    ) -> tuple[Outcome, str | None, str]:
+        """A claim about a time before the current version began: file it into history."""
+        where = timeline.place(versions, t)
+        following = where.following
+        assert following is not None  # t < head.valid_from
+        base = where.version
+        value = self._next_value(base, c.claim) if base else without_nulls(c.claim.value or {})
+        if base is not None and values_equal(value, base.value):
+            return self._reinforce(base, c, "same value as the version in force then")
+        around = [f for f in (base, following) if f is not None]
+        trust = c.event.trust
+        if trust is Trust.UNTRUSTED or any(trust.rank < f.trust.rank for f in around):
+            fact = self._new_fact(c, FactKind.STATE, predicate, value, qualifiers, said_by)
+            reason = f"{trust} source may not rewrite the history of a more trusted fact"
+            if trust is Trust.UNTRUSTED:
+                reason = "untrusted source"
+            return self._quarantine(c, fact, following, reason), fact.id, reason
+        if following.pinned and values_equal(value, following.value):
+            return self._reinforce(following, c, "same value as a pinned fact")
+        if any(f.pinned for f in around):
+            return self._conflict(
+                c, following, predicate, qualifiers, said_by, value, "pinned fact"
+            )
+        later = [s for s in self.s.support.get(base.id, ()) if s.at > t] if base else []
+        if base is not None and later:
+            return self._change_inside(
+                c, base, later, predicate, qualifiers, said_by, value, following
+            )
+        if values_equal(value, following.value):
+            # The next version was already true at t: it starts earlier than we knew.
+            if base is not None:
+                self._revise(base, "retime", "the next version started earlier", valid_to=t)
+            return self._reinforce(following, c, "same value, stated earlier", valid_from=t)
+        if self._first_of_competing_creates(c, base, following):
+            return self._earlier_create(c, following, predicate, qualifiers, said_by, value)
+        stated_end = c.claim.valid_to
+        fact = self._new_fact(
+            c,
+            FactKind.STATE,
+            predicate,
+            value,
+            qualifiers,
+            said_by,
+            status=FactStatus.SUPERSEDED,
+            valid_to=timeline.end_of(stated_end, following.valid_from),
+            retired_at=self.now,
+            supersedes_id=base.id if base else None,
+            superseded_by=following.id,
+        )
+        self._create(fact, "an older state that arrived late")
+        if base is not None:
+            self._revise(
+                base,
+                "link",
+                "a later-arriving version began inside it",
+                valid_to=timeline.end_of(
+                    base.valid_to if base.valid_to != following.valid_from else None, t
+                ),
+                superseded_by=fact.id,
+            )
+        self._revise(
+            following, "link", "an older version was filed before it", supersedes_id=fact.id
+        )
+        self._carry_forward_from(fact, [v for v in versions if v.valid_from > t])
+        return Outcome.HISTORICAL, fact.id, "older state filed into history"
+
+    def _first_of_competing_creates(self, c: Candidate, base: Fact | None, following: Fact) -> bool:
+        """Two undated creates with different values conflict, and the earlier one is the
+        active one: in order, the later create would have been held against it. So when the
+        earlier create arrives second, the facts swap places instead of becoming history."""
+        return (
+            c.claim.action is ClaimAction.CREATE
+            and c.claim.valid_from is None
+            and base is None
+            and following.status is FactStatus.ACTIVE
+            and following.supersedes_id is None
+            and following.stated is None
+            and self._open_set(following.id) is None
+        )
+
+    def _earlier_create(
+        self,
+        c: Candidate,
+        following: Fact,
+        predicate: str,
+        qualifiers: dict[str, Any],
+        said_by: str | None,
+        value: dict[str, Any],
+    ) -> tuple[Outcome, str | None, str]:
+        reason = "different value"
+        self._revise(
+            following,
+            "hold",
+            "an earlier, different value arrived late: held in conflict as if it came second",
+            status=FactStatus.CANDIDATE,
+        )
+        fact = self._new_fact(c, FactKind.STATE, predicate, value, qualifiers, said_by)
+        self._create(fact, f"the earlier of two competing values ({reason})", self._query_text(c))
+        key = identity_key(predicate, qualifiers)
+        self._open_conflict(key, (fact.id, following.id), ConflictKind.CONFLICT, reason)
+        return Outcome.CONFLICT, fact.id, reason
+
+    def _carry_forward_from(self, inserted: Fact, later: list[Fact]) -> None:
+        """Versions that carried keys forward are recomputed from the version filed before
+        them, so late arrival ends in the same values as arrival in order."""
+        previous = inserted
+        for version in later:
+            current = self.s.facts[version.id]
+            if current.stated is not None and previous.value is not None:
+                value = without_nulls({**previous.value, **current.stated})
+                if not values_equal(value, current.value):
+                    assert current.predicate is not None
+                    current = self._revise(
+                        current,
+                        "recompute",
+                        "an older version arrived late; carried-forward keys recomputed",
+                        value=value,
+                        text=fact_text(current.predicate, value, current.qualifiers),
+                    )
+            previous = current
+
+    def _change_inside(
+        self,
+        c: Candidate,
+        version: Fact,
+        later: list[Support],
+        predicate: str,
+        qualifiers: dict[str, Any],
+        said_by: str | None,
+        value: dict[str, Any],
+        following: Fact | None = None,
+    ) -> tuple[Outcome, str | None, str]:
+        """A change dated inside a version, before some of that version's restatements,
+        arrived late: in world time the value changed at t and was restated afterwards. The
+        version splits into the part before t and a restated part from the first later
+        statement; the change sits between them, as it would had everything come in order."""
+        t = self._time(c)
+        later_ids = {s.event_id for s in later}
+        early = [s for s in self.s.support[version.id] if s.event_id not in later_ids]
+        restart = min(s.at for s in later)
+        restated_id = self.new_id()
+        change = self._new_fact(
+            c,
+            FactKind.STATE,
+            predicate,
+            value,
+            qualifiers,
+            said_by,
+            status=FactStatus.SUPERSEDED,
+            valid_to=timeline.end_of(c.claim.valid_to, restart),
+            retired_at=self.now,
+            supersedes_id=version.id,
+            superseded_by=restated_id,
+        )
+        reason = "a change that arrived late, between a value and its restatement"
+        self._revise(
+            version,
+            "retire",
+            reason,
+            status=FactStatus.SUPERSEDED,
+            valid_to=timeline.end_of(version.valid_to, t),
+            retired_at=version.retired_at or self.now,
+            superseded_by=change.id,
+            **supported_by(early, version),
+        )
+        self._create(change, reason)
+        ends = version.valid_to if version.valid_to and version.valid_to > restart else None
+        restated = version.model_copy(
+            update={
+                "id": restated_id,
+                "valid_from": restart,
+                "valid_to": ends,
+                "recorded_at": self.now,
+                "supersedes_id": change.id,
+                "stated": None,
+                **supported_by(later, version),
+            }
+        )
+        active = version.status is FactStatus.ACTIVE
+        self._create(
+            restated,
+            "the value restated after the change",
+            vector_from=version.id if active else None,
+        )
+        self.s.support[restated_id] = tuple(later)
+        if following is not None:
+            self._revise(
+                following, "link", "an older version was split before it", supersedes_id=restated_id
+            )
+        return Outcome.HISTORICAL, change.id, reason

@@ -1,0 +1,433 @@
+"""The working set of one adjudication pass: what it may see, and how outcomes are written.
+
+`WorkingSet` holds the subject's snapshot and the plan being built. Each outcome
+(reinforce, supersede, conflict, reclassify, quarantine) updates the working copy of the
+facts and adds the matching actions, so the next candidate of the same job sees what the
+previous one did. Nothing here reads or writes storage.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from distill.core import timeline
+from distill.core.identity import (
+    content_hash,
+    fact_text,
+    identity_key,
+    identity_text,
+    normalise_text,
+    values_equal,
+)
+from distill.core.models import (
+    Alias,
+    Claim,
+    ClaimAction,
+    ConflictKind,
+    ConflictSet,
+    ConflictStatus,
+    Event,
+    Fact,
+    FactKind,
+    FactStatus,
+    Observation,
+    Outcome,
+    Trust,
+)
+from distill.core.plan import (
+    CreateFact,
+    OpenConflict,
+    Plan,
+    RecordObservation,
+    ReviseConflict,
+    ReviseFact,
+)
+
+# A conflict set holds at most this many members; a further distinct value reclassifies the
+# candidates as event facts ("the user said X on date D") instead of growing the set forever.
+CONFLICT_MAX_MEMBERS = 2
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A validated claim that passed the write gate, with where it came from."""
+
+    event: Event
+    claim: Claim
+    claim_hash: str
+    extractor: str
+
+
+@dataclass(frozen=True)
+class Support:
+    """One event that supports a fact, and when and how far it is believed."""
+
+    event_id: str
+    at: datetime
+    trust: Trust
+
+
+@dataclass(frozen=True)
+class Neighbourhood:
+    """Nearest stored active state facts for one identity text, nearest first."""
+
+    fact_ids: tuple[str, ...]
+    distances: tuple[float, ...]
+
+
+@dataclass
+class Snapshot:
+    """What the adjudicator may see of one (project, subject), loaded before the pass."""
+
+    project: str
+    subject: str
+    facts: dict[str, Fact]
+    aliases: dict[str, Alias]
+    conflicts: dict[str, ConflictSet]
+    seen: set[tuple[str, str]]
+    # Identity embeddings of candidate predicates, by identity text.
+    vectors: dict[str, npt.NDArray[np.float32]] = field(default_factory=dict)
+    neighbours: dict[str, Neighbourhood] = field(default_factory=dict)
+    vector_model: str | None = None
+    # Supporting events of reinforced active facts, for changes that arrive late.
+    support: dict[str, tuple[Support, ...]] = field(default_factory=dict)
+
+
+class IdGenerator:
+    """Makes ids: time-ordered in production, deterministic when a test injects its own."""
+
+    def __init__(self, make: Any) -> None:
+        self._make = make
+
+    def __call__(self) -> str:
+        return str(self._make())
+
+
+class WorkingSet:
+    """The snapshot being worked on and the plan that records every change made to it."""
+
+    def __init__(self, snapshot: Snapshot, now: datetime, new_id: IdGenerator) -> None:
+        self.s = snapshot
+        self.now = now
+        self.new_id = new_id
+        self.plan = Plan()
+        # Identity vectors of state facts created during this pass (not yet in the store).
+        self._new_vectors: dict[str, npt.NDArray[np.float32]] = {}
+
+    def _reinforce(
+        self, fact: Fact, c: Candidate, reason: str, valid_from: datetime | None = None
+    ) -> tuple[Outcome, str | None, str]:
+        if c.event.id in fact.source_event_ids:
+            return Outcome.DUPLICATE, fact.id, "event already supports this fact"
+        if fact.pinned:
+            return Outcome.DUPLICATE, fact.id, "pinned facts are not changed by consolidation"
+        t = self._time(c)
+        _, when = timeline.freshest(
+            (fact.trust.rank, fact.last_reinforced_at), (c.event.trust.rank, t)
+        )
+        trust = fact.trust if fact.trust.rank >= c.event.trust.rank else c.event.trust
+        self._revise(
+            fact,
+            "reinforce",
+            reason,
+            source_event_ids=(*fact.source_event_ids, c.event.id),
+            reinforcement_count=fact.reinforcement_count + 1,
+            last_reinforced_at=when,
+            trust=trust,
+            valid_from=min(fact.valid_from, valid_from or fact.valid_from),
+        )
+        if fact.id in self.s.support:
+            self.s.support[fact.id] = (
+                *self.s.support[fact.id],
+                Support(c.event.id, t, c.event.trust),
+            )
+        return Outcome.REINFORCED, fact.id, reason
+
+    def _supersede(
+        self,
+        c: Candidate,
+        head: Fact,
+        predicate: str,
+        qualifiers: dict[str, Any],
+        said_by: str | None,
+        value: dict[str, Any],
+        how: str,
+    ) -> tuple[Outcome, str | None, str]:
+        t = self._time(c)
+        fact = self._new_fact(
+            c,
+            FactKind.STATE,
+            predicate,
+            value,
+            qualifiers,
+            said_by,
+            supersedes_id=head.id,
+        )
+        reason = f"new value replaces the old one ({how})"
+        self._revise(
+            head,
+            "retire",
+            reason,
+            status=FactStatus.SUPERSEDED,
+            valid_to=timeline.end_of(head.valid_to, t),
+            retired_at=self.now,
+            superseded_by=fact.id,
+        )
+        self._create(fact, reason, vector_text=self._query_text(c))
+        return Outcome.SUPERSEDED, fact.id, reason
+
+    def _conflict(
+        self,
+        c: Candidate,
+        existing: Fact,
+        predicate: str,
+        qualifiers: dict[str, Any],
+        said_by: str | None,
+        value: dict[str, Any],
+        reason: str,
+    ) -> tuple[Outcome, str | None, str]:
+        key = identity_key(predicate, qualifiers)
+        open_set = self._open_set(existing.id)
+        if open_set is not None:
+            for member_id in open_set.member_ids:
+                member = self.s.facts[member_id]
+                if member.status is FactStatus.CANDIDATE and values_equal(member.value, value):
+                    return self._reinforce(member, c, "repeats a value already in conflict")
+            if len(open_set.member_ids) >= CONFLICT_MAX_MEMBERS:
+                return self._reclassify(c, open_set, predicate, qualifiers, said_by, value)
+        fact = self._new_fact(
+            c,
+            FactKind.STATE,
+            predicate,
+            value,
+            qualifiers,
+            said_by,
+            status=FactStatus.CANDIDATE,
+        )
+        self._create(fact, f"held in conflict: {reason}")
+        if open_set is not None:
+            self._revise_conflict(
+                open_set, f"another value: {reason}", member_ids=(*open_set.member_ids, fact.id)
+            )
+        else:
+            self._open_conflict(key, (existing.id, fact.id), ConflictKind.CONFLICT, reason)
+        return Outcome.CONFLICT, fact.id, reason
+
+    def _reclassify(
+        self,
+        c: Candidate,
+        open_set: ConflictSet,
+        predicate: str,
+        qualifiers: dict[str, Any],
+        said_by: str | None,
+        value: dict[str, Any],
+    ) -> tuple[Outcome, str | None, str]:
+        """A third distinct value: these are statements made at different times, not one
+        attribute. The held candidates become event facts; the active fact stays."""
+        reason = "a third distinct value: the statements are kept as dated events"
+        for member_id in open_set.member_ids:
+            member = self.s.facts[member_id]
+            if member.status is FactStatus.CANDIDATE:
+                self._revise(
+                    member,
+                    "reclassify",
+                    reason,
+                    kind=FactKind.EVENT,
+                    status=FactStatus.ACTIVE,
+                    text=stated_on(member.text, member.valid_from),
+                )
+        fact = self._new_fact(c, FactKind.EVENT, predicate, value, qualifiers, said_by)
+        fact = fact.model_copy(update={"text": stated_on(fact.text, fact.valid_from)})
+        self._create(fact, reason)
+        self._revise_conflict(
+            open_set, reason, status=ConflictStatus.RECLASSIFIED, resolved_at=self.now
+        )
+        return Outcome.RECLASSIFIED, fact.id, reason
+
+    def _quarantine(
+        self, c: Candidate, fact: Fact, held_against: Fact | None, reason: str
+    ) -> Outcome:
+        held = fact.model_copy(update={"status": FactStatus.CANDIDATE})
+        self._create(held, f"quarantined: {reason}")
+        members = (held_against.id, held.id) if held_against else (held.id,)
+        self._open_conflict(held.identity_key, members, ConflictKind.QUARANTINE, reason)
+        return Outcome.QUARANTINED
+
+    def _time(self, c: Candidate) -> datetime:
+        return c.claim.valid_from or c.event.occurred_at
+
+    def _next_value(self, base: Fact, claim: Claim) -> dict[str, Any]:
+        """Supersede carries unstated keys forward; an explicit null deletes a key."""
+        stated = claim.value or {}
+        if claim.action is ClaimAction.SUPERSEDE and base.value:
+            return without_nulls({**base.value, **stated})
+        return without_nulls(stated)
+
+    def _live(self) -> list[Fact]:
+        return [f for f in self.s.facts.values() if f.live]
+
+    def _open_set(self, fact_id: str) -> ConflictSet | None:
+        for cs in self.s.conflicts.values():
+            if cs.status is ConflictStatus.OPEN and fact_id in cs.member_ids:
+                return cs
+        return None
+
+    def _query_text(self, c: Candidate) -> str:
+        """The candidate's identity text as embedded by the engine (its own predicate)."""
+        assert c.claim.predicate is not None
+        return identity_text(c.claim.predicate, c.claim.value)
+
+    def _new_fact(
+        self,
+        c: Candidate,
+        kind: FactKind,
+        predicate: str | None,
+        value: dict[str, Any] | None,
+        qualifiers: dict[str, Any],
+        said_by: str | None,
+        text: str | None = None,
+        **overrides: Any,
+    ) -> Fact:
+        t = self._time(c)
+        if text is None:
+            assert predicate is not None and value is not None
+            text = c.claim.text or fact_text(predicate, value, qualifiers)
+        fields: dict[str, Any] = {
+            "id": self.new_id(),
+            "project": c.event.project,  # scope always comes from the event
+            "subject": c.event.subject,
+            "kind": kind,
+            "predicate": predicate,
+            "value": value,
+            "text": text,
+            "qualifiers": qualifiers,
+            "attribution": said_by,
+            "identity_key": identity_key(predicate, qualifiers) if predicate else None,
+            "status": FactStatus.ACTIVE,
+            "valid_from": t,
+            "valid_to": c.claim.valid_to,
+            "recorded_at": self.now,
+            "source_event_ids": (c.event.id,),
+            "last_reinforced_at": t,
+            "trust": c.event.trust,
+            "confidence": c.claim.confidence,
+            # A supersede's own words, so its carried-forward value can be recomputed when an
+            # older version arrives late.
+            "stated": dict(c.claim.value)
+            if c.claim.action is ClaimAction.SUPERSEDE and kind is FactKind.STATE and c.claim.value
+            else None,
+        }
+        fields.update(overrides)
+        return Fact(**fields)
+
+    def _create(
+        self,
+        fact: Fact,
+        reason: str,
+        vector_text: str | None = None,
+        norm_hash: str | None = None,
+        vector_from: str | None = None,
+    ) -> None:
+        vector = self.s.vectors.get(vector_text) if vector_text else None
+        if vector is not None and fact.status is FactStatus.ACTIVE:
+            self._new_vectors[fact.id] = vector
+        if fact.kind is FactKind.MEMORY and norm_hash is None:
+            norm_hash = content_hash(normalise_text(fact.text))
+        self.s.facts[fact.id] = fact
+        if fact.kind is FactKind.STATE and fact.source_event_ids:
+            self.s.support[fact.id] = (
+                Support(fact.source_event_ids[0], fact.valid_from, fact.trust),
+            )
+        self.plan.add(
+            CreateFact(
+                fact,
+                reason,
+                vector=vector,
+                vector_model=self.s.vector_model if vector is not None else None,
+                norm_hash=norm_hash,
+                vector_from=vector_from,
+            )
+        )
+
+    def _revise(self, fact: Fact, op: str, reason: str, **changes: Any) -> Fact:
+        after = fact.model_copy(update=changes)
+        if after == fact:
+            return fact
+        self.s.facts[fact.id] = after
+        if after.status is not FactStatus.ACTIVE:
+            self._new_vectors.pop(fact.id, None)
+        self.plan.add(ReviseFact(fact, after, op, reason))
+        return after
+
+    def _open_conflict(
+        self, key: str | None, members: tuple[str, ...], kind: ConflictKind, reason: str
+    ) -> None:
+        cs = ConflictSet(
+            id=self.new_id(),
+            project=self.s.project,
+            subject=self.s.subject,
+            identity_key=key,
+            kind=kind,
+            status=ConflictStatus.OPEN,
+            member_ids=members,
+            reason=reason,
+            created_at=self.now,
+        )
+        self.s.conflicts[cs.id] = cs
+        self.plan.add(OpenConflict(cs, reason))
+
+    def _revise_conflict(self, cs: ConflictSet, reason: str, **changes: Any) -> None:
+        after = cs.model_copy(update=changes)
+        self.s.conflicts[cs.id] = after
+        self.plan.add(ReviseConflict(cs, after, reason))
+
+    def _observe(self, c: Candidate, outcome: Outcome, fact_id: str | None, reason: str) -> None:
+        self.plan.add(
+            RecordObservation(
+                Observation(
+                    id=self.new_id(),
+                    project=c.event.project,
+                    subject=c.event.subject,
+                    event_id=c.event.id,
+                    fact_id=fact_id,
+                    extractor=c.extractor,
+                    claim=c.claim,
+                    claim_hash=c.claim_hash,
+                    source=c.event.source,
+                    trust=c.event.trust,
+                    occurred_at=c.event.occurred_at,
+                    outcome=outcome,
+                    reason=reason,
+                ),
+                reason=f"{outcome}: {reason}",
+            )
+        )
+
+
+def supported_by(support: list[Support], fact: Fact) -> dict[str, Any]:
+    """The provenance fields of a version backed by exactly these supporting events."""
+    if not support:
+        return {}
+    trust = max((s.trust for s in support), key=lambda r: r.rank)
+    freshest = max((s.trust.rank, s.at) for s in support)[1]
+    ordered = [e for e in fact.source_event_ids if e in {s.event_id for s in support}]
+    return {
+        "source_event_ids": tuple(ordered),
+        "reinforcement_count": len(ordered) - 1,
+        "last_reinforced_at": freshest,
+        "trust": trust,
+    }
+
+
+def stated_on(text: str, when: datetime) -> str:
+    """An event fact made from a reclassified statement says when it was said."""
+    return f"{text} (stated {when.date().isoformat()})"
+
+
+def without_nulls(value: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in value.items() if v is not None}

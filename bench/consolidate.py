@@ -166,7 +166,8 @@ def main(sizes: tuple[int, ...], embedder: str, one: int | None, as_json: bool) 
 def machine() -> str:
     import os
 
-    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.platform()}"
+    python = platform.python_version()
+    return f"{platform.machine()}, {os.cpu_count()} cores, Python {python}, {platform.platform()}"
 
 
 if __name__ == "__main__":

@@ -370,6 +370,16 @@ class Engine:
                             keys.add(fact.identity_key)
         for fact in store.facts_by_identity(project, subject, sorted(keys)):
             facts[fact.id] = fact
+        # An unqualified claim contradicts a qualified fact of the same predicate.
+        unqualified = sorted(
+            {
+                c.claim.predicate
+                for c in candidates
+                if c.claim.predicate and not split_qualifiers(c.claim.qualifiers)[0]
+            }
+        )
+        for fact in store.active_facts_by_predicate(project, subject, unqualified):
+            facts[fact.id] = fact
         norms = sorted(
             {
                 content_hash(normalise_text(c.claim.text or ""))

@@ -138,6 +138,12 @@ class Store(Protocol):
         """Every non-retracted fact whose identity key is in `keys`, any status."""
         ...
 
+    def active_facts_by_predicate(
+        self, project: str, subject: str, predicates: Sequence[str]
+    ) -> list[Fact]:
+        """Active state facts of these predicates, whatever their qualifiers."""
+        ...
+
     def memories_by_norm(
         self, project: str, subject: str, norm_hashes: Sequence[str]
     ) -> list[Fact]:

@@ -227,6 +227,12 @@ class SqliteStore:
         """Every non-retracted fact whose identity key is in `keys`, any status."""
         return self._facts("facts_by_identity", project, subject, keys=keys)
 
+    def active_facts_by_predicate(
+        self, project: str, subject: str, predicates: Sequence[str]
+    ) -> list[Fact]:
+        """Active state facts of these predicates, whatever their qualifiers."""
+        return self._facts("active_facts_by_predicate", project, subject, predicates=predicates)
+
     def memories_by_norm(
         self, project: str, subject: str, norm_hashes: Sequence[str]
     ) -> list[Fact]:

@@ -202,6 +202,12 @@ WHERE project = :project AND subject = :subject AND status != 'retracted'
   AND identity_key IN (SELECT value FROM json_each(:keys))
 ORDER BY valid_from, id;
 
+-- name: active_facts_by_predicate
+SELECT * FROM facts
+WHERE project = :project AND subject = :subject AND status = 'active' AND kind = 'state'
+  AND predicate IN (SELECT value FROM json_each(:predicates))
+ORDER BY valid_from, id;
+
 -- name: memories_by_norm
 SELECT * FROM facts
 WHERE project = :project AND subject = :subject AND kind = 'memory'

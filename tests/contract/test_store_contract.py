@@ -557,6 +557,58 @@ def test_observations_and_seen_claims(store: Store) -> None:
         store.apply(plan_of(RecordObservation(make_observation(e1, claim_hash="h1"))), None, [])
 
 
+def test_observations_for_events(store: Store) -> None:
+    e1, e2, e3 = append(
+        store, make_event("one"), make_event("two", occurred_at=at(1)), make_event("three")
+    )
+    fact = make_fact(source_event_ids=[e1.id])
+    o1 = make_observation(e1, fact.id, claim_hash="h1")
+    o2 = make_observation(e2, fact.id, claim_hash="h2")
+    store.apply(
+        plan_of(CreateFact(fact, "new"), RecordObservation(o2), RecordObservation(o1)), None, []
+    )
+    assert store.observations_for_events([e2.id, e1.id, e3.id, "unknown"]) == [o1, o2]
+    assert store.observations_for_events([e3.id]) == []
+    assert store.observations_for_events([]) == []
+
+
+def test_active_facts_by_predicate_ignores_qualifiers_and_retired_facts(store: Store) -> None:
+    plain = make_fact("wake_up_time", {"time": "08:00"})
+    weekend = make_fact("wake_up_time", {"time": "10:00"}, qualifiers={"day": "weekend"})
+    old = make_fact(
+        "wake_up_time",
+        {"time": "07:00"},
+        qualifiers={"day": "monday"},
+        status=FactStatus.SUPERSEDED,
+        superseded_by=plain.id,
+    )
+    other = make_fact("bed_time", {"time": "23:00"})
+    elsewhere = make_fact("wake_up_time", {"time": "06:00"}, subject="bob")
+    create(store, plain, weekend, old, other, elsewhere)
+    found = store.active_facts_by_predicate(PROJECT, SUBJECT, ["wake_up_time"])
+    assert sorted(fact_ids(found)) == sorted([plain.id, weekend.id])
+    assert store.active_facts_by_predicate(PROJECT, SUBJECT, []) == []
+
+
+def test_a_created_fact_can_reuse_another_facts_identity_vector(store: Store) -> None:
+    vector = np.eye(4, dtype=np.float32)[0]
+    first = make_fact("bike_count", {"count": 3})
+    store.apply(plan_of(CreateFact(first, "new", vector=vector, vector_model="m")), None, [])
+    retired = first.model_copy(update={"status": FactStatus.SUPERSEDED, "superseded_by": "x"})
+    second = make_fact("bike_count", {"count": 3})
+    store.apply(
+        plan_of(
+            ReviseFact(first, retired, "retire", "test"),
+            CreateFact(second, "restated", vector_from=first.id),
+        ),
+        None,
+        [],
+    )
+    [[hit]] = store.nearest_facts(PROJECT, SUBJECT, vector[None, :], 1, "m")
+    assert hit.fact_id == second.id
+    assert hit.distance == pytest.approx(0.0, abs=1e-6)
+
+
 def test_aliases_are_learned_once_per_project(store: Store) -> None:
     alias = make_alias("bicycle_count", "bike_count")
     store.apply(plan_of(LearnAlias(alias, "close")), None, [])

@@ -158,7 +158,7 @@ def main(sizes: tuple[int, ...], embedder: str, one: int | None, as_json: bool) 
             str(r["peak_rss_mb"]),
             met,
         )
-    console = Console()
+    console = Console(width=140)
     console.print(table)
     console.print(f"machine: {result['machine']}")
 

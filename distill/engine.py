@@ -8,8 +8,10 @@ failure rolls back that job only, records the error and leaves its events intact
 from __future__ import annotations
 
 import logging
+import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -65,6 +67,8 @@ class Report:
     rejections: list[Rejection] = field(default_factory=list)
     actions: list[dict[str, Any]] = field(default_factory=list)
     actions_total: int = 0
+    # Batches are prepared on a second thread while the first decides: counters take turns.
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     errors: list[str] = field(default_factory=list)
     llm_calls: int = 0
     prompt_tokens: int = 0
@@ -156,6 +160,15 @@ class Prepared:
         return wanted
 
 
+@dataclass(frozen=True)
+class Batch:
+    """Claimed jobs, extracted and embedded, ready to be decided."""
+
+    prepared: list[Prepared]
+    vectors: dict[str, Vector]
+    stopped: bool  # a rate limit ended the run: decide these, claim no more
+
+
 class _DryRun(Exception):
     """Raised at the end of a dry run so that the store rolls everything back."""
 
@@ -185,19 +198,21 @@ class Engine:
     ) -> Report:
         report = Report(dry_run=dry_run)
         if not dry_run:
-            self._run(report, progress)
+            self._run(report, progress, pipelined=True)
             return report
         # A dry run is a real run inside one transaction that is always rolled back, so the
         # plan it reports is exactly the plan a real run would apply.
         try:
             with self.store.serialised("", ""):
-                self._run(report, progress)
+                self._run(report, progress, pipelined=False)  # one connection, one transaction
                 raise _DryRun
         except _DryRun:
             pass
         return report
 
-    def _run(self, report: Report, progress: Callable[[int, int], None] | None) -> None:
+    def _run(
+        self, report: Report, progress: Callable[[int, int], None] | None, pipelined: bool
+    ) -> None:
         now = self.clock.now()
         reclaimed = self.store.reclaim_stalled(now, now - STALLED_AFTER, MAX_ATTEMPTS)
         if reclaimed:
@@ -205,26 +220,48 @@ class Engine:
         counts = self.store.counts(None).jobs_by_status
         total = counts.get("pending", 0) + counts.get("failed", 0)
         done = 0
-        while True:
-            jobs = self.store.claim_jobs(self.clock.now(), CLAIM_BATCH, MAX_ATTEMPTS)
-            if not jobs:
-                return
-            prepared, stopped = self._prepare_all(jobs, report)
-            # One embedding call for the whole batch of jobs: batching is most of its speed.
-            try:
-                vectors = self.embed(sorted({t for p in prepared for t in p.texts()}))
-            except Exception as exc:
-                for p in prepared:
-                    self._fail(p.job, exc, report)
-                prepared = []
-            for index, p in enumerate(prepared):
-                self.store.heartbeat([q.job.id for q in prepared[index:]], self.clock.now())
-                self._decide(p, vectors, report)
+
+        def decide(batch: Batch) -> None:
+            nonlocal done
+            for index, p in enumerate(batch.prepared):
+                self.store.heartbeat([q.job.id for q in batch.prepared[index:]], self.clock.now())
+                self._decide(p, batch.vectors, report)
                 done += 1
                 if progress:
                     progress(done, max(total, done))
-            if stopped:
-                return
+
+        if not pipelined:
+            while (batch := self._next_batch(report)) is not None:
+                decide(batch)
+                if batch.stopped:
+                    return
+            return
+        # Extraction and embedding of the next batch (model inference, LLM calls) overlap with
+        # the decisions and writes of this one: each job is still decided under its lock, on
+        # state read under it, and its own events are never split across batches.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="distill-prepare") as pool:
+            upcoming = pool.submit(self._next_batch, report)
+            while (batch := upcoming.result()) is not None:
+                if not batch.stopped:
+                    upcoming = pool.submit(self._next_batch, report)
+                decide(batch)
+                if batch.stopped:
+                    return
+
+    def _next_batch(self, report: Report) -> Batch | None:
+        """Claim due jobs, extract them, and embed everything they need in one call."""
+        jobs = self.store.claim_jobs(self.clock.now(), CLAIM_BATCH, MAX_ATTEMPTS)
+        if not jobs:
+            return None
+        prepared, stopped = self._prepare_all(jobs, report)
+        # One embedding call for the whole batch of jobs: batching is most of its speed.
+        try:
+            vectors = self.embed(sorted({t for p in prepared for t in p.texts()}))
+        except Exception as exc:
+            for p in prepared:
+                self._fail(p.job, exc, report)
+            return Batch([], {}, stopped)
+        return Batch(prepared, vectors, stopped)
 
     def _prepare_all(self, jobs: Sequence[Job], report: Report) -> tuple[list[Prepared], bool]:
         """Extract every claimed job. A rate limit stops the run: the jobs after it go back
@@ -238,7 +275,8 @@ class Engine:
                 self._fail(job, exc, report)
                 rest = [j.id for j in jobs[index + 1 :]]
                 self.store.release_jobs(rest, self.clock.now())
-                report.jobs_released += len(rest)
+                with report.lock:
+                    report.jobs_released += len(rest)
                 return prepared, True
             except Exception as exc:  # one failing job never stops the others
                 self._fail(job, exc, report)
@@ -258,12 +296,13 @@ class Engine:
             self._fail(p.job, exc, report)
             return
         self.store.finish_job(p.job.id, self.clock.now())
-        report.jobs_done += 1
-        report.outcomes.update(plan.outcomes)
-        report.rejections.extend(plan.rejections)
-        room = len(plan.actions) if report.dry_run else REPORT_ACTIONS_MAX - len(report.actions)
-        report.actions.extend(describe_action(a) for a in plan.actions[: max(room, 0)])
-        report.actions_total += len(plan.actions)
+        with report.lock:
+            report.jobs_done += 1
+            report.outcomes.update(plan.outcomes)
+            report.rejections.extend(plan.rejections)
+            room = len(plan.actions) if report.dry_run else REPORT_ACTIONS_MAX - len(report.actions)
+            report.actions.extend(describe_action(a) for a in plan.actions[: max(room, 0)])
+            report.actions_total += len(plan.actions)
 
     def _decide_and_apply(self, p: Prepared, vectors: dict[str, Vector]) -> Plan:
         """Every decision is made under the subject's write lock, on state read under it."""
@@ -283,11 +322,10 @@ class Engine:
             audit.extend(self._rejection_audit(job, p.rejections, now))
             self.store.apply(plan, job.id, audit)
             if self.embed_events:
-                for event in p.events:
-                    if event.text.strip():
-                        self.store.set_event_embedding(
-                            event.id, self.embedder.model_id, vectors[event.text]
-                        )
+                self.store.set_event_embeddings(
+                    self.embedder.model_id,
+                    {e.id: vectors[e.text] for e in p.events if e.text.strip()},
+                )
         for r in p.rejections:
             log.info("rejected a candidate of event %s: %s (%s)", r.event_id, r.reason, r.detail)
         return plan
@@ -447,8 +485,9 @@ class Engine:
         else:
             log.error("job %s failed: %s", job.id, message)
         self.store.fail_job(job.id, message, now, retry_at)
-        report.jobs_failed += 1
-        report.errors.append(f"job {job.id} ({job.project}/{job.subject}): {message}")
+        with report.lock:
+            report.jobs_failed += 1
+            report.errors.append(f"job {job.id} ({job.project}/{job.subject}): {message}")
 
     def _rejection_audit(
         self, job: Job, rejections: Sequence[Rejection], now: datetime
@@ -500,6 +539,7 @@ class Engine:
 
     def _count_llm(self, report: Report, before: tuple[int, int, int]) -> None:
         after = self._llm_usage()
-        report.llm_calls += after[0] - before[0]
-        report.prompt_tokens += after[1] - before[1]
-        report.completion_tokens += after[2] - before[2]
+        with report.lock:
+            report.llm_calls += after[0] - before[0]
+            report.prompt_tokens += after[1] - before[1]
+            report.completion_tokens += after[2] - before[2]

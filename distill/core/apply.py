@@ -94,7 +94,7 @@ def audit_entries(
         elif isinstance(action, OpenConflict | ReviseConflict | LearnAlias):
             fact_id = None
         entries.append(
-            AuditEntry(
+            AuditEntry.model_construct(  # built from validated parts: no second validation
                 id=new_id(),
                 project=project,
                 subject=subject,

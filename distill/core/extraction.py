@@ -57,10 +57,10 @@ def validate_candidates(
     claims: list[tuple[Claim, str]] = []
     rejections: list[Rejection] = []
     for item in raw:
-        shown = item if isinstance(item, dict) else {"raw": repr(item)[:200]}
         try:
             claim = item if isinstance(item, Claim) else Claim.model_validate(item)
         except ValidationError as exc:
+            shown = item if isinstance(item, dict) else {"raw": repr(item)[:200]}
             detail = "; ".join(
                 f"{'.'.join(map(str, e['loc'])) or 'candidate'}: {e['msg']}" for e in exc.errors()
             )

@@ -44,7 +44,7 @@ def split_qualifiers(qualifiers: dict[str, Scalar]) -> tuple[dict[str, Scalar], 
 
 def identity_key(predicate: str, qualifiers: dict[str, Scalar]) -> str:
     """The key the one-active-fact-per-identity index is built on."""
-    return f"{predicate}|{canonical_json(qualifiers)}"
+    return f"{predicate}|{canonical_json(qualifiers) if qualifiers else '{}'}"
 
 
 def qualifiers_of_key(key: str) -> str:
@@ -80,7 +80,19 @@ def contrasting(a: str, b: str) -> bool:
 
 
 def values_equal(a: Any, b: Any) -> bool:
-    return canonical_json(a) == canonical_json(b)
+    """Equal canonical values: {"count": 3} equals {"count": 3.0}; " Lyon" equals "Lyon"."""
+    return _same(a, b) or canonical_json(a) == canonical_json(b)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Plain equality, except that True is not 1 (JSON tells them apart; Python does not)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(v, b[k]) for k, v in a.items())
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
 
 
 _NON_WORD = re.compile(r"[^\w\s]", re.UNICODE)

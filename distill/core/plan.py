@@ -130,20 +130,28 @@ class Plan:
         return [describe_action(a) for a in self.actions]
 
 
+_OBSERVATION_SUMMARY = {"id", "event_id", "fact_id", "extractor", "outcome", "reason"}
+
+
 def describe_action(action: Action) -> dict[str, Any]:
     out: dict[str, Any] = {"action": action.name, "pass": action.pass_name, "reason": action.reason}
     if isinstance(action, CreateFact):
         out["after"] = action.fact.model_dump(mode="json")
     elif isinstance(action, ReviseFact):
-        out["before"] = action.before.model_dump(mode="json")
-        out["after"] = action.after.model_dump(mode="json")
+        # Only what changed, with the id: a revision's before and after, readable and small.
+        before, after = action.before, action.after
+        changed = {k for k in type(before).model_fields if getattr(before, k) != getattr(after, k)}
+        changed.add("id")
+        out["before"] = before.model_dump(mode="json", include=changed)
+        out["after"] = after.model_dump(mode="json", include=changed)
     elif isinstance(action, OpenConflict):
         out["after"] = action.conflict.model_dump(mode="json")
     elif isinstance(action, ReviseConflict):
         out["before"] = action.before.model_dump(mode="json")
         out["after"] = action.after.model_dump(mode="json")
     elif isinstance(action, RecordObservation):
-        out["after"] = action.observation.model_dump(mode="json")
+        # The observation row holds the claim itself; the audit entry points at it.
+        out["after"] = action.observation.model_dump(mode="json", include=_OBSERVATION_SUMMARY)
     else:
         out["after"] = action.alias.model_dump(mode="json")
     return out

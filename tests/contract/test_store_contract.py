@@ -160,13 +160,14 @@ def test_event_claims_round_trip(store: Store) -> None:
     assert stored.claims[0].valid_from == at(-60)
 
 
-def test_set_event_embedding(store: Store) -> None:
-    event = make_event()
-    append(store, event)
-    store.set_event_embedding(event.id, MODEL, unit_vector(1, 2))
-    assert store.events([event.id]) == [event]  # the event itself is unchanged
+def test_set_event_embeddings(store: Store) -> None:
+    event, other = make_event("one"), make_event("two")
+    append(store, event, other)
+    store.set_event_embeddings(MODEL, {event.id: unit_vector(1, 2), other.id: unit_vector(2)})
+    assert sorted(store.events([event.id, other.id]), key=lambda e: e.text) == [event, other]
+    store.set_event_embeddings(MODEL, {})
     with pytest.raises(NotFound):
-        store.set_event_embedding("nope", MODEL, unit_vector(1))
+        store.set_event_embeddings(MODEL, {event.id: unit_vector(1), "nope": unit_vector(1)})
 
 
 def test_iter_events_pages_through_everything_in_time_order(store: Store) -> None:

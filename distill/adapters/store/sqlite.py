@@ -145,11 +145,19 @@ class SqliteStore:
             found = db.execute(QUERIES["events_by_ids"], {"ids": _json(ids)}).fetchall()
         return [rows.event_from_row(r) for r in found]
 
-    def set_event_embedding(self, event_id: str, model_id: str, vector: Vector) -> None:
-        params = {"id": event_id, "model_id": model_id, "embedding": rows.to_blob(vector)}
+    def set_event_embeddings(self, model_id: str, vectors: dict[str, Vector]) -> None:
+        """Store derived embeddings of events: the only thing ever written to an event."""
+        if not vectors:
+            return
+        params = [
+            {"id": event_id, "model_id": model_id, "embedding": rows.to_blob(vector)}
+            for event_id, vector in vectors.items()
+        ]
         with self._tx() as db:
-            if db.execute(QUERIES["set_event_embedding"], params).rowcount == 0:
-                raise NotFound(f"no event {event_id}")
+            before = db.total_changes
+            db.executemany(QUERIES["set_event_embedding"], params)
+            if db.total_changes - before != len(params):
+                raise NotFound("some of these events do not exist")
 
     def claim_jobs(self, now: datetime, limit: int, max_attempts: int) -> list[Job]:
         if limit <= 0:
@@ -308,8 +316,7 @@ class SqliteStore:
         with self._tx() as db:
             for action in plan.actions:
                 _apply_action(db, action)
-            for entry in audit:
-                db.execute(QUERIES["insert_audit"], rows.audit_params(entry))
+            db.executemany(QUERIES["insert_audit"], [rows.audit_params(e) for e in audit])
 
     # -- embedding cache ---------------------------------------------------------------------------
     def cached_embeddings(self, model_id: str, hashes: Sequence[str]) -> dict[str, Vector]:
@@ -474,12 +481,11 @@ def _revise_fact(db: sqlite3.Connection, action: ReviseFact) -> None:
         raise IntegrityViolation(
             f"a revision of fact {before.id} may not change its id, project or subject"
         )
-    expected = rows.fact_params(before)
-    row = db.execute(QUERIES["fact_by_id"], {"id": before.id}).fetchone()
-    if row is None or {name: row[name] for name in expected} != expected:
+    params = rows.fact_params(after)
+    params.update({f"was_{k}": v for k, v in rows.fact_params(before).items() if k != "id"})
+    if _write_fact(db, "update_fact", params, after) == 0:
         raise IntegrityViolation(f"fact {before.id} changed since it was read")
-    _write_fact(db, "update_fact", rows.fact_params(after), after)
-    _link_sources(db, after)
+    _link_sources(db, after, already=set(before.source_event_ids))
 
 
 def _revise_conflict(db: sqlite3.Connection, action: ReviseConflict) -> None:
@@ -508,16 +514,17 @@ def _learn_alias(db: sqlite3.Connection, action: LearnAlias) -> None:
         )
 
 
-def _link_sources(db: sqlite3.Connection, fact: Fact) -> None:
+def _link_sources(db: sqlite3.Connection, fact: Fact, already: set[str] | None = None) -> None:
+    new = [e for e in fact.source_event_ids if not already or e not in already]
     db.executemany(
-        QUERIES["insert_fact_source"],
-        [{"fact_id": fact.id, "event_id": event_id} for event_id in fact.source_event_ids],
+        QUERIES["insert_fact_source"], [{"fact_id": fact.id, "event_id": e} for e in new]
     )
 
 
-def _write_fact(db: sqlite3.Connection, query: str, params: dict[str, Any], fact: Fact) -> None:
+def _write_fact(db: sqlite3.Connection, query: str, params: dict[str, Any], fact: Fact) -> int:
+    """Run an insert or update of a fact; returns how many rows it wrote."""
     try:
-        db.execute(QUERIES[query], params)
+        return db.execute(QUERIES[query], params).rowcount
     except sqlite3.IntegrityError as exc:
         if _ACTIVE_IDENTITY_INDEX in str(exc):
             raise IntegrityViolation(

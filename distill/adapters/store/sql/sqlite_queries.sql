@@ -180,7 +180,29 @@ UPDATE facts SET
     superseded_by = :superseded_by, source_event_ids = :source_event_ids,
     reinforcement_count = :reinforcement_count, last_reinforced_at = :last_reinforced_at,
     trust = :trust, confidence = :confidence, pinned = :pinned
-WHERE id = :id;
+WHERE id = :id
+  -- optimistic check: the row is still the version the plan was made from
+  AND kind IS :was_kind
+  AND predicate IS :was_predicate
+  AND value IS :was_value
+  AND stated IS :was_stated
+  AND text IS :was_text
+  AND qualifiers IS :was_qualifiers
+  AND attribution IS :was_attribution
+  AND identity_key IS :was_identity_key
+  AND status IS :was_status
+  AND valid_from IS :was_valid_from
+  AND valid_to IS :was_valid_to
+  AND recorded_at IS :was_recorded_at
+  AND retired_at IS :was_retired_at
+  AND supersedes_id IS :was_supersedes_id
+  AND superseded_by IS :was_superseded_by
+  AND source_event_ids IS :was_source_event_ids
+  AND reinforcement_count IS :was_reinforcement_count
+  AND last_reinforced_at IS :was_last_reinforced_at
+  AND trust IS :was_trust
+  AND confidence IS :was_confidence
+  AND pinned IS :was_pinned;
 
 -- name: insert_fact_source
 INSERT OR IGNORE INTO fact_sources (fact_id, event_id) VALUES (:fact_id, :event_id);

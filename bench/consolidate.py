@@ -3,11 +3,13 @@
     python bench/consolidate.py                 # N = 1,000 and 10,000
     python bench/consolidate.py --n 1000 --n 100000 --embedder hashing
 
-For each N a fresh process ingests N claim events (spread over N/100 subjects; a mix of new
-attributes, repeats and changes), runs `consolidate()` once, then embeds exactly the texts
-that consolidation embedded (event texts and identity texts) with a fresh embedder, in
-batches of the same size. The ratio consolidate ÷ embed is what Distill costs on top of
-the embedding work it cannot avoid (physical limit 1.0; target ≤ 1.25 at N = 10,000).
+For each N a fresh process runs `--repeat` rounds. A round ingests N claim events (spread
+over N/100 subjects; a mix of new attributes, repeats and changes) into a fresh store, runs
+`consolidate()` once, then embeds exactly the texts that consolidation embedded (event texts
+and identity texts) with a fresh embedder, in batches of its own size. The ratio
+consolidate ÷ embed is what Distill costs on top of the embedding work it cannot avoid
+(physical limit 1.0; target ≤ 1.25 at N = 10,000); the median round is shown, every round's
+ratio beside it, because this machine's speed varies by ±10% from minute to minute.
 Peak RSS is the whole process, model included.
 """
 
@@ -68,44 +70,61 @@ def make_events(n: int, seed: int = 7) -> list[dict[str, Any]]:
     return events
 
 
-def run_one(n: int, embedder_name: str) -> dict[str, Any]:
-    from distill import Memory
+def run_one(n: int, embedder_name: str, repeat: int) -> dict[str, Any]:
+    """Median of `repeat` rounds; each round consolidates a fresh store, then embeds the
+    same texts with a fresh embedder, so both sides see the same machine state."""
     from distill.core.identity import identity_text
     from distill.memory import make_embedder
 
     events = make_events(n)
+    texts = {e["text"] for e in events}
+    texts |= {identity_text(c["predicate"], c["value"]) for e in events for c in e["claims"]}
+    ordered = sorted(texts)
+    rounds = []
+    for _ in range(repeat):
+        ingest, consolidate, counters, model_id = consolidate_once(events, embedder_name)
+        fresh = make_embedder(embedder_name)
+        t0 = time.perf_counter()
+        for start in range(0, len(ordered), fresh.max_batch):
+            fresh.embed_batch(ordered[start : start + fresh.max_batch])
+        embed = time.perf_counter() - t0
+        rounds.append((consolidate / embed, ingest, consolidate, embed, counters))
+    ratio, ingest, consolidate, embed, counters = sorted(rounds, key=lambda r: r[0])[
+        len(rounds) // 2
+    ]
+    return {
+        "n": n,
+        "embedder": model_id,
+        "texts_embedded": len(ordered),
+        "rounds": repeat,
+        "ratios": [round(r[0], 3) for r in rounds],
+        "ingest_s": round(ingest, 3),
+        "consolidate_s": round(consolidate, 3),
+        "embed_s": round(embed, 3),
+        "ratio": round(ratio, 3),
+        "overhead_ms_per_event": round((consolidate - embed) * 1000 / n, 3),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "counters": {k: v for k, v in counters.items() if v},
+    }
+
+
+def consolidate_once(
+    events: list[dict[str, Any]], embedder_name: str
+) -> tuple[float, float, dict[str, int], str]:
+    from distill import Memory
+
     with (
         tempfile.TemporaryDirectory() as tmp,
         Memory(Path(tmp) / "bench.db", embedder=embedder_name) as mem,
     ):
         t0 = time.perf_counter()
-        for start in range(0, n, 1000):
+        for start in range(0, len(events), 1000):
             mem.add_events(events[start : start + 1000])
         ingest = time.perf_counter() - t0
         t0 = time.perf_counter()
         report = mem.consolidate()
         consolidate = time.perf_counter() - t0
-        counters = report.counters()
-    texts = {e["text"] for e in events}
-    texts |= {identity_text(c["predicate"], c["value"]) for e in events for c in e["claims"]}
-    ordered = sorted(texts)
-    fresh = make_embedder(embedder_name)
-    t0 = time.perf_counter()
-    for start in range(0, len(ordered), fresh.max_batch):
-        fresh.embed_batch(ordered[start : start + fresh.max_batch])
-    embed = time.perf_counter() - t0
-    return {
-        "n": n,
-        "embedder": fresh.model_id,
-        "texts_embedded": len(ordered),
-        "ingest_s": round(ingest, 3),
-        "consolidate_s": round(consolidate, 3),
-        "embed_s": round(embed, 3),
-        "ratio": round(consolidate / embed, 3),
-        "overhead_ms_per_event": round((consolidate - embed) * 1000 / n, 3),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "counters": {k: v for k, v in counters.items() if v},
-    }
+        return ingest, consolidate, report.counters(), mem.embedder.model_id
 
 
 @click.command()
@@ -113,16 +132,30 @@ def run_one(n: int, embedder_name: str) -> dict[str, Any]:
 @click.option(
     "--embedder", default="local", type=click.Choice(["local", "hashing"]), show_default=True
 )
+@click.option(
+    "--repeat", default=3, show_default=True, help="Rounds per size; the median is shown."
+)
 @click.option("--one", type=int, hidden=True)
 @click.option("--json", "as_json", is_flag=True)
-def main(sizes: tuple[int, ...], embedder: str, one: int | None, as_json: bool) -> None:
+def main(
+    sizes: tuple[int, ...], embedder: str, repeat: int, one: int | None, as_json: bool
+) -> None:
     if one is not None:  # the child process: one size, JSON on stdout
-        print(json.dumps(run_one(one, embedder)))
+        print(json.dumps(run_one(one, embedder, repeat)))
         return
     rows = []
     for n in sizes:
         child = subprocess.run(
-            [sys.executable, __file__, "--one", str(n), "--embedder", embedder],
+            [
+                sys.executable,
+                __file__,
+                "--one",
+                str(n),
+                "--embedder",
+                embedder,
+                "--repeat",
+                str(repeat),
+            ],
             check=True,
             capture_output=True,
             text=True,
@@ -139,7 +172,8 @@ def main(sizes: tuple[int, ...], embedder: str, one: int | None, as_json: bool) 
         "ingest s",
         "consolidate s",
         "embed s",
-        "ratio",
+        "ratio (median)",
+        "all rounds",
         "overhead ms/event",
         "peak RSS MB",
         "target",
@@ -154,6 +188,7 @@ def main(sizes: tuple[int, ...], embedder: str, one: int | None, as_json: bool) 
             str(r["consolidate_s"]),
             str(r["embed_s"]),
             str(r["ratio"]),
+            " ".join(str(x) for x in r["ratios"]),
             str(r["overhead_ms_per_event"]),
             str(r["peak_rss_mb"]),
             met,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,11 @@ def ts(value: datetime | None) -> str | None:
     """A timezone-aware datetime as fixed-width UTC text."""
     if value is None:
         return None
+    return _ts(value)
+
+
+@lru_cache(maxsize=8192)  # the same few instants (a job's `now`, an event's time) recur a lot
+def _ts(value: datetime) -> str:
     if value.tzinfo is None or value.utcoffset() is None:
         raise InvalidInput(f"datetime {value.isoformat()} has no timezone; distill stores UTC")
     # isoformat pads the year to four digits, unlike strftime("%Y") on some platforms.
@@ -51,9 +57,15 @@ def parse_opt_ts(text: str | None) -> datetime | None:
 
 
 def dumps(value: Any) -> str:
-    return json.dumps(
-        to_jsonable_python(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
+    if not value and isinstance(value, dict | list | tuple):
+        return "{}" if isinstance(value, dict) else "[]"
+    try:  # most values are plain JSON already; only datetimes and models need converting
+        return _ENCODER.encode(value)
+    except TypeError:
+        return _ENCODER.encode(to_jsonable_python(value))
+
+
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def loads(text: str | None) -> Any:

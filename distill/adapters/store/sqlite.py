@@ -312,10 +312,17 @@ class SqliteStore:
 
     # -- writes ------------------------------------------------------------------------------------
     def apply(self, plan: Plan, job_id: str | None, audit: Sequence[AuditEntry]) -> None:
-        """Write every action in order, then the audit entries, all or nothing."""
+        """Write every action, then the audit entries, all or nothing.
+
+        Facts, conflicts and aliases are written in plan order (a retirement must precede the
+        fact that replaces it, for the unique index); rows that only point at them (sources,
+        vectors, observations, audit) follow in one statement per table.
+        """
         with self._tx() as db:
+            rows_after = _Deferred()
             for action in plan.actions:
-                _apply_action(db, action)
+                _apply_action(db, action, rows_after)
+            rows_after.write(db)
             db.executemany(QUERIES["insert_audit"], [rows.audit_params(e) for e in audit])
 
     # -- embedding cache ---------------------------------------------------------------------------
@@ -438,44 +445,64 @@ class SqliteStore:
 
 
 # -- applying plans --------------------------------------------------------------------------------
-def _apply_action(db: sqlite3.Connection, action: Action) -> None:
+class _Deferred:
+    """Rows that reference the facts a plan writes, collected to be written in bulk."""
+
+    def __init__(self) -> None:
+        self.sources: list[dict[str, Any]] = []
+        self.vectors: list[dict[str, Any]] = []
+        self.copies: list[dict[str, Any]] = []
+        self.observations: list[dict[str, Any]] = []
+
+    def write(self, db: sqlite3.Connection) -> None:
+        db.executemany(QUERIES["insert_fact_source"], self.sources)
+        db.executemany(QUERIES["insert_fact_vector"], self.vectors)
+        db.executemany(QUERIES["copy_fact_vector"], self.copies)
+        try:
+            db.executemany(QUERIES["insert_observation"], self.observations)
+        except sqlite3.IntegrityError as exc:
+            raise IntegrityViolation(f"an observation was refused: {exc}") from exc
+
+
+def _apply_action(db: sqlite3.Connection, action: Action, deferred: _Deferred) -> None:
     if isinstance(action, CreateFact):
-        _create_fact(db, action)
+        _create_fact(db, action, deferred)
     elif isinstance(action, ReviseFact):
-        _revise_fact(db, action)
+        _revise_fact(db, action, deferred)
     elif isinstance(action, OpenConflict):
         _write(db, "insert_conflict", rows.conflict_params(action.conflict), "conflict set")
     elif isinstance(action, ReviseConflict):
         _revise_conflict(db, action)
     elif isinstance(action, RecordObservation):
-        _write(db, "insert_observation", rows.observation_params(action.observation), "observation")
+        deferred.observations.append(rows.observation_params(action.observation))
     else:
         _learn_alias(db, action)
 
 
-def _create_fact(db: sqlite3.Connection, action: CreateFact) -> None:
+def _create_fact(db: sqlite3.Connection, action: CreateFact, deferred: _Deferred) -> None:
     fact = action.fact
     _write_fact(db, "insert_fact", {**rows.fact_params(fact), "norm_hash": action.norm_hash}, fact)
-    _link_sources(db, fact)
+    deferred.sources.extend({"fact_id": fact.id, "event_id": e} for e in fact.source_event_ids)
     if action.vector_from is not None:
-        db.execute(QUERIES["copy_fact_vector"], {"fact_id": fact.id, "from_id": action.vector_from})
+        deferred.copies.append({"fact_id": fact.id, "from_id": action.vector_from})
     if action.vector is None:
         return
     if action.vector_model is None:
         raise IntegrityViolation(f"fact {fact.id} has an identity vector but no vector_model")
     vector = np.asarray(action.vector, dtype=np.float32).ravel()
-    params = {
-        "fact_id": fact.id,
-        "project": fact.project,
-        "subject": fact.subject,
-        "model_id": action.vector_model,
-        "dim": int(vector.size),
-        "vector": rows.to_blob(vector),
-    }
-    db.execute(QUERIES["insert_fact_vector"], params)
+    deferred.vectors.append(
+        {
+            "fact_id": fact.id,
+            "project": fact.project,
+            "subject": fact.subject,
+            "model_id": action.vector_model,
+            "dim": int(vector.size),
+            "vector": rows.to_blob(vector),
+        }
+    )
 
 
-def _revise_fact(db: sqlite3.Connection, action: ReviseFact) -> None:
+def _revise_fact(db: sqlite3.Connection, action: ReviseFact, deferred: _Deferred) -> None:
     before, after = action.before, action.after
     if (after.id, after.project, after.subject) != (before.id, before.project, before.subject):
         raise IntegrityViolation(
@@ -485,7 +512,10 @@ def _revise_fact(db: sqlite3.Connection, action: ReviseFact) -> None:
     params.update({f"was_{k}": v for k, v in rows.fact_params(before).items() if k != "id"})
     if _write_fact(db, "update_fact", params, after) == 0:
         raise IntegrityViolation(f"fact {before.id} changed since it was read")
-    _link_sources(db, after, already=set(before.source_event_ids))
+    known = set(before.source_event_ids)
+    deferred.sources.extend(
+        {"fact_id": after.id, "event_id": e} for e in after.source_event_ids if e not in known
+    )
 
 
 def _revise_conflict(db: sqlite3.Connection, action: ReviseConflict) -> None:
@@ -512,13 +542,6 @@ def _learn_alias(db: sqlite3.Connection, action: LearnAlias) -> None:
             f"alias {alias.alias!r} already means {existing['canonical']!r} in project "
             f"{alias.project!r}, not {alias.canonical!r}"
         )
-
-
-def _link_sources(db: sqlite3.Connection, fact: Fact, already: set[str] | None = None) -> None:
-    new = [e for e in fact.source_event_ids if not already or e not in already]
-    db.executemany(
-        QUERIES["insert_fact_source"], [{"fact_id": fact.id, "event_id": e} for e in new]
-    )
 
 
 def _write_fact(db: sqlite3.Connection, query: str, params: dict[str, Any], fact: Fact) -> int:

@@ -3,14 +3,15 @@
     python bench/consolidate.py                 # N = 1,000 and 10,000
     python bench/consolidate.py --n 1000 --n 100000 --embedder hashing
 
-For each N a fresh process runs `--repeat` rounds. A round ingests N claim events (spread
+For each N, `--repeat` rounds run, each in a fresh process. A round ingests N claim events (spread
 over N/100 subjects; a mix of new attributes, repeats and changes) into a fresh store, runs
 `consolidate()` once, then embeds exactly the texts that consolidation embedded (event texts
 and identity texts) with a fresh embedder, in batches of its own size. The ratio
 consolidate ÷ embed is what Distill costs on top of the embedding work it cannot avoid
 (physical limit 1.0; target ≤ 1.25 at N = 10,000); the median round is shown, every round's
 ratio beside it, because this machine's speed varies by ±10% from minute to minute.
-Peak RSS is the whole process, model included.
+Peak RSS is the consolidating process's, model included, measured before the comparison
+embedder is loaded (each round runs in a fresh process).
 """
 
 from __future__ import annotations
@@ -70,9 +71,9 @@ def make_events(n: int, seed: int = 7) -> list[dict[str, Any]]:
     return events
 
 
-def run_one(n: int, embedder_name: str, repeat: int) -> dict[str, Any]:
-    """Median of `repeat` rounds; each round consolidates a fresh store, then embeds the
-    same texts with a fresh embedder, so both sides see the same machine state."""
+def run_round(n: int, embedder_name: str) -> dict[str, Any]:
+    """One round, in its own process: consolidate a fresh store, then embed the same texts
+    with a fresh embedder, so that both sides see the same machine state."""
     from distill.core.identity import identity_text
     from distill.memory import make_embedder
 
@@ -80,32 +81,30 @@ def run_one(n: int, embedder_name: str, repeat: int) -> dict[str, Any]:
     texts = {e["text"] for e in events}
     texts |= {identity_text(c["predicate"], c["value"]) for e in events for c in e["claims"]}
     ordered = sorted(texts)
-    rounds = []
-    for _ in range(repeat):
-        ingest, consolidate, counters, model_id = consolidate_once(events, embedder_name)
-        fresh = make_embedder(embedder_name)
-        t0 = time.perf_counter()
-        for start in range(0, len(ordered), fresh.max_batch):
-            fresh.embed_batch(ordered[start : start + fresh.max_batch])
-        embed = time.perf_counter() - t0
-        rounds.append((consolidate / embed, ingest, consolidate, embed, counters))
-    ratio, ingest, consolidate, embed, counters = sorted(rounds, key=lambda r: r[0])[
-        len(rounds) // 2
-    ]
+    ingest, consolidate, counters, model_id = consolidate_once(events, embedder_name)
+    rss_consolidate = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    fresh = make_embedder(embedder_name)
+    t0 = time.perf_counter()
+    for start in range(0, len(ordered), fresh.max_batch):
+        fresh.embed_batch(ordered[start : start + fresh.max_batch])
+    embed = time.perf_counter() - t0
     return {
         "n": n,
         "embedder": model_id,
         "texts_embedded": len(ordered),
-        "rounds": repeat,
-        "ratios": [round(r[0], 3) for r in rounds],
         "ingest_s": round(ingest, 3),
         "consolidate_s": round(consolidate, 3),
         "embed_s": round(embed, 3),
-        "ratio": round(ratio, 3),
+        "ratio": round(consolidate / embed, 3),
         "overhead_ms_per_event": round((consolidate - embed) * 1000 / n, 3),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "peak_rss_mb": round(rss_consolidate, 1),
         "counters": {k: v for k, v in counters.items() if v},
     }
+
+
+def median_round(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    middle = sorted(rounds, key=lambda r: r["ratio"])[len(rounds) // 2]
+    return {**middle, "ratios": [r["ratio"] for r in rounds]}
 
 
 def consolidate_once(
@@ -141,26 +140,16 @@ def main(
     sizes: tuple[int, ...], embedder: str, repeat: int, one: int | None, as_json: bool
 ) -> None:
     if one is not None:  # the child process: one size, JSON on stdout
-        print(json.dumps(run_one(one, embedder, repeat)))
+        print(json.dumps(run_round(one, embedder)))
         return
     rows = []
     for n in sizes:
-        child = subprocess.run(
-            [
-                sys.executable,
-                __file__,
-                "--one",
-                str(n),
-                "--embedder",
-                embedder,
-                "--repeat",
-                str(repeat),
-            ],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        rows.append(json.loads(child.stdout.strip().splitlines()[-1]))
+        rounds = []
+        for _ in range(repeat):
+            command = [sys.executable, __file__, "--one", str(n), "--embedder", embedder]
+            child = subprocess.run(command, check=True, capture_output=True, text=True)
+            rounds.append(json.loads(child.stdout.strip().splitlines()[-1]))
+        rows.append(median_round(rounds))
     result = {"machine": machine(), "target_ratio": TARGET_RATIO, "rows": rows}
     if as_json:
         print(json.dumps(result, indent=2))

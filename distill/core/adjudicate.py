@@ -25,7 +25,6 @@ from distill.core.identity import (
     identity_text,
     normalise_text,
     qualifiers_of_key,
-    split_qualifiers,
     values_equal,
 )
 from distill.core.late import LateArrivals
@@ -44,6 +43,7 @@ from distill.core.plan import (
 )
 from distill.core.working import (
     Candidate,
+    Identity,
     IdGenerator,
     Snapshot,
     without_nulls,
@@ -107,7 +107,7 @@ class Adjudicator(LateArrivals):
             return self._reinforce(
                 target, c, "same text after normalisation", valid_from=self._time(c)
             )
-        fact = self._new_fact(c, FactKind.MEMORY, None, None, {}, None, text)
+        fact = self._new_fact(c, FactKind.MEMORY, None, None, text)
         if c.event.trust is Trust.UNTRUSTED:
             return self._quarantine(c, fact, None, "untrusted source"), fact.id, "untrusted source"
         self._create(fact, "new memory", norm_hash=norm)
@@ -115,9 +115,8 @@ class Adjudicator(LateArrivals):
 
     def _occurrence(self, c: Candidate) -> tuple[Outcome, str | None, str]:
         assert c.claim.predicate is not None and c.claim.value is not None
-        qualifiers, said_by = split_qualifiers(c.claim.qualifiers)
-        value = without_nulls(c.claim.value)
-        fact = self._new_fact(c, FactKind.EVENT, c.claim.predicate, value, qualifiers, said_by)
+        ident = Identity.of(c.claim.predicate, c.claim.qualifiers)
+        fact = self._new_fact(c, FactKind.EVENT, ident, without_nulls(c.claim.value))
         if c.event.trust is Trust.UNTRUSTED:
             return self._quarantine(c, fact, None, "untrusted source"), fact.id, "untrusted source"
         self._create(fact, "an occurrence; events never fuse")
@@ -126,9 +125,10 @@ class Adjudicator(LateArrivals):
     def _state(self, c: Candidate) -> tuple[Outcome, str | None, str]:
         claim = c.claim
         assert claim.predicate is not None and claim.value is not None
-        qualifiers, said_by = split_qualifiers(claim.qualifiers)
-        predicate, how = self._resolve_predicate(claim.predicate, claim.value, qualifiers)
-        key = identity_key(predicate, qualifiers)
+        stated = Identity.of(claim.predicate, claim.qualifiers)
+        predicate, how = self._resolve_predicate(claim.predicate, claim.value, stated.qualifiers)
+        ident = Identity(predicate, stated.qualifiers, stated.said_by)
+        key = ident.key
         versions = timeline.chain(self.s.facts.values(), key)
         t = self._time(c)
 
@@ -139,51 +139,47 @@ class Adjudicator(LateArrivals):
 
         head = versions[-1] if versions and versions[-1].status is FactStatus.ACTIVE else None
         if head is None:
-            return self._state_without_head(c, predicate, qualifiers, said_by, key, how)
+            return self._state_without_head(c, ident, key, how)
 
         if t < head.valid_from:
-            return self._late(c, versions, t, predicate, qualifiers, said_by)
+            return self._late(c, versions, t, ident)
 
         new_value = self._next_value(head, claim)
         if values_equal(new_value, head.value):
             return self._reinforce(head, c, f"same value ({how})")
 
         if head.pinned:
-            return self._conflict(c, head, predicate, qualifiers, said_by, new_value, "pinned fact")
+            return self._conflict(c, head, ident, new_value, "pinned fact")
         supersedes = claim.action is ClaimAction.SUPERSEDE or (
             claim.valid_from is not None and claim.valid_from > head.valid_from
         )
         if c.event.trust.rank < head.trust.rank or c.event.trust is Trust.UNTRUSTED:
-            fact = self._new_fact(c, FactKind.STATE, predicate, new_value, qualifiers, said_by)
+            fact = self._new_fact(c, FactKind.STATE, ident, new_value)
             reason = f"{c.event.trust} source may not displace a {head.trust} fact"
             return self._quarantine(c, fact, head, reason), fact.id, reason
         if supersedes:
             later = [s for s in self.s.support.get(head.id, ()) if s.at > t]
             if later:
-                return self._change_inside(
-                    c, head, later, predicate, qualifiers, said_by, new_value
-                )
-            return self._supersede(c, head, predicate, qualifiers, said_by, new_value, how)
-        return self._conflict(c, head, predicate, qualifiers, said_by, new_value, "different value")
+                return self._change_inside(c, head, later, ident, new_value)
+            return self._supersede(c, head, ident, new_value, how)
+        return self._conflict(c, head, ident, new_value, "different value")
 
     def _state_without_head(
         self,
         c: Candidate,
-        predicate: str,
-        qualifiers: dict[str, Any],
-        said_by: str | None,
+        ident: Identity,
         key: str,
         how: str,
     ) -> tuple[Outcome, str | None, str]:
         value = without_nulls(c.claim.value or {})
-        fact = self._new_fact(c, FactKind.STATE, predicate, value, qualifiers, said_by)
+        fact = self._new_fact(c, FactKind.STATE, ident, value)
         if c.event.trust is Trust.UNTRUSTED:
             return self._quarantine(c, fact, None, "untrusted source"), fact.id, "untrusted source"
         # An unqualified value and a qualified different value contradict each other.
-        for other in self._cross_qualified(predicate, key):
+        for other in self._cross_qualified(ident.predicate, key):
             if not values_equal(other.value, value):
                 reason = "contradicts a fact with other qualifiers"
-                return self._conflict(c, other, predicate, qualifiers, said_by, value, reason)
+                return self._conflict(c, other, ident, value, reason)
         self._create(fact, f"new identity ({how})", vector_text=self._query_text(c))
         return Outcome.CREATED, fact.id, "new identity"
 

@@ -12,7 +12,6 @@ from typing import Any
 from distill.core import timeline
 from distill.core.identity import (
     fact_text,
-    identity_key,
     values_equal,
 )
 from distill.core.models import (
@@ -26,6 +25,7 @@ from distill.core.models import (
 )
 from distill.core.working import (
     Candidate,
+    Identity,
     Support,
     WorkingSet,
     supported_by,
@@ -39,9 +39,7 @@ class LateArrivals(WorkingSet):
         c: Candidate,
         versions: list[Fact],
         t: datetime,
-        predicate: str,
-        qualifiers: dict[str, Any],
-        said_by: str | None,
+        ident: Identity,
     ) -> tuple[Outcome, str | None, str]:
         """A claim about a time before the current version began: file it into history."""
         where = timeline.place(versions, t)
@@ -54,7 +52,7 @@ class LateArrivals(WorkingSet):
         around = [f for f in (base, following) if f is not None]
         trust = c.event.trust
         if trust is Trust.UNTRUSTED or any(trust.rank < f.trust.rank for f in around):
-            fact = self._new_fact(c, FactKind.STATE, predicate, value, qualifiers, said_by)
+            fact = self._new_fact(c, FactKind.STATE, ident, value)
             reason = f"{trust} source may not rewrite the history of a more trusted fact"
             if trust is Trust.UNTRUSTED:
                 reason = "untrusted source"
@@ -62,29 +60,23 @@ class LateArrivals(WorkingSet):
         if following.pinned and values_equal(value, following.value):
             return self._reinforce(following, c, "same value as a pinned fact")
         if any(f.pinned for f in around):
-            return self._conflict(
-                c, following, predicate, qualifiers, said_by, value, "pinned fact"
-            )
+            return self._conflict(c, following, ident, value, "pinned fact")
         later = [s for s in self.s.support.get(base.id, ()) if s.at > t] if base else []
         if base is not None and later:
-            return self._change_inside(
-                c, base, later, predicate, qualifiers, said_by, value, following
-            )
+            return self._change_inside(c, base, later, ident, value, following)
         if values_equal(value, following.value):
             # The next version was already true at t: it starts earlier than we knew.
             if base is not None:
                 self._revise(base, "retime", "the next version started earlier", valid_to=t)
             return self._reinforce(following, c, "same value, stated earlier", valid_from=t)
         if self._first_of_competing_creates(c, base, following):
-            return self._earlier_create(c, following, predicate, qualifiers, said_by, value)
+            return self._earlier_create(c, following, ident, value)
         stated_end = c.claim.valid_to
         fact = self._new_fact(
             c,
             FactKind.STATE,
-            predicate,
+            ident,
             value,
-            qualifiers,
-            said_by,
             status=FactStatus.SUPERSEDED,
             valid_to=timeline.end_of(stated_end, following.valid_from),
             retired_at=self.now,
@@ -126,9 +118,7 @@ class LateArrivals(WorkingSet):
         self,
         c: Candidate,
         following: Fact,
-        predicate: str,
-        qualifiers: dict[str, Any],
-        said_by: str | None,
+        ident: Identity,
         value: dict[str, Any],
     ) -> tuple[Outcome, str | None, str]:
         reason = "different value"
@@ -138,9 +128,9 @@ class LateArrivals(WorkingSet):
             "an earlier, different value arrived late: held in conflict as if it came second",
             status=FactStatus.CANDIDATE,
         )
-        fact = self._new_fact(c, FactKind.STATE, predicate, value, qualifiers, said_by)
+        fact = self._new_fact(c, FactKind.STATE, ident, value)
         self._create(fact, f"the earlier of two competing values ({reason})", self._query_text(c))
-        key = identity_key(predicate, qualifiers)
+        key = ident.key
         self._open_conflict(key, (fact.id, following.id), ConflictKind.CONFLICT, reason)
         return Outcome.CONFLICT, fact.id, reason
 
@@ -168,9 +158,7 @@ class LateArrivals(WorkingSet):
         c: Candidate,
         version: Fact,
         later: list[Support],
-        predicate: str,
-        qualifiers: dict[str, Any],
-        said_by: str | None,
+        ident: Identity,
         value: dict[str, Any],
         following: Fact | None = None,
     ) -> tuple[Outcome, str | None, str]:
@@ -186,10 +174,8 @@ class LateArrivals(WorkingSet):
         change = self._new_fact(
             c,
             FactKind.STATE,
-            predicate,
+            ident,
             value,
-            qualifiers,
-            said_by,
             status=FactStatus.SUPERSEDED,
             valid_to=timeline.end_of(c.claim.valid_to, restart),
             retired_at=self.now,

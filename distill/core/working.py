@@ -22,6 +22,7 @@ from distill.core.identity import (
     identity_key,
     identity_text,
     normalise_text,
+    split_qualifiers,
     values_equal,
 )
 from distill.core.models import (
@@ -37,6 +38,7 @@ from distill.core.models import (
     FactStatus,
     Observation,
     Outcome,
+    Scalar,
     Trust,
 )
 from distill.core.plan import (
@@ -108,6 +110,26 @@ class IdGenerator:
         return str(self._make())
 
 
+@dataclass(frozen=True)
+class Identity:
+    """What a structured candidate is about, once its predicate is resolved: the attribute,
+    the qualifiers that are part of its identity, and who said it (which is not)."""
+
+    predicate: str
+    qualifiers: dict[str, Scalar]
+    said_by: str | None = None
+
+    @property
+    def key(self) -> str:
+        return identity_key(self.predicate, self.qualifiers)
+
+    @classmethod
+    def of(cls, predicate: str, qualifiers: dict[str, Scalar]) -> Identity:
+        """Split attribution off a claim's qualifiers."""
+        identity, said_by = split_qualifiers(qualifiers)
+        return cls(predicate, identity, said_by)
+
+
 class WorkingSet:
     """The snapshot being worked on and the plan that records every change made to it."""
 
@@ -152,9 +174,7 @@ class WorkingSet:
         self,
         c: Candidate,
         head: Fact,
-        predicate: str,
-        qualifiers: dict[str, Any],
-        said_by: str | None,
+        ident: Identity,
         value: dict[str, Any],
         how: str,
     ) -> tuple[Outcome, str | None, str]:
@@ -162,10 +182,8 @@ class WorkingSet:
         fact = self._new_fact(
             c,
             FactKind.STATE,
-            predicate,
+            ident,
             value,
-            qualifiers,
-            said_by,
             supersedes_id=head.id,
         )
         reason = f"new value replaces the old one ({how})"
@@ -185,13 +203,10 @@ class WorkingSet:
         self,
         c: Candidate,
         existing: Fact,
-        predicate: str,
-        qualifiers: dict[str, Any],
-        said_by: str | None,
+        ident: Identity,
         value: dict[str, Any],
         reason: str,
     ) -> tuple[Outcome, str | None, str]:
-        key = identity_key(predicate, qualifiers)
         open_set = self._open_set(existing.id)
         if open_set is not None:
             for member_id in open_set.member_ids:
@@ -199,14 +214,12 @@ class WorkingSet:
                 if member.status is FactStatus.CANDIDATE and values_equal(member.value, value):
                     return self._reinforce(member, c, "repeats a value already in conflict")
             if len(open_set.member_ids) >= CONFLICT_MAX_MEMBERS:
-                return self._reclassify(c, open_set, predicate, qualifiers, said_by, value)
+                return self._reclassify(c, open_set, ident, value)
         fact = self._new_fact(
             c,
             FactKind.STATE,
-            predicate,
+            ident,
             value,
-            qualifiers,
-            said_by,
             status=FactStatus.CANDIDATE,
         )
         self._create(fact, f"held in conflict: {reason}")
@@ -215,16 +228,14 @@ class WorkingSet:
                 open_set, f"another value: {reason}", member_ids=(*open_set.member_ids, fact.id)
             )
         else:
-            self._open_conflict(key, (existing.id, fact.id), ConflictKind.CONFLICT, reason)
+            self._open_conflict(ident.key, (existing.id, fact.id), ConflictKind.CONFLICT, reason)
         return Outcome.CONFLICT, fact.id, reason
 
     def _reclassify(
         self,
         c: Candidate,
         open_set: ConflictSet,
-        predicate: str,
-        qualifiers: dict[str, Any],
-        said_by: str | None,
+        ident: Identity,
         value: dict[str, Any],
     ) -> tuple[Outcome, str | None, str]:
         """A third distinct value: these are statements made at different times, not one
@@ -241,7 +252,7 @@ class WorkingSet:
                     status=FactStatus.ACTIVE,
                     text=stated_on(member.text, member.valid_from),
                 )
-        fact = self._new_fact(c, FactKind.EVENT, predicate, value, qualifiers, said_by)
+        fact = self._new_fact(c, FactKind.EVENT, ident, value)
         fact = fact.model_copy(update={"text": stated_on(fact.text, fact.valid_from)})
         self._create(fact, reason)
         self._revise_conflict(
@@ -286,28 +297,27 @@ class WorkingSet:
         self,
         c: Candidate,
         kind: FactKind,
-        predicate: str | None,
+        ident: Identity | None,
         value: dict[str, Any] | None,
-        qualifiers: dict[str, Any],
-        said_by: str | None,
         text: str | None = None,
         **overrides: Any,
     ) -> Fact:
+        """A new fact from candidate `c`: a memory when `ident` is None."""
         t = self._time(c)
         if text is None:
-            assert predicate is not None and value is not None
-            text = c.claim.text or fact_text(predicate, value, qualifiers)
+            assert ident is not None and value is not None
+            text = c.claim.text or fact_text(ident.predicate, value, ident.qualifiers)
         fields: dict[str, Any] = {
             "id": self.new_id(),
             "project": c.event.project,  # scope always comes from the event
             "subject": c.event.subject,
             "kind": kind,
-            "predicate": predicate,
+            "predicate": ident.predicate if ident else None,
             "value": value,
             "text": text,
-            "qualifiers": qualifiers,
-            "attribution": said_by,
-            "identity_key": identity_key(predicate, qualifiers) if predicate else None,
+            "qualifiers": ident.qualifiers if ident else {},
+            "attribution": ident.said_by if ident else None,
+            "identity_key": ident.key if ident else None,
             "status": FactStatus.ACTIVE,
             "valid_from": t,
             "valid_to": c.claim.valid_to,

@@ -25,7 +25,7 @@ from distill.errors import DistillError, InvalidInput
 from distill.memory import Memory, explain_validation
 
 out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 F = TypeVar("F", bound=Callable[..., Any])
 
 ENVIRONMENT = """

@@ -7,9 +7,7 @@ exact cosine distance with `overrides`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,52 +16,17 @@ from distill import Memory
 from distill.adapters.embed.hashing import HashingEmbedder, vectors_at_distance
 from distill.core.adjudicate import SEMANTIC_MATCH_MAX_DISTANCE
 from distill.core.identity import identity_text
-from distill.core.models import Event, Fact, FactKind, FactStatus, JobStatus
+from distill.core.models import Event, FactKind, FactStatus, JobStatus
 from distill.engine import Report
-
-MemoryFactory = Callable[..., Memory]
-T = TypeVar("T")
-
-SUBJECT = "u1"
-T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
-
-
-def at(minutes: float = 0, *, days: float = 0) -> datetime:
-    """World time of an event: minutes (or days) after T0."""
-    return T0 + timedelta(minutes=minutes, days=days)
-
-
-def say(
-    mem: Memory,
-    predicate: str,
-    value: dict[str, Any],
-    *,
-    when: datetime,
-    subject: str = SUBJECT,
-    trust: str = "trusted",
-    **claim: Any,
-) -> Event:
-    """One event carrying one structured claim."""
-    return mem.add_event(
-        subject=subject,
-        text=f"{predicate} is {value}",
-        occurred_at=when,
-        trust=trust,
-        claims=[{"predicate": predicate, "value": value, **claim}],
-    )
-
-
-def every_fact(mem: Memory, subject: str = SUBJECT) -> list[Fact]:
-    return mem.facts(subject=subject, include_retired=True)
-
-
-def only(items: Sequence[T]) -> T:
-    assert len(items) == 1, items
-    return items[0]
-
-
-def by_value(facts: Sequence[Fact], **value: Any) -> Fact:
-    return only([f for f in facts if f.value == value])
+from tests.unit.scenario_support import (
+    SUBJECT,
+    MemoryFactory,
+    at,
+    by_value,
+    every_fact,
+    only,
+    say,
+)
 
 
 def learned_aliases(*reports: Report) -> list[dict[str, Any]]:

@@ -264,6 +264,15 @@ class Memory:
         wanted = ConflictStatus(status) if status else None
         return self.store.conflicts(project, subject, wanted)
 
+    def audit(
+        self, subject: str | None = None, project: str = "default", limit: int = 100
+    ) -> list[AuditEntry]:
+        """What consolidation and people did, most recent `limit` entries, oldest first:
+        every action with its pass, job, reason, and before/after."""
+        if limit < 1:
+            raise InvalidInput("limit must be at least 1")
+        return self.store.audit(project, subject, limit)
+
     def jobs(self, project: str | None = None) -> list[Job]:
         return self.store.jobs(project)
 

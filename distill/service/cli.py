@@ -274,6 +274,29 @@ def history(ctx: click.Context, fact_id: str, as_json: bool) -> None:
     out.print(audit)
 
 
+@cli.command("audit")
+@click.option("--subject")
+@click.option("--project", default="default", show_default=True)
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(min=1))
+@json_option
+@click.pass_context
+def audit_cmd(
+    ctx: click.Context, subject: str | None, project: str, limit: int, as_json: bool
+) -> None:
+    """The latest audit entries: what was done, by which pass, and why."""
+    with memory(ctx) as mem:
+        entries = mem.audit(subject=subject, project=project, limit=limit)
+    if as_json:
+        emit([e.model_dump(mode="json") for e in entries])
+        return
+    table = Table(title="audit")
+    for column in ("at", "subject", "pass", "action", "fact", "reason"):
+        table.add_column(column)
+    for e in entries:
+        table.add_row(_day(e.at), e.subject, e.pass_name, e.action, e.fact_id or "", e.reason)
+    out.print(table)
+
+
 @cli.command()
 @click.option("--subject")
 @click.option("--project", default="default", show_default=True)

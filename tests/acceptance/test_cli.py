@@ -599,3 +599,18 @@ def test_help_lists_the_distill_variables(cli: Cli) -> None:
     assert "DISTILL_EMBEDDER" in result.stdout
     for command in ("add", "consolidate", "facts", "history", "conflicts", "resolve", "pin"):
         assert command in result.stdout
+
+
+# -- audit ---------------------------------------------------------------------------------------
+def test_audit_lists_what_consolidation_did(cli: Cli) -> None:
+    """Auditable by a user: `distill audit` shows each action with its pass and reason."""
+    cli.add_claim("bike_count", {"count": 3}, "2024-05-01T10:00:00Z")
+    cli.add_claim("bike_count", {"count": 4}, "2024-06-01T10:00:00Z", action="supersede")
+    cli.ok("consolidate")
+    entries = cli.ok_json("audit", "--subject", "u1")
+    assert {"create_fact", "retire_fact", "record_observation"} <= {e["action"] for e in entries}
+    assert all(e["subject"] == "u1" and e["reason"] for e in entries)
+    assert len(cli.ok_json("audit", "--limit", "2")) == 2
+    table = cli.ok("audit")
+    assert "retire_fact" in table.stdout
+    assert cli("audit", "--limit", "0").code == 2

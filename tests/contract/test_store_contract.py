@@ -610,6 +610,20 @@ def test_a_created_fact_can_reuse_another_facts_identity_vector(store: Store) ->
     assert hit.distance == pytest.approx(0.0, abs=1e-6)
 
 
+def test_audit_lists_the_latest_entries_of_a_project_or_subject_oldest_first(
+    store: Store,
+) -> None:
+    entries = [make_audit(reason=f"step {i}", at=at(i)) for i in range(5)]
+    bob = make_audit(reason="bob's", subject="bob", at=at(2.5))
+    elsewhere = make_audit(reason="other project", project="other", at=at(3))
+    store.apply(plan_of(), None, [*entries, bob, elsewhere])
+
+    assert [e.reason for e in store.audit(PROJECT, SUBJECT, 3)] == ["step 2", "step 3", "step 4"]
+    assert [e.reason for e in store.audit(PROJECT, None, 3)] == ["bob's", "step 3", "step 4"]
+    assert [e.reason for e in store.audit("other", None, 10)] == ["other project"]
+    assert store.audit("nobody", None, 10) == []
+
+
 def test_aliases_are_learned_once_per_project(store: Store) -> None:
     alias = make_alias("bicycle_count", "bike_count")
     store.apply(plan_of(LearnAlias(alias, "close")), None, [])

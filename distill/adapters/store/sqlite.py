@@ -376,6 +376,12 @@ class SqliteStore:
             found = db.execute(QUERIES["audit_for_fact"], {"fact_id": fact_id}).fetchall()
         return [rows.audit_from_row(r) for r in found]
 
+    def audit(self, project: str, subject: str | None, limit: int) -> list[AuditEntry]:
+        params = {"project": project, "subject": subject, "limit": limit}
+        with self._tx(write=False) as db:
+            found = db.execute(QUERIES["audit_latest"], params).fetchall()
+        return [rows.audit_from_row(r) for r in found]
+
     def observations_for_events(self, event_ids: Sequence[str]) -> list[Observation]:
         if not event_ids:
             return []

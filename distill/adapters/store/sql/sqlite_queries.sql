@@ -366,6 +366,14 @@ INSERT INTO audit (
 -- name: audit_for_fact
 SELECT * FROM audit WHERE fact_id = :fact_id ORDER BY at, id;
 
+-- name: audit_latest
+SELECT * FROM (
+    SELECT * FROM audit
+    WHERE project = :project AND (:subject IS NULL OR subject = :subject)
+    ORDER BY at DESC, id DESC
+    LIMIT :limit
+) ORDER BY at, id;
+
 -- ---------------------------------------------------------------------------------------------
 -- embedding cache
 

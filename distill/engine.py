@@ -30,7 +30,7 @@ from distill.core.identity import (
 )
 from distill.core.models import AuditEntry, Event, Fact, FactKind, FactStatus, Job, Outcome
 from distill.core.plan import Plan, Rejection, describe_action
-from distill.core.working import Candidate, IdGenerator, Neighbourhood, Snapshot, Support
+from distill.core.working import Candidate, Neighbourhood, Snapshot, Support
 from distill.errors import (
     DistillError,
     MalformedAnswer,
@@ -313,9 +313,7 @@ class Engine:
         with self.store.serialised(job.project, job.subject):
             snapshot = self._snapshot(job, p.events, p.candidates, identity)
             now = self.clock.now()
-            plan = Adjudicator(snapshot, now, IdGenerator(self.new_id), self.max_distance).run(
-                p.candidates
-            )
+            plan = Adjudicator(snapshot, now, self.new_id, self.max_distance).run(p.candidates)
             plan.rejections.extend(p.rejections)
             validate(plan, job.project, job.subject)
             audit = audit_entries(plan, job.id, now, self.new_id)

@@ -11,7 +11,7 @@ plan; it writes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -44,7 +44,6 @@ from distill.core.plan import (
 from distill.core.working import (
     Candidate,
     Identity,
-    IdGenerator,
     Snapshot,
     without_nulls,
 )
@@ -67,7 +66,7 @@ class Adjudicator(LateArrivals):
         self,
         snapshot: Snapshot,
         now: datetime,
-        new_id: IdGenerator,
+        new_id: Callable[[], str],
         max_distance: float = SEMANTIC_MATCH_MAX_DISTANCE,
     ) -> None:
         super().__init__(snapshot, now, new_id)

@@ -117,18 +117,6 @@ class Plan:
     def add(self, action: Action) -> None:
         self.actions.append(action)
 
-    def extend(self, other: Plan) -> None:
-        self.actions.extend(other.actions)
-        self.rejections.extend(other.rejections)
-        self.outcomes.update(other.outcomes)
-
-    def __bool__(self) -> bool:
-        return bool(self.actions or self.rejections)
-
-    def describe(self) -> list[dict[str, Any]]:
-        """A JSON-ready view of the actions (what `--dry-run` prints)."""
-        return [describe_action(a) for a in self.actions]
-
 
 _OBSERVATION_SUMMARY = {"id", "event_id", "fact_id", "extractor", "outcome", "reason"}
 

@@ -8,6 +8,7 @@ previous one did. Nothing here reads or writes storage.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -100,16 +101,6 @@ class Snapshot:
     support: dict[str, tuple[Support, ...]] = field(default_factory=dict)
 
 
-class IdGenerator:
-    """Makes ids: time-ordered in production, deterministic when a test injects its own."""
-
-    def __init__(self, make: Any) -> None:
-        self._make = make
-
-    def __call__(self) -> str:
-        return str(self._make())
-
-
 @dataclass(frozen=True)
 class Identity:
     """What a structured candidate is about, once its predicate is resolved: the attribute,
@@ -133,7 +124,7 @@ class Identity:
 class WorkingSet:
     """The snapshot being worked on and the plan that records every change made to it."""
 
-    def __init__(self, snapshot: Snapshot, now: datetime, new_id: IdGenerator) -> None:
+    def __init__(self, snapshot: Snapshot, now: datetime, new_id: Callable[[], str]) -> None:
         self.s = snapshot
         self.now = now
         self.new_id = new_id

@@ -10,9 +10,9 @@ from distill.core.models import (
     Observation,
     Trust,
 )
-from distill.engine import Report
 from distill.errors import DistillError
 from distill.memory import History, Memory, Status
+from distill.report import Report
 
 __all__ = [
     "Claim",

@@ -8,11 +8,9 @@ failure rolls back that job only, records the error and leaves its events intact
 from __future__ import annotations
 
 import logging
-import threading
-from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -28,7 +26,7 @@ from distill.core.identity import (
     normalise_text,
     split_qualifiers,
 )
-from distill.core.models import AuditEntry, Event, Fact, FactKind, FactStatus, Job, Outcome
+from distill.core.models import AuditEntry, Event, Fact, FactKind, FactStatus, Job
 from distill.core.plan import Plan, Rejection, describe_action
 from distill.core.working import Candidate, Neighbourhood, Snapshot, Support
 from distill.errors import (
@@ -38,8 +36,9 @@ from distill.errors import (
     RateLimited,
     TransientProviderError,
 )
-from distill.extractors import AutoExtractor, ClaimsExtractor, LLMExtractor, TextExtractor
-from distill.ports import Clock, Embedder, Store, Vector
+from distill.extractors import Extraction, from_claims, from_llm_answer, from_text
+from distill.ports import Clock, Embedder, LLMUsage, Store, Vector
+from distill.report import Report
 
 log = logging.getLogger("distill.engine")
 
@@ -47,84 +46,10 @@ MAX_ATTEMPTS = 5  # a job that failed this many times stays failed until replaye
 RETRY_BASE = timedelta(seconds=30)  # backoff: 30 s, 60 s, 120 s, 240 s between attempts
 STALLED_AFTER = timedelta(minutes=10)  # a running job with no heartbeat for this long is reclaimed
 CLAIM_BATCH = 32  # jobs claimed per round trip
-CONTEXT_FACTS = 30  # active facts shown to an LLM extractor
+CONTEXT_FACTS = 20  # known facts shown with a batch of events, the most relevant first
 # Actions described in the report of a real run; the audit log has all of them. A dry run's
 # report lists every action: the plan is its whole point.
 REPORT_ACTIONS_MAX = 1000
-
-Extractor = AutoExtractor | ClaimsExtractor | TextExtractor | LLMExtractor
-
-
-@dataclass
-class Report:
-    """What a consolidation run did (or, on a dry run, would do)."""
-
-    dry_run: bool = False
-    jobs_done: int = 0
-    jobs_failed: int = 0
-    jobs_released: int = 0
-    outcomes: Counter[str] = field(default_factory=Counter)
-    rejections: list[Rejection] = field(default_factory=list)
-    actions: list[dict[str, Any]] = field(default_factory=list)
-    actions_total: int = 0
-    # Batches are prepared on a second thread while the first decides: counters take turns.
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-    errors: list[str] = field(default_factory=list)
-    llm_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-    @property
-    def created(self) -> int:
-        return self.outcomes[Outcome.CREATED]
-
-    @property
-    def reinforced(self) -> int:
-        return self.outcomes[Outcome.REINFORCED]
-
-    @property
-    def duplicates(self) -> int:
-        return self.outcomes[Outcome.DUPLICATE]
-
-    @property
-    def superseded(self) -> int:
-        return self.outcomes[Outcome.SUPERSEDED]
-
-    @property
-    def conflicts(self) -> int:
-        return self.outcomes[Outcome.CONFLICT]
-
-    @property
-    def quarantined(self) -> int:
-        return self.outcomes[Outcome.QUARANTINED]
-
-    @property
-    def rejected(self) -> int:
-        return len(self.rejections)
-
-    def counters(self) -> dict[str, int]:
-        names = [o.value for o in Outcome if o is not Outcome.REJECTED]
-        out = {name: self.outcomes[name] for name in names}
-        out.update(
-            rejected=self.rejected,
-            jobs_done=self.jobs_done,
-            jobs_failed=self.jobs_failed,
-            jobs_released=self.jobs_released,
-            llm_calls=self.llm_calls,
-            prompt_tokens=self.prompt_tokens,
-            completion_tokens=self.completion_tokens,
-        )
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "dry_run": self.dry_run,
-            "counters": self.counters(),
-            "rejections": [r.__dict__ for r in self.rejections],
-            "errors": self.errors,
-            "actions": self.actions,
-            "actions_total": self.actions_total,
-        }
 
 
 def retryable(exc: Exception) -> bool:
@@ -151,13 +76,9 @@ class Prepared:
     events: list[Event]
     candidates: list[Candidate]
     rejections: list[Rejection]
-    embed_events: bool
 
-    def texts(self) -> set[str]:
-        wanted = {t for t in map(identity_text_of, self.candidates) if t is not None}
-        if self.embed_events:
-            wanted.update(e.text for e in self.events if e.text.strip())
-        return wanted
+    def identity_texts(self) -> set[str]:
+        return {t for t in map(identity_text_of, self.candidates) if t is not None}
 
 
 @dataclass(frozen=True)
@@ -178,7 +99,7 @@ class Engine:
         self,
         store: Store,
         embedder: Embedder,
-        extractor: Extractor,
+        extraction: Extraction,
         clock: Clock,
         max_distance: float,
         new_id: Callable[[], str] | None = None,
@@ -187,7 +108,7 @@ class Engine:
         self.embed_events = embed_events
         self.store = store
         self.embedder = embedder
-        self.extractor = extractor
+        self.extraction = extraction
         self.clock = clock
         self.max_distance = max_distance
         self.new_id = new_id or ids.new_id
@@ -249,31 +170,57 @@ class Engine:
                     return
 
     def _next_batch(self, report: Report) -> Batch | None:
-        """Claim due jobs, extract them, and embed everything they need in one call."""
+        """Claim due jobs, extract them, and embed what they need, a call per step."""
         jobs = self.store.claim_jobs(self.clock.now(), CLAIM_BATCH, MAX_ATTEMPTS)
         if not jobs:
             return None
-        prepared, stopped = self._prepare_all(jobs, report)
-        # One embedding call for the whole batch of jobs: batching is most of its speed.
+        loaded = [
+            (job, sorted(self.store.events(job.event_ids), key=lambda e: (e.occurred_at, e.id)))
+            for job in jobs
+        ]
+        # The events' texts first, in one call: they are stored as derived data, and they
+        # rank which known facts a model is shown with them.
+        texts = sorted(
+            {
+                e.text
+                for _, events in loaded
+                for e in events
+                if e.text.strip() and (self.embed_events or self.extraction.route(e) == "llm")
+            }
+        )
         try:
-            vectors = self.embed(sorted({t for p in prepared for t in p.texts()}))
+            vectors = self.embed(texts)
+        except Exception as exc:
+            for job, _ in loaded:
+                self._fail(job, exc, report)
+            return Batch([], {}, False)
+        prepared, stopped = self._prepare_all(loaded, vectors, report)
+        # Then every identity text the candidates of the whole batch need, in one call.
+        try:
+            wanted = {t for p in prepared for t in p.identity_texts()} - vectors.keys()
+            vectors.update(self.embed(sorted(wanted)))
         except Exception as exc:
             for p in prepared:
                 self._fail(p.job, exc, report)
             return Batch([], {}, stopped)
         return Batch(prepared, vectors, stopped)
 
-    def _prepare_all(self, jobs: Sequence[Job], report: Report) -> tuple[list[Prepared], bool]:
+    def _prepare_all(
+        self,
+        loaded: Sequence[tuple[Job, list[Event]]],
+        vectors: dict[str, Vector],
+        report: Report,
+    ) -> tuple[list[Prepared], bool]:
         """Extract every claimed job. A rate limit stops the run: the jobs after it go back
         to pending untouched; the ones already extracted are still applied."""
         prepared: list[Prepared] = []
-        for index, job in enumerate(jobs):
-            usage = self._llm_usage()
+        for index, (job, events) in enumerate(loaded):
+            usage = LLMUsage()
             try:
-                prepared.append(self._prepare(job))
+                prepared.append(self._prepare(job, events, vectors, usage))
             except RateLimited as exc:
                 self._fail(job, exc, report)
-                rest = [j.id for j in jobs[index + 1 :]]
+                rest = [j.id for j, _ in loaded[index + 1 :]]
                 self.store.release_jobs(rest, self.clock.now())
                 with report.lock:
                     report.jobs_released += len(rest)
@@ -281,13 +228,67 @@ class Engine:
             except Exception as exc:  # one failing job never stops the others
                 self._fail(job, exc, report)
             finally:
-                self._count_llm(report, usage)
+                if usage:
+                    self.store.add_job_usage(job.id, usage)
+                    report.count_llm(usage)
         return prepared, False
 
-    def _prepare(self, job: Job) -> Prepared:
-        events = sorted(self.store.events(job.event_ids), key=lambda e: (e.occurred_at, e.id))
-        candidates, rejections = self._extract(job, events)
-        return Prepared(job, events, candidates, rejections, self.embed_events)
+    def _prepare(
+        self, job: Job, events: list[Event], vectors: dict[str, Vector], usage: LLMUsage
+    ) -> Prepared:
+        answers = self._llm_answers(job, events, vectors, usage)
+        candidates: list[Candidate] = []
+        rejections: list[Rejection] = []
+        for event in events:
+            route = self.extraction.route(event)
+            if route == "claims":
+                extracted = from_claims(event)
+            elif route == "llm":
+                extracted = from_llm_answer(answers[event.id], event)
+            else:
+                extracted = from_text(event)
+            candidates.extend(Candidate(event, claim, h, route) for claim, h in extracted.claims)
+            rejections.extend(extracted.rejections)
+        return Prepared(job, events, candidates, rejections)
+
+    def _llm_answers(
+        self, job: Job, events: Sequence[Event], vectors: dict[str, Vector], usage: LLMUsage
+    ) -> dict[str, list[Any]]:
+        """The model's raw candidates for each of the job's events that go to it. Answers
+        are stored as each call returns, so a retried or replayed job asks only for the
+        events that have none yet: nothing new, no call."""
+        llm = self.extraction.llm
+        asking = [e for e in events if self.extraction.route(e) == "llm"]
+        if llm is None or not asking:
+            return {}
+        answers = self.store.cached_extractions(llm.key, [e.id for e in asking])
+        missing = [e for e in asking if e.id not in answers]
+        if missing:
+
+            def context(batch: Sequence[Event]) -> list[Fact]:
+                return self._context(job, batch, vectors)
+
+            for found in llm.propose(job.subject, missing, context, usage):
+                self.store.cache_extractions(llm.key, found, self.clock.now())
+                answers.update(found)
+        return answers
+
+    def _context(self, job: Job, batch: Sequence[Event], vectors: dict[str, Vector]) -> list[Fact]:
+        """The subject's active facts nearest in meaning to any event of the batch, nearest
+        first, at most CONTEXT_FACTS: what the model needs to reuse a predicate or to
+        supersede, without paying for every fact the subject has."""
+        rows = [vectors[e.text] for e in batch if e.text in vectors]
+        if not rows:
+            return []
+        hoods = self.store.nearest_facts(
+            job.project, job.subject, np.stack(rows), CONTEXT_FACTS, self.embedder.model_id
+        )
+        best: dict[str, float] = {}
+        for hood in hoods:
+            for n in hood:
+                best[n.fact_id] = min(best.get(n.fact_id, n.distance), n.distance)
+        ranked = sorted(best, key=lambda fact_id: (best[fact_id], fact_id))[:CONTEXT_FACTS]
+        return [self.store.fact(fact_id) for fact_id in ranked]
 
     def _decide(self, p: Prepared, vectors: dict[str, Vector], report: Report) -> None:
         try:
@@ -329,23 +330,6 @@ class Engine:
         return plan
 
     # -- steps ---------------------------------------------------------------------------------
-    def _extract(
-        self, job: Job, events: Sequence[Event]
-    ) -> tuple[list[Candidate], list[Rejection]]:
-        known = (
-            self.store.active_facts(job.project, job.subject, CONTEXT_FACTS)
-            if self._uses_llm(events)
-            else []
-        )
-        candidates: list[Candidate] = []
-        rejections: list[Rejection] = []
-        for event in events:
-            extracted = self.extractor.extract(event, known)
-            name = self._extractor_name(event)
-            candidates.extend(Candidate(event, claim, h, name) for claim, h in extracted.claims)
-            rejections.extend(extracted.rejections)
-        return candidates, rejections
-
     def embed(self, texts: Sequence[str]) -> dict[str, Vector]:
         """Embeddings by text, through the (model, text hash) cache."""
         if not texts:
@@ -506,38 +490,3 @@ class Engine:
             )
             for r in rejections
         ]
-
-    # -- LLM accounting ------------------------------------------------------------------------
-    def _llm_extractor(self) -> LLMExtractor | None:
-        if isinstance(self.extractor, LLMExtractor):
-            return self.extractor
-        if isinstance(self.extractor, AutoExtractor):
-            return self.extractor.llm
-        return None
-
-    def _uses_llm(self, events: Sequence[Event]) -> bool:
-        if isinstance(self.extractor, LLMExtractor):
-            return True
-        return (
-            isinstance(self.extractor, AutoExtractor)
-            and self.extractor.llm is not None
-            and any(not e.claims for e in events)
-        )
-
-    def _extractor_name(self, event: Event) -> str:
-        if isinstance(self.extractor, AutoExtractor):
-            if event.claims:
-                return "claims"
-            return "llm" if self.extractor.llm is not None else "text"
-        return self.extractor.name
-
-    def _llm_usage(self) -> tuple[int, int, int]:
-        llm = self._llm_extractor()
-        return (llm.calls, llm.prompt_tokens, llm.completion_tokens) if llm else (0, 0, 0)
-
-    def _count_llm(self, report: Report, before: tuple[int, int, int]) -> None:
-        after = self._llm_usage()
-        with report.lock:
-            report.llm_calls += after[0] - before[0]
-            report.prompt_tokens += after[1] - before[1]
-            report.completion_tokens += after[2] - before[2]

@@ -67,7 +67,14 @@ class ProviderError(DistillError):
 
 
 class TransientProviderError(ProviderError):
-    """A failure worth retrying later: transport error, timeout, 5xx, 408."""
+    """A failure worth retrying later: transport error, timeout, 5xx, 408.
+
+    `retry_after` is the wait in seconds the provider asked for, when it said.
+    """
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class RateLimited(TransientProviderError):

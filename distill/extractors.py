@@ -2,7 +2,8 @@
 
 - `claims`: the event already carries structured claims (no LLM).
 - `text`: no LLM; each sentence becomes a free-text memory.
-- `llm`: any provider behind the LLM port proposes candidates; code validates them.
+- `llm`: a model behind the LLM port proposes candidates for a batch of a subject's events;
+  code attributes each to its event and validates it.
 
 `auto` uses the event's own claims when it has some, else the LLM when one is configured,
 else the text extractor.
@@ -11,100 +12,117 @@ else the text extractor.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from importlib import resources
+from typing import Any
 
 from distill.core.extraction import (
     CANDIDATE_SCHEMA,
     Extracted,
     UnparseableAnswer,
+    attribute,
     parse_answer,
+    plan_batches,
     render_prompt,
     split_sentences,
     validate_candidates,
 )
 from distill.core.models import Event, Fact, FactKind
 from distill.errors import ConfigurationError, MalformedAnswer
-from distill.ports import LLM, Completion
+from distill.ports import LLM, LLMUsage
 
 log = logging.getLogger("distill.extract")
 
-PROMPT_VERSION = "extract_v1"
+PROMPT_VERSION = "extract_v2"
 EXTRACTORS = ("auto", "claims", "text", "llm")
+# One call covers up to this many events of a job, and about this many tokens of their text.
+BATCH_EVENTS = 16
+BATCH_TOKENS = 2000
+
+# The facts shown for a batch of events, given the batch: relevance-ranked and bounded.
+Context = Callable[[Sequence[Event]], Sequence[Fact]]
 
 
 def _prompt(name: str) -> str:
     return resources.files("distill").joinpath(f"prompts/{name}.txt").read_text("utf-8")
 
 
-class ClaimsExtractor:
-    name = "claims"
-
-    def extract(self, event: Event, known: Sequence[Fact]) -> Extracted:
-        return validate_candidates(event.claims, event, self.name, require_evidence=False)
+def from_claims(event: Event) -> Extracted:
+    return validate_candidates(event.claims, event, "claims", require_evidence=False)
 
 
-class TextExtractor:
-    name = "text"
+def from_text(event: Event) -> Extracted:
+    raw = [{"text": s, "kind": FactKind.MEMORY.value} for s in split_sentences(event.text)]
+    return validate_candidates(raw, event, "text", require_evidence=False)
 
-    def extract(self, event: Event, known: Sequence[Fact]) -> Extracted:
-        raw = [{"text": s, "kind": FactKind.MEMORY.value} for s in split_sentences(event.text)]
-        return validate_candidates(raw, event, self.name, require_evidence=False)
+
+def from_llm_answer(raw: Sequence[Any], event: Event) -> Extracted:
+    return validate_candidates(raw, event, "llm", require_evidence=True)
 
 
 class LLMExtractor:
-    name = "llm"
+    """Asks a model for candidates, one call per batch of a subject's events."""
 
-    def __init__(self, llm: LLM) -> None:
+    def __init__(
+        self, llm: LLM, batch_events: int = BATCH_EVENTS, batch_tokens: int = BATCH_TOKENS
+    ) -> None:
+        if batch_events < 1 or batch_tokens < 1:
+            raise ConfigurationError("batch_events and batch_tokens must be at least 1")
         self.llm = llm
+        self.batch_events = batch_events
+        self.batch_tokens = batch_tokens
         self.template = _prompt(PROMPT_VERSION)
         self.system = _prompt(f"{PROMPT_VERSION}.system")
-        self.calls = 0
-        self.prompt_tokens = 0
-        self.completion_tokens = 0
 
-    def extract(self, event: Event, known: Sequence[Fact]) -> Extracted:
-        prompt = render_prompt(self.template, event, known)
-        answer: Completion = self.llm.complete(self.system, prompt, CANDIDATE_SCHEMA)
-        self.calls += 1
-        self.prompt_tokens += answer.prompt_tokens
-        self.completion_tokens += answer.completion_tokens
-        try:
-            raw = parse_answer(answer.text)
-        except UnparseableAnswer as exc:
-            raise MalformedAnswer(f"{self.llm.model_id}: {exc}") from exc
-        return validate_candidates(raw, event, self.name, require_evidence=True)
+    @property
+    def key(self) -> str:
+        """What produced an answer: answers are reused only for the same prompt and model."""
+        return f"{PROMPT_VERSION}/{self.llm.model_id}"
+
+    def propose(
+        self, subject: str, events: Sequence[Event], context: Context, usage: LLMUsage
+    ) -> Iterator[dict[str, list[Any]]]:
+        """For each batch, the raw candidates of each of its events (an empty list when the
+        model found nothing durable). An unparseable answer raises `MalformedAnswer`: the
+        batches already answered have been yielded, nothing of this one is."""
+        for batch in plan_batches(events, self.batch_tokens, self.batch_events):
+            prompt = render_prompt(self.template, subject, batch, context(batch))
+            answer = self.llm.complete(self.system, prompt, CANDIDATE_SCHEMA)
+            usage.add(answer)
+            try:
+                raw = parse_answer(answer.text)
+            except UnparseableAnswer as exc:
+                raise MalformedAnswer(f"{self.llm.model_id}: {exc}") from exc
+            yield attribute(raw, batch)
 
 
-class AutoExtractor:
-    """Claims when the event has them, else the LLM if configured, else sentences."""
+@dataclass(frozen=True)
+class Extraction:
+    """Which extractor each event goes to."""
 
-    name = "auto"
+    mode: str
+    llm: LLMExtractor | None
 
-    def __init__(self, llm: LLM | None) -> None:
-        self.claims = ClaimsExtractor()
-        self.text = TextExtractor()
-        self.llm = LLMExtractor(llm) if llm is not None else None
-
-    def extract(self, event: Event, known: Sequence[Fact]) -> Extracted:
+    def route(self, event: Event) -> str:
+        if self.mode != "auto":
+            return self.mode
         if event.claims:
-            return self.claims.extract(event, known)
-        if self.llm is not None:
-            return self.llm.extract(event, known)
-        return self.text.extract(event, known)
+            return "claims"
+        return "llm" if self.llm is not None else "text"
 
 
-def make_extractor(
-    name: str, llm: LLM | None
-) -> AutoExtractor | ClaimsExtractor | TextExtractor | LLMExtractor:
-    if name == "auto":
-        return AutoExtractor(llm)
-    if name == "claims":
-        return ClaimsExtractor()
-    if name == "text":
-        return TextExtractor()
-    if name == "llm":
-        if llm is None:
-            raise ConfigurationError("the llm extractor needs an LLM: pass llm=... to Memory")
-        return LLMExtractor(llm)
-    raise ConfigurationError(f"unknown extractor {name!r}; choose one of {', '.join(EXTRACTORS)}")
+def make_extraction(
+    mode: str,
+    llm: LLM | None,
+    batch_events: int = BATCH_EVENTS,
+    batch_tokens: int = BATCH_TOKENS,
+) -> Extraction:
+    if mode not in EXTRACTORS:
+        raise ConfigurationError(
+            f"unknown extractor {mode!r}; choose one of {', '.join(EXTRACTORS)}"
+        )
+    if mode == "llm" and llm is None:
+        raise ConfigurationError("the llm extractor needs an LLM: pass llm=... to Memory")
+    extractor = LLMExtractor(llm, batch_events, batch_tokens) if llm is not None else None
+    return Extraction(mode, extractor if mode in ("auto", "llm") else None)

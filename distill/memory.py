@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from distill import ids
+from distill.adapters.llm import make_llm
 from distill.core import resolve
 from distill.core.adjudicate import SEMANTIC_MATCH_MAX_DISTANCE
 from distill.core.apply import audit_entries, validate
@@ -36,10 +37,11 @@ from distill.core.models import (
     Observation,
 )
 from distill.core.plan import Plan
-from distill.engine import Engine, Report
+from distill.engine import Engine
 from distill.errors import ConfigurationError, InvalidInput, NotFound
-from distill.extractors import make_extractor
+from distill.extractors import BATCH_EVENTS, BATCH_TOKENS, make_extraction
 from distill.ports import LLM, Clock, Embedder, Store, StoreCounts
+from distill.report import Report
 
 
 class SystemClock:
@@ -62,11 +64,19 @@ class Status:
     counts: StoreCounts
     embedder: str
     database: str
+    llm: str = "none"
 
     def to_dict(self) -> dict[str, Any]:
+        usage = self.counts.llm_usage
         return {
             "database": self.database,
             "embedder": self.embedder,
+            "llm": self.llm,
+            "llm_usage": {
+                "calls": usage.calls,
+                "prompt_tokens": usage.prompt_tokens,
+                "completion_tokens": usage.completion_tokens,
+            },
             "events": self.counts.events,
             "facts": self.counts.facts_by_status,
             "jobs": self.counts.jobs_by_status,
@@ -136,10 +146,14 @@ class Memory:
             the user data directory.
         embedder: ``"local"`` (default: all-MiniLM-L6-v2, offline), ``"hashing"`` (no
             model; exact-predicate identity only in practice), or an `Embedder`.
-        llm: an object implementing the LLM port, used by the ``llm``/``auto`` extractor.
+        llm: the model the ``llm``/``auto`` extractor asks: an object implementing the LLM
+            port (`distill.adapters.llm`), or a provider name (``openai``, ``ollama``,
+            ``anthropic``, ``fake``) built with its defaults.
         extractor: ``auto`` | ``claims`` | ``text`` | ``llm``.
         max_distance: cosine distance under which two predicate names are one attribute.
         embed_events: store each event's embedding (derived data, for episodic recall).
+        batch_events, batch_tokens: how many events of a job one LLM call may cover, and
+            about how many tokens of their text.
     """
 
     def __init__(
@@ -147,22 +161,31 @@ class Memory:
         url: str | Path | None = None,
         *,
         embedder: str | Embedder = "local",
-        llm: LLM | None = None,
+        llm: LLM | str | None = None,
         extractor: str = "auto",
         clock: Clock | None = None,
         max_distance: float = SEMANTIC_MATCH_MAX_DISTANCE,
         new_id: Callable[[], str] | None = None,
         embed_events: bool = True,
+        batch_events: int = BATCH_EVENTS,
+        batch_tokens: int = BATCH_TOKENS,
     ) -> None:
         if not 0.0 <= max_distance <= 2.0:
             raise ConfigurationError("max_distance is a cosine distance between 0 and 2")
         self.clock: Clock = clock or SystemClock()
         self._new_id = new_id or ids.new_id
-        extract = make_extractor(extractor, llm)
+        model = make_llm(llm) if isinstance(llm, str) else llm
+        extraction = make_extraction(extractor, model, batch_events, batch_tokens)
         self.embedder = make_embedder(embedder)
         self.store, self.database = open_store(url)
         self.engine = Engine(
-            self.store, self.embedder, extract, self.clock, max_distance, self._new_id
+            self.store,
+            self.embedder,
+            extraction,
+            self.clock,
+            max_distance,
+            self._new_id,
+            embed_events=embed_events,
         )
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -277,7 +300,13 @@ class Memory:
         return self.store.jobs(project)
 
     def status(self, project: str | None = None) -> Status:
-        return Status(self.store.counts(project), self.embedder.model_id, self.database)
+        llm = self.engine.extraction.llm
+        return Status(
+            self.store.counts(project),
+            self.embedder.model_id,
+            self.database,
+            llm.llm.model_id if llm is not None else "none",
+        )
 
     # -- decisions by a person ---------------------------------------------------------------------
     def resolve_conflict(

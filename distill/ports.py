@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
@@ -56,12 +56,36 @@ class Completion:
     completion_tokens: int = 0
 
 
+@dataclass
+class LLMUsage:
+    """Model calls and tokens spent, as providers reported them."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def add(self, completion: Completion) -> None:
+        self.calls += 1
+        self.prompt_tokens += completion.prompt_tokens
+        self.completion_tokens += completion.completion_tokens
+
+    def __bool__(self) -> bool:
+        return bool(self.calls or self.prompt_tokens or self.completion_tokens)
+
+
 class LLM(Protocol):
     """A chat model that answers one prompt. Providers translate their errors to
     `distill.errors.ProviderError` subclasses."""
 
-    model_id: str
-    json_mode: bool
+    @property
+    def model_id(self) -> str:
+        """Names the provider and model, for example ``ollama/llama3.2``."""
+        ...
+
+    @property
+    def json_mode(self) -> bool:
+        """Whether the provider constrains answers to JSON."""
+        ...
 
     def complete(
         self, system: str, prompt: str, schema: dict[str, Any] | None = None
@@ -81,6 +105,7 @@ class StoreCounts:
     jobs_by_status: dict[str, int]
     open_conflicts: int
     failed_jobs: tuple[Job, ...]
+    llm_usage: LLMUsage = field(default_factory=lambda: LLMUsage())
 
 
 class Store(Protocol):
@@ -131,6 +156,10 @@ class Store(Protocol):
 
     def requeue_jobs(self, project: str | None, now: datetime) -> int:
         """Put every done or failed job back to pending (replay). Returns how many."""
+        ...
+
+    def add_job_usage(self, job_id: str, usage: LLMUsage) -> None:
+        """Add model calls and tokens to what a job has cost."""
         ...
 
     def job(self, job_id: str) -> Job: ...
@@ -187,6 +216,15 @@ class Store(Protocol):
     # -- embedding cache ---------------------------------------------------------------------
     def cached_embeddings(self, model_id: str, hashes: Sequence[str]) -> dict[str, Vector]: ...
     def cache_embeddings(self, model_id: str, vectors: dict[str, Vector]) -> None: ...
+
+    # -- extraction cache --------------------------------------------------------------------
+    def cached_extractions(self, extractor: str, event_ids: Sequence[str]) -> dict[str, list[Any]]:
+        """The raw candidates `extractor` (prompt version and model) proposed per event."""
+        ...
+
+    def cache_extractions(
+        self, extractor: str, answers: dict[str, list[Any]], now: datetime
+    ) -> None: ...
 
     # -- queries -----------------------------------------------------------------------------
     def fact(self, fact_id: str) -> Fact: ...

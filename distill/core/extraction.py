@@ -10,11 +10,12 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
 
-from distill.core.gate import gate
+from distill.core.gate import contains_span, gate
 from distill.core.identity import canonical_json, content_hash
 from distill.core.models import Claim, Event, Fact
 from distill.core.plan import Rejection
@@ -23,6 +24,8 @@ _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL | re.IGNORE
 # A sentence ends at . ! ? followed by white space and an upper-case letter, a digit or a quote.
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+(?=[\"'“(\[]?[A-Z0-9À-Ý])")
 MIN_SENTENCE_CHARS = 3  # shorter fragments ("OK.") are not worth a memory
+CHARS_PER_TOKEN = 4
+MESSAGE_OVERHEAD_TOKENS = 12  # the "[n] time from source" header of each message
 
 
 class UnparseableAnswer(ValueError):
@@ -111,6 +114,7 @@ CANDIDATE_SCHEMA: dict[str, Any] = {
             "items": {
                 "type": "object",
                 "properties": {
+                    "message": {"type": "integer"},
                     "predicate": {"type": ["string", "null"]},
                     "value": {"type": ["object", "null"]},
                     "text": {"type": ["string", "null"]},
@@ -119,8 +123,9 @@ CANDIDATE_SCHEMA: dict[str, Any] = {
                     "kind": {"enum": ["state", "event", "memory"]},
                     "confidence": {"type": "number"},
                     "evidence_span": {"type": "string"},
+                    "valid_from": {"type": ["string", "null"]},
                 },
-                "required": ["action", "evidence_span"],
+                "required": ["message", "action", "evidence_span"],
             },
         }
     },
@@ -128,18 +133,109 @@ CANDIDATE_SCHEMA: dict[str, Any] = {
 }
 
 
-def render_prompt(template: str, event: Event, known: Sequence[Fact]) -> str:
-    """Fill the extraction prompt with the event and the subject's relevant active facts."""
-    facts = "\n".join(
-        f"- {f.predicate} {canonical_json(f.qualifiers) if f.qualifiers else ''} = "
-        f"{canonical_json(f.value)}"
-        for f in known
-        if f.predicate
+def estimate_tokens(text: str) -> int:
+    """A provider-neutral token estimate (about four characters per token in English), used
+    to bound a call before it is made; the provider's own count is what gets reported."""
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def plan_batches(events: Sequence[Event], max_tokens: int, max_events: int) -> list[list[Event]]:
+    """Split a job's events, in order, into groups that each fit one call. An event longer
+    than `max_tokens` gets a call of its own; it is never cut."""
+    batches: list[list[Event]] = []
+    current: list[Event] = []
+    used = 0
+    for event in events:
+        cost = estimate_tokens(event.text) + MESSAGE_OVERHEAD_TOKENS
+        if current and (used + cost > max_tokens or len(current) >= max_events):
+            batches.append(current)
+            current, used = [], 0
+        current.append(event)
+        used += cost
+    if current:
+        batches.append(current)
+    return batches
+
+
+def render_known(known: Sequence[Fact]) -> str:
+    lines = []
+    for f in known:
+        if not f.predicate:
+            continue
+        qualifiers = (
+            " [" + ", ".join(f"{k}={v}" for k, v in sorted(f.qualifiers.items())) + "]"
+            if f.qualifiers
+            else ""
+        )
+        lines.append(f"- {f.predicate}{qualifiers} = {canonical_json(f.value)}")
+    return "\n".join(lines) or "(none yet)"
+
+
+def render_messages(events: Sequence[Event]) -> str:
+    return "\n\n".join(
+        f"[{n}] {e.occurred_at.isoformat()} from {e.source}\n{e.text}"
+        for n, e in enumerate(events, start=1)
     )
+
+
+def render_prompt(
+    template: str, subject: str, events: Sequence[Event], known: Sequence[Fact]
+) -> str:
+    """Fill the extraction prompt with a batch of one subject's messages and the subject's
+    relevant active facts."""
     return template.format(
-        subject=event.subject,
-        occurred_at=event.occurred_at.isoformat(),
-        source=event.source,
-        known_facts=facts or "(none yet)",
-        text=event.text,
+        subject=subject,
+        known_facts=render_known(known),
+        messages=render_messages(events),
     )
+
+
+def attribute(raw: Sequence[Any], events: Sequence[Event]) -> dict[str, list[Any]]:
+    """Assign each raw candidate of a batched answer to the message it came from.
+
+    The candidate's `message` number is trusted when its evidence span is in that message.
+    A span found only elsewhere moves it there (weak models miscount); with no usable
+    number, the first message holding the span takes it. Anything else goes to the first
+    message, where the write gate rejects it for lack of evidence. Every event of the batch
+    gets an entry, an empty list when nothing durable was found in it.
+    """
+    found: dict[str, list[Any]] = {e.id: [] for e in events}
+    for item in raw:
+        target = events[0]
+        if isinstance(item, dict):
+            span = item.get("evidence_span")
+            span = span if isinstance(span, str) else ""
+            named = item.get("message")
+            numbered = (
+                events[named - 1]
+                if isinstance(named, int)
+                and not isinstance(named, bool)
+                and 1 <= named <= len(events)
+                else None
+            )
+            holders = [e for e in events if contains_span(e.text, span)]
+            if numbered is not None and (numbered in holders or not holders):
+                target = numbered
+            elif holders:
+                target = holders[0]
+            item = _tidy(item)
+        found[target.id].append(item)
+    return found
+
+
+def _tidy(item: dict[str, Any]) -> dict[str, Any]:
+    """Drop the message number and read a model's dates leniently: a null date is no date,
+    and a date without a time zone ("2024-05-07") is taken as UTC."""
+    tidy = {k: v for k, v in item.items() if k != "message"}
+    for key in ("valid_from", "valid_to"):
+        value = tidy.get(key)
+        if value is None:
+            tidy.pop(key, None)
+        elif isinstance(value, str):
+            try:
+                when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+            except ValueError:
+                continue  # left as is: validation rejects the candidate with the reason
+            if when.tzinfo is None:
+                tidy[key] = when.replace(tzinfo=UTC).isoformat()
+    return tidy

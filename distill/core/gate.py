@@ -44,6 +44,11 @@ def _fold(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).split())
 
 
+def contains_span(text: str, span: str) -> bool:
+    """Whether `span` occurs in `text`, ignoring case, Unicode width forms and spacing."""
+    return bool(span.strip()) and _fold(span).casefold() in _fold(text).casefold()
+
+
 def is_directive(text: str) -> bool:
     folded = _fold(text)
     return any(p.search(folded) for p in _DIRECTIVE_RE)
@@ -78,7 +83,7 @@ def gate(claim: Claim, event_text: str, require_evidence: bool) -> GateVerdict:
     if is_directive(said):
         return GateVerdict("imperative_directive", "instruction aimed at the agent, not a fact")
     if claim.evidence_span is not None:
-        if _fold(claim.evidence_span).casefold() not in _fold(event_text).casefold():
+        if not contains_span(event_text, claim.evidence_span):
             return GateVerdict(
                 "evidence_not_in_event", "evidence span is not a substring of the event"
             )

@@ -308,6 +308,10 @@ class Job(BaseModel):
     updated_at: datetime
     not_before: datetime | None = None
     event_ids: tuple[str, ...] = ()
+    # What extracting this job's events cost, every attempt included.
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
 
 
 class AuditEntry(BaseModel):

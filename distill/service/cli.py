@@ -7,6 +7,7 @@ Readable tables by default, JSON with `--json`. Errors print `Error: ...` on std
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,8 +21,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from distill.adapters.llm import PROVIDERS, make_llm
 from distill.core.models import ConflictSet, EventIn, Fact
 from distill.errors import DistillError, InvalidInput
+from distill.extractors import EXTRACTORS
 from distill.memory import Memory, explain_validation
 
 out = Console(highlight=False, soft_wrap=True)
@@ -34,6 +37,15 @@ Environment:
   DISTILL_DATABASE_URL  database (a SQLite path or sqlite:///path); default: a file in
                         the user data directory
   DISTILL_EMBEDDER      local (default, all-MiniLM-L6-v2 offline) | hashing (no model)
+  DISTILL_EXTRACTOR     auto (default) | claims | text | llm
+  DISTILL_LLM           none (default) | fake | openai | ollama | anthropic
+  DISTILL_LLM_MODEL     the model name; defaults: openai gpt-4o-mini, ollama llama3.2,
+                        anthropic claude-haiku-4-5
+  DISTILL_LLM_BASE_URL  the provider's URL, for example http://localhost:8000/v1 for a
+                        local OpenAI-compatible server; ollama: http://localhost:11434
+  DISTILL_LLM_API_KEY   the provider's key (read from the environment only, never
+                        printed); OPENAI_API_KEY / ANTHROPIC_API_KEY also work
+  DISTILL_LLM_TIMEOUT   seconds one model request may take (default 120)
 """
 
 
@@ -53,16 +65,63 @@ def json_option(func: F) -> F:
     type=click.Choice(["local", "hashing"]),
     help="Embedding model used to match predicates by meaning.",
 )
+@click.option(
+    "--extractor",
+    envvar="DISTILL_EXTRACTOR",
+    default="auto",
+    show_default=True,
+    type=click.Choice(EXTRACTORS),
+    help="How events become candidates: their own claims, sentences, or the LLM.",
+)
+@click.option(
+    "--llm",
+    envvar="DISTILL_LLM",
+    default="none",
+    show_default=True,
+    type=click.Choice(PROVIDERS),
+    help="The model provider the llm/auto extractor asks.",
+)
+@click.option("--llm-model", envvar="DISTILL_LLM_MODEL", help="The model name.")
+@click.option("--llm-base-url", envvar="DISTILL_LLM_BASE_URL", help="The provider's URL.")
+@click.option(
+    "--llm-timeout",
+    envvar="DISTILL_LLM_TIMEOUT",
+    type=click.FloatRange(min=1),
+    help="Seconds one model request may take.",
+)
 @click.version_option(package_name="distill")
 @click.pass_context
-def cli(ctx: click.Context, db: str | None, embedder: str) -> None:
+def cli(
+    ctx: click.Context,
+    db: str | None,
+    embedder: str,
+    extractor: str,
+    llm: str,
+    llm_model: str | None,
+    llm_base_url: str | None,
+    llm_timeout: float | None,
+) -> None:
     """Distill: memory consolidation for AI agents. Events in, durable facts out."""
-    ctx.obj = {"db": db, "embedder": embedder}
+    ctx.obj = {
+        "db": db,
+        "embedder": embedder,
+        "extractor": extractor,
+        "llm": {
+            "provider": llm,
+            "model": llm_model,
+            "base_url": llm_base_url,
+            **({"timeout": llm_timeout} if llm_timeout else {}),
+        },
+    }
 
 
 @contextmanager
 def memory(ctx: click.Context) -> Iterator[Memory]:
-    mem = Memory(ctx.obj["db"], embedder=ctx.obj["embedder"])
+    # The key comes from the environment only: an option would show it in `ps` and history.
+    llm = make_llm(api_key=os.environ.get("DISTILL_LLM_API_KEY") or None, **ctx.obj["llm"])
+    mem = Memory(
+        ctx.obj["db"], embedder=ctx.obj["embedder"], llm=llm, extractor=ctx.obj["extractor"]
+    )
     try:
         yield mem
     finally:
@@ -387,6 +446,10 @@ def status(ctx: click.Context, as_json: bool) -> None:
     for name, count in sorted(data["jobs"].items()):
         table.add_row(f"jobs {name}", str(count))
     table.add_row("open conflicts", str(data["open_conflicts"]))
+    usage = data["llm_usage"]
+    table.add_row(f"LLM calls ({data['llm']})", str(usage["calls"]))
+    table.add_row("LLM prompt tokens", str(usage["prompt_tokens"]))
+    table.add_row("LLM completion tokens", str(usage["completion_tokens"]))
     out.print(table)
     for job in data["failed_jobs"]:
         err.print(

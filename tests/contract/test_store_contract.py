@@ -996,7 +996,7 @@ def test_sqlite_file_settings(tmp_path: object) -> None:
         versions = [r[0] for r in raw.execute("SELECT version FROM schema_migrations")]
     finally:
         raw.close()
-    assert versions == [1]
+    assert versions == [1, 2]
 
 
 def test_a_closed_sqlite_store_refuses_work(tmp_path: object) -> None:

@@ -538,7 +538,7 @@ def test_invariant_4_a_failed_job_keeps_its_events_and_is_retried_later(
         llm_answer({"predicate": "pet", "value": {"kind": "cat"}, "evidence_span": "a cat"}),
         TransientProviderError("connection reset"),
     )
-    mem = make_memory(llm=llm)
+    mem = make_memory(llm=llm, batch_events=1)  # a call per event: the second one fails
     first = mem.add_event(subject=SUBJECT, text="I have a cat", occurred_at=at(0))
     second = mem.add_event(subject=SUBJECT, text="I have 3 bikes", occurred_at=at(1))
     report = mem.consolidate()
@@ -554,11 +554,12 @@ def test_invariant_4_a_failed_job_keeps_its_events_and_is_retried_later(
 
     assert mem.consolidate().jobs_done == 0  # still backing off
     clock.advance(seconds=RETRY_BASE.total_seconds())
+    # The first event's answer was kept: only the second is asked again.
     llm.enqueue(
-        llm_answer({"predicate": "pet", "value": {"kind": "cat"}, "evidence_span": "a cat"}),
         llm_answer({"predicate": "bike_count", "value": {"count": 3}, "evidence_span": "3 bikes"}),
     )
     retried = run(mem)
+    assert retried.llm_calls == 1
     assert retried.created == 2
     assert sorted(f.predicate or "" for f in mem.facts()) == ["bike_count", "pet"]
     mem.replay()

@@ -79,7 +79,7 @@ def add_subjects(mem: Memory, clock: FakeClock, n: int = 5) -> None:
 
 def _scripted(prompt: str) -> str:
     """An LLM that answers by what the message says (the dry and the real run both call it)."""
-    message = prompt.rsplit("Message (from", 1)[1]
+    message = prompt.rsplit("Messages, oldest first:", 1)[1]
     if "I moved to Paris" in message:
         return answer(fact("home_city", {"city": "Paris"}, "I moved to Paris", action="supersede"))
     if LYON in message:
@@ -286,9 +286,10 @@ def test_job_whose_second_event_fails_leaves_none_of_its_writes(
     make_memory: MemoryFactory, clock: FakeClock
 ) -> None:
     """SCENARIOS G42: the first event's facts and observations are not kept when the
-    second event's extraction fails; events stay intact."""
+    second event's extraction fails; events stay intact. (One event per call, so that the
+    job fails between its two events.)"""
     llm = FakeLLM().enqueue(LYON_ANSWER, TransientProviderError("connection reset"))
-    mem = make_memory(llm=llm, extractor="llm")
+    mem = make_memory(llm=llm, extractor="llm", batch_events=1)
     mem.add_events(
         [
             {"subject": "alice", "text": LYON, "occurred_at": at(0)},
@@ -314,10 +315,11 @@ def test_job_whose_second_event_fails_leaves_none_of_its_writes(
 def test_failed_job_rerun_with_a_healthy_provider_yields_the_facts_exactly_once(
     make_memory: MemoryFactory, clock: FakeClock
 ) -> None:
-    """SCENARIOS G42: after the backoff, a healthy provider gives each fact once."""
+    """SCENARIOS G42: after the backoff, a healthy provider gives each fact once, and the
+    model is asked again only for the event it had not answered."""
     bikes = answer(fact("bike_count", {"count": 3}, "I have 3 bikes"))
     llm = FakeLLM().enqueue(LYON_ANSWER, TransientProviderError("connection reset"))
-    mem = make_memory(llm=llm, extractor="llm")
+    mem = make_memory(llm=llm, extractor="llm", batch_events=1)
     mem.add_events(
         [
             {"subject": "alice", "text": LYON, "occurred_at": at(0)},
@@ -325,11 +327,13 @@ def test_failed_job_rerun_with_a_healthy_provider_yields_the_facts_exactly_once(
         ]
     )
     mem.consolidate()
-    llm.enqueue(LYON_ANSWER, bikes)
+    llm.enqueue(bikes)
 
     clock.advance(seconds=RETRY_BASE.total_seconds() + 1)
     report = mem.consolidate()
 
+    assert report.llm_calls == 1
+    assert "I have 3 bikes" in llm.calls[-1].prompt and LYON not in llm.calls[-1].prompt
     assert report.jobs_done == 1
     assert report.created == 2
     assert report.duplicates == 0 and report.reinforced == 0

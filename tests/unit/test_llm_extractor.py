@@ -13,6 +13,7 @@ import pytest
 from distill import Memory
 from distill.adapters.embed.hashing import vectors_at_distance
 from distill.adapters.llm.fake import FakeLLM
+from distill.core.extraction import estimate_tokens
 from distill.core.models import FactStatus, JobStatus
 from distill.engine import RETRY_BASE
 from tests.factories import at
@@ -331,9 +332,9 @@ def test_report_counts_llm_calls_and_tokens(make_memory: MemoryFactory, clock: F
 
     assert report.llm_calls == 3 == len(llm.calls)
     assert report.jobs_failed == 1
-    assert report.prompt_tokens == sum(len(c.prompt) // 4 for c in llm.calls)
+    assert report.prompt_tokens == sum(estimate_tokens(c.system + c.prompt) for c in llm.calls)
     answers = [LYON_ANSWER, "not json at all", LYON_ANSWER]
-    assert report.completion_tokens == sum(len(a) // 4 for a in answers)
+    assert report.completion_tokens == sum(estimate_tokens(a) for a in answers)
     assert report.prompt_tokens > 0
     counters = report.counters()
     assert counters["llm_calls"] == 3

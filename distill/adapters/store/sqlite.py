@@ -47,7 +47,7 @@ from distill.core.plan import (
     ReviseFact,
 )
 from distill.errors import IntegrityViolation, NotFound, StoreError
-from distill.ports import Neighbour, StoreCounts, Vector
+from distill.ports import LLMUsage, Neighbour, StoreCounts, Vector
 
 QUERIES = load_queries("sqlite")
 MIGRATIONS = load_migrations("sqlite")
@@ -192,6 +192,15 @@ class SqliteStore:
     def fail_job(self, job_id: str, error: str, now: datetime, retry_at: datetime | None) -> None:
         params = {"id": job_id, "error": error, "now": rows.ts(now), "retry_at": rows.ts(retry_at)}
         self._update_job("fail_job", params)
+
+    def add_job_usage(self, job_id: str, usage: LLMUsage) -> None:
+        params = {
+            "id": job_id,
+            "calls": usage.calls,
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+        }
+        self._update_job("add_job_usage", params)
 
     def _update_job(self, query: str, params: dict[str, Any]) -> None:
         with self._tx() as db:
@@ -346,6 +355,35 @@ class SqliteStore:
                 ],
             )
 
+    # -- extraction cache --------------------------------------------------------------------------
+    def cached_extractions(self, extractor: str, event_ids: Sequence[str]) -> dict[str, list[Any]]:
+        if not event_ids:
+            return {}
+        params = {"extractor": extractor, "ids": _json(event_ids)}
+        with self._tx(write=False) as db:
+            found = db.execute(QUERIES["cached_extractions"], params).fetchall()
+        return {r["event_id"]: json.loads(r["candidates"]) for r in found}
+
+    def cache_extractions(
+        self, extractor: str, answers: dict[str, list[Any]], now: datetime
+    ) -> None:
+        if not answers:
+            return
+        stamp = rows.ts(now)
+        with self._tx() as db:
+            db.executemany(
+                QUERIES["cache_extraction"],
+                [
+                    {
+                        "extractor": extractor,
+                        "event_id": event_id,
+                        "candidates": _json(candidates),
+                        "now": stamp,
+                    }
+                    for event_id, candidates in answers.items()
+                ],
+            )
+
     # -- queries -----------------------------------------------------------------------------------
     def fact(self, fact_id: str) -> Fact:
         with self._tx(write=False) as db:
@@ -423,12 +461,14 @@ class SqliteStore:
                 jobs[r["status"]] = r["n"]
             open_conflicts = db.execute(QUERIES["count_open_conflicts"], params).fetchone()["n"]
             failed = self._load_jobs(db, "failed_jobs", params)
+            usage = db.execute(QUERIES["llm_usage"], params).fetchone()
         return StoreCounts(
             events=events,
             facts_by_status=facts,
             jobs_by_status=jobs,
             open_conflicts=open_conflicts,
             failed_jobs=tuple(failed),
+            llm_usage=LLMUsage(usage["calls"], usage["prompt_tokens"], usage["completion_tokens"]),
         )
 
     def iter_events(self, project: str | None) -> Iterator[Event]:
@@ -572,7 +612,7 @@ def _write(db: sqlite3.Connection, query: str, params: dict[str, Any], what: str
 
 
 # -- helpers ---------------------------------------------------------------------------------------
-def _json(values: Sequence[str]) -> str:
+def _json(values: Sequence[Any]) -> str:
     return json.dumps(list(values))
 
 

@@ -129,6 +129,9 @@ def job_from_row(row: sqlite3.Row, event_ids: tuple[str, ...]) -> Job:
         updated_at=parse_ts(row["updated_at"]),
         not_before=parse_opt_ts(row["not_before"]),
         event_ids=event_ids,
+        llm_calls=row["llm_calls"],
+        prompt_tokens=row["prompt_tokens"],
+        completion_tokens=row["completion_tokens"],
     )
 
 

@@ -126,19 +126,22 @@ SET status = 'pending', attempts = 0, error = NULL, not_before = NULL, heartbeat
 WHERE status IN ('done', 'failed') AND (:project IS NULL OR project = :project);
 
 -- name: jobs_by_ids
-SELECT id, project, subject, status, attempts, error, created_at, updated_at, not_before
+SELECT id, project, subject, status, attempts, error, created_at, updated_at, not_before,
+       llm_calls, prompt_tokens, completion_tokens
 FROM jobs
 WHERE id IN (SELECT value FROM json_each(:ids))
 ORDER BY created_at, id;
 
 -- name: jobs_list
-SELECT id, project, subject, status, attempts, error, created_at, updated_at, not_before
+SELECT id, project, subject, status, attempts, error, created_at, updated_at, not_before,
+       llm_calls, prompt_tokens, completion_tokens
 FROM jobs
 WHERE (:project IS NULL OR project = :project)
 ORDER BY created_at, id;
 
 -- name: failed_jobs
-SELECT id, project, subject, status, attempts, error, created_at, updated_at, not_before
+SELECT id, project, subject, status, attempts, error, created_at, updated_at, not_before,
+       llm_calls, prompt_tokens, completion_tokens
 FROM jobs
 WHERE status = 'failed' AND (:project IS NULL OR project = :project)
 ORDER BY created_at, id;
@@ -148,6 +151,20 @@ SELECT je.job_id, je.event_id
 FROM job_events AS je JOIN events AS e ON e.id = je.event_id
 WHERE je.job_id IN (SELECT value FROM json_each(:ids))
 ORDER BY je.job_id, e.occurred_at, e.id;
+
+-- name: add_job_usage
+UPDATE jobs
+SET llm_calls = llm_calls + :calls,
+    prompt_tokens = prompt_tokens + :prompt_tokens,
+    completion_tokens = completion_tokens + :completion_tokens
+WHERE id = :id;
+
+-- name: llm_usage
+SELECT coalesce(sum(llm_calls), 0) AS calls,
+       coalesce(sum(prompt_tokens), 0) AS prompt_tokens,
+       coalesce(sum(completion_tokens), 0) AS completion_tokens
+FROM jobs
+WHERE (:project IS NULL OR project = :project);
 
 -- name: count_jobs_by_status
 SELECT status, count(*) AS n FROM jobs
@@ -384,3 +401,14 @@ WHERE model_id = :model_id AND text_hash IN (SELECT value FROM json_each(:hashes
 -- name: cache_embedding
 INSERT OR IGNORE INTO embedding_cache (model_id, text_hash, vector)
 VALUES (:model_id, :text_hash, :vector);
+
+-- ---------------------------------------------------------------------------------------------
+-- extraction cache
+
+-- name: cached_extractions
+SELECT event_id, candidates FROM extractions
+WHERE extractor = :extractor AND event_id IN (SELECT value FROM json_each(:ids));
+
+-- name: cache_extraction
+INSERT OR REPLACE INTO extractions (extractor, event_id, candidates, created_at)
+VALUES (:extractor, :event_id, :candidates, :now);

@@ -1,0 +1,124 @@
+"""What every provider adapter shares: the retry policy, the HTTP status rules, and how a
+failure is reported. Providers differ in their wire protocol, not in how they fail.
+
+Only transient failures are retried here (transport errors, timeouts, 5xx, 408, 429); any
+other 4xx is a deterministic refusal and fails at once. When retries run out, the error
+reaches the engine, which fails the job (events intact) and, on a 429, stops the run.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from distill.errors import ProviderError, RateLimited, TransientProviderError
+
+log = logging.getLogger("distill.llm")
+
+T = TypeVar("T")
+
+DEFAULT_TIMEOUT = 120.0  # seconds per request: a local model on a CPU can be slow, not forever
+DEFAULT_MAX_TOKENS = 4096  # room for the facts of a full batch of events
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently one call is retried.
+
+    `attempts` counts the first try. Waits double from `base_delay` (with ±25% jitter, so
+    that workers hitting one rate limit do not come back in step), and no wait is longer than
+    `max_delay`, including one a provider asks for in `Retry-After`.
+    """
+
+    attempts: int = 3
+    base_delay: float = 1.0
+    max_delay: float = 20.0
+    sleep: Callable[[float], None] = field(default=time.sleep, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError("a retry policy needs at least one attempt")
+
+    def delay(self, attempt: int, asked: float | None) -> float:
+        if asked is not None and asked >= 0:
+            return min(float(asked), self.max_delay)
+        wait = self.base_delay * 2 ** (attempt - 1) * random.uniform(0.75, 1.25)
+        return float(min(wait, self.max_delay))
+
+
+def with_retries(call: Callable[[], T], policy: RetryPolicy, what: str) -> T:
+    """Run `call`, retrying transient provider errors; the last error is raised as is."""
+    for attempt in range(1, policy.attempts + 1):
+        try:
+            return call()
+        except TransientProviderError as exc:
+            if attempt == policy.attempts:
+                raise
+            wait = policy.delay(attempt, exc.retry_after)
+            log.warning(
+                "%s failed (%s); retry %d of %d in %.1f s",
+                what,
+                exc,
+                attempt,
+                policy.attempts - 1,
+                wait,
+            )
+            policy.sleep(wait)
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds from a `Retry-After` header (delta-seconds form), or `retry-after-ms`."""
+    if not headers:
+        return None
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        raw = headers.get(name)
+        if raw is None:
+            continue
+        try:
+            return float(raw) * scale
+        except ValueError:
+            continue  # an HTTP date: not worth parsing, the backoff applies
+    return None
+
+
+def status_error(
+    provider: str,
+    status: int,
+    detail: str,
+    headers: Mapping[str, str] | None = None,
+    hint: str = "",
+) -> ProviderError:
+    """The Distill error for an HTTP error status: transient ones are worth retrying."""
+    detail = " ".join(detail.split())[:300]
+    message = f"{provider} answered HTTP {status}: {detail}" if detail else f"{provider} {status}"
+    if status == 429:
+        return RateLimited(message, retry_after(headers))
+    if status == 408 or status >= 500:
+        return TransientProviderError(message, retry_after(headers))
+    if status in (401, 403):
+        return ProviderError(
+            f"{message} (check the API key: DISTILL_LLM_API_KEY or the provider's own variable)"
+        )
+    if status == 404 and hint:
+        return ProviderError(f"{message} ({hint})")
+    return ProviderError(message)
+
+
+def error_detail(exc: Any) -> str:
+    """The server's own message from an SDK's status error: the `error.message` of a JSON
+    error body (OpenAI and Anthropic both use that shape), else the raw response text."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])
+        if isinstance(inner, str):
+            return inner
+    response = getattr(exc, "response", None)
+    text = getattr(response, "text", None)
+    return text if isinstance(text, str) and text else str(exc)

@@ -1,0 +1,125 @@
+"""Ollama's native chat API (`/api/chat`). The candidate schema goes in `format`, which Ollama
+turns into a grammar that constrains sampling: the model cannot emit anything else, which
+matters most for the small models people run on a laptop."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from distill.adapters.llm.calls import (
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_TIMEOUT,
+    RetryPolicy,
+    status_error,
+    with_retries,
+)
+from distill.core.extraction import estimate_tokens
+from distill.errors import MalformedAnswer, MissingDependency, TransientProviderError
+from distill.ports import Completion
+
+DEFAULT_HOST = "http://localhost:11434"
+DEFAULT_MODEL = "llama3.2"
+
+
+class OllamaChat:
+    """An LLM served by Ollama.
+
+    Args:
+        model: a model Ollama has pulled (``ollama pull llama3.2``).
+        base_url: where Ollama listens; ``http://localhost:11434`` by default.
+        api_key: sent as a bearer token, for an Ollama behind an authenticating proxy.
+        timeout: seconds one request may take (the first call also loads the model).
+        retry: how transient failures (transport, timeouts, 5xx, 408, 429) are retried.
+        keep_alive: how long Ollama keeps the model loaded after a call.
+    """
+
+    provider = "ollama"
+    json_mode = True
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        retry: RetryPolicy | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        temperature: float = 0.0,
+        keep_alive: str = "10m",
+    ) -> None:
+        try:
+            import httpx
+            import ollama
+        except ImportError as exc:
+            raise MissingDependency(
+                "the ollama provider needs the Ollama SDK: pip install 'distill[ollama]'"
+            ) from exc
+        self._sdk = ollama
+        self._httpx = httpx
+        self.base_url = (base_url or DEFAULT_HOST).rstrip("/")
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+        self._client = ollama.Client(host=self.base_url, timeout=timeout, headers=headers)
+        self.model = model
+        self.model_id = f"ollama/{model}"
+        self.retry = retry or RetryPolicy()
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.keep_alive = keep_alive
+
+    def __repr__(self) -> str:  # never the key
+        return f"OllamaChat(model={self.model!r}, base_url={self.base_url!r})"
+
+    def complete(
+        self, system: str, prompt: str, schema: dict[str, Any] | None = None
+    ) -> Completion:
+        messages = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": prompt},
+        ]
+        return with_retries(
+            lambda: self._call(messages, schema), self.retry, f"{self.model_id} at {self.base_url}"
+        )
+
+    def _call(self, messages: list[dict[str, str]], schema: dict[str, Any] | None) -> Completion:
+        sdk, httpx = self._sdk, self._httpx
+        try:
+            response = self._client.chat(
+                model=self.model,
+                messages=messages,
+                format=schema,
+                stream=False,
+                options={"temperature": self.temperature, "num_predict": self.max_tokens},
+                keep_alive=self.keep_alive,
+            )
+        except sdk.ResponseError as exc:
+            raise status_error(
+                self.model_id,
+                exc.status_code,
+                exc.error,
+                hint=f"has the model been pulled? ollama pull {self.model}",
+            ) from exc
+        except httpx.TimeoutException as exc:
+            raise TransientProviderError(f"{self.model_id}: request timed out") from exc
+        except (ConnectionError, httpx.TransportError) as exc:
+            raise TransientProviderError(
+                f"{self.model_id}: cannot reach Ollama at {self.base_url} "
+                f"(is `ollama serve` running?): {exc}"
+            ) from exc
+        except (ValueError, TypeError) as exc:  # a body that is not Ollama's JSON
+            raise MalformedAnswer(f"{self.model_id}: unreadable response ({exc})") from exc
+        try:
+            text = response.message.content or ""
+        except AttributeError as exc:
+            raise MalformedAnswer(f"{self.model_id}: the response has no message") from exc
+        if getattr(response, "done_reason", None) == "length":
+            raise MalformedAnswer(
+                f"{self.model_id}: the answer was cut at max_tokens={self.max_tokens}"
+            )
+        prompt_tokens = response.prompt_eval_count
+        completion_tokens = response.eval_count
+        if prompt_tokens is None:
+            prompt_tokens = sum(estimate_tokens(m["content"]) for m in messages)
+        if completion_tokens is None:
+            completion_tokens = estimate_tokens(text)
+        return Completion(text, prompt_tokens, completion_tokens)

@@ -114,7 +114,7 @@ def consolidate_once(
 
     with (
         tempfile.TemporaryDirectory() as tmp,
-        Memory(Path(tmp) / "bench.db", embedder=embedder_name) as mem,
+        Memory(Path(tmp) / "bench.db", embedder=embedder_name, embed_events=True) as mem,
     ):
         t0 = time.perf_counter()
         for start in range(0, len(events), 1000):

@@ -103,7 +103,7 @@ class Engine:
         clock: Clock,
         max_distance: float,
         new_id: Callable[[], str] | None = None,
-        embed_events: bool = True,
+        embed_events: bool = False,
     ) -> None:
         self.embed_events = embed_events
         self.store = store
@@ -178,15 +178,11 @@ class Engine:
             (job, sorted(self.store.events(job.event_ids), key=lambda e: (e.occurred_at, e.id)))
             for job in jobs
         ]
-        # The events' texts first, in one call: they are stored as derived data, and they
-        # rank which known facts a model is shown with them.
+        # Event texts, when they are to be stored, in one call for the whole batch.
         texts = sorted(
-            {
-                e.text
-                for _, events in loaded
-                for e in events
-                if e.text.strip() and (self.embed_events or self.extraction.route(e) == "llm")
-            }
+            {e.text for _, events in loaded for e in events if e.text.strip()}
+            if self.embed_events
+            else set()
         )
         try:
             vectors = self.embed(texts)
@@ -274,12 +270,18 @@ class Engine:
         return answers
 
     def _context(self, job: Job, batch: Sequence[Event], vectors: dict[str, Vector]) -> list[Fact]:
-        """The subject's active facts nearest in meaning to any event of the batch, nearest
-        first, at most CONTEXT_FACTS: what the model needs to reuse a predicate or to
-        supersede, without paying for every fact the subject has."""
-        rows = [vectors[e.text] for e in batch if e.text in vectors]
+        """What the model is shown so it can reuse a predicate or supersede: the subject's
+        active state facts, all of them when they fit in CONTEXT_FACTS, else the ones nearest
+        in meaning to any event of the batch, nearest first. Only then are the events'
+        texts embedded: most subjects never pay for it."""
+        recent = self.store.active_facts(job.project, job.subject, CONTEXT_FACTS + 1)
+        if len(recent) <= CONTEXT_FACTS:
+            return recent
+        texts = [e.text for e in batch if e.text.strip()]
+        vectors.update(self.embed([t for t in texts if t not in vectors]))
+        rows = [vectors[t] for t in texts]
         if not rows:
-            return []
+            return recent[:CONTEXT_FACTS]
         hoods = self.store.nearest_facts(
             job.project, job.subject, np.stack(rows), CONTEXT_FACTS, self.embedder.model_id
         )

@@ -151,7 +151,8 @@ class Memory:
             ``anthropic``, ``fake``) built with its defaults.
         extractor: ``auto`` | ``claims`` | ``text`` | ``llm``.
         max_distance: cosine distance under which two predicate names are one attribute.
-        embed_events: store each event's embedding (derived data, for episodic recall).
+        embed_events: also embed and store each event's text (derived data for episodic
+            recall, which nothing in this build reads yet; about one model call per event).
         batch_events, batch_tokens: how many events of a job one LLM call may cover, and
             about how many tokens of their text.
     """
@@ -166,7 +167,7 @@ class Memory:
         clock: Clock | None = None,
         max_distance: float = SEMANTIC_MATCH_MAX_DISTANCE,
         new_id: Callable[[], str] | None = None,
-        embed_events: bool = True,
+        embed_events: bool = False,
         batch_events: int = BATCH_EVENTS,
         batch_tokens: int = BATCH_TOKENS,
     ) -> None:

@@ -492,12 +492,15 @@ def test_memories_by_norm_returns_live_memories(store: Store) -> None:
     assert store.memories_by_norm(PROJECT, "bob", ["h-tea"]) == []
 
 
-def test_active_facts_newest_reinforced_first(store: Store) -> None:
+def test_active_facts_are_state_facts_newest_reinforced_first(store: Store) -> None:
     facts = [
         make_fact(f"p{i}", {"v": i}, last_reinforced_at=at(i), valid_from=T0) for i in range(5)
     ]
     create(
-        store, *facts, make_fact("gone", status=FactStatus.SUPERSEDED, last_reinforced_at=at(99))
+        store,
+        *facts,
+        make_fact("gone", status=FactStatus.SUPERSEDED, last_reinforced_at=at(99)),
+        make_fact("trip", {"to": "Rome"}, kind=FactKind.EVENT, last_reinforced_at=at(98)),
     )
     assert fact_ids(store.active_facts(PROJECT, SUBJECT, 3)) == [f.id for f in facts[::-1][:3]]
 

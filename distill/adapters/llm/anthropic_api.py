@@ -50,7 +50,6 @@ class AnthropicMessages:
         timeout: float = DEFAULT_TIMEOUT,
         retry: RetryPolicy | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
-        temperature: float = 0.0,
     ) -> None:
         try:
             import anthropic
@@ -72,7 +71,6 @@ class AnthropicMessages:
         self.base_url = str(self._client.base_url)
         self.retry = retry or RetryPolicy()
         self.max_tokens = max_tokens
-        self.temperature = temperature
 
     def __repr__(self) -> str:  # never the key
         return f"AnthropicMessages(model={self.model!r}, base_url={self.base_url!r})"
@@ -83,7 +81,6 @@ class AnthropicMessages:
         request: dict[str, Any] = {
             "model": self.model,
             "max_tokens": self.max_tokens,
-            "temperature": self.temperature,
             "system": system,
             "messages": [{"role": "user", "content": prompt}],
         }

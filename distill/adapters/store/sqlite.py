@@ -314,7 +314,7 @@ class SqliteStore:
             return {(r["event_id"], r["claim_hash"]) for r in found}
 
     def active_facts(self, project: str, subject: str, limit: int) -> list[Fact]:
-        """Active facts of the subject, most recently reinforced first."""
+        """Active state facts of the subject, most recently reinforced first."""
         params = {"project": project, "subject": subject, "limit": limit}
         with self._tx(write=False) as db:
             return [rows.fact_from_row(r) for r in db.execute(QUERIES["active_facts"], params)]

@@ -272,7 +272,7 @@ ORDER BY v.fact_id;
 
 -- name: active_facts
 SELECT * FROM facts
-WHERE project = :project AND subject = :subject AND status = 'active'
+WHERE project = :project AND subject = :subject AND status = 'active' AND kind = 'state'
 ORDER BY last_reinforced_at DESC, id
 LIMIT :limit;
 

@@ -1,0 +1,237 @@
+"""A real HTTP server on 127.0.0.1 that speaks an LLM provider's wire protocol from a script.
+
+Tests point the real SDK-backed providers at it, so requests go through the real client,
+real sockets and real JSON. Each request is recorded (method, path, headers, JSON body); each
+response is taken from the script in order (or the `default` when the script is empty):
+
+    with ScriptedServer(default=openai_reply('{"facts": []}')) as server:
+        server.script(Reply(429, {"error": {"message": "slow down"}}, {"Retry-After": "0"}))
+        llm = OpenAICompatible("m", base_url=server.url + "/v1", retry=NO_WAIT)
+
+A reply can also be a callable that receives the recorded request and returns a Reply, so a
+scripted model can answer by what the prompt says.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Request:
+    method: str
+    path: str
+    headers: dict[str, str]  # lower-case names
+    body: Any  # parsed JSON, or the raw text when it is not JSON
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int = 200
+    body: Any = None  # dict/list → JSON; str/bytes → sent as is
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0  # seconds to wait before answering (slow or hanging servers)
+    content_type: str = "application/json"
+
+
+Script = Reply | Callable[[Request], Reply]
+
+
+class ScriptedServer:
+    def __init__(self, default: Script | None = None) -> None:
+        self.default = default or Reply(500, {"error": {"message": "nothing scripted"}})
+        self.requests: list[Request] = []
+        self._script: deque[Script] = deque()
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def script(self, *replies: Script) -> ScriptedServer:
+        with self._lock:
+            self._script.extend(replies)
+        return self
+
+    def __enter__(self) -> ScriptedServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _next(self, request: Request) -> Reply:
+        with self._lock:
+            self.requests.append(request)
+            step = self._script.popleft() if self._script else self.default
+        return step(request) if callable(step) else step
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            # Headers and body go out in two writes: without this, Nagle's algorithm and the
+            # client's delayed ACK add ~40 ms to every response.
+            disable_nagle_algorithm = True
+
+            def log_message(self, format: str, *args: Any) -> None:  # quiet
+                pass
+
+            def _serve(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length).decode("utf-8") if length else ""
+                try:
+                    body: Any = json.loads(raw) if raw else None
+                except json.JSONDecodeError:
+                    body = raw
+                request = Request(
+                    self.command,
+                    self.path,
+                    {k.lower(): v for k, v in self.headers.items()},
+                    body,
+                )
+                reply = server._next(request)
+                if reply.delay:
+                    time.sleep(reply.delay)
+                payload = reply.body
+                if isinstance(payload, dict | list):
+                    data = json.dumps(payload).encode()
+                elif isinstance(payload, str):
+                    data = payload.encode()
+                else:
+                    data = payload or b""
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", reply.content_type)
+                    self.send_header("Content-Length", str(len(data)))
+                    for name, value in reply.headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout test): nothing to answer
+
+            do_GET = do_POST = _serve
+
+        return Handler
+
+
+# -- replies in each provider's protocol ---------------------------------------------------------
+
+
+def openai_reply(
+    content: str,
+    prompt_tokens: int = 100,
+    completion_tokens: int = 20,
+    finish_reason: str = "stop",
+    model: str = "test-model",
+) -> Reply:
+    """A `/v1/chat/completions` success, as OpenAI and compatible servers send it."""
+    return Reply(
+        200,
+        {
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "created": 1_700_000_000,
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": finish_reason,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        },
+    )
+
+
+def openai_error(status: int, message: str, headers: dict[str, str] | None = None) -> Reply:
+    return Reply(
+        status,
+        {"error": {"message": message, "type": "invalid_request_error", "code": None}},
+        headers or {},
+    )
+
+
+def ollama_reply(
+    content: str,
+    prompt_eval_count: int = 100,
+    eval_count: int = 20,
+    done_reason: str = "stop",
+    model: str = "llama3.2",
+) -> Reply:
+    """An `/api/chat` success with `stream: false`."""
+    return Reply(
+        200,
+        {
+            "model": model,
+            "created_at": "2024-05-01T10:00:00.000000Z",
+            "message": {"role": "assistant", "content": content},
+            "done": True,
+            "done_reason": done_reason,
+            "total_duration": 1_000_000,
+            "prompt_eval_count": prompt_eval_count,
+            "eval_count": eval_count,
+        },
+    )
+
+
+def ollama_error(status: int, message: str) -> Reply:
+    return Reply(status, {"error": message})
+
+
+def anthropic_reply(
+    tool_input: Any | None = None,
+    text: str | None = None,
+    input_tokens: int = 100,
+    output_tokens: int = 20,
+    stop_reason: str = "tool_use",
+    model: str = "claude-test",
+) -> Reply:
+    """A `/v1/messages` success: a `record_facts` tool call, or a text block."""
+    content: list[dict[str, Any]] = []
+    if text is not None:
+        content.append({"type": "text", "text": text})
+    if tool_input is not None:
+        content.append(
+            {"type": "tool_use", "id": "toolu_test", "name": "record_facts", "input": tool_input}
+        )
+    return Reply(
+        200,
+        {
+            "id": "msg_test",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": content,
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+        },
+    )
+
+
+def anthropic_error(
+    status: int, kind: str, message: str, headers: dict[str, str] | None = None
+) -> Reply:
+    return Reply(
+        status, {"type": "error", "error": {"type": kind, "message": message}}, headers or {}
+    )

@@ -87,14 +87,30 @@ class LLMExtractor:
         model found nothing durable). An unparseable answer raises `MalformedAnswer`: the
         batches already answered have been yielded, nothing of this one is."""
         for batch in plan_batches(events, self.batch_tokens, self.batch_events):
-            prompt = render_prompt(self.template, subject, batch, context(batch))
-            answer = self.llm.complete(self.system, prompt, CANDIDATE_SCHEMA)
-            usage.add(answer)
-            try:
-                raw = parse_answer(answer.text)
-            except UnparseableAnswer as exc:
-                raise MalformedAnswer(f"{self.llm.model_id}: {exc}") from exc
-            yield attribute(raw, batch)
+            yield from self._ask(subject, batch, context, usage)
+
+    def _ask(
+        self, subject: str, batch: Sequence[Event], context: Context, usage: LLMUsage
+    ) -> Iterator[dict[str, list[Any]]]:
+        prompt = render_prompt(self.template, subject, batch, context(batch))
+        answer = self.llm.complete(self.system, prompt, CANDIDATE_SCHEMA)
+        usage.add(answer)
+        if answer.truncated:
+            if len(batch) > 1:  # too many facts for one answer: ask for each half
+                log.info("answer cut at the output limit; splitting %d events", len(batch))
+                half = len(batch) // 2
+                yield from self._ask(subject, batch[:half], context, usage)
+                yield from self._ask(subject, batch[half:], context, usage)
+                return
+            raise MalformedAnswer(
+                f"{self.llm.model_id}: the answer for one event was cut at the model's "
+                "output limit; raise the provider's max_tokens"
+            )
+        try:
+            raw = parse_answer(answer.text)
+        except UnparseableAnswer as exc:
+            raise MalformedAnswer(f"{self.llm.model_id}: {exc}") from exc
+        yield attribute(raw, batch)
 
 
 @dataclass(frozen=True)

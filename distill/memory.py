@@ -176,6 +176,8 @@ class Memory:
         self.clock: Clock = clock or SystemClock()
         self._new_id = new_id or ids.new_id
         model = make_llm(llm) if isinstance(llm, str) else llm
+        # A model built here from its name is closed with the Memory; one passed in is not.
+        self._owned_llm = model if isinstance(llm, str) else None
         extraction = make_extraction(extractor, model, batch_events, batch_tokens)
         self.embedder = make_embedder(embedder)
         self.store, self.database = open_store(url)
@@ -192,6 +194,7 @@ class Memory:
     # -- lifecycle ---------------------------------------------------------------------------------
     def close(self) -> None:
         self.store.close()
+        close_llm(self._owned_llm)
 
     def __enter__(self) -> Memory:
         return self
@@ -350,6 +353,13 @@ class Memory:
             return
         validate(plan, project, subject)
         self.store.apply(plan, None, audit_entries(plan, None, self.clock.now(), self._new_id))
+
+
+def close_llm(llm: LLM | None) -> None:
+    """Close a provider's HTTP connections, if it holds any."""
+    close = getattr(llm, "close", None)
+    if callable(close):
+        close()
 
 
 def _parse_time(value: datetime | str) -> datetime:

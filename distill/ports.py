@@ -54,6 +54,7 @@ class Completion:
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    truncated: bool = False  # the model stopped at its output limit: the text is cut
 
 
 @dataclass

@@ -52,12 +52,23 @@ class ScriptedServer:
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
+
+    def reset(self, default: Script | None = None) -> ScriptedServer:
+        """Forget the recorded requests and the script, for the next test on this server."""
+        with self._lock:
+            self.requests.clear()
+            self._script.clear()
+            if default is not None:
+                self.default = default
+        return self
 
     def script(self, *replies: Script) -> ScriptedServer:
         with self._lock:

@@ -25,7 +25,7 @@ from distill.adapters.llm import PROVIDERS, make_llm
 from distill.core.models import ConflictSet, EventIn, Fact
 from distill.errors import DistillError, InvalidInput
 from distill.extractors import EXTRACTORS
-from distill.memory import Memory, explain_validation
+from distill.memory import Memory, close_llm, explain_validation
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -119,13 +119,16 @@ def cli(
 def memory(ctx: click.Context) -> Iterator[Memory]:
     # The key comes from the environment only: an option would show it in `ps` and history.
     llm = make_llm(api_key=os.environ.get("DISTILL_LLM_API_KEY") or None, **ctx.obj["llm"])
-    mem = Memory(
-        ctx.obj["db"], embedder=ctx.obj["embedder"], llm=llm, extractor=ctx.obj["extractor"]
-    )
     try:
-        yield mem
+        mem = Memory(
+            ctx.obj["db"], embedder=ctx.obj["embedder"], llm=llm, extractor=ctx.obj["extractor"]
+        )
+        try:
+            yield mem
+        finally:
+            mem.close()
     finally:
-        mem.close()
+        close_llm(llm)
 
 
 def emit(data: Any) -> None:

@@ -16,6 +16,7 @@ from distill.adapters.llm.fake import FakeLLM
 from distill.core.extraction import estimate_tokens
 from distill.core.models import FactStatus, JobStatus
 from distill.engine import RETRY_BASE
+from distill.ports import Completion
 from tests.factories import at
 
 if TYPE_CHECKING:
@@ -339,3 +340,54 @@ def test_report_counts_llm_calls_and_tokens(make_memory: MemoryFactory, clock: F
     counters = report.counters()
     assert counters["llm_calls"] == 3
     assert counters["prompt_tokens"] == report.prompt_tokens
+
+
+# -- answers cut at the output limit -------------------------------------------------------------
+
+
+def test_an_answer_cut_at_the_output_limit_is_asked_again_in_halves(
+    make_memory: MemoryFactory,
+) -> None:
+    """A batch whose facts do not fit in the model's answer is split and asked again, so no
+    fact is lost to a cut answer; every call, the cut one included, is counted."""
+    texts = [f"I have {n} cats" for n in range(1, 5)]
+    cut = Completion('{"facts": [{"message": 1, "predicate": "cat_co', 900, 4000, truncated=True)
+
+    def by_message(prompt: str) -> str:
+        shown = [t for t in texts if t in prompt]
+        return answer(
+            *(
+                fact("cat_count", {"count": int(t.split()[2])}, t, message=n, kind="event")
+                for n, t in enumerate(shown, start=1)
+            )
+        )
+
+    llm = FakeLLM(default=by_message).enqueue(cut)
+    mem = make_memory(llm=llm, extractor="llm")
+    mem.add_events(
+        [{"subject": "alice", "text": t, "occurred_at": at(i)} for i, t in enumerate(texts)]
+    )
+
+    report = mem.consolidate()
+
+    assert report.jobs_done == 1
+    assert [len([t for t in texts if t in c.prompt]) for c in llm.calls] == [4, 2, 2]
+    assert report.llm_calls == 3
+    assert report.completion_tokens >= 4000
+    assert sorted(f.value["count"] for f in mem.facts(subject="alice") if f.value) == [1, 2, 3, 4]
+
+
+def test_a_single_event_answer_cut_at_the_output_limit_fails_the_job(
+    make_memory: MemoryFactory,
+) -> None:
+    """When even one event's answer does not fit, the job fails with a message that says
+    what to change; nothing of the cut answer is applied and the event stays."""
+    llm = FakeLLM().enqueue(Completion('{"facts": [{"pred', 100, 64, truncated=True))
+    mem = make_memory(llm=llm, extractor="llm")
+    mem.add_event(subject="alice", text=LYON)
+
+    report = mem.consolidate()
+
+    assert report.jobs_failed == 1
+    assert "max_tokens" in (only_job(mem).error or "")
+    assert mem.facts(include_retired=True) == []

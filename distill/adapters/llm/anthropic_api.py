@@ -62,6 +62,7 @@ class AnthropicMessages:
             raise ConfigurationError(
                 "the anthropic provider needs an API key: DISTILL_LLM_API_KEY or ANTHROPIC_API_KEY"
             )
+        self._secret = key
         self._sdk = anthropic
         self._client = anthropic.Anthropic(
             api_key=key, base_url=base_url, timeout=timeout, max_retries=0
@@ -114,8 +115,9 @@ class AnthropicMessages:
                 error_detail(exc),
                 exc.response.headers,
                 hint="is the model name right?",
+                secret=self._secret,
             ) from exc
-        except sdk.APIResponseValidationError as exc:
+        except (sdk.APIResponseValidationError, json.JSONDecodeError) as exc:
             raise MalformedAnswer(f"{self.model_id}: unreadable response ({exc})") from exc
         return self._read(response)
 
@@ -127,10 +129,6 @@ class AnthropicMessages:
             raise MalformedAnswer(
                 f"{self.model_id}: the response has no content ({str(response)[:200]!r})"
             ) from exc
-        if stop == "max_tokens":
-            raise MalformedAnswer(
-                f"{self.model_id}: the answer was cut at max_tokens={self.max_tokens}"
-            )
         tool = [b for b in blocks if getattr(b, "type", None) == "tool_use"]
         if tool:
             text = json.dumps(getattr(tool[0], "input", None))
@@ -142,4 +140,8 @@ class AnthropicMessages:
             for name in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
         )
         completion_tokens = getattr(usage, "output_tokens", None) or 0
-        return Completion(text, prompt_tokens, completion_tokens)
+        return Completion(text, prompt_tokens, completion_tokens, truncated=stop == "max_tokens")
+
+    def close(self) -> None:
+        """Close the HTTP connections this provider holds."""
+        self._client.close()

@@ -86,15 +86,23 @@ def retry_after(headers: Mapping[str, str] | None) -> float | None:
     return None
 
 
+def redact(text: str, secret: str | None) -> str:
+    """`text` with every occurrence of `secret` masked: servers sometimes echo the key."""
+    if not secret or len(secret) < 4:
+        return text
+    return text.replace(secret, secret[:3] + "***")
+
+
 def status_error(
     provider: str,
     status: int,
     detail: str,
     headers: Mapping[str, str] | None = None,
     hint: str = "",
+    secret: str | None = None,
 ) -> ProviderError:
     """The Distill error for an HTTP error status: transient ones are worth retrying."""
-    detail = " ".join(detail.split())[:300]
+    detail = redact(" ".join(detail.split())[:300], secret)
     message = f"{provider} answered HTTP {status}: {detail}" if detail else f"{provider} {status}"
     if status == 429:
         return RateLimited(message, retry_after(headers))

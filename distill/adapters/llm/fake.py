@@ -17,7 +17,7 @@ from typing import Any
 from distill.core.extraction import estimate_tokens, split_sentences
 from distill.ports import Completion
 
-Answer = str | dict[str, Any] | list[Any] | Exception | Callable[[str], str]
+Answer = str | dict[str, Any] | list[Any] | Exception | Completion | Callable[[str], str]
 
 
 @dataclass
@@ -29,7 +29,8 @@ class Call:
 
 @dataclass
 class FakeLLM:
-    """Answers in order; an `Exception` in the queue is raised; a callable gets the prompt.
+    """Answers in order; an `Exception` in the queue is raised; a `Completion` is returned as
+    it is (to script token counts or a truncated answer); a callable gets the prompt.
 
     When the queue is empty the `default` answer is used (no facts).
     """
@@ -51,6 +52,8 @@ class FakeLLM:
         answer = self.answers.popleft() if self.answers else self.default
         if isinstance(answer, Exception):
             raise answer
+        if isinstance(answer, Completion):
+            return answer
         if callable(answer):
             answer = answer(prompt)
         text = answer if isinstance(answer, str) else json.dumps(answer)

@@ -4,6 +4,8 @@ matters most for the small models people run on a laptop."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 from typing import Any
 
 from distill.adapters.llm.calls import (
@@ -26,7 +28,8 @@ class OllamaChat:
 
     Args:
         model: a model Ollama has pulled (``ollama pull llama3.2``).
-        base_url: where Ollama listens; ``http://localhost:11434`` by default.
+        base_url: where Ollama listens; ``OLLAMA_HOST`` or ``http://localhost:11434`` by
+            default.
         api_key: sent as a bearer token, for an Ollama behind an authenticating proxy.
         timeout: seconds one request may take (the first call also loads the model).
         retry: how transient failures (transport, timeouts, 5xx, 408, 429) are retried.
@@ -57,7 +60,8 @@ class OllamaChat:
             ) from exc
         self._sdk = ollama
         self._httpx = httpx
-        self.base_url = (base_url or DEFAULT_HOST).rstrip("/")
+        self.base_url = (base_url or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST).rstrip("/")
+        self._secret = api_key
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
         self._client = ollama.Client(host=self.base_url, timeout=timeout, headers=headers)
         self.model = model
@@ -98,6 +102,7 @@ class OllamaChat:
                 exc.status_code,
                 exc.error,
                 hint=f"has the model been pulled? ollama pull {self.model}",
+                secret=self._secret,
             ) from exc
         except httpx.TimeoutException as exc:
             raise TransientProviderError(f"{self.model_id}: request timed out") from exc
@@ -112,14 +117,20 @@ class OllamaChat:
             text = response.message.content or ""
         except AttributeError as exc:
             raise MalformedAnswer(f"{self.model_id}: the response has no message") from exc
-        if getattr(response, "done_reason", None) == "length":
-            raise MalformedAnswer(
-                f"{self.model_id}: the answer was cut at max_tokens={self.max_tokens}"
-            )
         prompt_tokens = response.prompt_eval_count
         completion_tokens = response.eval_count
         if prompt_tokens is None:
             prompt_tokens = sum(estimate_tokens(m["content"]) for m in messages)
         if completion_tokens is None:
             completion_tokens = estimate_tokens(text)
-        return Completion(text, prompt_tokens, completion_tokens)
+        truncated = getattr(response, "done_reason", None) == "length"
+        return Completion(text, prompt_tokens, completion_tokens, truncated=truncated)
+
+    def close(self) -> None:
+        """Close the HTTP connections this provider holds."""
+        self._client.close()  # type: ignore[no-untyped-call]
+
+    def __del__(self) -> None:
+        # The OpenAI and Anthropic clients close themselves when discarded; Ollama's does not.
+        with contextlib.suppress(Exception):
+            self.close()

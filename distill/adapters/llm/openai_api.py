@@ -9,6 +9,7 @@ and that form is kept for the rest of the session.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from typing import Any, Literal
@@ -74,6 +75,7 @@ class OpenAICompatible:
                     "OPENAI_API_KEY), or a base_url for a local server that needs none"
                 )
             key = "unused"  # local servers ignore it; the SDK insists on one
+        self._secret = key
         if structured not in ("auto", "json_schema", "json_object", "none"):
             raise ConfigurationError(f"unknown structured output form {structured!r}")
         self._sdk = openai
@@ -143,8 +145,9 @@ class OpenAICompatible:
                     error_detail(exc),
                     exc.response.headers,
                     hint="is the model name right for this server?",
+                    secret=self._secret,
                 ) from exc
-            except sdk.APIResponseValidationError as exc:
+            except (sdk.APIResponseValidationError, json.JSONDecodeError) as exc:
                 raise MalformedAnswer(f"{self.model_id}: unreadable response ({exc})") from exc
             return self._read(response, messages)
 
@@ -173,10 +176,6 @@ class OpenAICompatible:
             raise MalformedAnswer(
                 f"{self.model_id}: the response has no message ({str(response)[:200]!r})"
             ) from exc
-        if finish == "length":
-            raise MalformedAnswer(
-                f"{self.model_id}: the answer was cut at max_tokens={self.max_tokens}"
-            )
         usage = getattr(response, "usage", None)
         prompt_tokens = getattr(usage, "prompt_tokens", None)
         completion_tokens = getattr(usage, "completion_tokens", None)
@@ -184,4 +183,8 @@ class OpenAICompatible:
             prompt_tokens = sum(estimate_tokens(m["content"]) for m in messages)
         if not isinstance(completion_tokens, int):
             completion_tokens = estimate_tokens(text)
-        return Completion(text, prompt_tokens, completion_tokens)
+        return Completion(text, prompt_tokens, completion_tokens, truncated=finish == "length")
+
+    def close(self) -> None:
+        """Close the HTTP connections this provider holds."""
+        self._client.close()

@@ -29,7 +29,7 @@ from distill.core.extraction import (
     validate_candidates,
 )
 from distill.core.models import Event, Fact, FactKind
-from distill.errors import ConfigurationError, MalformedAnswer
+from distill.errors import ConfigurationError, MalformedAnswer, ProviderError
 from distill.ports import LLM, LLMUsage
 
 log = logging.getLogger("distill.extract")
@@ -102,9 +102,10 @@ class LLMExtractor:
                 yield from self._ask(subject, batch[:half], context, usage)
                 yield from self._ask(subject, batch[half:], context, usage)
                 return
-            raise MalformedAnswer(
+            # Asking again would be cut again: this waits for a person (no automatic retry).
+            raise ProviderError(
                 f"{self.llm.model_id}: the answer for one event was cut at the model's "
-                "output limit; raise the provider's max_tokens"
+                "output limit; raise the provider's max_tokens, then replay"
             )
         try:
             raw = parse_answer(answer.text)

@@ -381,7 +381,8 @@ def test_a_single_event_answer_cut_at_the_output_limit_fails_the_job(
     make_memory: MemoryFactory,
 ) -> None:
     """When even one event's answer does not fit, the job fails with a message that says
-    what to change; nothing of the cut answer is applied and the event stays."""
+    what to change, and is not retried automatically (it would be cut again); nothing of the
+    cut answer is applied and the event stays."""
     llm = FakeLLM().enqueue(Completion('{"facts": [{"pred', 100, 64, truncated=True))
     mem = make_memory(llm=llm, extractor="llm")
     mem.add_event(subject="alice", text=LYON)
@@ -389,5 +390,7 @@ def test_a_single_event_answer_cut_at_the_output_limit_fails_the_job(
     report = mem.consolidate()
 
     assert report.jobs_failed == 1
-    assert "max_tokens" in (only_job(mem).error or "")
+    job = only_job(mem)
+    assert "max_tokens" in (job.error or "")
+    assert job.not_before is None  # no automatic retry
     assert mem.facts(include_retired=True) == []

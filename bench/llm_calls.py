@@ -194,7 +194,9 @@ def run(turns: list[Turn], every: int, embedder: str) -> dict[str, Any]:
     type=click.IntRange(min=1),
     help="Consolidate after this many events (repeatable; default 1, 10, 25).",
 )
-@click.option("--embedder", default="local", show_default=True, type=click.Choice(["local", "hashing"]))
+@click.option(
+    "--embedder", default="local", show_default=True, type=click.Choice(["local", "hashing"])
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def main(turns: int, cadences: tuple[int, ...], embedder: str, as_json: bool) -> None:
     loaded = load_turns(turns)

@@ -116,12 +116,22 @@ def cli(
 
 
 @contextmanager
-def memory(ctx: click.Context) -> Iterator[Memory]:
+def memory(ctx: click.Context, with_llm: bool = False) -> Iterator[Memory]:
+    """The Memory a command works on. Only the commands that talk about or to the model
+    build it: importing a provider's SDK takes a second or two."""
     # The key comes from the environment only: an option would show it in `ps` and history.
-    llm = make_llm(api_key=os.environ.get("DISTILL_LLM_API_KEY") or None, **ctx.obj["llm"])
+    config = ctx.obj["llm"]
+    llm = (
+        make_llm(api_key=os.environ.get("DISTILL_LLM_API_KEY") or None, **config)
+        if with_llm
+        else None
+    )
     try:
         mem = Memory(
-            ctx.obj["db"], embedder=ctx.obj["embedder"], llm=llm, extractor=ctx.obj["extractor"]
+            ctx.obj["db"],
+            embedder=ctx.obj["embedder"],
+            llm=llm,
+            extractor=ctx.obj["extractor"] if with_llm else "auto",
         )
         try:
             yield mem
@@ -227,7 +237,10 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 @click.pass_context
 def consolidate(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
     """Turn pending events into facts."""
-    with memory(ctx) as mem, progress_bar("consolidating", enabled=not as_json) as tick:
+    with (
+        memory(ctx, with_llm=True) as mem,
+        progress_bar("consolidating", enabled=not as_json) as tick,
+    ):
         report = mem.consolidate(dry_run=dry_run, progress=tick)
     if as_json:
         emit(report.to_dict())
@@ -434,8 +447,9 @@ def pin(ctx: click.Context, fact_id: str, unpin: bool, as_json: bool) -> None:
 @json_option
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
-    """Counts of events, facts, jobs and open conflicts; failed jobs with their errors."""
-    with memory(ctx) as mem:
+    """Counts of events, facts, jobs and open conflicts; failed jobs with their errors; LLM
+    calls and tokens spent."""
+    with memory(ctx, with_llm=True) as mem:
         data = mem.status().to_dict()
     if as_json:
         emit(data)

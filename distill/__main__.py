@@ -1,0 +1,5 @@
+"""`python -m distill` runs the command line."""
+
+from distill.service.cli import main
+
+main()

@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))  # the scripted server lives with the tests
 
 from distill import Memory  # noqa: E402
 from distill.adapters.llm.calls import RetryPolicy  # noqa: E402
-from distill.adapters.llm.openai_api import OpenAICompatible  # noqa: E402
+from distill.adapters.llm.openai import OpenAILLM  # noqa: E402
 from distill.core.extraction import estimate_tokens, split_sentences  # noqa: E402
 from tests.llm_server import Reply, Request, ScriptedServer, openai_reply  # noqa: E402
 
@@ -141,9 +141,7 @@ class AnnotatorModel:
 def run(turns: list[Turn], every: int, embedder: str) -> dict[str, Any]:
     model = AnnotatorModel(turns)
     with ScriptedServer(default=model) as server, tempfile.TemporaryDirectory() as tmp:
-        llm = OpenAICompatible(
-            "annotators", base_url=server.url + "/v1", retry=RetryPolicy(attempts=1)
-        )
+        llm = OpenAILLM("annotators", base_url=server.url + "/v1", retry=RetryPolicy(attempts=1))
         with Memory(Path(tmp) / "bench.db", embedder=embedder, llm=llm) as mem:
             mem.consolidate()  # open the store and load the model before timing
             per_event: list[float] = []
@@ -204,7 +202,7 @@ def main(turns: int, cadences: tuple[int, ...], embedder: str, as_json: bool) ->
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
-    console = Console()
+    console = Console(width=120)
     console.print(
         f"{len(loaded)} LoCoMo turns, one subject, embedder={embedder}, "
         f"{platform.machine()} Python {platform.python_version()}"

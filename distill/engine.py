@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -46,6 +46,7 @@ MAX_ATTEMPTS = 5  # a job that failed this many times stays failed until replaye
 RETRY_BASE = timedelta(seconds=30)  # backoff: 30 s, 60 s, 120 s, 240 s between attempts
 STALLED_AFTER = timedelta(minutes=10)  # a running job with no heartbeat for this long is reclaimed
 CLAIM_BATCH = 32  # jobs claimed per round trip
+OUTAGE_AFTER = 3  # jobs failed in a row by a provider, after its own retries, that end a run
 CONTEXT_FACTS = 20  # known facts shown with a batch of events, the most relevant first
 # Actions described in the report of a real run; the audit log has all of them. A dry run's
 # report lists every action: the plan is its whole point.
@@ -106,6 +107,8 @@ class Engine:
         embed_events: bool = False,
     ) -> None:
         self.embed_events = embed_events
+        # Model answers of dry runs, by (extractor key, event id), until a real run stores them.
+        self._dry_answers: dict[tuple[str, str], list[Any]] = {}
         self.store = store
         self.embedder = embedder
         self.extraction = extraction
@@ -145,8 +148,13 @@ class Engine:
         def decide(batch: Batch) -> None:
             nonlocal done
             for index, p in enumerate(batch.prepared):
-                self.store.heartbeat([q.job.id for q in batch.prepared[index:]], self.clock.now())
-                self._decide(p, batch.vectors, report)
+                rest = [q.job.id for q in batch.prepared[index:]]
+                try:
+                    self.store.heartbeat(rest, self.clock.now())
+                    self._decide(p, batch.vectors, report)
+                except BaseException:  # interrupted: what was not decided goes back to pending
+                    self.store.release_jobs(rest, self.clock.now())
+                    raise
                 done += 1
                 if progress:
                     progress(done, max(total, done))
@@ -162,12 +170,27 @@ class Engine:
         # state read under it, and its own events are never split across batches.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="distill-prepare") as pool:
             upcoming = pool.submit(self._next_batch, report)
-            while (batch := upcoming.result()) is not None:
-                if not batch.stopped:
-                    upcoming = pool.submit(self._next_batch, report)
-                decide(batch)
-                if batch.stopped:
-                    return
+            try:
+                while (batch := upcoming.result()) is not None:
+                    if not batch.stopped:
+                        upcoming = pool.submit(self._next_batch, report)
+                    decide(batch)
+                    if batch.stopped:
+                        return
+            except BaseException:
+                self._abandon(upcoming)
+                raise
+
+    def _abandon(self, upcoming: Future[Batch | None]) -> None:
+        """Put the jobs of a batch prepared for nothing (the run was interrupted) back."""
+        if upcoming.cancel():
+            return
+        try:
+            batch = upcoming.result()
+        except Exception:  # its jobs were failed or released where it broke
+            return
+        if batch is not None:
+            self.store.release_jobs([p.job.id for p in batch.prepared], self.clock.now())
 
     def _next_batch(self, report: Report) -> Batch | None:
         """Claim due jobs, extract them, and embed what they need, a call per step."""
@@ -207,32 +230,60 @@ class Engine:
         vectors: dict[str, Vector],
         report: Report,
     ) -> tuple[list[Prepared], bool]:
-        """Extract every claimed job. A rate limit stops the run: the jobs after it go back
-        to pending untouched; the ones already extracted are still applied."""
+        """Extract every claimed job. One failing job never stops the others, but a provider
+        that is rate limiting, or that failed OUTAGE_AFTER jobs in a row even after its own
+        retries, stops the run: the jobs after it go back to pending untouched (a run against
+        a dead server must end, not spend every job's retries); the ones already extracted
+        are still applied."""
         prepared: list[Prepared] = []
-        for index, (job, events) in enumerate(loaded):
-            usage = LLMUsage()
-            try:
-                prepared.append(self._prepare(job, events, vectors, usage))
-            except RateLimited as exc:
-                self._fail(job, exc, report)
-                rest = [j.id for j, _ in loaded[index + 1 :]]
-                self.store.release_jobs(rest, self.clock.now())
-                with report.lock:
-                    report.jobs_released += len(rest)
-                return prepared, True
-            except Exception as exc:  # one failing job never stops the others
-                self._fail(job, exc, report)
-            finally:
-                if usage:
-                    self.store.add_job_usage(job.id, usage)
-                    report.count_llm(usage)
+        outage = 0
+        try:
+            for index, (job, events) in enumerate(loaded):
+                rest = [j.id for j, _ in loaded[index:]]
+
+                def beat(rest: list[str] = rest) -> None:  # long LLM calls: keep the claim alive
+                    self.store.heartbeat(rest, self.clock.now())
+
+                usage = LLMUsage()
+                stop: Exception | None = None
+                try:
+                    beat()
+                    prepared.append(
+                        self._prepare(job, events, vectors, usage, beat, report.dry_run)
+                    )
+                    outage = 0
+                except TransientProviderError as exc:
+                    self._fail(job, exc, report)
+                    outage += 1
+                    if isinstance(exc, RateLimited) or outage >= OUTAGE_AFTER:
+                        stop = exc
+                except Exception as exc:
+                    self._fail(job, exc, report)
+                finally:
+                    if usage:
+                        self.store.add_job_usage(job.id, usage)
+                        report.count_llm(usage)
+                if stop is not None:
+                    log.error("stopping the run: %s", stop)
+                    self.store.release_jobs(rest[1:], self.clock.now())
+                    with report.lock:
+                        report.jobs_released += len(rest) - 1
+                    return prepared, True
+        except BaseException:  # interrupted (Ctrl-C): nothing of this batch will be decided
+            self.store.release_jobs([j.id for j, _ in loaded], self.clock.now())
+            raise
         return prepared, False
 
     def _prepare(
-        self, job: Job, events: list[Event], vectors: dict[str, Vector], usage: LLMUsage
+        self,
+        job: Job,
+        events: list[Event],
+        vectors: dict[str, Vector],
+        usage: LLMUsage,
+        beat: Callable[[], None],
+        dry_run: bool,
     ) -> Prepared:
-        answers = self._llm_answers(job, events, vectors, usage)
+        answers = self._llm_answers(job, events, vectors, usage, beat, dry_run)
         candidates: list[Candidate] = []
         rejections: list[Rejection] = []
         for event in events:
@@ -248,16 +299,32 @@ class Engine:
         return Prepared(job, events, candidates, rejections)
 
     def _llm_answers(
-        self, job: Job, events: Sequence[Event], vectors: dict[str, Vector], usage: LLMUsage
+        self,
+        job: Job,
+        events: Sequence[Event],
+        vectors: dict[str, Vector],
+        usage: LLMUsage,
+        beat: Callable[[], None],
+        dry_run: bool,
     ) -> dict[str, list[Any]]:
         """The model's raw candidates for each of the job's events that go to it. Answers
         are stored as each call returns, so a retried or replayed job asks only for the
-        events that have none yet: nothing new, no call."""
+        events that have none yet: nothing new, no call. A dry run's writes are rolled
+        back, so its answers are also kept in memory: the real run that follows applies
+        the plan the dry run showed, without asking again."""
         llm = self.extraction.llm
         asking = [e for e in events if self.extraction.route(e) == "llm"]
         if llm is None or not asking:
             return {}
         answers = self.store.cached_extractions(llm.key, [e.id for e in asking])
+        kept = {
+            e.id: self._dry_answers.pop((llm.key, e.id))
+            for e in asking
+            if e.id not in answers and (llm.key, e.id) in self._dry_answers
+        }
+        if kept:
+            self.store.cache_extractions(llm.key, kept, self.clock.now())
+            answers.update(kept)
         missing = [e for e in asking if e.id not in answers]
         if missing:
 
@@ -267,6 +334,9 @@ class Engine:
             for found in llm.propose(job.subject, missing, context, usage):
                 self.store.cache_extractions(llm.key, found, self.clock.now())
                 answers.update(found)
+                if dry_run:
+                    self._dry_answers.update({(llm.key, k): v for k, v in found.items()})
+                beat()
         return answers
 
     def _context(self, job: Job, batch: Sequence[Event], vectors: dict[str, Vector]) -> list[Fact]:
@@ -290,7 +360,11 @@ class Engine:
             for n in hood:
                 best[n.fact_id] = min(best.get(n.fact_id, n.distance), n.distance)
         ranked = sorted(best, key=lambda fact_id: (best[fact_id], fact_id))[:CONTEXT_FACTS]
-        return [self.store.fact(fact_id) for fact_id in ranked]
+        shown = [f for f in map(self.store.fact, ranked) if f.status is FactStatus.ACTIVE]
+        # Facts without a vector of this embedder cannot be ranked: the newest fill the rest.
+        ids = {f.id for f in shown}
+        shown.extend(f for f in recent if f.id not in ids)
+        return shown[:CONTEXT_FACTS]
 
     def _decide(self, p: Prepared, vectors: dict[str, Vector], report: Report) -> None:
         try:

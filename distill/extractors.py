@@ -28,6 +28,7 @@ from distill.core.extraction import (
     split_sentences,
     validate_candidates,
 )
+from distill.core.identity import canonical_json, content_hash
 from distill.core.models import Event, Fact, FactKind
 from distill.errors import ConfigurationError, MalformedAnswer, ProviderError
 from distill.ports import LLM, LLMUsage
@@ -74,11 +75,15 @@ class LLMExtractor:
         self.batch_tokens = batch_tokens
         self.template = _prompt(PROMPT_VERSION)
         self.system = _prompt(f"{PROMPT_VERSION}.system")
+        self.prompt_hash = content_hash(
+            self.system, self.template, canonical_json(CANDIDATE_SCHEMA)
+        )[:12]
 
     @property
     def key(self) -> str:
-        """What produced an answer: answers are reused only for the same prompt and model."""
-        return f"{PROMPT_VERSION}/{self.llm.model_id}"
+        """What produced an answer: answers are reused only for the same prompt (its version
+        and its exact text and schema) and the same model."""
+        return f"{PROMPT_VERSION}-{self.prompt_hash}/{self.llm.model_id}"
 
     def propose(
         self, subject: str, events: Sequence[Event], context: Context, usage: LLMUsage
@@ -122,6 +127,8 @@ class Extraction:
     llm: LLMExtractor | None
 
     def route(self, event: Event) -> str:
+        if self.mode == "llm" and not event.text.strip():
+            return "claims"  # no text to ask about (so it has claims): no call
         if self.mode != "auto":
             return self.mode
         if event.claims:

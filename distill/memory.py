@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from distill import ids
-from distill.adapters.llm import make_llm
+from distill.adapters.llm import close_llm, make_llm
 from distill.core import resolve
 from distill.core.adjudicate import SEMANTIC_MATCH_MAX_DISTANCE
 from distill.core.apply import audit_entries, validate
@@ -248,8 +248,15 @@ class Memory:
         """Run every due job. With `dry_run` the report has the same plan and nothing is written."""
         return self.engine.consolidate(dry_run=dry_run, progress=progress)
 
-    def replay(self, project: str | None = None) -> int:
-        """Put every finished or failed job back to pending; the next run replays it."""
+    def replay(self, project: str | None = None, reextract: bool = False) -> int:
+        """Put every finished or failed job back to pending; the next run replays it.
+
+        Replaying reuses the model's kept answers, so it asks nothing and changes nothing.
+        With `reextract`, those answers are dropped first and the model is asked again (after
+        a prompt fix or for a better answer to an event); a new answer can change facts.
+        """
+        if reextract:
+            self.store.forget_extractions(project)
         return self.store.requeue_jobs(project, self.clock.now())
 
     # -- reading ----------------------------------------------------------------------------------
@@ -353,13 +360,6 @@ class Memory:
             return
         validate(plan, project, subject)
         self.store.apply(plan, None, audit_entries(plan, None, self.clock.now(), self._new_id))
-
-
-def close_llm(llm: LLM | None) -> None:
-    """Close a provider's HTTP connections, if it holds any."""
-    close = getattr(llm, "close", None)
-    if callable(close):
-        close()
 
 
 def _parse_time(value: datetime | str) -> datetime:

@@ -83,11 +83,6 @@ class LLM(Protocol):
         """Names the provider and model, for example ``ollama/llama3.2``."""
         ...
 
-    @property
-    def json_mode(self) -> bool:
-        """Whether the provider constrains answers to JSON."""
-        ...
-
     def complete(
         self, system: str, prompt: str, schema: dict[str, Any] | None = None
     ) -> Completion: ...
@@ -106,7 +101,7 @@ class StoreCounts:
     jobs_by_status: dict[str, int]
     open_conflicts: int
     failed_jobs: tuple[Job, ...]
-    llm_usage: LLMUsage = field(default_factory=lambda: LLMUsage())
+    llm_usage: LLMUsage = field(default_factory=LLMUsage)
 
 
 class Store(Protocol):
@@ -229,6 +224,11 @@ class Store(Protocol):
     def cache_extractions(
         self, extractor: str, answers: dict[str, list[Any]], now: datetime
     ) -> None: ...
+
+    def forget_extractions(self, project: str | None) -> int:
+        """Drop the kept model answers of a project's events (all when None): the next
+        extraction asks again. Returns how many were dropped."""
+        ...
 
     # -- queries -----------------------------------------------------------------------------
     def fact(self, fact_id: str) -> Fact: ...

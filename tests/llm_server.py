@@ -6,7 +6,7 @@ response is taken from the script in order (or the `default` when the script is 
 
     with ScriptedServer(default=openai_reply('{"facts": []}')) as server:
         server.script(Reply(429, {"error": {"message": "slow down"}}, {"Retry-After": "0"}))
-        llm = OpenAICompatible("m", base_url=server.url + "/v1", retry=NO_WAIT)
+        llm = OpenAILLM("m", base_url=server.url + "/v1", retry=NO_WAIT)
 
 A reply can also be a callable that receives the recorded request and returns a Reply, so a
 scripted model can answer by what the prompt says.
@@ -15,6 +15,7 @@ scripted model can answer by what the prompt says.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections import deque
@@ -138,6 +139,23 @@ class ScriptedServer:
             do_GET = do_POST = _serve
 
         return Handler
+
+
+def unused_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on (for connection-refused tests)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class RecordingSleep:
+    """A `RetryPolicy.sleep` that records the waits instead of sleeping."""
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
 
 
 # -- replies in each provider's protocol ---------------------------------------------------------

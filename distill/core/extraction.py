@@ -20,7 +20,7 @@ from distill.core.identity import canonical_json, content_hash
 from distill.core.models import Claim, Event, Fact
 from distill.core.plan import Rejection
 
-_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL | re.IGNORECASE)
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.DOTALL | re.IGNORECASE)
 # A sentence ends at . ! ? followed by white space and an upper-case letter, a digit or a quote.
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+(?=[\"'“(\[]?[A-Z0-9À-Ý])")
 MIN_SENTENCE_CHARS = 3  # shorter fragments ("OK.") are not worth a memory
@@ -88,22 +88,38 @@ def validate_candidates(
 def parse_answer(text: str) -> list[Any]:
     """The model's answer as a list of raw candidates: `{"facts": [...]}` or a bare list.
 
-    Raises `UnparseableAnswer` for prose, truncated JSON or any other shape, so the job
-    fails whole (and is retried) instead of applying half an answer.
+    The JSON may be fenced (```json ... ```) or wrapped in a sentence of prose; the first
+    fenced block, else the outermost braces, are read then. Raises `UnparseableAnswer` for
+    prose, truncated JSON or any other shape, so the job fails whole (and is retried)
+    instead of applying half an answer.
     """
     body = text.strip()
-    fenced = _FENCE.match(body)
-    if fenced:
-        body = fenced.group(1)
     try:
         data = json.loads(body)
     except json.JSONDecodeError as exc:
-        raise UnparseableAnswer(f"answer is not JSON ({exc.msg} at char {exc.pos})") from exc
+        data = _embedded_json(body)
+        if data is None:
+            raise UnparseableAnswer(f"answer is not JSON ({exc.msg} at char {exc.pos})") from exc
     if isinstance(data, dict) and isinstance(data.get("facts"), list):
         return list(data["facts"])
     if isinstance(data, list):
         return data
     raise UnparseableAnswer('answer is JSON but not {"facts": [...]}')
+
+
+def _embedded_json(text: str) -> Any | None:
+    """JSON inside prose: the first fenced block, else from the first `{` to the last `}`."""
+    fenced = _FENCE.search(text)
+    candidates = [fenced.group(1)] if fenced else []
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end:
+        candidates.append(text[start : end + 1])
+    for candidate in candidates:
+        try:
+            return json.loads(candidate)
+        except json.JSONDecodeError:
+            continue
+    return None
 
 
 CANDIDATE_SCHEMA: dict[str, Any] = {

@@ -21,11 +21,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from distill.adapters.llm import PROVIDERS, make_llm
+from distill.adapters.llm import PROVIDERS, close_llm, make_llm
 from distill.core.models import ConflictSet, EventIn, Fact
 from distill.errors import DistillError, InvalidInput
 from distill.extractors import EXTRACTORS
-from distill.memory import Memory, close_llm, explain_validation
+from distill.memory import Memory, explain_validation
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -117,8 +117,8 @@ def cli(
 
 @contextmanager
 def memory(ctx: click.Context, with_llm: bool = False) -> Iterator[Memory]:
-    """The Memory a command works on. Only the commands that talk about or to the model
-    build it: importing a provider's SDK takes a second or two."""
+    """The Memory a command works on. Only consolidation builds the model: importing a
+    provider's SDK takes a second or two, and reading the store must not depend on it."""
     # The key comes from the environment only: an option would show it in `ps` and history.
     config = ctx.obj["llm"]
     llm = (
@@ -449,8 +449,15 @@ def pin(ctx: click.Context, fact_id: str, unpin: bool, as_json: bool) -> None:
 def status(ctx: click.Context, as_json: bool) -> None:
     """Counts of events, facts, jobs and open conflicts; failed jobs with their errors; LLM
     calls and tokens spent."""
-    with memory(ctx, with_llm=True) as mem:
+    with memory(ctx) as mem:
         data = mem.status().to_dict()
+    # The configured model, named without building it: status must work when it cannot be.
+    config = ctx.obj["llm"]
+    data["llm"] = (
+        f"{config['provider']}/{config['model'] or 'default'}"
+        if config["provider"] != "none"
+        else "none"
+    )
     if as_json:
         emit(data)
         return
@@ -464,7 +471,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
         table.add_row(f"jobs {name}", str(count))
     table.add_row("open conflicts", str(data["open_conflicts"]))
     usage = data["llm_usage"]
-    table.add_row(f"LLM calls ({data['llm']})", str(usage["calls"]))
+    table.add_row("LLM configured", data["llm"])
+    table.add_row("LLM calls (all models)", str(usage["calls"]))
     table.add_row("LLM prompt tokens", str(usage["prompt_tokens"]))
     table.add_row("LLM completion tokens", str(usage["completion_tokens"]))
     out.print(table)
@@ -476,12 +484,17 @@ def status(ctx: click.Context, as_json: bool) -> None:
 
 @cli.command()
 @click.option("--project", help="Only this project.")
+@click.option(
+    "--reextract",
+    is_flag=True,
+    help="Forget the model's kept answers first, so the next run asks it again.",
+)
 @json_option
 @click.pass_context
-def replay(ctx: click.Context, project: str | None, as_json: bool) -> None:
+def replay(ctx: click.Context, project: str | None, reextract: bool, as_json: bool) -> None:
     """Put finished and failed jobs back to pending; replaying changes nothing already known."""
     with memory(ctx) as mem:
-        count = mem.replay(project)
+        count = mem.replay(project, reextract=reextract)
     if as_json:
         emit({"requeued": count})
     else:

@@ -29,7 +29,7 @@ from distill.core.plan import (
     ReviseFact,
 )
 from distill.errors import IntegrityViolation, InvalidInput, NotFound, StoreError
-from distill.ports import Neighbour, Store
+from distill.ports import LLMUsage, Neighbour, Store
 from tests.factories import (
     PROJECT,
     SUBJECT,
@@ -330,6 +330,50 @@ def test_jobs_lists_by_project(store: Store) -> None:
     append(store, make_event(project="other"), now=at(1))
     assert [j.project for j in store.jobs()] == [PROJECT, "other"]  # oldest first
     assert [j.project for j in store.jobs("other")] == ["other"]
+
+
+# -- model usage and kept answers -----------------------------------------------------------------
+def test_job_usage_adds_up_and_shows_in_counts(store: Store) -> None:
+    append(store, make_event())
+    append(store, make_event(project="other"), now=at(1))
+    mine, theirs = store.claim_jobs(at(2), 2, 3)
+    store.add_job_usage(mine.id, LLMUsage(1, 900, 40))
+    store.add_job_usage(mine.id, LLMUsage(2, 1100, 60))
+    store.add_job_usage(theirs.id, LLMUsage(1, 5, 5))
+
+    job = store.job(mine.id)
+    assert (job.llm_calls, job.prompt_tokens, job.completion_tokens) == (3, 2000, 100)
+    assert store.counts(PROJECT).llm_usage == LLMUsage(3, 2000, 100)
+    assert store.counts(None).llm_usage == LLMUsage(4, 2005, 105)
+    store.requeue_jobs(None, at(3))  # what a job cost is not forgotten by a replay
+    assert store.counts(PROJECT).llm_usage == LLMUsage(3, 2000, 100)
+    with pytest.raises(NotFound):
+        store.add_job_usage("nope", LLMUsage(1, 1, 1))
+
+
+def test_kept_answers_are_per_extractor_and_event_and_can_be_forgotten(store: Store) -> None:
+    first, second = append(store, make_event("a"), make_event("b"))
+    (elsewhere,) = append(store, make_event("c", project="other"))
+    answer = [{"predicate": "pet", "value": {"kind": "cat"}, "evidence_span": "a"}]
+    store.cache_extractions("v2/m1", {first.id: answer, second.id: []}, T0)
+    store.cache_extractions("v2/m1", {elsewhere.id: [{"text": "x"}]}, T0)
+    store.cache_extractions("v2/m2", {first.id: [{"text": "other model"}]}, T0)
+
+    ids = [first.id, second.id, elsewhere.id, "nope"]
+    assert store.cached_extractions("v2/m1", ids) == {
+        first.id: answer,
+        second.id: [],  # "nothing durable" is an answer too
+        elsewhere.id: [{"text": "x"}],
+    }
+    assert store.cached_extractions("v2/m2", ids) == {first.id: [{"text": "other model"}]}
+    assert store.cached_extractions("v2/m1", []) == {}
+    store.cache_extractions("v2/m1", {first.id: []}, at(1))  # asked again: the new answer
+    assert store.cached_extractions("v2/m1", [first.id]) == {first.id: []}
+
+    assert store.forget_extractions(PROJECT) == 3
+    assert store.cached_extractions("v2/m1", ids) == {elsewhere.id: [{"text": "x"}]}
+    assert store.forget_extractions(None) == 1
+    assert store.cached_extractions("v2/m1", ids) == {}
 
 
 # -- apply: facts ----------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The LLM extractor end to end over real HTTP: `Memory` → `OpenAICompatible` → a scripted
+"""The LLM extractor end to end over real HTTP: `Memory` → `OpenAILLM` → a scripted
 OpenAI-compatible server on 127.0.0.1.
 
 Nothing is patched: requests go through the OpenAI SDK, real sockets and real JSON, and the
@@ -28,7 +28,7 @@ import pytest
 from distill import Memory
 from distill.adapters.embed.hashing import vectors_at_distance
 from distill.adapters.llm.calls import RetryPolicy
-from distill.adapters.llm.openai_api import OpenAICompatible
+from distill.adapters.llm.openai import OpenAILLM
 from distill.core.models import FactStatus, JobStatus
 from distill.engine import MAX_ATTEMPTS
 from tests.factories import at
@@ -129,7 +129,7 @@ def server() -> Iterator[ScriptedServer]:
         yield scripted
 
 
-Provider = Callable[..., OpenAICompatible]
+Provider = Callable[..., OpenAILLM]
 
 
 @pytest.fixture
@@ -137,11 +137,11 @@ def openai_at(server: ScriptedServer) -> Iterator[Provider]:
     """Build the real OpenAI-compatible provider pointed at the test's server (retries
     without waiting); every one built is closed at teardown (a Memory does not close a
     provider it was handed)."""
-    built: list[OpenAICompatible] = []
+    built: list[OpenAILLM] = []
 
-    def build(**options: Any) -> OpenAICompatible:
+    def build(**options: Any) -> OpenAILLM:
         options.setdefault("retry", NO_WAIT)
-        llm = OpenAICompatible("m", base_url=server.url + "/v1", api_key="sk-test", **options)
+        llm = OpenAILLM("m", base_url=server.url + "/v1", api_key="sk-test", **options)
         built.append(llm)
         return llm
 

@@ -16,7 +16,7 @@ import pytest
 from distill import Memory
 from distill.adapters.llm.fake import FakeLLM
 from distill.core.models import JobStatus
-from distill.engine import MAX_ATTEMPTS, RETRY_BASE, STALLED_AFTER
+from distill.engine import MAX_ATTEMPTS, OUTAGE_AFTER, RETRY_BASE, STALLED_AFTER
 from distill.errors import MalformedAnswer, ProviderError, RateLimited, TransientProviderError
 from tests.factories import at
 
@@ -169,7 +169,12 @@ def test_dry_run_reports_the_plan_a_real_run_applies_and_writes_nothing(
     assert [(r.reason, r.extractor) for r in dry.rejections] == [
         (r.reason, r.extractor) for r in real.rejections
     ]
-    assert dry.counters() == real.counters()
+    llm_counters = {"llm_calls", "prompt_tokens", "completion_tokens"}
+    assert {k: v for k, v in dry.counters().items() if k not in llm_counters} == {
+        k: v for k, v in real.counters().items() if k not in llm_counters
+    }
+    # The real run applies what the dry run was answered: the model is not asked again.
+    assert real.llm_calls == 0 and len(llm.calls) == calls_before + dry.llm_calls
     assert real.superseded == 2 and real.conflicts == 1 and real.quarantined == 1
     assert sorted(r.reason for r in real.rejections) == [
         "imperative_directive",
@@ -277,6 +282,74 @@ def test_non_rate_limit_failure_on_job_two_does_not_stop_the_others(
     )
     assert expected in (failed.error or "")
     assert sorted(f.subject for f in mem.facts()) == ["s1", "s3", "s4", "s5"]
+
+
+def test_a_provider_failing_job_after_job_ends_the_run_and_releases_the_rest(
+    make_memory: MemoryFactory, clock: FakeClock
+) -> None:
+    """A dead or hanging provider must not cost every pending job its retries (and the run
+    hours of timeouts): after OUTAGE_AFTER jobs in a row fail with a transient provider error,
+    the run stops and the jobs not yet tried go back to pending, attempts untouched."""
+    down = TransientProviderError("cannot reach http://localhost:8080/v1")
+    llm = FakeLLM(default=LYON_ANSWER).enqueue(LYON_ANSWER, *[down] * OUTAGE_AFTER)
+    mem = make_memory(llm=llm, extractor="llm")
+    add_subjects(mem, clock, n=OUTAGE_AFTER + 3)
+
+    report = mem.consolidate()
+
+    assert len(llm.calls) == 1 + OUTAGE_AFTER
+    assert (report.jobs_done, report.jobs_failed, report.jobs_released) == (1, OUTAGE_AFTER, 2)
+    jobs = {j.subject: j for j in mem.jobs()}
+    untried = [jobs[f"s{i}"] for i in range(OUTAGE_AFTER + 2, OUTAGE_AFTER + 4)]
+    assert all(j.status is JobStatus.PENDING and j.attempts == 0 for j in untried)
+    assert JobStatus.RUNNING not in {j.status for j in jobs.values()}
+
+
+def test_an_interrupted_run_leaves_no_job_running(
+    make_memory: MemoryFactory, clock: FakeClock
+) -> None:
+    """Ctrl-C while the model is being asked: the claimed jobs go back to pending at once
+    (not `running` until the stalled-job timeout), and their events are intact."""
+
+    def interrupt(prompt: str) -> str:
+        raise KeyboardInterrupt
+
+    llm = FakeLLM().enqueue(LYON_ANSWER, interrupt)
+    mem = make_memory(llm=llm, extractor="llm")
+    add_subjects(mem, clock, n=3)
+
+    with pytest.raises(KeyboardInterrupt):
+        mem.consolidate()
+
+    assert {j.status for j in mem.jobs()} == {JobStatus.PENDING}
+    assert mem.facts() == []
+    assert mem.consolidate().jobs_done == 3
+
+
+def test_a_job_being_extracted_keeps_its_claim_alive(
+    make_memory: MemoryFactory, clock: FakeClock
+) -> None:
+    """A job whose model calls take longer than the stalled-job timeout is not taken back by
+    another run while it is still being worked on: each answered call renews its claim."""
+    seen: list[int] = []
+
+    def slow(prompt: str) -> str:
+        clock.advance(seconds=STALLED_AFTER.total_seconds() * 0.75)
+        now = clock.now()
+        # What another run would do now: nothing of ours may look stalled.
+        seen.append(mem.store.reclaim_stalled(now, now - STALLED_AFTER, MAX_ATTEMPTS))
+        return answer()
+
+    llm = FakeLLM(default=slow)
+    mem = make_memory(llm=llm, extractor="llm", batch_events=1)
+    mem.add_events(
+        [{"subject": "alice", "text": f"line {i}", "occurred_at": at(i)} for i in range(4)]
+    )
+
+    report = mem.consolidate()
+
+    assert seen == [0, 0, 0, 0]
+    assert report.jobs_done == 1 and report.llm_calls == 4
 
 
 # -- G42 no partial writes -----------------------------------------------------------------------

@@ -96,8 +96,10 @@ def test_unparseable_answer_fails_the_job_keeps_events_and_is_retried(
         lambda body: f"```json\n{body}\n```",
         lambda body: f"```JSON\n{body}\n```\n",
         lambda body: f"```\n{body}\n```",
+        lambda body: f"Here are the facts:\n```json\n{body}\n```\nLet me know!",
+        lambda body: f"Sure. {body}",
     ],
-    ids=["json-fence", "upper-case-fence", "bare-fence"],
+    ids=["json-fence", "upper-case-fence", "bare-fence", "fence-in-prose", "json-after-prose"],
 )
 def test_fenced_json_answer_is_accepted(
     make_memory: MemoryFactory, wrap: Callable[[str], str]
@@ -394,3 +396,40 @@ def test_a_single_event_answer_cut_at_the_output_limit_fails_the_job(
     assert "max_tokens" in (job.error or "")
     assert job.not_before is None  # no automatic retry
     assert mem.facts(include_retired=True) == []
+
+
+def test_an_event_with_claims_and_no_text_costs_no_call_even_with_the_llm_extractor(
+    make_memory: MemoryFactory,
+) -> None:
+    """There is nothing to ask a model about an event without text: its own claims are used
+    and no call is made."""
+    llm = FakeLLM()
+    mem = make_memory(llm=llm, extractor="llm")
+    mem.add_event(subject="alice", claims=[{"predicate": "bike_count", "value": {"count": 3}}])
+
+    report = mem.consolidate()
+
+    assert llm.calls == [] and report.llm_calls == 0
+    assert [f.value for f in mem.facts(subject="alice")] == [{"count": 3}]
+
+
+def test_replay_reuses_the_kept_answers_and_reextract_asks_again(
+    make_memory: MemoryFactory, clock: FakeClock
+) -> None:
+    """A replay costs no call and changes nothing; `replay(reextract=True)` forgets the kept
+    answers (after a prompt fix, say) so the model is asked again, and a claim it repeats
+    exactly is recognised as already seen, not stored twice."""
+    llm = FakeLLM(default=LYON_ANSWER)
+    mem = make_memory(llm=llm, extractor="llm")
+    mem.add_event(subject="alice", text=LYON)
+    mem.consolidate()
+
+    mem.replay()
+    assert mem.consolidate().llm_calls == 0
+
+    mem.replay(reextract=True)
+    again = mem.consolidate()
+
+    assert again.llm_calls == 1 and len(llm.calls) == 2
+    assert again.created == 0
+    assert [f.value for f in mem.facts(include_retired=True)] == [{"city": "Lyon"}]

@@ -37,15 +37,22 @@ def make_llm(
 
         return FakeLLM.sentences()
     if name == "openai":
-        from distill.adapters.llm.openai_api import OpenAICompatible
+        from distill.adapters.llm.openai import OpenAILLM
 
-        return OpenAICompatible(api_key=api_key, **given, **options)
+        return OpenAILLM(api_key=api_key, **given, **options)
     if name == "ollama":
-        from distill.adapters.llm.ollama_api import OllamaChat
+        from distill.adapters.llm.ollama import OllamaLLM
 
-        return OllamaChat(api_key=api_key, **given, **options)
+        return OllamaLLM(api_key=api_key, **given, **options)
     if name == "anthropic":
-        from distill.adapters.llm.anthropic_api import AnthropicMessages
+        from distill.adapters.llm.anthropic import AnthropicLLM
 
-        return AnthropicMessages(api_key=api_key, **given, **options)
+        return AnthropicLLM(api_key=api_key, **given, **options)
     raise ConfigurationError(f"unknown LLM provider {provider!r}; choose one of {PROVIDERS}")
+
+
+def close_llm(llm: LLM | None) -> None:
+    """Close a provider's HTTP connections, if it holds any."""
+    close = getattr(llm, "close", None)
+    if callable(close):
+        close()

@@ -8,14 +8,24 @@ reaches the engine, which fails the job (events intact) and, on a 429, stops the
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
-from distill.errors import ProviderError, RateLimited, TransientProviderError
+from distill.errors import (
+    ConfigurationError,
+    MalformedAnswer,
+    ProviderError,
+    RateLimited,
+    TransientProviderError,
+)
+from distill.ports import Completion
 
 log = logging.getLogger("distill.llm")
 
@@ -23,6 +33,7 @@ T = TypeVar("T")
 
 DEFAULT_TIMEOUT = 120.0  # seconds per request: a local model on a CPU can be slow, not forever
 DEFAULT_MAX_TOKENS = 4096  # room for the facts of a full batch of events
+KEY_VARIABLE = "DISTILL_LLM_API_KEY"  # every provider's key, when none is passed
 
 
 @dataclass(frozen=True)
@@ -41,13 +52,78 @@ class RetryPolicy:
 
     def __post_init__(self) -> None:
         if self.attempts < 1:
-            raise ValueError("a retry policy needs at least one attempt")
+            raise ConfigurationError("a retry policy needs at least one attempt")
 
     def delay(self, attempt: int, asked: float | None) -> float:
         if asked is not None and asked >= 0:
             return min(float(asked), self.max_delay)
         wait = self.base_delay * 2 ** (attempt - 1) * random.uniform(0.75, 1.25)
         return float(min(wait, self.max_delay))
+
+
+class HTTPProvider:
+    """What the three HTTP providers share: one chat call, retried by the same policy.
+
+    A subclass sets `model`, `model_id`, `base_url` (as it may be shown: `display_url`),
+    `retry` and `_client` (the SDK's client, which has `close()`), and implements `_call`,
+    which raises Distill errors only.
+    """
+
+    model: str
+    model_id: str
+    base_url: str
+    retry: RetryPolicy
+    _client: Any
+
+    def __repr__(self) -> str:  # never the key
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+
+    def complete(
+        self, system: str, prompt: str, schema: dict[str, Any] | None = None
+    ) -> Completion:
+        return with_retries(
+            lambda: self._call(system, prompt, schema),
+            self.retry,
+            f"{self.model_id} at {self.base_url}",
+        )
+
+    def _call(self, system: str, prompt: str, schema: dict[str, Any] | None) -> Completion:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Close the HTTP connections this provider holds."""
+        self._client.close()
+
+
+@contextmanager
+def sdk_errors(sdk: Any, provider: HTTPProvider, hint: str, secret: str | None) -> Iterator[None]:
+    """Translate the errors of a Stainless-generated SDK (OpenAI's and Anthropic's share one
+    exception tree) into Distill's, inside the `with` block."""
+    try:
+        yield
+    except sdk.APITimeoutError as exc:
+        raise TransientProviderError(f"{provider.model_id}: request timed out") from exc
+    except sdk.APIConnectionError as exc:
+        raise TransientProviderError(
+            f"{provider.model_id}: cannot reach {provider.base_url} ({exc.__cause__ or exc})"
+        ) from exc
+    except sdk.APIStatusError as exc:
+        raise status_error(
+            provider.model_id,
+            exc.status_code,
+            error_detail(exc),
+            exc.response.headers,
+            hint=hint,
+            secret=secret,
+        ) from exc
+    except (sdk.APIResponseValidationError, json.JSONDecodeError) as exc:
+        # A 200 whose body is not the API's JSON: a proxy's page, a half-written answer.
+        raise MalformedAnswer(f"{provider.model_id}: unreadable response ({exc})") from exc
+
+
+def chat(system: str, prompt: str) -> list[dict[str, str]]:
+    """The two messages of an extraction call, in the chat format all providers share."""
+    return [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
 
 
 def with_retries(call: Callable[[], T], policy: RetryPolicy, what: str) -> T:
@@ -130,3 +206,13 @@ def error_detail(exc: Any) -> str:
     response = getattr(exc, "response", None)
     text = getattr(response, "text", None)
     return text if isinstance(text, str) and text else str(exc)
+
+
+def display_url(url: str) -> str:
+    """`url` without the credentials it may carry (user:password@, a query string)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    netloc = f"***@{host}" if parts.username or parts.password else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "***" if parts.query else "", ""))

@@ -38,7 +38,6 @@ class FakeLLM:
     answers: deque[Answer] = field(default_factory=deque)
     default: Answer = '{"facts": []}'
     model_id: str = "fake"
-    json_mode: bool = True
     calls: list[Call] = field(default_factory=list)
 
     def enqueue(self, *answers: Answer) -> FakeLLM:

@@ -384,6 +384,10 @@ class SqliteStore:
                 ],
             )
 
+    def forget_extractions(self, project: str | None) -> int:
+        with self._tx() as db:
+            return db.execute(QUERIES["forget_extractions"], {"project": project}).rowcount
+
     # -- queries -----------------------------------------------------------------------------------
     def fact(self, fact_id: str) -> Fact:
         with self._tx(write=False) as db:

@@ -6,8 +6,9 @@ ALTER TABLE jobs ADD COLUMN prompt_tokens INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN completion_tokens INTEGER NOT NULL DEFAULT 0;
 
 -- Derived data, like the embedding cache: `extractor` names the prompt version and the model
--- ("extract_v2/llama3.2"); `candidates` is the JSON list the model proposed for the event,
--- before validation, so that a stricter validator judges old answers again.
+-- ("extract_v2-<prompt hash>/ollama/llama3.2"); `candidates` is the JSON list the model proposed,
+-- per event (already assigned to it), before validation: a stricter validator judges old
+-- answers again.
 CREATE TABLE extractions (
     extractor  TEXT NOT NULL,
     event_id   TEXT NOT NULL REFERENCES events (id),

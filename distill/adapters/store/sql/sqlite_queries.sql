@@ -412,3 +412,7 @@ WHERE extractor = :extractor AND event_id IN (SELECT value FROM json_each(:ids))
 -- name: cache_extraction
 INSERT OR REPLACE INTO extractions (extractor, event_id, candidates, created_at)
 VALUES (:extractor, :event_id, :candidates, :now);
+
+-- name: forget_extractions
+DELETE FROM extractions
+WHERE :project IS NULL OR event_id IN (SELECT id FROM events WHERE project = :project);

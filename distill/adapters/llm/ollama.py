@@ -11,33 +11,41 @@ from typing import Any
 from distill.adapters.llm.calls import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_TIMEOUT,
+    KEY_VARIABLE,
+    HTTPProvider,
     RetryPolicy,
+    chat,
+    display_url,
     status_error,
-    with_retries,
 )
 from distill.core.extraction import estimate_tokens
-from distill.errors import MalformedAnswer, MissingDependency, TransientProviderError
+from distill.errors import (
+    MalformedAnswer,
+    MissingDependency,
+    ProviderError,
+    TransientProviderError,
+)
 from distill.ports import Completion
 
 DEFAULT_HOST = "http://localhost:11434"
 DEFAULT_MODEL = "llama3.2"
 
 
-class OllamaChat:
+class OllamaLLM(HTTPProvider):
     """An LLM served by Ollama.
 
     Args:
         model: a model Ollama has pulled (``ollama pull llama3.2``).
         base_url: where Ollama listens; ``OLLAMA_HOST`` or ``http://localhost:11434`` by
             default.
-        api_key: sent as a bearer token, for an Ollama behind an authenticating proxy.
+        api_key: sent as a bearer token, for an Ollama behind an authenticating proxy
+            (``DISTILL_LLM_API_KEY`` by default).
         timeout: seconds one request may take (the first call also loads the model).
         retry: how transient failures (transport, timeouts, 5xx, 408, 429) are retried.
         keep_alive: how long Ollama keeps the model loaded after a call.
     """
 
     provider = "ollama"
-    json_mode = True
 
     def __init__(
         self,
@@ -60,10 +68,12 @@ class OllamaChat:
             ) from exc
         self._sdk = ollama
         self._httpx = httpx
-        self.base_url = (base_url or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST).rstrip("/")
-        self._secret = api_key
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
-        self._client = ollama.Client(host=self.base_url, timeout=timeout, headers=headers)
+        host = (base_url or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST).rstrip("/")
+        self.base_url = display_url(host)
+        key = api_key or os.environ.get(KEY_VARIABLE)
+        self._secret = key
+        headers = {"Authorization": f"Bearer {key}"} if key else None
+        self._client = ollama.Client(host=host, timeout=timeout, headers=headers)
         self.model = model
         self.model_id = f"ollama/{model}"
         self.retry = retry or RetryPolicy()
@@ -71,22 +81,9 @@ class OllamaChat:
         self.temperature = temperature
         self.keep_alive = keep_alive
 
-    def __repr__(self) -> str:  # never the key
-        return f"OllamaChat(model={self.model!r}, base_url={self.base_url!r})"
-
-    def complete(
-        self, system: str, prompt: str, schema: dict[str, Any] | None = None
-    ) -> Completion:
-        messages = [
-            {"role": "system", "content": system},
-            {"role": "user", "content": prompt},
-        ]
-        return with_retries(
-            lambda: self._call(messages, schema), self.retry, f"{self.model_id} at {self.base_url}"
-        )
-
-    def _call(self, messages: list[dict[str, str]], schema: dict[str, Any] | None) -> Completion:
+    def _call(self, system: str, prompt: str, schema: dict[str, Any] | None) -> Completion:
         sdk, httpx = self._sdk, self._httpx
+        messages = chat(system, prompt)
         try:
             response = self._client.chat(
                 model=self.model,
@@ -100,7 +97,7 @@ class OllamaChat:
             raise status_error(
                 self.model_id,
                 exc.status_code,
-                exc.error,
+                str(exc.error),
                 hint=f"has the model been pulled? ollama pull {self.model}",
                 secret=self._secret,
             ) from exc
@@ -111,7 +108,10 @@ class OllamaChat:
                 f"{self.model_id}: cannot reach Ollama at {self.base_url} "
                 f"(is `ollama serve` running?): {exc}"
             ) from exc
-        except (ValueError, TypeError) as exc:  # a body that is not Ollama's JSON
+        except (httpx.HTTPError, sdk.RequestError) as exc:  # redirects, refused requests
+            raise ProviderError(f"{self.model_id}: {type(exc).__name__}: {exc}") from exc
+        except (ValueError, TypeError, AttributeError) as exc:
+            # A body that is not Ollama's JSON (the SDK fails to read even its error bodies).
             raise MalformedAnswer(f"{self.model_id}: unreadable response ({exc})") from exc
         try:
             text = response.message.content or ""
@@ -125,10 +125,6 @@ class OllamaChat:
             completion_tokens = estimate_tokens(text)
         truncated = getattr(response, "done_reason", None) == "length"
         return Completion(text, prompt_tokens, completion_tokens, truncated=truncated)
-
-    def close(self) -> None:
-        """Close the HTTP connections this provider holds."""
-        self._client.close()  # type: ignore[no-untyped-call]
 
     def __del__(self) -> None:
         # The OpenAI and Anthropic clients close themselves when discarded; Ollama's does not.

@@ -1,4 +1,4 @@
-"""OllamaChat against a real HTTP server speaking Ollama's `/api/chat` protocol.
+"""OllamaLLM against a real HTTP server speaking Ollama's `/api/chat` protocol.
 
 What a user running a local model relies on: the schema reaches Ollama's sampler (`format`),
 answers and token counts come back, a missing model says `ollama pull`, a stopped Ollama says
@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import gc
 import json
-import socket
 import sys
 import time
 import warnings
@@ -22,7 +21,7 @@ import pytest
 
 from distill import Memory
 from distill.adapters.llm.calls import RetryPolicy
-from distill.adapters.llm.ollama_api import OllamaChat
+from distill.adapters.llm.ollama import OllamaLLM
 from distill.core.extraction import CANDIDATE_SCHEMA
 from distill.errors import (
     MalformedAnswer,
@@ -31,23 +30,20 @@ from distill.errors import (
     RateLimited,
     TransientProviderError,
 )
-from tests.llm_server import Reply, ScriptedServer, ollama_error, ollama_reply
+from tests.llm_server import (
+    RecordingSleep,
+    Reply,
+    ScriptedServer,
+    ollama_error,
+    ollama_reply,
+    unused_port,
+)
 
 pytestmark = pytest.mark.http
 
 SYSTEM = "You extract durable facts."
 PROMPT = "Message 1: I live in Lyon"
 ANSWER = json.dumps({"facts": []})
-
-
-class RecordingSleep:
-    """A `RetryPolicy.sleep` that records the waits instead of sleeping."""
-
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
 
 
 def closing(reply: Reply) -> Reply:
@@ -82,20 +78,14 @@ def chat(
     sleep: RecordingSleep | None = None,
     attempts: int = 3,
     **options: object,
-) -> OllamaChat:
+) -> OllamaLLM:
     options.setdefault("model", "qwen2.5:7b")
     options.setdefault("timeout", 5.0)
-    return OllamaChat(
+    return OllamaLLM(
         base_url=server.url,
         retry=RetryPolicy(attempts=attempts, sleep=sleep or RecordingSleep()),
         **options,  # type: ignore[arg-type]
     )
-
-
-def unused_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 # -- the request ---------------------------------------------------------------------------------
@@ -125,7 +115,7 @@ def test_request_carries_model_messages_schema_and_sampling_options(
 
 def test_model_defaults_to_llama32(server: ScriptedServer) -> None:
     """`make_llm("ollama")` with no model uses llama3.2, the documented default."""
-    llm = OllamaChat(base_url=server.url, retry=RetryPolicy(sleep=RecordingSleep()))
+    llm = OllamaLLM(base_url=server.url, retry=RetryPolicy(sleep=RecordingSleep()))
 
     llm.complete(SYSTEM, PROMPT, CANDIDATE_SCHEMA)
 
@@ -136,7 +126,7 @@ def test_model_defaults_to_llama32(server: ScriptedServer) -> None:
 def test_base_url_defaults_to_local_ollama() -> None:
     """Without a base_url the provider talks to Ollama's default port on localhost
     (no request is made by building it)."""
-    assert OllamaChat().base_url == "http://localhost:11434"
+    assert OllamaLLM().base_url == "http://localhost:11434"
 
 
 def test_api_key_is_sent_as_bearer_token(server: ScriptedServer) -> None:
@@ -322,7 +312,7 @@ def test_nothing_listening_says_to_start_ollama() -> None:
     """With Ollama not running, the error is transient and tells the user to run
     `ollama serve`."""
     port = unused_port()
-    llm = OllamaChat(
+    llm = OllamaLLM(
         "llama3.2",
         base_url=f"http://127.0.0.1:{port}",
         timeout=2.0,
@@ -341,7 +331,7 @@ def test_nothing_listening_says_to_start_ollama() -> None:
 def test_memory_consolidates_through_ollama_and_reports_its_usage(
     server: ScriptedServer, make_memory: Callable[..., Memory]
 ) -> None:
-    """End to end: `Memory(llm=OllamaChat(...))` turns an event into a fact from the model's
+    """End to end: `Memory(llm=OllamaLLM(...))` turns an event into a fact from the model's
     answer, and the report and status carry Ollama's own token counts."""
     lyon = {
         "facts": [
@@ -376,7 +366,7 @@ def test_missing_sdk_names_the_extra_to_install(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setitem(sys.modules, "ollama", None)
 
     with pytest.raises(MissingDependency, match=r"pip install 'distill\[ollama\]'"):
-        OllamaChat("llama3.2")
+        OllamaLLM("llama3.2")
 
 
 # -- resources -----------------------------------------------------------------------------------
@@ -387,8 +377,9 @@ def test_discarding_the_provider_closes_its_connection() -> None:
     per provider (the OpenAI and Anthropic SDK clients close theirs when discarded; under
     `-W error` the leak is an error)."""
     with ScriptedServer(default=ollama_reply(ANSWER)) as keep_alive:  # no Connection: close
-        llm = OllamaChat("llama3.2", base_url=keep_alive.url, timeout=5.0)
+        llm = OllamaLLM("llama3.2", base_url=keep_alive.url, timeout=5.0)
         llm.complete(SYSTEM, PROMPT, CANDIDATE_SCHEMA)
+        gc.collect()  # whatever earlier tests left behind is not this provider's
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ResourceWarning)
             del llm
@@ -402,7 +393,7 @@ def test_close_releases_the_connection() -> None:
     """`close()` (called by Memory for a provider it built, and by the CLI) closes the kept-alive
     socket at once; the provider refuses further calls instead of leaking a new socket."""
     with ScriptedServer(default=ollama_reply(ANSWER)) as keep_alive:
-        llm = OllamaChat("llama3.2", base_url=keep_alive.url, timeout=5.0)
+        llm = OllamaLLM("llama3.2", base_url=keep_alive.url, timeout=5.0)
         llm.complete(SYSTEM, PROMPT, CANDIDATE_SCHEMA)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ResourceWarning)

@@ -12,7 +12,6 @@ requests): stopping a ScriptedServer waits out its 0.5 s poll, which would domin
 
 from __future__ import annotations
 
-import socket
 import sys
 import time
 from collections.abc import Iterator
@@ -22,7 +21,7 @@ import pytest
 
 from distill.adapters.llm import make_llm
 from distill.adapters.llm.calls import RetryPolicy
-from distill.adapters.llm.openai_api import OpenAICompatible
+from distill.adapters.llm.openai import OpenAILLM
 from distill.errors import (
     ConfigurationError,
     MalformedAnswer,
@@ -31,7 +30,7 @@ from distill.errors import (
     RateLimited,
     TransientProviderError,
 )
-from tests.llm_server import Reply, ScriptedServer, openai_error, openai_reply
+from tests.llm_server import Reply, ScriptedServer, openai_error, openai_reply, unused_port
 
 pytestmark = pytest.mark.http
 
@@ -65,22 +64,16 @@ def server(shared_server: ScriptedServer) -> ScriptedServer:
     return shared_server.reset(default=openai_reply(ANSWER))
 
 
-def provider(server: ScriptedServer, **options: Any) -> OpenAICompatible:
+def provider(server: ScriptedServer, **options: Any) -> OpenAILLM:
     options.setdefault("api_key", SECRET)
     options.setdefault("retry", NO_WAIT)
     options.setdefault("timeout", 5.0)
-    return OpenAICompatible("test-model", base_url=server.url + "/v1", **options)
+    return OpenAILLM("test-model", base_url=server.url + "/v1", **options)
 
 
 def recording_policy(attempts: int = 3, **options: Any) -> tuple[RetryPolicy, list[float]]:
     sleeps: list[float] = []
     return RetryPolicy(attempts=attempts, base_delay=1, sleep=sleeps.append, **options), sleeps
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def without(body: dict[str, Any], key: str) -> dict[str, Any]:
@@ -121,15 +114,33 @@ def test_api_key_is_sent_as_bearer_token(server: ScriptedServer) -> None:
     assert request.headers["authorization"] == f"Bearer {SECRET}"
 
 
-def test_openai_api_key_environment_variable_is_used_when_no_key_is_given(
+def test_the_distill_key_variable_is_sent_but_openais_own_key_is_not_sent_elsewhere(
     server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Without an explicit key, OPENAI_API_KEY from the environment is sent."""
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-environment")
+    """Without an explicit key, DISTILL_LLM_API_KEY is sent to the configured server; the
+    OPENAI_API_KEY a user has for OpenAI is not sent to some other base_url (a LAN server
+    over plain HTTP, say)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-only")
+    monkeypatch.delenv("DISTILL_LLM_API_KEY", raising=False)
+    provider(server, api_key=None).complete(SYSTEM, PROMPT, SCHEMA)
+    monkeypatch.setenv("DISTILL_LLM_API_KEY", "sk-for-this-server")
     provider(server, api_key=None).complete(SYSTEM, PROMPT, SCHEMA)
 
-    [request] = server.requests
-    assert request.headers["authorization"] == "Bearer sk-from-environment"
+    first, second = server.requests
+    assert "sk-openai-only" not in first.headers["authorization"]
+    assert second.headers["authorization"] == "Bearer sk-for-this-server"
+
+
+def test_credentials_in_the_base_url_are_never_shown(server: ScriptedServer) -> None:
+    """A base_url with user:password@ or ?key= still works, but what is logged, shown by
+    repr, or put in an error (and so in the jobs table) has them masked."""
+    url = server.url.replace("http://", "http://user:hunter2@") + "/v1?key=s3cr3t"
+    llm = OpenAILLM("m", base_url=url, retry=NO_WAIT, timeout=5.0)
+    server.default = openai_error(400, "bad request")
+    with pytest.raises(ProviderError):
+        llm.complete(SYSTEM, PROMPT, SCHEMA)
+    shown = repr(llm) + llm.base_url
+    assert "hunter2" not in shown and "s3cr3t" not in shown
 
 
 def test_local_server_without_any_key_works(
@@ -149,7 +160,7 @@ def test_no_key_and_no_base_url_is_a_configuration_error(monkeypatch: pytest.Mon
     message that says which key is missing — not on the first call in the middle of a run."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(ConfigurationError, match="API key"):
-        OpenAICompatible("gpt-4o-mini")
+        OpenAILLM("gpt-4o-mini")
 
 
 # -- success -------------------------------------------------------------------------------------
@@ -419,9 +430,7 @@ def test_a_key_echoed_by_the_server_is_masked_in_the_error(server: ScriptedServe
     """Some compatible servers and proxies echo the key they refused; the error a user sees
     (and logs) must not carry it."""
     server.default = openai_error(401, "Incorrect API key provided: sk-echo-SECRET-123")
-    llm = OpenAICompatible(
-        "m", base_url=server.url + "/v1", api_key="sk-echo-SECRET-123", retry=NO_WAIT
-    )
+    llm = OpenAILLM("m", base_url=server.url + "/v1", api_key="sk-echo-SECRET-123", retry=NO_WAIT)
     with pytest.raises(ProviderError) as caught:
         llm.complete(SYSTEM, PROMPT, SCHEMA)
     assert "SECRET" not in str(caught.value)
@@ -448,8 +457,8 @@ def test_slow_server_times_out_within_a_bounded_time(server: ScriptedServer) -> 
 def test_connection_refused_is_transient() -> None:
     """Nothing listening at the base_url (a local server not started yet) is a
     TransientProviderError naming the address, so the job is retried later."""
-    port = free_port()
-    llm = OpenAICompatible(
+    port = unused_port()
+    llm = OpenAILLM(
         "test-model",
         base_url=f"http://127.0.0.1:{port}/v1",
         api_key=SECRET,
@@ -497,7 +506,7 @@ def test_missing_sdk_raises_missing_dependency_with_install_line(
     MissingDependency (a ConfigurationError) whose message is the pip line that fixes it."""
     monkeypatch.setitem(sys.modules, "openai", None)
     with pytest.raises(MissingDependency) as caught:
-        OpenAICompatible("test-model", base_url="http://127.0.0.1:1/v1", api_key=SECRET)
+        OpenAILLM("test-model", base_url="http://127.0.0.1:1/v1", api_key=SECRET)
 
     assert "pip install 'distill[openai]'" in str(caught.value)
     assert isinstance(caught.value, ConfigurationError)

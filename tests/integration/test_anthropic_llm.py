@@ -1,4 +1,4 @@
-"""AnthropicMessages against a real HTTP server speaking Anthropic's `/v1/messages` protocol.
+"""AnthropicLLM against a real HTTP server speaking Anthropic's `/v1/messages` protocol.
 
 What a user relies on: the candidate schema is enforced through a forced `record_facts` tool
 call and its input comes back as JSON text, usage is reported, a cut or unreadable answer is a
@@ -10,7 +10,6 @@ asks, and a hung endpoint cannot block a run forever.
 from __future__ import annotations
 
 import json
-import socket
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -18,7 +17,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from distill import Memory
-from distill.adapters.llm.anthropic_api import AnthropicMessages
+from distill.adapters.llm.anthropic import AnthropicLLM
 from distill.adapters.llm.calls import RetryPolicy
 from distill.core.extraction import CANDIDATE_SCHEMA
 from distill.errors import (
@@ -29,7 +28,14 @@ from distill.errors import (
     RateLimited,
     TransientProviderError,
 )
-from tests.llm_server import Reply, ScriptedServer, anthropic_error, anthropic_reply
+from tests.llm_server import (
+    RecordingSleep,
+    Reply,
+    ScriptedServer,
+    anthropic_error,
+    anthropic_reply,
+    unused_port,
+)
 
 pytestmark = pytest.mark.http
 
@@ -51,16 +57,6 @@ LYON = {
 }
 
 
-class RecordingSleep:
-    """A `RetryPolicy.sleep` that records the waits instead of sleeping."""
-
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
-
-
 @pytest.fixture(scope="module")
 def running_server() -> Iterator[ScriptedServer]:
     # one server per module: stopping one takes half a second (its poll interval)
@@ -79,21 +75,15 @@ def messages(
     sleep: RecordingSleep | None = None,
     attempts: int = 3,
     **options: object,
-) -> AnthropicMessages:
+) -> AnthropicLLM:
     options.setdefault("model", "claude-test")
     options.setdefault("api_key", KEY)
     options.setdefault("timeout", 5.0)
-    return AnthropicMessages(
+    return AnthropicLLM(
         base_url=server.url,
         retry=RetryPolicy(attempts=attempts, sleep=sleep or RecordingSleep()),
         **options,  # type: ignore[arg-type]
     )
-
-
-def unused_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 # -- the request ---------------------------------------------------------------------------------
@@ -152,7 +142,7 @@ def test_no_key_anywhere_is_a_configuration_error(monkeypatch: pytest.MonkeyPatc
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
 
     with pytest.raises(ConfigurationError, match="ANTHROPIC_API_KEY"):
-        AnthropicMessages("claude-test", api_key=None)
+        AnthropicLLM("claude-test", api_key=None)
 
 
 # -- the answer ----------------------------------------------------------------------------------
@@ -351,7 +341,7 @@ def test_slow_server_times_out_in_bounded_time(server: ScriptedServer) -> None:
 def test_nothing_listening_is_transient() -> None:
     """An unreachable endpoint (proxy down) is a transient error naming where it called."""
     url = f"http://127.0.0.1:{unused_port()}"
-    llm = AnthropicMessages(
+    llm = AnthropicLLM(
         "claude-test",
         base_url=url,
         api_key=KEY,
@@ -372,7 +362,7 @@ def test_nothing_listening_is_transient() -> None:
 def test_memory_consolidates_through_anthropic_and_reports_its_usage(
     server: ScriptedServer, make_memory: Callable[..., Memory]
 ) -> None:
-    """End to end: `Memory(llm=AnthropicMessages(...))` turns an event into a fact from the
+    """End to end: `Memory(llm=AnthropicLLM(...))` turns an event into a fact from the
     tool call's input, and the report carries Anthropic's own token counts."""
     server.script(anthropic_reply(LYON, input_tokens=900, output_tokens=60))
     mem = make_memory(llm=messages(server), extractor="llm")
@@ -394,4 +384,4 @@ def test_missing_sdk_names_the_extra_to_install(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setitem(sys.modules, "anthropic", None)
 
     with pytest.raises(MissingDependency, match=r"pip install 'distill\[anthropic\]'"):
-        AnthropicMessages("claude-test", api_key=KEY)
+        AnthropicLLM("claude-test", api_key=KEY)

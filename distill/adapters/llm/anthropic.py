@@ -11,35 +11,34 @@ from typing import Any
 from distill.adapters.llm.calls import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_TIMEOUT,
+    KEY_VARIABLE,
+    HTTPProvider,
     RetryPolicy,
-    error_detail,
-    status_error,
-    with_retries,
+    display_url,
+    sdk_errors,
 )
 from distill.errors import (
     ConfigurationError,
     MalformedAnswer,
     MissingDependency,
-    TransientProviderError,
 )
 from distill.ports import Completion
 
 TOOL = "record_facts"
 
 
-class AnthropicMessages:
+class AnthropicLLM(HTTPProvider):
     """An LLM behind Anthropic's Messages API.
 
     Args:
         model: the model name, for example ``claude-haiku-4-5``.
         base_url: the API root; Anthropic's by default (a proxy or gateway otherwise).
-        api_key: ``ANTHROPIC_API_KEY`` by default.
+        api_key: ``DISTILL_LLM_API_KEY`` or ``ANTHROPIC_API_KEY`` by default.
         timeout: seconds one request may take.
         retry: how transient failures (transport, timeouts, 5xx and 529, 408, 429) are retried.
     """
 
     provider = "anthropic"
-    json_mode = True
 
     def __init__(
         self,
@@ -57,10 +56,10 @@ class AnthropicMessages:
             raise MissingDependency(
                 "the anthropic provider needs the Anthropic SDK: pip install 'distill[anthropic]'"
             ) from exc
-        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+        key = api_key or os.environ.get(KEY_VARIABLE) or os.environ.get("ANTHROPIC_API_KEY")
         if not key:
             raise ConfigurationError(
-                "the anthropic provider needs an API key: DISTILL_LLM_API_KEY or ANTHROPIC_API_KEY"
+                f"the anthropic provider needs an API key: {KEY_VARIABLE} or ANTHROPIC_API_KEY"
             )
         self._secret = key
         self._sdk = anthropic
@@ -69,16 +68,11 @@ class AnthropicMessages:
         )
         self.model = model
         self.model_id = f"anthropic/{model}"
-        self.base_url = str(self._client.base_url)
+        self.base_url = display_url(str(self._client.base_url))
         self.retry = retry or RetryPolicy()
         self.max_tokens = max_tokens
 
-    def __repr__(self) -> str:  # never the key
-        return f"AnthropicMessages(model={self.model!r}, base_url={self.base_url!r})"
-
-    def complete(
-        self, system: str, prompt: str, schema: dict[str, Any] | None = None
-    ) -> Completion:
+    def _call(self, system: str, prompt: str, schema: dict[str, Any] | None) -> Completion:
         request: dict[str, Any] = {
             "model": self.model,
             "max_tokens": self.max_tokens,
@@ -94,31 +88,8 @@ class AnthropicMessages:
                 }
             ]
             request["tool_choice"] = {"type": "tool", "name": TOOL}
-        return with_retries(
-            lambda: self._call(request), self.retry, f"{self.model_id} at {self.base_url}"
-        )
-
-    def _call(self, request: dict[str, Any]) -> Completion:
-        sdk = self._sdk
-        try:
+        with sdk_errors(self._sdk, self, "is the model name right?", self._secret):
             response = self._client.messages.create(**request)
-        except sdk.APITimeoutError as exc:
-            raise TransientProviderError(f"{self.model_id}: request timed out") from exc
-        except sdk.APIConnectionError as exc:
-            raise TransientProviderError(
-                f"{self.model_id}: cannot reach {self.base_url} ({exc.__cause__ or exc})"
-            ) from exc
-        except sdk.APIStatusError as exc:
-            raise status_error(
-                self.model_id,
-                exc.status_code,
-                error_detail(exc),
-                exc.response.headers,
-                hint="is the model name right?",
-                secret=self._secret,
-            ) from exc
-        except (sdk.APIResponseValidationError, json.JSONDecodeError) as exc:
-            raise MalformedAnswer(f"{self.model_id}: unreadable response ({exc})") from exc
         return self._read(response)
 
     def _read(self, response: Any) -> Completion:
@@ -141,7 +112,3 @@ class AnthropicMessages:
         )
         completion_tokens = getattr(usage, "output_tokens", None) or 0
         return Completion(text, prompt_tokens, completion_tokens, truncated=stop == "max_tokens")
-
-    def close(self) -> None:
-        """Close the HTTP connections this provider holds."""
-        self._client.close()

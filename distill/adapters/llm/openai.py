@@ -9,7 +9,6 @@ and that form is kept for the rest of the session.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from typing import Any, Literal
@@ -17,31 +16,35 @@ from typing import Any, Literal
 from distill.adapters.llm.calls import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_TIMEOUT,
+    KEY_VARIABLE,
+    HTTPProvider,
     RetryPolicy,
+    chat,
+    display_url,
     error_detail,
-    status_error,
-    with_retries,
+    sdk_errors,
 )
 from distill.core.extraction import estimate_tokens
 from distill.errors import (
     ConfigurationError,
     MalformedAnswer,
     MissingDependency,
-    TransientProviderError,
 )
 from distill.ports import Completion
 
+DEFAULT_MODEL = "gpt-4o-mini"
 Structured = Literal["auto", "json_schema", "json_object", "none"]
 _WEAKER = {"json_schema": "json_object", "json_object": "none"}
 
 
-class OpenAICompatible:
+class OpenAILLM(HTTPProvider):
     """An LLM behind an OpenAI-compatible `/chat/completions` endpoint.
 
     Args:
         model: the model name the server knows.
         base_url: the API root, for example ``http://localhost:8000/v1``; OpenAI's by default.
-        api_key: the bearer token; ``OPENAI_API_KEY`` by default. Local servers need none.
+        api_key: the bearer token; by default ``DISTILL_LLM_API_KEY``, or ``OPENAI_API_KEY``
+            when talking to OpenAI itself. Local servers need none.
         timeout: seconds one request may take.
         retry: how transient failures (transport, timeouts, 5xx, 408, 429) are retried.
         structured: ``auto`` (the strongest form the server accepts), or one form.
@@ -51,7 +54,7 @@ class OpenAICompatible:
 
     def __init__(
         self,
-        model: str = "gpt-4o-mini",
+        model: str = DEFAULT_MODEL,
         base_url: str | None = None,
         api_key: str | None = None,
         *,
@@ -67,15 +70,19 @@ class OpenAICompatible:
             raise MissingDependency(
                 "the openai provider needs the OpenAI SDK: pip install 'distill[openai]'"
             ) from exc
-        key = api_key or os.environ.get("OPENAI_API_KEY")
-        if not key:
-            if base_url is None:
-                raise ConfigurationError(
-                    "the openai provider needs an API key (DISTILL_LLM_API_KEY or "
-                    "OPENAI_API_KEY), or a base_url for a local server that needs none"
-                )
-            key = "unused"  # local servers ignore it; the SDK insists on one
-        self._secret = key
+        # OPENAI_API_KEY is OpenAI's: it is not sent to another server unless asked to.
+        key = (
+            api_key
+            or os.environ.get(KEY_VARIABLE)
+            or (os.environ.get("OPENAI_API_KEY") if base_url is None else None)
+        )
+        if not key and base_url is None:
+            raise ConfigurationError(
+                f"the openai provider needs an API key ({KEY_VARIABLE} or OPENAI_API_KEY), "
+                "or a base_url for a local server that needs none"
+            )
+        self._secret = key or None
+        key = key or "unused"  # local servers ignore it; the SDK insists on one
         if structured not in ("auto", "json_schema", "json_object", "none"):
             raise ConfigurationError(f"unknown structured output form {structured!r}")
         self._sdk = openai
@@ -83,7 +90,7 @@ class OpenAICompatible:
         self._client = openai.OpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=0)
         self.model = model
         self.model_id = f"openai/{model}"
-        self.base_url = str(self._client.base_url)
+        self.base_url = display_url(str(self._client.base_url))
         self.retry = retry or RetryPolicy()
         self.max_tokens = max_tokens
         self.temperature = temperature
@@ -92,26 +99,9 @@ class OpenAICompatible:
         self._token_limit_name = "max_tokens"
         self._lock = threading.Lock()
 
-    @property
-    def json_mode(self) -> bool:
-        return self._form != "none"
-
-    def __repr__(self) -> str:  # never the key
-        return f"OpenAICompatible(model={self.model!r}, base_url={self.base_url!r})"
-
-    def complete(
-        self, system: str, prompt: str, schema: dict[str, Any] | None = None
-    ) -> Completion:
-        messages = [
-            {"role": "system", "content": system},
-            {"role": "user", "content": prompt},
-        ]
-        return with_retries(
-            lambda: self._call(messages, schema), self.retry, f"{self.model_id} at {self.base_url}"
-        )
-
-    def _call(self, messages: list[dict[str, str]], schema: dict[str, Any] | None) -> Completion:
+    def _call(self, system: str, prompt: str, schema: dict[str, Any] | None) -> Completion:
         sdk = self._sdk
+        messages = chat(system, prompt)
         while True:
             with self._lock:
                 form, limit_name = self._form, self._token_limit_name
@@ -128,50 +118,47 @@ class OpenAICompatible:
                 }
             elif schema is not None and form == "json_object":
                 request["response_format"] = {"type": "json_object"}
-            try:
-                response = self._client.chat.completions.create(**request)
-            except sdk.APITimeoutError as exc:
-                raise TransientProviderError(f"{self.model_id}: request timed out") from exc
-            except sdk.APIConnectionError as exc:
-                raise TransientProviderError(
-                    f"{self.model_id}: cannot reach {self.base_url} ({exc.__cause__ or exc})"
-                ) from exc
-            except sdk.APIStatusError as exc:
-                if exc.status_code == 400 and self._adapt(error_detail(exc)):
-                    continue
-                raise status_error(
-                    self.model_id,
-                    exc.status_code,
-                    error_detail(exc),
-                    exc.response.headers,
-                    hint="is the model name right for this server?",
-                    secret=self._secret,
-                ) from exc
-            except (sdk.APIResponseValidationError, json.JSONDecodeError) as exc:
-                raise MalformedAnswer(f"{self.model_id}: unreadable response ({exc})") from exc
+            with sdk_errors(sdk, self, "is the model name right for this server?", self._secret):
+                try:
+                    response = self._client.chat.completions.create(**request)
+                except sdk.BadRequestError as exc:
+                    if self._adapt(error_detail(exc), form, limit_name):
+                        continue  # asked again in a form this server accepts
+                    raise
             return self._read(response, messages)
 
-    def _adapt(self, detail: str) -> bool:
-        """Step down to a form the server accepts, if its refusal names what it lacks."""
+    def _adapt(self, detail: str, form: str, limit_name: str) -> bool:
+        """Step down from the form a refused request used, if the refusal names what the
+        server lacks. A limit that is merely too large ("max_tokens is too large") is not
+        such a refusal: only an unsupported parameter is."""
         text = detail.lower()
+        unsupported = "unsupported" in text or "not supported" in text
         with self._lock:
-            if "max_tokens" in text and self._token_limit_name == "max_tokens":
+            if (
+                limit_name == self._token_limit_name == "max_tokens"
+                and "max_tokens" in text
+                and (unsupported or ("max_completion_tokens" in text and "too large" not in text))
+            ):
                 self._token_limit_name = "max_completion_tokens"  # newer OpenAI models
                 return True
             if (
                 self._adapts
-                and self._form in _WEAKER
+                and form == self._form
+                and form in _WEAKER
                 and ("response_format" in text or "json_schema" in text or "json_object" in text)
             ):
-                self._form = _WEAKER[self._form]
+                self._form = _WEAKER[form]
                 return True
-        return False
+            # Another call already stepped down from this form: ask again in the new one.
+            return form != self._form or limit_name != self._token_limit_name
 
     def _read(self, response: Any, messages: list[dict[str, str]]) -> Completion:
         try:
             choice = response.choices[0]
             text = choice.message.content or ""
             finish = choice.finish_reason
+            if not isinstance(text, str):
+                raise TypeError(f"content is a {type(text).__name__}, not text")
         except (AttributeError, IndexError, TypeError) as exc:
             raise MalformedAnswer(
                 f"{self.model_id}: the response has no message ({str(response)[:200]!r})"
@@ -184,7 +171,3 @@ class OpenAICompatible:
         if not isinstance(completion_tokens, int):
             completion_tokens = estimate_tokens(text)
         return Completion(text, prompt_tokens, completion_tokens, truncated=finish == "length")
-
-    def close(self) -> None:
-        """Close the HTTP connections this provider holds."""
-        self._client.close()

@@ -1,10 +1,10 @@
 """AnthropicLLM against a real HTTP server speaking Anthropic's `/v1/messages` protocol.
 
 What a user relies on: the candidate schema is enforced through a forced `record_facts` tool
-call and its input comes back as JSON text, usage is reported, a cut or unreadable answer is a
-MalformedAnswer (SCENARIOS C: the job fails, events stay intact), a bad key fails at once with
-advice and without printing the key, overload and rate limits are retried as the provider
-asks, and a hung endpoint cannot block a run forever.
+call and its input comes back as JSON text, usage is reported, a cut answer is flagged as
+cut, an unreadable one is a MalformedAnswer (the job fails, events stay intact), a bad key
+fails at once with advice and without printing the key, overload and rate limits are retried
+as the provider asks, and a hung endpoint cannot block a run forever.
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 
 What a user running a local model relies on: the schema reaches Ollama's sampler (`format`),
 answers and token counts come back, a missing model says `ollama pull`, a stopped Ollama says
-`ollama serve`, transient failures are retried and deterministic ones are not, a cut or
-unreadable answer is a MalformedAnswer (SCENARIOS C: the job fails, events stay intact), and a
-hung server cannot block a run forever.
+`ollama serve`, transient failures are retried and deterministic ones are not, a cut answer
+is flagged as cut (with its tokens counted), an unreadable one is a MalformedAnswer (the job
+fails, events stay intact), and a hung server cannot block a run forever.
 """
 
 from __future__ import annotations

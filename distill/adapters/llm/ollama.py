@@ -126,6 +126,12 @@ class OllamaLLM(HTTPProvider):
         truncated = getattr(response, "done_reason", None) == "length"
         return Completion(text, prompt_tokens, completion_tokens, truncated=truncated)
 
+    def close(self) -> None:
+        """Close the HTTP connections this provider holds."""
+        # ollama.Client has close() from 0.5 on; before, only its httpx client has.
+        close = getattr(self._client, "close", None) or self._client._client.close
+        close()
+
     def __del__(self) -> None:
         # The OpenAI and Anthropic clients close themselves when discarded; Ollama's does not.
         with contextlib.suppress(Exception):

@@ -46,7 +46,12 @@ Script = Reply | Callable[[Request], Reply]
 
 
 class ScriptedServer:
-    def __init__(self, default: Script | None = None) -> None:
+    """`keep_alive=False` (the default) answers every request with `Connection: close`, so no
+    client socket outlives its request: a test never depends on when another test's client
+    is garbage-collected. Pass True to test what a client does with a kept-alive socket."""
+
+    def __init__(self, default: Script | None = None, keep_alive: bool = False) -> None:
+        self.keep_alive = keep_alive
         self.default = default or Reply(500, {"error": {"message": "nothing scripted"}})
         self.requests: list[Request] = []
         self._script: deque[Script] = deque()
@@ -131,6 +136,10 @@ class ScriptedServer:
                     self.send_header("Content-Length", str(len(data)))
                     for name, value in reply.headers.items():
                         self.send_header(name, value)
+                    if not server.keep_alive and "connection" not in {
+                        k.lower() for k in reply.headers
+                    }:
+                        self.send_header("Connection", "close")
                     self.end_headers()
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):

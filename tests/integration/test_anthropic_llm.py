@@ -276,7 +276,9 @@ def test_unknown_model_is_not_retried_and_hints_at_the_name(server: ScriptedServ
 
 
 @pytest.mark.parametrize(
-    ("status", "kind"), [(529, "overloaded_error"), (500, "api_error")], ids=["529", "500"]
+    ("status", "kind"),
+    [(529, "overloaded_error"), (500, "api_error"), (408, "timeout_error")],
+    ids=["529", "500", "408"],
 )
 def test_overload_and_server_error_are_retried_then_succeed(
     server: ScriptedServer, status: int, kind: str

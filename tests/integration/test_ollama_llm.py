@@ -46,20 +46,6 @@ PROMPT = "Message 1: I live in Lyon"
 ANSWER = json.dumps({"facts": []})
 
 
-def closing(reply: Reply) -> Reply:
-    """The reply with `Connection: close`, so the client's socket is closed after each answer
-    and no test depends on when a discarded provider is garbage-collected."""
-    return dataclasses.replace(reply, headers={**reply.headers, "Connection": "close"})
-
-
-def error(status: int, message: str) -> Reply:
-    return closing(ollama_error(status, message))
-
-
-def reply(content: str, **fields: object) -> Reply:
-    return closing(ollama_reply(content, **fields))  # type: ignore[arg-type]
-
-
 @pytest.fixture(scope="module")
 def running_server() -> Iterator[ScriptedServer]:
     # one server per module: stopping one takes half a second (its poll interval)
@@ -70,7 +56,7 @@ def running_server() -> Iterator[ScriptedServer]:
 @pytest.fixture
 def server(running_server: ScriptedServer) -> ScriptedServer:
     """The module's server, reset: no recorded requests, nothing scripted, a success default."""
-    return running_server.reset(default=reply(ANSWER))
+    return running_server.reset(default=ollama_reply(ANSWER))
 
 
 def chat(
@@ -157,7 +143,7 @@ def test_repr_never_shows_the_api_key(server: ScriptedServer) -> None:
 def test_answer_text_and_reported_token_counts_are_returned(server: ScriptedServer) -> None:
     """The model's content is returned as is, with Ollama's prompt_eval_count / eval_count as
     the usage that `Report.prompt_tokens` / `completion_tokens` add up."""
-    server.script(reply('{"facts": [1]}', prompt_eval_count=1234, eval_count=56))
+    server.script(ollama_reply('{"facts": [1]}', prompt_eval_count=1234, eval_count=56))
 
     completion = chat(server).complete(SYSTEM, PROMPT, CANDIDATE_SCHEMA)
 
@@ -170,17 +156,15 @@ def test_missing_token_counts_are_estimated_not_zero(server: ScriptedServer) -> 
     """Ollama omits the counts when it answers from its prompt cache; usage must still be a
     positive estimate rather than 0, so token accounting does not silently drop calls."""
     server.script(
-        closing(
-            Reply(
-                200,
-                {
-                    "model": "qwen2.5:7b",
-                    "created_at": "2024-05-01T10:00:00Z",
-                    "message": {"role": "assistant", "content": ANSWER},
-                    "done": True,
-                    "done_reason": "stop",
-                },
-            )
+        Reply(
+            200,
+            {
+                "model": "qwen2.5:7b",
+                "created_at": "2024-05-01T10:00:00Z",
+                "message": {"role": "assistant", "content": ANSWER},
+                "done": True,
+                "done_reason": "stop",
+            },
         )
     )
 
@@ -196,7 +180,7 @@ def test_missing_token_counts_are_estimated_not_zero(server: ScriptedServer) -> 
 
 def test_missing_model_says_how_to_pull_it_and_is_not_retried(server: ScriptedServer) -> None:
     """404 `model not found` is a setup mistake: fail at once with the fix (`ollama pull`)."""
-    server.script(error(404, "model 'qwen2.5:7b' not found, try pulling it first"))
+    server.script(ollama_error(404, "model 'qwen2.5:7b' not found, try pulling it first"))
     sleep = RecordingSleep()
 
     with pytest.raises(ProviderError) as raised:
@@ -210,7 +194,7 @@ def test_missing_model_says_how_to_pull_it_and_is_not_retried(server: ScriptedSe
 
 def test_bad_request_fails_once_without_retry(server: ScriptedServer) -> None:
     """400 is deterministic: retrying would fail the same way, so one request only."""
-    server.script(error(400, "invalid format: schema is not valid"))
+    server.script(ollama_error(400, "invalid format: schema is not valid"))
     sleep = RecordingSleep()
 
     with pytest.raises(ProviderError) as raised:
@@ -229,7 +213,7 @@ def test_bad_request_fails_once_without_retry(server: ScriptedServer) -> None:
 def test_transient_status_is_retried_then_succeeds(server: ScriptedServer, status: int) -> None:
     """A 5xx or 408 (model still loading, server busy) is retried after a wait, and the
     retried answer is returned."""
-    server.script(error(status, "busy"), reply('{"facts": ["ok"]}'))
+    server.script(ollama_error(status, "busy"), ollama_reply('{"facts": ["ok"]}'))
     sleep = RecordingSleep()
 
     completion = chat(server, sleep).complete(SYSTEM, PROMPT, CANDIDATE_SCHEMA)
@@ -242,7 +226,7 @@ def test_transient_status_is_retried_then_succeeds(server: ScriptedServer, statu
 def test_persistent_server_error_gives_up_after_the_attempts(server: ScriptedServer) -> None:
     """Retries are bounded: after `attempts` tries the transient error reaches the engine
     (which fails the job and keeps the events)."""
-    server.default = error(500, "llama runner process has terminated")
+    server.default = ollama_error(500, "llama runner process has terminated")
     sleep = RecordingSleep()
 
     with pytest.raises(TransientProviderError, match="llama runner"):
@@ -256,7 +240,7 @@ def test_persistent_rate_limit_raises_rate_limited_after_the_attempts(
     server: ScriptedServer,
 ) -> None:
     """A 429 that does not clear becomes RateLimited, which stops the run (SCENARIOS C)."""
-    server.default = error(429, "too many requests")
+    server.default = ollama_error(429, "too many requests")
     sleep = RecordingSleep()
 
     with pytest.raises(RateLimited):
@@ -271,9 +255,7 @@ def test_persistent_rate_limit_raises_rate_limited_after_the_attempts(
 
 def test_non_json_body_is_a_malformed_answer(server: ScriptedServer) -> None:
     """A proxy's HTML page instead of Ollama's JSON is a MalformedAnswer, not a crash."""
-    server.script(
-        closing(Reply(200, "<html><body>Bad gateway</body></html>", content_type="text/html"))
-    )
+    server.script(Reply(200, "<html><body>Bad gateway</body></html>", content_type="text/html"))
 
     with pytest.raises(MalformedAnswer):
         chat(server).complete(SYSTEM, PROMPT, CANDIDATE_SCHEMA)
@@ -283,7 +265,9 @@ def test_answer_cut_at_max_tokens_is_marked_truncated(server: ScriptedServer) ->
     """`done_reason: "length"` means the JSON was cut: the completion says so (the extractor
     then asks again for fewer events), its tokens are still counted (they were paid for),
     and the provider does not retry the same cut."""
-    server.script(reply('{"facts": [{"predicate": "home', done_reason="length", eval_count=64))
+    server.script(
+        ollama_reply('{"facts": [{"predicate": "home', done_reason="length", eval_count=64)
+    )
 
     answer = chat(server, max_tokens=64).complete(SYSTEM, PROMPT, CANDIDATE_SCHEMA)
 
@@ -298,7 +282,7 @@ def test_answer_cut_at_max_tokens_is_marked_truncated(server: ScriptedServer) ->
 def test_slow_server_times_out_in_bounded_time(server: ScriptedServer) -> None:
     """A hung Ollama cannot block consolidation: each try ends at `timeout`, and after the
     attempts a TransientProviderError is raised (the job fails, events intact)."""
-    server.default = dataclasses.replace(reply(ANSWER), delay=2.0)
+    server.default = dataclasses.replace(ollama_reply(ANSWER), delay=2.0)
     started = time.monotonic()
 
     with pytest.raises(TransientProviderError):
@@ -346,7 +330,7 @@ def test_memory_consolidates_through_ollama_and_reports_its_usage(
             }
         ]
     }
-    server.script(reply(json.dumps(lyon), prompt_eval_count=700, eval_count=40))
+    server.script(ollama_reply(json.dumps(lyon), prompt_eval_count=700, eval_count=40))
     mem = make_memory(llm=chat(server), extractor="llm")
     mem.add_event(subject="alice", text="I live in Lyon")
 
@@ -376,7 +360,9 @@ def test_discarding_the_provider_closes_its_connection() -> None:
     """A long-running agent that builds a provider per session must not leak one open socket
     per provider (the OpenAI and Anthropic SDK clients close theirs when discarded; under
     `-W error` the leak is an error)."""
-    with ScriptedServer(default=ollama_reply(ANSWER)) as keep_alive:  # no Connection: close
+    with ScriptedServer(
+        default=ollama_reply(ANSWER), keep_alive=True
+    ) as keep_alive:  # no Connection: close
         llm = OllamaLLM("llama3.2", base_url=keep_alive.url, timeout=5.0)
         llm.complete(SYSTEM, PROMPT, CANDIDATE_SCHEMA)
         gc.collect()  # whatever earlier tests left behind is not this provider's
@@ -392,7 +378,7 @@ def test_discarding_the_provider_closes_its_connection() -> None:
 def test_close_releases_the_connection() -> None:
     """`close()` (called by Memory for a provider it built, and by the CLI) closes the kept-alive
     socket at once; the provider refuses further calls instead of leaking a new socket."""
-    with ScriptedServer(default=ollama_reply(ANSWER)) as keep_alive:
+    with ScriptedServer(default=ollama_reply(ANSWER), keep_alive=True) as keep_alive:
         llm = OllamaLLM("llama3.2", base_url=keep_alive.url, timeout=5.0)
         llm.complete(SYSTEM, PROMPT, CANDIDATE_SCHEMA)
         with warnings.catch_warnings(record=True) as caught:
@@ -403,3 +389,20 @@ def test_close_releases_the_connection() -> None:
             llm.complete(SYSTEM, PROMPT, CANDIDATE_SCHEMA)
 
     assert [w for w in caught if issubclass(w.category, ResourceWarning)] == []
+
+
+def test_a_refused_key_fails_at_once_and_is_never_shown(server: ScriptedServer) -> None:
+    """An Ollama behind an authenticating proxy that refuses the key (401): no retry, an
+    error that says to check the key, and the key itself in neither the error nor repr."""
+    server.script(ollama_error(401, "invalid token sk-ollama-SECRET"))
+    sleep = RecordingSleep()
+    llm = chat(server, sleep, api_key="sk-ollama-SECRET")
+
+    with pytest.raises(ProviderError) as raised:
+        llm.complete(SYSTEM, PROMPT, CANDIDATE_SCHEMA)
+
+    assert not isinstance(raised.value, TransientProviderError)
+    assert "API key" in str(raised.value)
+    assert "SECRET" not in str(raised.value) and "SECRET" not in repr(llm)
+    assert server.requests[0].headers["authorization"] == "Bearer sk-ollama-SECRET"
+    assert len(server.requests) == 1 and sleep.waits == []

@@ -8,6 +8,7 @@ failure rolls back that job only, records the error and leaves its events intact
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -107,6 +108,7 @@ class Engine:
         embed_events: bool = False,
     ) -> None:
         self.embed_events = embed_events
+        self._stop = threading.Event()
         # Model answers of dry runs, by (extractor key, event id), until a real run stores them.
         self._dry_answers: dict[tuple[str, str], list[Any]] = {}
         self.store = store
@@ -118,9 +120,15 @@ class Engine:
 
     # -- runs ----------------------------------------------------------------------------------
     def consolidate(
-        self, dry_run: bool = False, progress: Callable[[int, int], None] | None = None
+        self,
+        dry_run: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+        stop: threading.Event | None = None,
     ) -> Report:
+        """Run every due job. When `stop` is set, the job being decided is finished, no
+        other is started, and the claimed ones go back to pending (a graceful shutdown)."""
         report = Report(dry_run=dry_run)
+        self._stop = stop or threading.Event()
         if not dry_run:
             self._run(report, progress, pipelined=True)
             return report
@@ -149,6 +157,9 @@ class Engine:
             nonlocal done
             for index, p in enumerate(batch.prepared):
                 rest = [q.job.id for q in batch.prepared[index:]]
+                if self._stop.is_set():  # shutting down: the rest waits for another run
+                    self._release(rest, report)
+                    return
                 try:
                     self.store.heartbeat(rest, self.clock.now())
                     self._decide(p, batch.vectors, report)
@@ -162,7 +173,7 @@ class Engine:
         if not pipelined:
             while (batch := self._next_batch(report)) is not None:
                 decide(batch)
-                if batch.stopped:
+                if batch.stopped or self._stop.is_set():
                     return
             return
         # Extraction and embedding of the next batch (model inference, LLM calls) overlap with
@@ -177,11 +188,14 @@ class Engine:
                     decide(batch)
                     if batch.stopped:
                         return
+                    if self._stop.is_set():
+                        self._abandon(upcoming, report)
+                        return
             except BaseException:
-                self._abandon(upcoming)
+                self._abandon(upcoming, report)
                 raise
 
-    def _abandon(self, upcoming: Future[Batch | None]) -> None:
+    def _abandon(self, upcoming: Future[Batch | None], report: Report) -> None:
         """Put the jobs of a batch prepared for nothing (the run was interrupted) back."""
         if upcoming.cancel():
             return
@@ -190,10 +204,17 @@ class Engine:
         except Exception:  # its jobs were failed or released where it broke
             return
         if batch is not None:
-            self.store.release_jobs([p.job.id for p in batch.prepared], self.clock.now())
+            self._release([p.job.id for p in batch.prepared], report)
+
+    def _release(self, job_ids: list[str], report: Report) -> None:
+        self.store.release_jobs(job_ids, self.clock.now())
+        with report.lock:
+            report.jobs_released += len(job_ids)
 
     def _next_batch(self, report: Report) -> Batch | None:
         """Claim due jobs, extract them, and embed what they need, a call per step."""
+        if self._stop.is_set():
+            return None
         jobs = self.store.claim_jobs(self.clock.now(), CLAIM_BATCH, MAX_ATTEMPTS)
         if not jobs:
             return None
@@ -240,6 +261,9 @@ class Engine:
         try:
             for index, (job, events) in enumerate(loaded):
                 rest = [j.id for j, _ in loaded[index:]]
+                if self._stop.is_set():  # shutting down: ask the model nothing more
+                    self._release(rest, report)
+                    return prepared, True
 
                 def beat(rest: list[str] = rest) -> None:  # long LLM calls: keep the claim alive
                     self.store.heartbeat(rest, self.clock.now())
@@ -265,9 +289,7 @@ class Engine:
                         report.count_llm(usage)
                 if stop is not None:
                     log.error("stopping the run: %s", stop)
-                    self.store.release_jobs(rest[1:], self.clock.now())
-                    with report.lock:
-                        report.jobs_released += len(rest) - 1
+                    self._release(rest[1:], report)
                     return prepared, True
         except BaseException:  # interrupted (Ctrl-C): nothing of this batch will be decided
             self.store.release_jobs([j.id for j, _ in loaded], self.clock.now())

@@ -10,6 +10,7 @@ m.facts(subject="u1")
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -243,10 +244,15 @@ class Memory:
         )
 
     def consolidate(
-        self, dry_run: bool = False, progress: Callable[[int, int], None] | None = None
+        self,
+        dry_run: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+        stop: threading.Event | None = None,
     ) -> Report:
-        """Run every due job. With `dry_run` the report has the same plan and nothing is written."""
-        return self.engine.consolidate(dry_run=dry_run, progress=progress)
+        """Run every due job. With `dry_run` the report has the same plan and nothing is
+        written. Setting `stop` (from another thread) ends the run after the job being
+        decided; the other claimed jobs go back to pending."""
+        return self.engine.consolidate(dry_run=dry_run, progress=progress, stop=stop)
 
     def replay(self, project: str | None = None, reextract: bool = False) -> int:
         """Put every finished or failed job back to pending; the next run replays it.

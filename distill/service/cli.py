@@ -26,6 +26,8 @@ from distill.core.models import ConflictSet, EventIn, Fact
 from distill.errors import DistillError, InvalidInput
 from distill.extractors import EXTRACTORS
 from distill.memory import Memory, explain_validation
+from distill.report import Report
+from distill.service.worker import Worker
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -499,6 +501,53 @@ def replay(ctx: click.Context, project: str | None, reextract: bool, as_json: bo
         emit({"requeued": count})
     else:
         out.print(f"{count} job(s) back to pending")
+
+
+@cli.command()
+@click.option(
+    "--concurrency",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Consolidation threads in this process (each with its own connections).",
+)
+@click.option(
+    "--interval",
+    default=2.0,
+    show_default=True,
+    type=click.FloatRange(min=0.05),
+    help="Seconds to wait when nothing is due (events arriving meanwhile share model calls).",
+)
+@click.option("--once", is_flag=True, help="Process what is due, then exit.")
+@click.pass_context
+def worker(ctx: click.Context, concurrency: int, interval: float, once: bool) -> None:
+    """Consolidate continuously, until SIGTERM or Ctrl-C (which finish the job being decided
+    and put the other claimed ones back). Several workers may share one database."""
+    models: list[Any] = []
+
+    def open_memory() -> Memory:
+        llm = make_llm(api_key=os.environ.get("DISTILL_LLM_API_KEY") or None, **ctx.obj["llm"])
+        models.append(llm)
+        return Memory(
+            ctx.obj["db"], embedder=ctx.obj["embedder"], llm=llm, extractor=ctx.obj["extractor"]
+        )
+
+    def announce(report: Report) -> None:
+        counters = ", ".join(f"{k} {v}" for k, v in report.counters().items() if v)
+        err.print(f"[{datetime.now().astimezone():%H:%M:%S}] {counters}")
+
+    runner = Worker(open_memory, concurrency=concurrency, interval=interval, on_run=announce)
+    runner.stop_on_signals()
+    err.print(f"distill worker: {concurrency} thread(s), polling every {interval:g} s")
+    try:
+        totals = runner.run(once=once)
+    finally:
+        for llm in models:
+            close_llm(llm)
+    err.print(
+        f"stopped: {totals.jobs_done} job(s) done, {totals.jobs_failed} failed, "
+        f"{totals.llm_calls} LLM call(s)"
+    )
 
 
 @cli.command()

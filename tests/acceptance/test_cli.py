@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -614,3 +616,51 @@ def test_audit_lists_what_consolidation_did(cli: Cli) -> None:
     table = cli.ok("audit")
     assert "retire_fact" in table.stdout
     assert cli("audit", "--limit", "0").code == 2
+
+
+# -- distill worker ------------------------------------------------------------------------------
+
+
+def test_worker_consolidates_as_events_arrive_and_stops_cleanly_on_sigterm(
+    tmp_path: Path,
+) -> None:
+    """`distill worker` picks up events added while it runs; SIGTERM ends it with exit 0 and
+    no job left running."""
+    cli = Cli(tmp_path)
+    env = {**cli.env, "DISTILL_LLM": "fake"}
+    process = subprocess.Popen(
+        [str(DISTILL), "--db", str(cli.db), "worker", "--interval", "0.1"],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        cli.ok("add", "--subject", "u1", "--text", "I live in Lyon. I have three bikes.")
+        deadline = time.monotonic() + TIMEOUT
+        while not cli.ok_json("facts", "--subject", "u1") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=TIMEOUT)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+    assert process.returncode == 0, stderr
+    assert "stopped: 1 job(s) done" in stderr
+    facts = cli.ok_json("facts", "--subject", "u1")
+    assert sorted(f["text"] for f in facts) == ["I have three bikes.", "I live in Lyon."]
+    status = cli.ok_json("status")
+    assert status["jobs"]["running"] == 0 and status["jobs"]["done"] == 1
+
+
+def test_worker_with_an_unusable_configuration_exits_at_once(tmp_path: Path) -> None:
+    """A worker that cannot be configured fails fast with the reason, not a polling loop."""
+    cli = Cli(tmp_path)
+    env = {k: v for k, v in cli.env.items() if k != "OPENAI_API_KEY"}
+    result = cli.raw("--db", str(cli.db), "--llm", "openai", "worker", env=env)
+
+    assert result.code == 1
+    assert "API key" in result.error

@@ -1,0 +1,135 @@
+"""`distill worker`: consolidation that runs continuously.
+
+Each of `concurrency` threads owns its own `Memory` (its own connections) and loops: run
+every due job, then wait `interval` seconds when there was nothing to do. Jobs are claimed
+atomically by the store, so threads, and worker processes on the same database, never take
+the same job. Waiting between runs is also what makes a steady stream cheap: the events that
+arrive meanwhile are extracted together, in one model call per batch.
+
+A stop request (SIGTERM, SIGINT, or `Worker.stop()`) lets each thread finish the job it is
+deciding; the jobs it had claimed but not started go back to pending for the next worker.
+A configuration error ends the worker at once (exit status 1); any other error is logged and
+the thread carries on after a pause, so a database restart costs a few failed polls, not the
+worker.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import FrameType
+
+from distill.errors import ConfigurationError
+from distill.memory import Memory
+from distill.report import Report
+
+log = logging.getLogger("distill.worker")
+
+ERROR_PAUSE = 5.0  # seconds a thread waits after an unexpected error before polling again
+BACKOFF_PAUSE = 30.0  # after a run the provider stopped (429, outage): give it time
+
+
+@dataclass
+class Totals:
+    """What a worker has done since it started, all threads together."""
+
+    runs: int = 0
+    jobs_done: int = 0
+    jobs_failed: int = 0
+    llm_calls: int = 0
+    errors: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, report: Report) -> None:
+        with self.lock:
+            self.runs += 1
+            self.jobs_done += report.jobs_done
+            self.jobs_failed += report.jobs_failed
+            self.llm_calls += report.llm_calls
+
+
+class Worker:
+    def __init__(
+        self,
+        open_memory: Callable[[], Memory],
+        concurrency: int = 1,
+        interval: float = 2.0,
+        on_run: Callable[[Report], None] | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ConfigurationError("concurrency must be at least 1")
+        if interval <= 0:
+            raise ConfigurationError("interval must be a positive number of seconds")
+        self.open_memory = open_memory
+        self.concurrency = concurrency
+        self.interval = interval
+        self.on_run = on_run
+        self.totals = Totals()
+        self._stop = threading.Event()
+        self._fatal: BaseException | None = None
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def run(self, once: bool = False) -> Totals:
+        """Work until stopped (or, with `once`, until nothing is due). Raises the first
+        configuration error any thread met."""
+        threads = [
+            threading.Thread(target=self._loop, args=(once,), name=f"distill-worker-{n}")
+            for n in range(self.concurrency)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if self._fatal is not None:
+            raise self._fatal
+        return self.totals
+
+    def _loop(self, once: bool) -> None:
+        try:
+            memory = self.open_memory()
+        except BaseException as exc:  # a bad URL, a missing extra: nothing to retry
+            self._fatal = exc
+            self._stop.set()
+            return
+        with memory:
+            while not self._stop.is_set():
+                try:
+                    report = memory.consolidate(stop=self._stop)
+                except ConfigurationError as exc:
+                    self._fatal = exc
+                    self._stop.set()
+                    return
+                except Exception:
+                    log.exception("consolidation failed; trying again in %.0f s", ERROR_PAUSE)
+                    with self.totals.lock:
+                        self.totals.errors += 1
+                    self._stop.wait(ERROR_PAUSE)
+                    continue
+                self.totals.add(report)
+                if self.on_run is not None and (report.jobs_done or report.jobs_failed):
+                    self.on_run(report)
+                if report.jobs_released and not self._stop.is_set():
+                    # The provider ended the run (rate limit, outage): do not hammer it.
+                    self._stop.wait(max(self.interval, BACKOFF_PAUSE))
+                elif report.jobs_done or report.jobs_failed:
+                    continue  # there may be more: poll again at once
+                elif once:
+                    return
+                else:
+                    self._stop.wait(self.interval)
+
+    def stop_on_signals(self) -> None:
+        """Stop gracefully on SIGTERM and SIGINT (a second SIGINT interrupts at once)."""
+
+        def handle(signum: int, frame: FrameType | None) -> None:
+            log.warning("%s: finishing the current job, then stopping", signal.Signals(signum).name)
+            self.stop()
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+        signal.signal(signal.SIGTERM, handle)
+        signal.signal(signal.SIGINT, handle)

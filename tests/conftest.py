@@ -13,6 +13,9 @@ import pytest
 
 from distill import Memory
 from distill.adapters.embed.hashing import HashingEmbedder
+from tests.postgres import postgres_database, postgres_server
+
+__all__ = ["postgres_database", "postgres_server"]  # fixtures for every test directory
 
 
 class FakeClock:

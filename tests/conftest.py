@@ -13,9 +13,10 @@ import pytest
 
 from distill import Memory
 from distill.adapters.embed.hashing import HashingEmbedder
-from tests.postgres import postgres_database, postgres_server
+from tests.postgres import make_postgres_database, postgres_database, postgres_server
 
-__all__ = ["postgres_database", "postgres_server"]  # fixtures for every test directory
+# PostgreSQL fixtures, for every test directory.
+__all__ = ["make_postgres_database", "postgres_database", "postgres_server"]
 
 
 class FakeClock:

@@ -14,7 +14,7 @@ import shutil
 import tempfile
 import uuid
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -56,17 +56,28 @@ def postgres_server() -> Iterator[str]:
 
 
 @pytest.fixture
-def postgres_database(postgres_server: str) -> Iterator[str]:
+def make_postgres_database(postgres_server: str) -> Iterator[Callable[[], str]]:
+    """Create empty databases on the test server (their URLs); all are dropped at teardown."""
     import psycopg
     from psycopg import sql
 
-    name = f"distill_test_{uuid.uuid4().hex[:16]}"
-    with psycopg.connect(postgres_server, autocommit=True) as admin:
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        yield database_url(postgres_server, name)
-    finally:
+    created: list[str] = []
+
+    def make() -> str:
+        name = f"distill_test_{uuid.uuid4().hex[:16]}"
         with psycopg.connect(postgres_server, autocommit=True) as admin:
-            admin.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
+            admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        created.append(name)
+        return database_url(postgres_server, name)
+
+    yield make
+    with psycopg.connect(postgres_server, autocommit=True) as admin:
+        for name in created:
+            drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
+            admin.execute(drop.format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def postgres_database(make_postgres_database: Callable[[], str]) -> str:
+    """The URL of an empty database for this test."""
+    return make_postgres_database()

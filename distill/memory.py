@@ -39,7 +39,7 @@ from distill.core.models import (
 )
 from distill.core.plan import Plan
 from distill.engine import Engine
-from distill.errors import ConfigurationError, InvalidInput, NotFound
+from distill.errors import ConfigurationError, InvalidInput, MissingDependency, NotFound
 from distill.extractors import BATCH_EVENTS, BATCH_TOKENS, make_extraction
 from distill.ports import LLM, Clock, Embedder, Store, StoreCounts
 from distill.report import Report
@@ -102,27 +102,45 @@ def default_database() -> Path:
 
 
 def open_store(url: str | Path | None) -> tuple[Store, str]:
-    """Build the store a URL names: a path, `sqlite:///path`, or `:memory:`."""
+    """Build the store a URL names: a path, `sqlite:///path`, `:memory:`, or a
+    `postgresql://` (or `postgres://`) URL. Returns it and where it is, fit to be shown (a
+    PostgreSQL URL's password left out)."""
     if url is None:
         path = default_database()
         path.parent.mkdir(parents=True, exist_ok=True)
         url = str(path)
     url = str(url)
-    if url.startswith(("postgresql://", "postgres://", "postgresql+")):
+    if url.startswith(("postgresql://", "postgres://")):
+        return _open_postgres(url)
+    if url.startswith("postgresql+"):
         raise ConfigurationError(
-            "the PostgreSQL backend is not part of this build yet; use a SQLite path such as "
-            "memory.db or sqlite:///path/to/memory.db"
+            f"unsupported database URL scheme in {url.split('://')[0]!r}: distill talks to "
+            "PostgreSQL through psycopg itself; use postgresql://user@host/dbname"
         )
     if url.startswith("sqlite://"):
         # sqlite:///relative.db, sqlite:////absolute.db, sqlite:// or sqlite:///:memory:
         url = url.removeprefix("sqlite://").removeprefix("/") or ":memory:"
     elif "://" in url:
         raise ConfigurationError(
-            f"unsupported database URL {url!r}: use a file path or sqlite:///path"
+            f"unsupported database URL {url!r}: use a file path, sqlite:///path or "
+            "postgresql://user@host/dbname"
         )
     from distill.adapters.store.sqlite import SqliteStore
 
     return SqliteStore(url), url
+
+
+def _open_postgres(url: str) -> tuple[Store, str]:
+    try:
+        import psycopg  # noqa: F401
+    except ImportError as exc:
+        raise MissingDependency(
+            "the PostgreSQL backend needs psycopg — pip install 'distill[postgres]'"
+        ) from exc
+    from distill.adapters.store.postgres import PostgresStore
+    from distill.adapters.store.postgres_connection import describe
+
+    return PostgresStore(url), f"postgresql://{describe(url)}"
 
 
 def make_embedder(embedder: str | Embedder) -> Embedder:
@@ -143,8 +161,9 @@ class Memory:
     """An agent memory on one database.
 
     Args:
-        url: a SQLite file path, ``sqlite:///path``, or ``:memory:``; by default a file in
-            the user data directory.
+        url: a SQLite file path, ``sqlite:///path``, ``:memory:``, or a PostgreSQL URL
+            (``postgresql://user:password@host/dbname``, pgvector on the server; needs
+            ``pip install 'distill[postgres]'``); by default a file in the user data directory.
         embedder: ``"local"`` (default: all-MiniLM-L6-v2, offline), ``"hashing"`` (no
             model; exact-predicate identity only in practice), or an `Embedder`.
         llm: the model the ``llm``/``auto`` extractor asks: an object implementing the LLM

@@ -13,6 +13,10 @@ import pytest
 
 from distill import Memory
 from distill.adapters.embed.hashing import HashingEmbedder
+from tests.postgres import make_postgres_database, postgres_database, postgres_server
+
+# PostgreSQL fixtures, for every test directory.
+__all__ = ["make_postgres_database", "postgres_database", "postgres_server"]
 
 
 class FakeClock:

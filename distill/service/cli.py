@@ -36,8 +36,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 ENVIRONMENT = """
 \b
 Environment:
-  DISTILL_DATABASE_URL  database (a SQLite path or sqlite:///path); default: a file in
-                        the user data directory
+  DISTILL_DATABASE_URL  database (a SQLite path, sqlite:///path or
+                        postgresql://user@host/dbname); default: a file in the user
+                        data directory
   DISTILL_EMBEDDER      local (default, all-MiniLM-L6-v2 offline) | hashing (no model)
   DISTILL_EXTRACTOR     auto (default) | claims | text | llm
   DISTILL_LLM           none (default) | fake | openai | ollama | anthropic
@@ -58,7 +59,11 @@ def json_option(func: F) -> F:
 
 
 @click.group(epilog=ENVIRONMENT)
-@click.option("--db", envvar="DISTILL_DATABASE_URL", help="Database URL or SQLite path.")
+@click.option(
+    "--db",
+    envvar="DISTILL_DATABASE_URL",
+    help="Database: a SQLite path, sqlite:///path or postgresql://user@host/dbname.",
+)
 @click.option(
     "--embedder",
     envvar="DISTILL_EMBEDDER",

@@ -17,7 +17,7 @@ import pytest
 from distill.adapters.store.sqlite import SqliteStore
 from distill.ports import Store
 
-BACKENDS = ["sqlite"]
+BACKENDS = ["sqlite", "postgres"]
 
 
 @pytest.fixture(params=BACKENDS)
@@ -26,16 +26,22 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def database(backend: str, tmp_path: Path) -> str:
-    """Where this test's fresh database lives (a file path, or later a URL)."""
+def database(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where this test's fresh database lives: a file path, or a PostgreSQL URL."""
     if backend == "sqlite":
         return str(tmp_path / "distill.db")
+    if backend == "postgres":
+        return str(request.getfixturevalue("postgres_database"))
     raise NotImplementedError(backend)
 
 
 def _open(backend: str, database: str) -> Store:
     if backend == "sqlite":
         return SqliteStore(database)
+    if backend == "postgres":
+        from distill.adapters.store.postgres import PostgresStore
+
+        return PostgresStore(database)
     raise NotImplementedError(backend)
 
 
@@ -75,6 +81,15 @@ def stamp_schema_version(backend: str, database: str) -> Callable[[int], None]:
                     )
             finally:
                 conn.close()
+            return
+        if backend == "postgres":
+            import psycopg
+
+            with psycopg.connect(database, autocommit=True) as conn:
+                conn.execute(
+                    "INSERT INTO schema_migrations (version, applied_at) VALUES (%s, now())",
+                    (version,),
+                )
             return
         raise NotImplementedError(backend)
 

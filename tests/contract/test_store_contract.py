@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import numpy as np
 import pytest
 
+from distill.adapters.store.queries import load_migrations
 from distill.adapters.store.sqlite import SqliteStore
 from distill.core.models import (
     ConflictStatus,
@@ -911,13 +912,18 @@ def test_a_naive_datetime_is_refused_and_nothing_is_written(store: Store) -> Non
 
 
 # -- migrations ------------------------------------------------------------------------------------
-def test_migrations_are_idempotent(store: Store, open_store: Callable[[], Store]) -> None:
+def test_migrations_are_idempotent(
+    store: Store, open_store: Callable[[], Store], backend: str
+) -> None:
     event = make_event()
     append(store, event)
+    latest = load_migrations(backend)[-1].version
+    assert store.schema_version() == latest  # opening a store brings it up to date
     store.migrate()
     again = open_store()
     again.migrate()
     assert again.events([event.id]) == [event]
+    assert again.schema_version() == latest
 
 
 def test_a_database_newer_than_the_code_is_refused(

@@ -136,6 +136,10 @@ class PostgresStore:
                     {"version": migration.version, "applied_at": datetime.now(UTC)},
                 )
 
+    def schema_version(self) -> int:
+        with self._tx(write=False) as db:
+            return int(_one(db, "schema_version", {})["version"])
+
     def close(self) -> None:
         """Close every connection this store opened, in every thread. Idempotent."""
         self._db.close()

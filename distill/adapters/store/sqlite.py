@@ -101,6 +101,10 @@ class SqliteStore:
                     {"version": migration.version, "applied_at": rows.ts(datetime.now(UTC))},
                 )
 
+    def schema_version(self) -> int:
+        with self._tx(write=False) as db:
+            return int(db.execute(QUERIES["schema_version"]).fetchone()["version"])
+
     def close(self) -> None:
         """Close every connection this store opened, in every thread. Idempotent."""
         self._db.close()

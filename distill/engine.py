@@ -96,6 +96,10 @@ class _DryRun(Exception):
     """Raised at the end of a dry run so that the store rolls everything back."""
 
 
+class _Deferred(Exception):
+    """Raised under a subject's lock when an earlier job of the subject is still open."""
+
+
 class Engine:
     def __init__(
         self,
@@ -109,6 +113,7 @@ class Engine:
     ) -> None:
         self.embed_events = embed_events
         self._stop = threading.Event()
+        self._pool: ThreadPoolExecutor | None = None
         # Model answers of dry runs, by (extractor key, event id), until a real run stores them.
         self._dry_answers: dict[tuple[str, str], list[Any]] = {}
         self.store = store
@@ -179,21 +184,31 @@ class Engine:
         # Extraction and embedding of the next batch (model inference, LLM calls) overlap with
         # the decisions and writes of this one: each job is still decided under its lock, on
         # state read under it, and its own events are never split across batches.
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="distill-prepare") as pool:
-            upcoming = pool.submit(self._next_batch, report)
-            try:
-                while (batch := upcoming.result()) is not None:
-                    if not batch.stopped:
-                        upcoming = pool.submit(self._next_batch, report)
-                    decide(batch)
-                    if batch.stopped:
-                        return
-                    if self._stop.is_set():
-                        self._abandon(upcoming, report)
-                        return
-            except BaseException:
-                self._abandon(upcoming, report)
-                raise
+        # One preparation thread for the engine's life, not one per run: a store holds a
+        # connection per thread, and a worker runs thousands of times.
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="distill-prepare")
+        pool = self._pool
+        upcoming = pool.submit(self._next_batch, report)
+        try:
+            while (batch := upcoming.result()) is not None:
+                if not batch.stopped:
+                    upcoming = pool.submit(self._next_batch, report)
+                decide(batch)
+                if batch.stopped:
+                    return
+                if self._stop.is_set():
+                    self._abandon(upcoming, report)
+                    return
+        except BaseException:
+            self._abandon(upcoming, report)
+            raise
+
+    def close(self) -> None:
+        """Stop the preparation thread (before the store it uses is closed)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
     def _abandon(self, upcoming: Future[Batch | None], report: Report) -> None:
         """Put the jobs of a batch prepared for nothing (the run was interrupted) back."""
@@ -391,6 +406,10 @@ class Engine:
     def _decide(self, p: Prepared, vectors: dict[str, Vector], report: Report) -> None:
         try:
             plan = self._decide_and_apply(p, vectors)
+        except _Deferred:  # an earlier job of the subject is still open elsewhere: after it
+            log.info("job %s waits for an earlier job of %s", p.job.id, p.job.subject)
+            self._release([p.job.id], report)
+            return
         except Exception as exc:  # rolled back: this job only
             self._fail(p.job, exc, report)
             return
@@ -410,6 +429,10 @@ class Engine:
             t: vectors[t] for t in (identity_text_of(c) for c in p.candidates) if t is not None
         }
         with self.store.serialised(job.project, job.subject):
+            # Another worker may hold the subject's earlier job: deciding this one first
+            # would change the outcome (arrival order must not), so it waits.
+            if self.store.earlier_open_job(job.id):
+                raise _Deferred
             snapshot = self._snapshot(job, p.events, p.candidates, identity)
             now = self.clock.now()
             plan = Adjudicator(snapshot, now, self.new_id, self.max_distance).run(p.candidates)

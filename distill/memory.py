@@ -213,6 +213,7 @@ class Memory:
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def close(self) -> None:
+        self.engine.close()
         self.store.close()
         close_llm(self._owned_llm)
 

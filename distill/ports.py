@@ -142,6 +142,11 @@ class Store(Protocol):
         or to failed when they have used `max_attempts` attempts. Returns how many."""
         ...
 
+    def earlier_open_job(self, job_id: str) -> bool:
+        """Whether the job's subject has an earlier job still pending or running: a
+        subject's jobs are decided in the order they were created."""
+        ...
+
     def heartbeat(self, job_ids: Sequence[str], now: datetime) -> None:
         """Mark running jobs as still being worked on."""
         ...

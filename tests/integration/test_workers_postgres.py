@@ -240,13 +240,7 @@ def test_four_worker_processes_race_over_shared_subjects_like_one_worker(
             workers.append(processes.worker(shared, "--once", "--interval", "0.05"))
 
     with Memory(shared, embedder="hashing") as agent:
-        # The first wave is consolidated before the others race: which of two conflicting
-        # values is active would otherwise depend on which worker decides first (the bug
-        # pinned by test_jobs_of_one_subject_decided_out_of_order_end_as_in_order).
-        agent.add_events(all_waves[0])
-        keep_four_running()
-        wait_until(lambda: unfinished(shared) == 0, 60, "the first wave")
-        for wave in all_waves[1:]:
+        for wave in all_waves:
             for start in range(0, len(wave), 25):
                 agent.add_events(wave[start : start + 25])
                 keep_four_running()
@@ -496,15 +490,6 @@ def connections_to(url: str) -> int:
     return int(query(url, mine)[0][0]) - 1  # not this one
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: every Engine.consolidate() prepares batches on a new ThreadPoolExecutor thread; "
-        "PostgresConnections opens a connection per thread and closes it only with the store, "
-        "so an idle `distill worker` opens one more PostgreSQL connection per poll until the "
-        "server refuses every client ('too many clients already')"
-    ),
-)
 def test_an_idle_worker_holds_a_bounded_number_of_connections(
     postgres_database: str, processes: Processes
 ) -> None:
@@ -548,15 +533,6 @@ Worker(lambda: Memory(url, embedder="hashing")).run(once=True)
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: jobs of one subject are serialised but not ordered: when a worker decides a "
-        "subject's later job before another worker decides its earlier one, the final state "
-        "differs from one worker's (here Globex ends active instead of Acme, and Acme gets a "
-        "superseded version nobody superseded)"
-    ),
-)
 def test_jobs_of_one_subject_decided_out_of_order_end_as_in_order(
     make_postgres_database: Callable[[], str], processes: Processes, tmp_path: Path
 ) -> None:

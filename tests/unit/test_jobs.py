@@ -352,6 +352,36 @@ def test_a_job_being_extracted_keeps_its_claim_alive(
     assert report.jobs_done == 1 and report.llm_calls == 4
 
 
+def test_a_subjects_later_job_waits_while_an_earlier_one_is_running(
+    make_memory: MemoryFactory, clock: FakeClock
+) -> None:
+    """A subject's jobs are decided in the order they were created: while another worker
+    holds the subject's earlier job, the later one is not taken (deciding it first could
+    change which of two conflicting values is active); once the earlier one is back, both
+    are decided, in order."""
+    mem = make_memory()
+    acme = [{"predicate": "employer", "value": {"name": "Acme"}}]
+    globex = [{"predicate": "employer", "value": {"name": "Globex"}}]
+    mem.add_event(subject="alice", text="I work at Acme", claims=acme, occurred_at=at(0))
+    [held] = mem.store.claim_jobs(clock.now(), 1, MAX_ATTEMPTS)  # another worker has it
+    clock.advance(seconds=1)
+    mem.add_event(subject="alice", text="I work at Globex", claims=globex, occurred_at=at(1))
+    mem.add_event(subject="bob", text="I work at Hooli", claims=acme, occurred_at=at(1))
+
+    report = mem.consolidate()
+
+    assert report.jobs_done == 1  # bob's only
+    later = [j for j in mem.jobs() if j.subject == "alice" and j.id != held.id]
+    assert [j.status for j in later] == [JobStatus.PENDING]
+    assert mem.facts(subject="alice") == []
+
+    mem.store.release_jobs([held.id], clock.now())  # the other worker gave it back
+    assert mem.consolidate().jobs_done == 2
+    [active] = mem.facts(subject="alice")
+    assert active.value == {"name": "Acme"}  # first said; Globex is held in a conflict
+    assert len(mem.conflicts(subject="alice")) == 1
+
+
 # -- G42 no partial writes -----------------------------------------------------------------------
 
 

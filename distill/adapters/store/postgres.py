@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
@@ -37,6 +36,7 @@ import numpy as np
 import psycopg
 from psycopg import errors as pg_errors
 
+from distill import ids
 from distill.adapters.store import postgres_rows as rows
 from distill.adapters.store.postgres_apply import apply_plan
 from distill.adapters.store.postgres_connection import Connection, PostgresConnections
@@ -224,6 +224,10 @@ class PostgresStore:
         }
         with self._tx() as db:
             return db.execute(QUERIES["reclaim_stalled"], params).rowcount
+
+    def earlier_open_job(self, job_id: str) -> bool:
+        with self._tx(write=False) as db:
+            return db.execute(QUERIES["earlier_open_job"], {"id": job_id}).fetchone() is not None
 
     def heartbeat(self, job_ids: Sequence[str], now: datetime) -> None:
         if not job_ids:
@@ -567,4 +571,4 @@ def _with_dim(sql: str, dim: int) -> str:
 
 
 def _new_id() -> str:
-    return uuid.uuid4().hex
+    return ids.new_id()  # sorts in creation order: ties on time are fair

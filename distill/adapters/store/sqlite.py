@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
@@ -20,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from distill import ids
 from distill.adapters.store import sqlite_rows as rows
 from distill.adapters.store.queries import load_migrations, load_queries
 from distill.adapters.store.sqlite_connection import SqliteConnections, split_statements
@@ -132,7 +132,7 @@ class SqliteStore:
                 scope = {"project": event.project, "subject": event.subject, "now": stamp}
                 pending = db.execute(QUERIES["pending_job_for_subject"], scope).fetchone()
                 if pending is None:
-                    job_id = uuid.uuid4().hex
+                    job_id = ids.new_id()  # sorts in creation order: ties on time are fair
                     db.execute(QUERIES["insert_job"], {**scope, "id": job_id})
                 else:
                     job_id = pending["id"]
@@ -183,6 +183,10 @@ class SqliteStore:
         }
         with self._tx() as db:
             return db.execute(QUERIES["reclaim_stalled"], params).rowcount
+
+    def earlier_open_job(self, job_id: str) -> bool:
+        with self._tx(write=False) as db:
+            return db.execute(QUERIES["earlier_open_job"], {"id": job_id}).fetchone() is not None
 
     def heartbeat(self, job_ids: Sequence[str], now: datetime) -> None:
         if not job_ids:

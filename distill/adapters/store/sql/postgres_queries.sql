@@ -101,14 +101,31 @@ INSERT INTO job_events (job_id, event_id) VALUES (%(job_id)s, %(event_id)s)
 ON CONFLICT DO NOTHING;
 
 -- name: due_jobs
--- Several workers claim at once: each skips the rows another is claiming.
+-- Several workers claim at once: each skips the rows another is claiming. A subject's jobs
+-- are decided in the order they were created: a job whose subject has an earlier job running
+-- elsewhere waits for it (the engine checks again under the subject's lock).
 SELECT id FROM jobs
-WHERE (status = 'pending' AND (not_before IS NULL OR not_before <= %(now)s))
-   OR (status = 'failed' AND attempts < %(max_attempts)s
-       AND not_before IS NOT NULL AND not_before <= %(now)s)
+WHERE ((status = 'pending' AND (not_before IS NULL OR not_before <= %(now)s))
+       OR (status = 'failed' AND attempts < %(max_attempts)s
+           AND not_before IS NOT NULL AND not_before <= %(now)s))
+  AND NOT EXISTS (
+      SELECT 1 FROM jobs AS earlier
+      WHERE earlier.project = jobs.project AND earlier.subject = jobs.subject
+        AND earlier.status = 'running'
+        AND (earlier.created_at < jobs.created_at
+             OR (earlier.created_at = jobs.created_at AND earlier.id < jobs.id)))
 ORDER BY created_at, id
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED;
+
+-- name: earlier_open_job
+SELECT 1 AS found
+FROM jobs AS this JOIN jobs AS earlier
+  ON earlier.project = this.project AND earlier.subject = this.subject
+WHERE this.id = %(id)s AND earlier.status IN ('pending', 'running')
+  AND (earlier.created_at < this.created_at
+       OR (earlier.created_at = this.created_at AND earlier.id < this.id))
+LIMIT 1;
 
 -- name: mark_jobs_running
 UPDATE jobs

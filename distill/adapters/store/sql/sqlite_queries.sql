@@ -76,12 +76,29 @@ UPDATE jobs SET updated_at = :now WHERE id = :id;
 INSERT OR IGNORE INTO job_events (job_id, event_id) VALUES (:job_id, :event_id);
 
 -- name: due_jobs
+-- A subject's jobs are decided in the order they were created: a job whose subject has an
+-- earlier job running elsewhere waits for it.
 SELECT id FROM jobs
-WHERE (status = 'pending' AND (not_before IS NULL OR not_before <= :now))
-   OR (status = 'failed' AND attempts < :max_attempts
-       AND not_before IS NOT NULL AND not_before <= :now)
+WHERE ((status = 'pending' AND (not_before IS NULL OR not_before <= :now))
+       OR (status = 'failed' AND attempts < :max_attempts
+           AND not_before IS NOT NULL AND not_before <= :now))
+  AND NOT EXISTS (
+      SELECT 1 FROM jobs AS earlier
+      WHERE earlier.project = jobs.project AND earlier.subject = jobs.subject
+        AND earlier.status = 'running'
+        AND (earlier.created_at < jobs.created_at
+             OR (earlier.created_at = jobs.created_at AND earlier.id < jobs.id)))
 ORDER BY created_at, id
 LIMIT :limit;
+
+-- name: earlier_open_job
+SELECT 1 AS found
+FROM jobs AS this JOIN jobs AS earlier
+  ON earlier.project = this.project AND earlier.subject = this.subject
+WHERE this.id = :id AND earlier.status IN ('pending', 'running')
+  AND (earlier.created_at < this.created_at
+       OR (earlier.created_at = this.created_at AND earlier.id < this.id))
+LIMIT 1;
 
 -- name: mark_jobs_running
 UPDATE jobs

@@ -304,6 +304,7 @@ class Engine:
                         report.count_llm(usage)
                 if stop is not None:
                     log.error("stopping the run: %s", stop)
+                    report.stopped_by_provider = f"{type(stop).__name__}: {stop}"
                     self._release(rest[1:], report)
                     return prepared, True
         except BaseException:  # interrupted (Ctrl-C): nothing of this batch will be decided

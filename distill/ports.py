@@ -6,6 +6,7 @@ never imports an adapter; the engine wires them together.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -140,6 +141,12 @@ class Store(Protocol):
     def reclaim_stalled(self, now: datetime, stalled_before: datetime, max_attempts: int) -> int:
         """Put `running` jobs whose heartbeat is older than `stalled_before` back to pending,
         or to failed when they have used `max_attempts` attempts. Returns how many."""
+        ...
+
+    def wait_for_events(self, timeout: float, stop: threading.Event) -> bool:
+        """Wait until new events are stored (by any process), `timeout` seconds pass, or
+        `stop` is set. True when woken by new events; backends that cannot tell return
+        False after the wait and callers poll."""
         ...
 
     def earlier_open_job(self, job_id: str) -> bool:

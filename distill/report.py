@@ -27,6 +27,8 @@ class Report:
     # Batches are prepared on a second thread while the first decides: counters take turns.
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     errors: list[str] = field(default_factory=list)
+    # Why the provider ended the run early (a rate limit, an outage); "" when it did not.
+    stopped_by_provider: str = ""
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -85,6 +87,7 @@ class Report:
             "counters": self.counters(),
             "rejections": [r.__dict__ for r in self.rejections],
             "errors": self.errors,
+            "stopped_by_provider": self.stopped_by_provider,
             "actions": self.actions,
             "actions_total": self.actions_total,
         }

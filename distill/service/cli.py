@@ -540,9 +540,18 @@ def migrate(ctx: click.Context, as_json: bool) -> None:
     type=click.FloatRange(min=0.05),
     help="Seconds to wait when nothing is due (events arriving meanwhile share model calls).",
 )
+@click.option(
+    "--settle",
+    default=0.5,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    help="On PostgreSQL, seconds to wait after new events wake the worker (a burst together).",
+)
 @click.option("--once", is_flag=True, help="Process what is due, then exit.")
 @click.pass_context
-def worker(ctx: click.Context, concurrency: int, interval: float, once: bool) -> None:
+def worker(
+    ctx: click.Context, concurrency: int, interval: float, settle: float, once: bool
+) -> None:
     """Consolidate continuously, until SIGTERM or Ctrl-C (which finish the job being decided
     and put the other claimed ones back). Several workers may share one database."""
     models: list[Any] = []
@@ -558,7 +567,9 @@ def worker(ctx: click.Context, concurrency: int, interval: float, once: bool) ->
         counters = ", ".join(f"{k} {v}" for k, v in report.counters().items() if v)
         err.print(f"[{datetime.now().astimezone():%H:%M:%S}] {counters}")
 
-    runner = Worker(open_memory, concurrency=concurrency, interval=interval, on_run=announce)
+    runner = Worker(
+        open_memory, concurrency=concurrency, interval=interval, on_run=announce, settle=settle
+    )
     runner.stop_on_signals()
     err.print(f"distill worker: {concurrency} thread(s), polling every {interval:g} s")
     try:

@@ -1,7 +1,9 @@
 """`distill worker`: consolidation that runs continuously.
 
 Each of `concurrency` threads owns its own `Memory` (its own connections) and loops: run
-every due job, then wait `interval` seconds when there was nothing to do. Jobs are claimed
+every due job, then, when there was nothing to do, wait up to `interval` seconds. On
+PostgreSQL new events wake the wait at once (LISTEN/NOTIFY), then the worker waits `settle`
+seconds more so that a burst is extracted together; on SQLite it simply polls. Jobs are claimed
 atomically by the store, so threads, and worker processes on the same database, never take
 the same job. Waiting between runs is also what makes a steady stream cheap: the events that
 arrive meanwhile are extracted together, in one model call per batch.
@@ -58,6 +60,7 @@ class Worker:
         concurrency: int = 1,
         interval: float = 2.0,
         on_run: Callable[[Report], None] | None = None,
+        settle: float = 0.5,
     ) -> None:
         if concurrency < 1:
             raise ConfigurationError("concurrency must be at least 1")
@@ -66,6 +69,7 @@ class Worker:
         self.open_memory = open_memory
         self.concurrency = concurrency
         self.interval = interval
+        self.settle = min(settle, interval)
         self.on_run = on_run
         self.totals = Totals()
         self._stop = threading.Event()
@@ -113,7 +117,7 @@ class Worker:
                 self.totals.add(report)
                 if self.on_run is not None and (report.jobs_done or report.jobs_failed):
                     self.on_run(report)
-                if report.jobs_released and not self._stop.is_set():
+                if report.stopped_by_provider and not self._stop.is_set():
                     # The provider ended the run (rate limit, outage): do not hammer it.
                     self._stop.wait(max(self.interval, BACKOFF_PAUSE))
                 elif report.jobs_done or report.jobs_failed:
@@ -121,7 +125,18 @@ class Worker:
                 elif once:
                     return
                 else:
-                    self._stop.wait(self.interval)
+                    self._idle(memory)
+
+    def _idle(self, memory: Memory) -> None:
+        """Wait for new events (woken at once on PostgreSQL), at most `interval` seconds."""
+        try:
+            woken = memory.store.wait_for_events(self.interval, self._stop)
+        except Exception:  # the database is away: the next poll says more
+            log.warning("cannot wait for new events; polling", exc_info=True)
+            self._stop.wait(self.interval)
+            return
+        if woken:  # let the rest of a burst arrive, so that it is extracted together
+            self._stop.wait(self.settle)
 
     def stop_on_signals(self) -> None:
         """Stop gracefully on SIGTERM and SIGINT (a second SIGINT interrupts at once)."""

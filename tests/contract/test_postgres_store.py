@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from distill.adapters.store.queries import load_migrations, load_queries
 from distill.adapters.store.sqlite import SqliteStore
 from distill.core.plan import CreateFact, Plan
 from distill.errors import StoreError
-from tests.factories import PROJECT, SUBJECT, make_fact
+from tests.factories import PROJECT, SUBJECT, T0, make_event, make_fact
 
 psycopg = pytest.importorskip("psycopg")
 postgres = pytest.importorskip("distill.adapters.store.postgres")
@@ -39,6 +40,8 @@ POSTGRES_ONLY = {
     "lock_subject": "per-subject advisory locks; SQLite serialises every writer",
     "nearest_state_facts": "vector search in the database (SQLite: active_state_vectors)",
     "create_vector_index": "an HNSW index per vector dimension",
+    "notify_events": "LISTEN/NOTIFY wakes waiting workers; SQLite workers poll",
+    "listen_events": "LISTEN/NOTIFY wakes waiting workers; SQLite workers poll",
 }
 
 
@@ -283,3 +286,34 @@ def test_nearest_facts_agrees_with_sqlites_exact_search(pg: Any, tmp_path: Path)
     ]
     for mine, theirs in zip(got, expected, strict=True):
         assert [n.distance for n in mine] == pytest.approx([n.distance for n in theirs], abs=1e-5)
+
+
+def test_a_waiting_worker_wakes_when_another_process_stores_events(
+    pg: Any, postgres_database: str
+) -> None:
+    """`wait_for_events` returns as soon as another store (another worker, another agent
+    process) commits new events, not after its timeout; a repeated, already-stored event
+    wakes nobody; a stop request ends the wait early."""
+    from distill.adapters.store.postgres import PostgresStore
+
+    stop = threading.Event()
+    agent = PostgresStore(postgres_database)
+    event = make_event()
+    try:
+        pg.wait_for_events(0.05, stop)  # start listening before anything is stored
+        later = threading.Timer(0.3, agent.append_events, args=([event], T0))
+        later.start()
+        began = time.monotonic()
+        assert pg.wait_for_events(20.0, stop) is True
+        assert time.monotonic() - began < 5
+        later.join()
+
+        agent.append_events([event], T0)  # the same event again: nothing new
+        assert pg.wait_for_events(0.5, stop) is False
+
+        stop.set()
+        began = time.monotonic()
+        assert pg.wait_for_events(20.0, stop) is False
+        assert time.monotonic() - began < 1
+    finally:
+        agent.close()

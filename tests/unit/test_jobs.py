@@ -215,6 +215,7 @@ def test_rate_limit_on_job_two_stops_the_run_and_releases_the_rest(
     report = mem.consolidate()
 
     assert (report.jobs_done, report.jobs_failed, report.jobs_released) == (1, 1, 3)
+    assert report.stopped_by_provider.startswith("RateLimited")
     assert len(llm.calls) == 2
     jobs = {j.subject: j for j in mem.jobs()}
     assert jobs["s1"].status is JobStatus.DONE

@@ -27,6 +27,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
@@ -61,6 +63,7 @@ QUERIES = load_queries("postgres")
 MIGRATIONS = load_migrations("postgres")
 
 EVENT_PAGE_SIZE = 500  # rows per read transaction when iterating over every event
+LISTEN_SLICE_S = 0.25  # how often a waiting worker looks at its stop flag
 HNSW_MAX_DIMENSION = 2000  # pgvector cannot index `vector` columns of more dimensions
 PGVECTOR_MISSING = (
     "the PostgreSQL server at {where} does not have the pgvector extension, which distill "
@@ -89,6 +92,11 @@ class PostgresStore:
         self.url = url
         self._tx = self._db.transaction
         self._indexed_dims: set[int] = set()
+        # Connections that LISTEN for new events, one per waiting thread, outside any
+        # transaction of the store's own connections.
+        self._listening = threading.local()
+        self._listeners: list[Connection] = []
+        self._listeners_lock = threading.Lock()
         try:
             self.migrate()
         except BaseException:
@@ -142,6 +150,10 @@ class PostgresStore:
 
     def close(self) -> None:
         """Close every connection this store opened, in every thread. Idempotent."""
+        with self._listeners_lock:
+            listeners, self._listeners = self._listeners, []
+        for listener in listeners:
+            listener.close()
         self._db.close()
 
     def serialised(self, project: str, subject: str) -> AbstractContextManager[None]:
@@ -179,7 +191,28 @@ class PostgresStore:
                     db.execute(QUERIES["touch_job"], {"id": job_id, "now": stamp})
                 db.execute(QUERIES["attach_event_to_job"], {"job_id": job_id, "event_id": event.id})
                 stored.append((event, True))
+            if any(new for _, new in stored):
+                db.execute(QUERIES["notify_events"])
         return stored
+
+    def wait_for_events(self, timeout: float, stop: threading.Event) -> bool:
+        """Wait up to `timeout` seconds for new events (LISTEN/NOTIFY), or until `stop`."""
+        listener = getattr(self._listening, "conn", None)
+        if listener is None or listener.closed:
+            listener = self._db.connect()
+            listener.execute(QUERIES["listen_events"])
+            self._listening.conn = listener
+            with self._listeners_lock:
+                self._listeners.append(listener)
+        deadline = time.monotonic() + timeout
+        try:
+            while not stop.is_set() and (left := deadline - time.monotonic()) > 0:
+                for _ in listener.notifies(timeout=min(left, LISTEN_SLICE_S), stop_after=1):
+                    return True
+        except psycopg.Error:  # the server went away: the caller polls, then reconnects
+            listener.close()
+            stop.wait(max(deadline - time.monotonic(), 0))
+        return False
 
     def events(self, ids: Sequence[str]) -> list[Event]:
         """The stored events among `ids`, in (occurred_at, id) order."""

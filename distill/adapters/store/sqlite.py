@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
@@ -183,6 +184,11 @@ class SqliteStore:
         }
         with self._tx() as db:
             return db.execute(QUERIES["reclaim_stalled"], params).rowcount
+
+    def wait_for_events(self, timeout: float, stop: threading.Event) -> bool:
+        """SQLite cannot notify: wait out the timeout (or the stop); the caller polls."""
+        stop.wait(timeout)
+        return False
 
     def earlier_open_job(self, job_id: str) -> bool:
         with self._tx(write=False) as db:

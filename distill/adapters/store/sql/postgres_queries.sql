@@ -482,3 +482,10 @@ DO UPDATE SET candidates = excluded.candidates, created_at = excluded.created_at
 DELETE FROM extractions
 WHERE %(project)s::text IS NULL
    OR event_id IN (SELECT id FROM events WHERE project = %(project)s);
+
+-- name: notify_events
+-- Wakes listening workers when the transaction that stored new events commits.
+SELECT pg_notify('distill_events', '');
+
+-- name: listen_events
+LISTEN distill_events;

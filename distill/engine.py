@@ -13,7 +13,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 import numpy as np
 
@@ -38,6 +37,7 @@ from distill.errors import (
     TransientProviderError,
 )
 from distill.extractors import Extraction, from_claims, from_llm_answer, from_text
+from distill.model_answers import ModelAnswers
 from distill.ports import Clock, Embedder, LLMUsage, Store, Vector
 from distill.report import Report
 
@@ -48,7 +48,6 @@ RETRY_BASE = timedelta(seconds=30)  # backoff: 30 s, 60 s, 120 s, 240 s between 
 STALLED_AFTER = timedelta(minutes=10)  # a running job with no heartbeat for this long is reclaimed
 CLAIM_BATCH = 32  # jobs claimed per round trip
 OUTAGE_AFTER = 3  # jobs failed in a row by a provider, after its own retries, that end a run
-CONTEXT_FACTS = 20  # known facts shown with a batch of events, the most relevant first
 # Actions described in the report of a real run; the audit log has all of them. A dry run's
 # report lists every action: the plan is its whole point.
 REPORT_ACTIONS_MAX = 1000
@@ -114,14 +113,13 @@ class Engine:
         self.embed_events = embed_events
         self._stop = threading.Event()
         self._pool: ThreadPoolExecutor | None = None
-        # Model answers of dry runs, by (extractor key, event id), until a real run stores them.
-        self._dry_answers: dict[tuple[str, str], list[Any]] = {}
         self.store = store
         self.embedder = embedder
         self.extraction = extraction
         self.clock = clock
         self.max_distance = max_distance
         self.new_id = new_id or ids.new_id
+        self.answers = ModelAnswers(store, extraction, self.embed, embedder.model_id, clock)
 
     # -- runs ----------------------------------------------------------------------------------
     def consolidate(
@@ -321,7 +319,7 @@ class Engine:
         beat: Callable[[], None],
         dry_run: bool,
     ) -> Prepared:
-        answers = self._llm_answers(job, events, vectors, usage, beat, dry_run)
+        answers = self.answers.for_job(job, events, vectors, usage, beat, dry_run)
         candidates: list[Candidate] = []
         rejections: list[Rejection] = []
         for event in events:
@@ -335,74 +333,6 @@ class Engine:
             candidates.extend(Candidate(event, claim, h, route) for claim, h in extracted.claims)
             rejections.extend(extracted.rejections)
         return Prepared(job, events, candidates, rejections)
-
-    def _llm_answers(
-        self,
-        job: Job,
-        events: Sequence[Event],
-        vectors: dict[str, Vector],
-        usage: LLMUsage,
-        beat: Callable[[], None],
-        dry_run: bool,
-    ) -> dict[str, list[Any]]:
-        """The model's raw candidates for each of the job's events that go to it. Answers
-        are stored as each call returns, so a retried or replayed job asks only for the
-        events that have none yet: nothing new, no call. A dry run's writes are rolled
-        back, so its answers are also kept in memory: the real run that follows applies
-        the plan the dry run showed, without asking again."""
-        llm = self.extraction.llm
-        asking = [e for e in events if self.extraction.route(e) == "llm"]
-        if llm is None or not asking:
-            return {}
-        answers = self.store.cached_extractions(llm.key, [e.id for e in asking])
-        kept = {
-            e.id: self._dry_answers.pop((llm.key, e.id))
-            for e in asking
-            if e.id not in answers and (llm.key, e.id) in self._dry_answers
-        }
-        if kept:
-            self.store.cache_extractions(llm.key, kept, self.clock.now())
-            answers.update(kept)
-        missing = [e for e in asking if e.id not in answers]
-        if missing:
-
-            def context(batch: Sequence[Event]) -> list[Fact]:
-                return self._context(job, batch, vectors)
-
-            for found in llm.propose(job.subject, missing, context, usage):
-                self.store.cache_extractions(llm.key, found, self.clock.now())
-                answers.update(found)
-                if dry_run:
-                    self._dry_answers.update({(llm.key, k): v for k, v in found.items()})
-                beat()
-        return answers
-
-    def _context(self, job: Job, batch: Sequence[Event], vectors: dict[str, Vector]) -> list[Fact]:
-        """What the model is shown so it can reuse a predicate or supersede: the subject's
-        active state facts, all of them when they fit in CONTEXT_FACTS, else the ones nearest
-        in meaning to any event of the batch, nearest first. Only then are the events'
-        texts embedded: most subjects never pay for it."""
-        recent = self.store.active_facts(job.project, job.subject, CONTEXT_FACTS + 1)
-        if len(recent) <= CONTEXT_FACTS:
-            return recent
-        texts = [e.text for e in batch if e.text.strip()]
-        vectors.update(self.embed([t for t in texts if t not in vectors]))
-        rows = [vectors[t] for t in texts]
-        if not rows:
-            return recent[:CONTEXT_FACTS]
-        hoods = self.store.nearest_facts(
-            job.project, job.subject, np.stack(rows), CONTEXT_FACTS, self.embedder.model_id
-        )
-        best: dict[str, float] = {}
-        for hood in hoods:
-            for n in hood:
-                best[n.fact_id] = min(best.get(n.fact_id, n.distance), n.distance)
-        ranked = sorted(best, key=lambda fact_id: (best[fact_id], fact_id))[:CONTEXT_FACTS]
-        shown = [f for f in map(self.store.fact, ranked) if f.status is FactStatus.ACTIVE]
-        # Facts without a vector of this embedder cannot be ranked: the newest fill the rest.
-        ids = {f.id for f in shown}
-        shown.extend(f for f in recent if f.id not in ids)
-        return shown[:CONTEXT_FACTS]
 
     def _decide(self, p: Prepared, vectors: dict[str, Vector], report: Report) -> None:
         try:

@@ -122,17 +122,17 @@ def cli(
     }
 
 
+def build_llm(ctx: click.Context) -> Any:
+    """The configured model. The key comes from the environment only: an option would show
+    it in `ps` and the shell's history."""
+    return make_llm(api_key=os.environ.get("DISTILL_LLM_API_KEY") or None, **ctx.obj["llm"])
+
+
 @contextmanager
 def memory(ctx: click.Context, with_llm: bool = False) -> Iterator[Memory]:
     """The Memory a command works on. Only consolidation builds the model: importing a
     provider's SDK takes a second or two, and reading the store must not depend on it."""
-    # The key comes from the environment only: an option would show it in `ps` and history.
-    config = ctx.obj["llm"]
-    llm = (
-        make_llm(api_key=os.environ.get("DISTILL_LLM_API_KEY") or None, **config)
-        if with_llm
-        else None
-    )
+    llm = build_llm(ctx) if with_llm else None
     try:
         mem = Memory(
             ctx.obj["db"],
@@ -557,7 +557,7 @@ def worker(
     models: list[Any] = []
 
     def open_memory() -> Memory:
-        llm = make_llm(api_key=os.environ.get("DISTILL_LLM_API_KEY") or None, **ctx.obj["llm"])
+        llm = build_llm(ctx)
         models.append(llm)
         return Memory(
             ctx.obj["db"], embedder=ctx.obj["embedder"], llm=llm, extractor=ctx.obj["extractor"]

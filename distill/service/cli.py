@@ -27,6 +27,7 @@ from distill.errors import DistillError, InvalidInput
 from distill.extractors import EXTRACTORS
 from distill.memory import Memory, explain_validation, open_store
 from distill.report import Report
+from distill.service.eval_command import eval_cmd
 from distill.service.worker import Worker
 
 out = Console(highlight=False, soft_wrap=True)
@@ -591,6 +592,9 @@ def demo(ctx: click.Context, as_json: bool) -> None:
     from distill.service.demo import run_demo
 
     run_demo(ctx.obj["embedder"], as_json, out)
+
+
+cli.add_command(eval_cmd)
 
 
 def main() -> None:

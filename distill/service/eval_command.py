@@ -1,0 +1,170 @@
+"""`distill eval SUITE`: measure Distill on public data and print what it found."""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from distill.eval import SUITES, EvalContext, SuiteResult, default_data_dir, run_suite
+from distill.eval.context import Progress as ProgressFn
+from distill.eval.results import format_value
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+@click.command("eval")
+@click.argument("suite", type=click.Choice([*SUITES, "all"]))
+@click.option(
+    "--data",
+    "data_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The folder holding the datasets (default: ../shared/data).",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    help="Use only the first N items of each dataset (a quick slice).",
+)
+@click.option("--seed", default=0, show_default=True, help="Seed for shuffled arrival orders.")
+@click.option(
+    "--out",
+    "out_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Where to write the JSON result (default: eval-results/SUITE.json).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON result instead of tables.")
+@click.pass_context
+def eval_cmd(
+    ctx: click.Context,
+    suite: str,
+    data_dir: Path | None,
+    limit: int | None,
+    seed: int,
+    out_file: Path | None,
+    as_json: bool,
+) -> None:
+    """Measure consolidation on public datasets: timelines, numeric-updates, pairs, locomo,
+    scenarios, or all. Prints a table per suite and writes a JSON result."""
+    names = list(SUITES) if suite == "all" else [suite]
+    with _progress(enabled=not as_json) as progress:
+        context = EvalContext(
+            data_dir=(data_dir or default_data_dir()).resolve(),
+            limit=limit,
+            seed=seed,
+            embedder=ctx.obj["embedder"],
+            progress=progress,
+        )
+        results = [run_suite(name, context) for name in names]
+    document = _document(suite, results, context)
+    target = out_file or Path("eval-results") / f"{suite}.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    if as_json:
+        out.print_json(json.dumps(document, ensure_ascii=False))
+        return
+    for result in results:
+        render(result)
+    if len(results) > 1:
+        out.print(summary_table(results))
+    err.print(f"result written to {target}")
+
+
+def _document(suite: str, results: list[SuiteResult], ctx: EvalContext) -> dict[str, Any]:
+    return {
+        "suite": suite,
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "commit": _commit(),
+        "machine": f"{platform.machine()} {platform.system()} python {platform.python_version()}",
+        "embedder": ctx.embedder if isinstance(ctx.embedder, str) else type(ctx.embedder).__name__,
+        "data": str(ctx.data_dir),
+        "results": [r.to_dict() for r in results],
+    }
+
+
+def _commit() -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).resolve().parent,
+            timeout=5,
+            check=False,
+        )
+    except OSError:
+        return None
+    return done.stdout.strip() or None
+
+
+def render(result: SuiteResult) -> None:
+    table = Table(title=f"{result.title} ({result.suite}, {result.seconds:g} s)")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_column("target")
+    table.add_column("")
+    table.add_column("note")
+    for m in result.metrics:
+        mark = {True: "met", False: "MISSED", None: ""}[m.met]
+        table.add_row(m.name, format_value(m.value), m.target or "", mark, m.note)
+    out.print(table)
+    for extra in result.tables:
+        shown = Table(title=extra.title)
+        for column in extra.columns:
+            shown.add_column(column)
+        for row in extra.rows:
+            shown.add_row(*(format_value(v) for v in row))
+        out.print(shown)
+    for note in result.notes:
+        out.print(f"  • {note}")
+    for dataset in result.datasets:
+        out.print(f"  data: {dataset.name} — {dataset.license}")
+    out.print()
+
+
+def summary_table(results: list[SuiteResult]) -> Table:
+    table = Table(title="distill eval all — summary")
+    table.add_column("suite")
+    table.add_column("targets met", justify="right")
+    table.add_column("missed")
+    table.add_column("seconds", justify="right")
+    for r in results:
+        with_target = sum(1 for m in r.metrics if m.met is not None)
+        missed = ", ".join(m.name for m in r.targets_missed) or "—"
+        table.add_row(r.suite, f"{r.targets_met}/{with_target}", missed, f"{r.seconds:g}")
+    return table
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator[ProgressFn]:
+    if not enabled:
+        yield lambda _label, _done, _total: None
+        return
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )
+    tasks: dict[str, Any] = {}
+
+    def update(label: str, done: int, total: int) -> None:
+        if label not in tasks:
+            tasks[label] = bar.add_task(label, total=total)
+        bar.update(tasks[label], completed=done, total=total)
+
+    with bar:
+        yield update

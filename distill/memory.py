@@ -293,9 +293,17 @@ class Memory:
         include_retired: bool = False,
         as_of: datetime | str | None = None,
     ) -> list[Fact]:
-        """Active facts, or with `as_of` what was true at that time as far as we know now."""
+        """What is true now: active facts whose stated end (`valid_to`) has not passed. With
+        `as_of`, what was true at that time as far as we know now; with `include_retired`,
+        every fact whatever its status or interval."""
         when = _parse_time(as_of) if as_of is not None else None
-        return self.store.facts(project, subject, include_retired, when)
+        found = self.store.facts(project, subject, include_retired, when)
+        if when is None and not include_retired:
+            # A fact stated to have ended ("played for Reading until 2010") stays the latest
+            # version of its identity, but it is no longer true and is not served as current.
+            now = self.clock.now()
+            found = [f for f in found if f.valid_to is None or f.valid_to > now]
+        return found
 
     def fact(self, fact_id: str) -> Fact:
         return self.store.fact(fact_id)

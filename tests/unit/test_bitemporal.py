@@ -321,3 +321,37 @@ def test_late_reinforcement_matches_in_order_delivery(make_memory: MemoryFactory
         )
 
     assert shape(late) == shape(in_order)
+
+
+def test_a_fact_whose_stated_end_has_passed_is_not_served_as_current(mem: Memory) -> None:
+    """No stale facts served: "played for Reading until 2010" stays the latest version of its
+    identity, but `facts()` (what is true now) leaves it out once the end has passed, while
+    `as_of` inside the interval and `include_retired` still show it."""
+    mem.add_event(
+        subject="bob",
+        text="Bob played for Reading from 2008 to 2010",
+        claims=[
+            {
+                "predicate": "plays_for",
+                "value": {"club": "Reading"},
+                "valid_from": "2008-01-01T00:00:00Z",
+                "valid_to": "2010-01-01T00:00:00Z",
+            },
+            {
+                "predicate": "shirt_number",
+                "value": {"number": 9},
+                "valid_from": "2008-01-01T00:00:00Z",
+                "valid_to": "2999-01-01T00:00:00Z",
+            },
+        ],
+    )
+    mem.consolidate()
+
+    assert [f.predicate for f in mem.facts(subject="bob")] == ["shirt_number"]
+    assert {f.predicate for f in mem.facts(subject="bob", as_of="2009-06-01T00:00:00Z")} == {
+        "plays_for",
+        "shirt_number",
+    }
+    ended = one(mem.facts(subject="bob", include_retired=True), {"club": "Reading"})
+    assert ended.status is FactStatus.ACTIVE
+    assert mem.facts(subject="bob", as_of="2010-01-01T00:00:00Z")[0].predicate == "shirt_number"

@@ -88,6 +88,10 @@ def ingest(ctx: EvalContext, mem: Memory, clock: StepClock, rounds: list[list[An
     return errors
 
 
+def count(fact: Fact) -> Any:
+    return (fact.value or {}).get("count")
+
+
 def check_entity(mem: Memory, entity: dict[str, Any]) -> dict[str, int]:
     """What went right and wrong for one entity's series."""
     series = runs(entity["values"])
@@ -97,12 +101,12 @@ def check_entity(mem: Memory, entity: dict[str, Any]) -> dict[str, int]:
     by_start: dict[datetime, list[Fact]] = {}
     for f in versions:
         by_start.setdefault(f.valid_from, []).append(f)
-    served = [f.value["count"] for f in mem.facts(subject=subject) if f.value]
+    served = [count(f) for f in mem.facts(subject=subject) if f.value]
     latest = series[-1][0]
 
     closed = lost = 0
     for value, start, next_start in series:
-        held = [f for f in by_start.get(year(start), []) if f.value["count"] == value]
+        held = [f for f in by_start.get(year(start), []) if count(f) == value]
         if not held:
             lost += 1
             continue
@@ -113,11 +117,8 @@ def check_entity(mem: Memory, entity: dict[str, Any]) -> dict[str, int]:
         expected = next(
             v for v, s, e in series if s <= point["year"] and (e is None or point["year"] < e)
         )
-        got = [
-            f.value["count"]
-            for f in mem.facts(subject=subject, as_of=year(point["year"]) + timedelta(days=181))
-            if f.value
-        ]
+        mid_year = year(point["year"]) + timedelta(days=181)
+        got = [count(f) for f in mem.facts(subject=subject, as_of=mid_year) if f.value]
         as_of_right += got == [expected]
         as_of_total += 1
     return {

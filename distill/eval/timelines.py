@@ -23,6 +23,7 @@ player's other open spells are not part of the question).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -181,9 +182,7 @@ def run(ctx: EvalContext) -> SuiteResult:
                     rounds,
                     club_as_identity=club_as_identity,
                     clock=clock,
-                    progress=lambda done, total, m=model, o=order: ctx.progress(
-                        f"timelines: {m}, {o}", done, total
-                    ),
+                    progress=functools.partial(ctx.progress, f"timelines: {model}, {order}"),
                 )
                 served = answers(mem, items)
                 leaks = final_state_leaks(mem, timelines)

@@ -1,11 +1,24 @@
 """The interpreter of one scenario case: its steps act on a fresh `Memory` through the public
 API, and its checks compare what the store shows afterwards with what the case expects.
 
-A step is a dict with either `do` (an action: add an event, consolidate, replay, pin,
-resolve, ...) or `check` (an expectation on the report, facts, conflicts, jobs or on
-nothing having changed). The vocabulary is `ACTIONS` and `CHECKS`; `scenarios.py` validates
-a case against it before anything runs. Facts are named by selectors (`{"value": {...}}`,
-`{"predicate": ...}`), events by the `name` their `add` step gave them.
+A step is a dict with either `do` (an action) or `check` (an expectation); `ACTIONS` and
+`CHECKS` list the keys each accepts, and `scenarios.py` validates a case against them before
+anything runs.
+
+Actions: `add` an event (`claim` or `claims`, `text`, `at` minutes or `days` after T0,
+`subject` (default u1), `project`, `trust`, `source`; `name` it to refer to it later),
+`consolidate` (`dry_run`; `name` its report), `replay`, `pin` a fact, `resolve` a conflict
+(`keep` a fact or null), `advance` the clock, `answer` (queue more model answers),
+`snapshot`, and `race` (several workers on one database at once). Any action may say it
+`raises` a distill error (`message_contains`).
+
+Checks: `report` (counters, rejection reasons, learned aliases, whether the provider stopped
+the run, or `same_as` another report), `fact` (one fact's fields), `facts` (the served facts
+of a subject, exactly; the number of rows with retired ones), `conflicts`, `jobs`, and
+`unchanged` since a snapshot (all of it, or one fact).
+
+Facts are named by selectors: fields with their values (`{"value": {"lang": "fr"}}`), where
+`sources` and times are event names. A selector must name exactly one fact.
 """
 
 from __future__ import annotations
@@ -75,6 +88,8 @@ REQUIRED: dict[str, set[str]] = {
 }
 # Fact fields that name another fact: the case gives a selector for it.
 LINKS = {"superseded_by", "supersedes_id"}
+# Fact fields that are times: the case gives the name of the event that happened then.
+TIMES = {"valid_from", "valid_to", "last_reinforced_at"}
 
 
 class CaseFailed(Exception):
@@ -100,9 +115,16 @@ def make_llm(spec: Mapping[str, Any]) -> FakeLLM:
 
 def _answer(spec: Any) -> Any:
     if isinstance(spec, dict) and "raise" in spec:
-        error = getattr(errors, spec["raise"])
+        error = error_class(spec["raise"])
+        assert error is not None, spec  # validated when the cases were loaded
         return error(spec.get("message", spec["raise"]))
     return spec
+
+
+def error_class(name: str) -> type[errors.DistillError] | None:
+    """The distill error a case names, or None if there is none by that name."""
+    found = getattr(errors, name, None)
+    return found if isinstance(found, type) and issubclass(found, errors.DistillError) else None
 
 
 def distance(spec: float | str, threshold: float) -> float:
@@ -124,7 +146,7 @@ def distance(spec: float | str, threshold: float) -> float:
     return apply[op](threshold)
 
 
-def test_embedder(pairs: list[Mapping[str, Any]], threshold: float) -> HashingEmbedder:
+def distance_embedder(pairs: list[Mapping[str, Any]], threshold: float) -> HashingEmbedder:
     """The hashing embedder with the identity texts of each pair of claims pinned at the
     pair's cosine distance. Pair i lives in dimensions 2i and 2i+1, so pairs are orthogonal
     to each other and to nothing else in particular."""
@@ -300,7 +322,7 @@ class CaseRun:
                     want_shown = None if want is None else describe(want)
                     raise CaseFailed(f"{what}: {key} is {got}, expected {want_shown}")
             else:
-                expect(f"{what}: {key}", self.field(fact, key), want)
+                expect(f"{what}: {key}", self.field(fact, key), self.wanted(key, want))
 
     def check_facts(self, step: Mapping[str, Any]) -> None:
         subject, project = step.get("subject", "u1"), step.get("project", "default")
@@ -413,22 +435,25 @@ class CaseRun:
         }
 
     def matches(self, fact: Fact, selector: Mapping[str, Any]) -> bool:
-        return all(self.field(fact, key) == want for key, want in selector.items())
+        return all(self.field(fact, k) == self.wanted(k, v) for k, v in selector.items())
 
     def field(self, fact: Fact, key: str) -> Any:
-        """A fact's field in the case's terms: event names for its sources and for times
-        that are an event's time, enum values as strings."""
+        """A fact's field in the case's terms: event names for its sources, enum values as
+        strings, whether it is retired."""
         if key == "sources":
             names = {e.id: n for n, e in self.events.items()}
             return sorted(names.get(i, i) for i in fact.source_event_ids)
-        if key in {"valid_from", "valid_to", "last_reinforced_at"}:
-            when = getattr(fact, key)
-            named = [n for n, e in self.events.items() if e.occurred_at == when]
-            return named[0] if named else when
         if key == "retired":
             return fact.retired_at is not None
         value = getattr(fact, key)
         return getattr(value, "value", value)
+
+    def wanted(self, key: str, want: Any) -> Any:
+        """What a case expects in the fact's terms: a time given as an event's name is
+        that event's time."""
+        if key in TIMES and isinstance(want, str) and want in self.events:
+            return self.events[want].occurred_at
+        return want
 
 
 def describe(selector: Mapping[str, Any]) -> str:
@@ -442,7 +467,11 @@ def show(fact: Fact) -> str:
 
 def expect(what: str, got: Any, want: Any) -> None:
     if got != want:
-        raise CaseFailed(f"{what} is {got!r}, expected {want!r}")
+        raise CaseFailed(f"{what} is {plain(got)}, expected {plain(want)}")
+
+
+def plain(value: Any) -> str:
+    return value.isoformat() if isinstance(value, datetime) else repr(value)
 
 
 def id_factory() -> Callable[[], str]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from distill.core.adjudicate import SEMANTIC_MATCH_MAX_DISTANCE
 from distill.errors import ConfigurationError
 from distill.eval.context import EvalContext, Progress
 from distill.eval.results import Dataset, Metric, SuiteResult, Table
@@ -27,9 +28,11 @@ from distill.eval.scenario_steps import (
     CaseFailed,
     CaseRun,
     ScenarioClock,
+    distance,
+    distance_embedder,
+    error_class,
     id_factory,
     make_llm,
-    test_embedder,
     threshold_of,
 )
 from distill.memory import make_embedder
@@ -106,8 +109,9 @@ def _case_problem(case: Any, seen: set[str]) -> str:
         return f"scenario {case['scenario']!r} is not in section {case['section']}"
     if ("needs" in case) == ("steps" in case):
         return "give either `steps` (a built scenario) or `needs` (the capability it waits for)"
-    if case.get("memory", {}).keys() - MEMORY_KEYS:
-        return f"unknown memory options {sorted(case['memory'].keys() - MEMORY_KEYS)}"
+    problem = _memory_problem(case.get("memory", {}))
+    if problem:
+        return f"memory: {problem}"
     steps = case.get("steps", [])
     if "steps" in case and not (isinstance(steps, list) and steps):
         return "`steps` is a non-empty list"
@@ -115,6 +119,25 @@ def _case_problem(case: Any, seen: set[str]) -> str:
         problem = _step_problem(step)
         if problem:
             return f"step {number}: {problem}"
+    return ""
+
+
+def _memory_problem(memory: Any) -> str:
+    if not isinstance(memory, dict):
+        return "an object of Memory options"
+    if memory.keys() - MEMORY_KEYS:
+        return f"unknown options {', '.join(sorted(memory.keys() - MEMORY_KEYS))}"
+    for pair in memory.get("vectors", []):
+        if not isinstance(pair, dict) or pair.keys() != {"distance", "a", "b"}:
+            return 'each of `vectors` is {"distance": ..., "a": [predicate, value], "b": [...]}'
+        try:
+            distance(pair["distance"], SEMANTIC_MATCH_MAX_DISTANCE)
+        except (TypeError, ValueError) as exc:
+            return f"vectors: {exc}"
+    llm = memory.get("llm", {})
+    for answer in [*llm.get("answers", []), llm.get("default")]:
+        if isinstance(answer, dict) and "raise" in answer and not error_class(answer["raise"]):
+            return f"llm: {answer['raise']!r} is not a distill error"
     return ""
 
 
@@ -140,31 +163,36 @@ def _step_problem(step: Any) -> str:
 def run_case(case: Mapping[str, Any], embedder: Embedder) -> CaseResult:
     """One case on a fresh memory. A case with `vectors` gets a test embedder that places its
     claims' identity texts at the distances it gives; the others use `embedder`."""
-    result = CaseResult(case["id"], case["section"], case["title"], PASSED)
     if "needs" in case:
-        return CaseResult(result.id, result.section, result.title, NOT_BUILT, case["needs"])
+        return CaseResult(case["id"], case["section"], case["title"], NOT_BUILT, case["needs"])
     options = dict(case.get("memory", {}))
     pairs = options.pop("vectors", None)
     if "llm" in options:
         options["llm"] = make_llm(options["llm"])
     if pairs:
-        embedder = test_embedder(pairs, threshold_of(options))
+        embedder = distance_embedder(pairs, threshold_of(options))
     ctx = EvalContext(data_dir=Path("."), embedder=embedder)
     new_id = id_factory()
-    with ctx.memory(clock=ScenarioClock(), new_id=new_id, **options) as mem:
-        run = CaseRun(mem, options, new_id)
-        for number, step in enumerate(case["steps"], 1):
-            label = f"step {number} ({step.get('do') or step.get('check')})"
-            try:
-                run.step(step)
-            except CaseFailed as exc:
-                return CaseResult(
-                    result.id, result.section, result.title, FAILED, f"{label}: {exc}"
-                )
-            except Exception as exc:  # an error the case did not expect is a finding
-                reason = f"{label} raised {type(exc).__name__}: {exc}"
-                return CaseResult(result.id, result.section, result.title, FAILED, reason)
-    return result
+    try:
+        with ctx.memory(clock=ScenarioClock(), new_id=new_id, **options) as mem:
+            reason = _run_steps(CaseRun(mem, options, new_id), case["steps"])
+    except Exception as exc:  # the memory could not be built or closed: a finding too
+        reason = f"its memory raised {type(exc).__name__}: {exc}"
+    verdict = FAILED if reason else PASSED
+    return CaseResult(case["id"], case["section"], case["title"], verdict, reason)
+
+
+def _run_steps(run: CaseRun, steps: list[dict[str, Any]]) -> str:
+    """Run the steps in order; the reason of the first that fails ("" when none does)."""
+    for number, step in enumerate(steps, 1):
+        label = f"step {number} ({step.get('do') or step.get('check')})"
+        try:
+            run.step(step)
+        except CaseFailed as exc:
+            return f"{label}: {exc}"
+        except Exception as exc:  # an error the case did not expect is a finding
+            return f"{label} raised {type(exc).__name__}: {exc}"
+    return ""
 
 
 def run_cases(

@@ -10,6 +10,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,28 @@ def default_data_dir() -> Path:
         return here.resolve()
     repo = Path(__file__).resolve().parents[2]
     return (repo / ".." / "shared" / "data").resolve()
+
+
+# When the datasets' facts were stated: every event of a suite says it at this one time, so
+# that two arrival orders differ only in arrival, never in what was said when.
+STATED_AT = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def year_start(year: int) -> datetime:
+    return datetime(year, 1, 1, tzinfo=UTC)
+
+
+class ArrivalClock:
+    """Arrival time: each round of events is recorded a minute after the one before."""
+
+    def __init__(self) -> None:
+        self.current = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def now(self) -> datetime:
+        return self.current
+
+    def step(self) -> None:
+        self.current += timedelta(minutes=1)
 
 
 def _quiet(_label: str, _done: int, _total: int) -> None:

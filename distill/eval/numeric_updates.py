@@ -17,23 +17,18 @@ Checked per entity, against the series itself:
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from distill.core.models import Fact, FactStatus
-from distill.eval.context import EvalContext
+from distill.eval.context import STATED_AT, ArrivalClock, EvalContext, year_start
 from distill.eval.results import Dataset, Metric, SuiteResult, Table
-from distill.eval.timelines import StepClock
 from distill.memory import Memory
 
 NAME = "numeric-updates"
 TITLE = "Numeric updates: Wikidata population series, shuffled arrival"
 DATA = ("wikidata_temporal", "population_timelines.json")
 LICENSE = "BSD-3 (mmkb); Wikidata CC0"
-
-
-def year(y: int) -> datetime:
-    return datetime(y, 1, 1, tzinfo=UTC)
 
 
 def runs(values: list[dict[str, Any]]) -> list[tuple[int, int, int | None]]:
@@ -63,7 +58,7 @@ def arrival_rounds(entities: list[dict[str, Any]], rng: Any) -> list[list[tuple[
     return rounds
 
 
-def ingest(ctx: EvalContext, mem: Memory, clock: StepClock, rounds: list[list[Any]]) -> int:
+def ingest(ctx: EvalContext, mem: Memory, clock: ArrivalClock, rounds: list[list[Any]]) -> int:
     errors = 0
     for number, batch in enumerate(rounds, start=1):
         clock.step()
@@ -72,12 +67,13 @@ def ingest(ctx: EvalContext, mem: Memory, clock: StepClock, rounds: list[list[An
                 "subject": subject,
                 "text": f"{subject} population {v['value']} in {v['year']}",
                 "source": "wikidata",
+                "occurred_at": STATED_AT,
                 "claims": [
                     {
                         "predicate": "population",
                         "value": {"count": v["value"]},
                         "action": "supersede",
-                        "valid_from": year(v["year"]).isoformat(),
+                        "valid_from": year_start(v["year"]).isoformat(),
                     }
                 ],
             }
@@ -106,18 +102,18 @@ def check_entity(mem: Memory, entity: dict[str, Any]) -> dict[str, int]:
 
     closed = lost = 0
     for value, start, next_start in series:
-        held = [f for f in by_start.get(year(start), []) if count(f) == value]
+        held = [f for f in by_start.get(year_start(start), []) if count(f) == value]
         if not held:
             lost += 1
             continue
-        if next_start is not None and held[0].valid_to == year(next_start):
+        if next_start is not None and held[0].valid_to == year_start(next_start):
             closed += 1
     as_of_right = as_of_total = 0
     for point in sorted(entity["values"], key=lambda v: v["year"]):
         expected = next(
             v for v, s, e in series if s <= point["year"] and (e is None or point["year"] < e)
         )
-        mid_year = year(point["year"]) + timedelta(days=181)
+        mid_year = year_start(point["year"]) + timedelta(days=181)
         got = [count(f) for f in mem.facts(subject=subject, as_of=mid_year) if f.value]
         as_of_right += got == [expected]
         as_of_total += 1
@@ -137,7 +133,7 @@ def check_entity(mem: Memory, entity: dict[str, Any]) -> dict[str, int]:
 
 def run(ctx: EvalContext) -> SuiteResult:
     entities = ctx.take(ctx.read_json(*DATA)["timelines"])
-    clock = StepClock()
+    clock = ArrivalClock()
     with ctx.memory(extractor="claims", clock=clock) as mem:
         errors = ingest(ctx, mem, clock, arrival_rounds(entities, ctx.rng(NAME)))
         checks = [check_entity(mem, e) for e in entities]

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from distill.eval.context import EvalContext
+from distill.eval.context import STATED_AT, ArrivalClock, EvalContext, year_start
 from distill.eval.results import Dataset, Metric, SuiteResult, Table
 from distill.memory import Memory
 
@@ -41,13 +41,9 @@ Spell = dict[str, Any]
 ClaimOf = Callable[[Spell], dict[str, Any]]
 
 
-def year(y: int) -> datetime:
-    return datetime(y, 1, 1, tzinfo=UTC)
-
-
 def stated_end(spell: Spell) -> datetime | None:
     until = spell["until"]
-    return year(until) if until is not None and until > spell["since"] else None
+    return year_start(until) if until is not None and until > spell["since"] else None
 
 
 def spell_claim(spell: Spell, *, club_as_identity: bool) -> dict[str, Any]:
@@ -56,7 +52,7 @@ def spell_claim(spell: Spell, *, club_as_identity: bool) -> dict[str, Any]:
     claim: dict[str, Any] = {
         "predicate": "plays_for",
         "value": {"club": spell["object"]},
-        "valid_from": year(spell["since"]).isoformat(),
+        "valid_from": year_start(spell["since"]).isoformat(),
     }
     end = stated_end(spell)
     if end is not None:
@@ -88,7 +84,7 @@ def ingest(
     rounds: list[list[tuple[str, Spell]]],
     *,
     club_as_identity: bool,
-    clock: StepClock,
+    clock: ArrivalClock,
     progress: Callable[[int, int], None],
 ) -> dict[str, int]:
     totals = {"events": 0, "rejected": 0, "errors": 0}
@@ -99,6 +95,7 @@ def ingest(
                 "subject": subject,
                 "text": f"{subject} played for {spell['object']}",
                 "source": "yago15k",
+                "occurred_at": STATED_AT,
                 "claims": [spell_claim(spell, club_as_identity=club_as_identity)],
             }
             for subject, spell in batch
@@ -119,7 +116,7 @@ def answers(mem: Memory, items: list[dict[str, Any]]) -> list[frozenset[str]]:
     """For each pair item, which of its two clubs are served at mid-year t."""
     found = []
     for item in items:
-        when = year(item["t"]) + timedelta(days=181)
+        when = year_start(item["t"]) + timedelta(days=181)
         found.append(
             frozenset(served_clubs(mem, item["subject"], when) & {item["prev"], item["next"]})
         )
@@ -144,19 +141,6 @@ def final_state_leaks(mem: Memory, timelines: list[dict[str, Any]]) -> int:
     return leaks
 
 
-class StepClock:
-    """Arrival time: each round is recorded a minute after the one before."""
-
-    def __init__(self) -> None:
-        self.current = datetime(2026, 1, 1, tzinfo=UTC)
-
-    def now(self) -> datetime:
-        return self.current
-
-    def step(self) -> None:
-        self.current += timedelta(minutes=1)
-
-
 def run(ctx: EvalContext) -> SuiteResult:
     data = ctx.read_json(*DATA)
     timelines = ctx.take(data["timelines"])
@@ -175,7 +159,7 @@ def run(ctx: EvalContext) -> SuiteResult:
         for order in ("in order", "shuffled"):
             rng = ctx.rng(f"timelines:{order}")
             rounds = arrival_rounds(timelines, rng.shuffle if order == "shuffled" else None)
-            clock = StepClock()
+            clock = ArrivalClock()
             with ctx.memory(extractor="claims", clock=clock) as mem:
                 totals = ingest(
                     mem,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import platform
 import subprocess
 from collections.abc import Iterator
@@ -58,7 +59,7 @@ def eval_cmd(
     """Measure consolidation on public datasets: timelines, numeric-updates, pairs, locomo,
     scenarios, or all. Prints a table per suite and writes a JSON result."""
     names = list(SUITES) if suite == "all" else [suite]
-    with _progress(enabled=not as_json) as progress:
+    with _progress(enabled=not as_json) as progress, _engine_logs_quiet():
         context = EvalContext(
             data_dir=(data_dir or default_data_dir()).resolve(),
             limit=limit,
@@ -144,6 +145,19 @@ def summary_table(results: list[SuiteResult]) -> Table:
         missed = ", ".join(m.name for m in r.targets_missed) or "—"
         table.add_row(r.suite, f"{r.targets_met}/{with_target}", missed, f"{r.seconds:g}")
     return table
+
+
+@contextmanager
+def _engine_logs_quiet() -> Iterator[None]:
+    """Suites provoke failures on purpose (a 429, a malformed answer) and report them in their
+    tables; the engine's warnings about them would only interleave with the output."""
+    logger = logging.getLogger("distill")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 @contextmanager

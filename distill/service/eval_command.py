@@ -153,7 +153,7 @@ def _engine_logs_quiet() -> Iterator[None]:
     tables; the engine's warnings about them would only interleave with the output."""
     logger = logging.getLogger("distill")
     level = logger.level
-    logger.setLevel(logging.ERROR)
+    logger.setLevel(logging.CRITICAL)
     try:
         yield
     finally:

@@ -353,7 +353,8 @@ def _metrics(done: Consolidated, raw: list[Scored], kept: list[Scored]) -> list[
 def _by_category(raw: list[Scored], kept: list[Scored]) -> Table:
     """Rows: a measure over the observations ("obs") or the live facts ("facts"); columns:
     question categories."""
-    groups = [*CATEGORIES.items(), (0, "all")]
+    present = {s.category for s in raw}
+    groups = [*((c, name) for c, name in CATEGORIES.items() if c in present), (0, "all")]
 
     rows: list[list[Any]] = [
         ["questions", *[sum(1 for s in raw if c in (0, s.category)) for c, _ in groups]]

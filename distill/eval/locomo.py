@@ -184,6 +184,9 @@ def _turn_order(dia_id: str) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class Consolidated:
+    """What consolidation left: the live facts (those `facts()` serves) of each conversation
+    as documents, the run's counts, and the facts that mixed scopes."""
+
     docs: dict[str, list[Doc]]  # conversation → live facts as documents
     counts: dict[str, int]
     seconds: float
@@ -385,4 +388,10 @@ NOTES = [
     f"its session's date) in the year or month the answer names, or, for a day, on that day "
     f"or up to {DAYS_AFTER} days after (relative answers are worked out from the session). "
     "Only temporal questions whose answer names a year count.",
+    "Free-text memories merge only when their normalised text is equal, and no two LoCoMo "
+    "observations share theirs: on this data the live facts are the observations one for one.",
+    "Reference (full data, DATA.md): BM25 over the observations was measured there at "
+    "0.479 @5 / 0.577 @20 with a tokenisation it does not record; this one gives 0.477 / "
+    "0.587 (dropping stop words would give 0.498 / 0.594). Its temporal ceiling 0.639 used "
+    "another rule: this one gives 0.622 over the observations.",
 ]

@@ -305,6 +305,11 @@ class Memory:
             found = [f for f in found if f.valid_to is None or f.valid_to > now]
         return found
 
+    def events(self, ids: Iterable[str]) -> list[Event]:
+        """The stored events with these ids (a fact's `source_event_ids`, say); unknown ids
+        are left out."""
+        return self.store.events(list(dict.fromkeys(ids)))
+
     def fact(self, fact_id: str) -> Fact:
         return self.store.fact(fact_id)
 

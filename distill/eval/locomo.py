@@ -207,8 +207,7 @@ def consolidate(
     cross_speaker = cross_conversation = 0
     for conversation in dict.fromkeys(s.conversation for s in said):
         facts = mem.facts(project=conversation)
-        # Memory has no public read of events by id; its store's `events` is the port's.
-        events = {e.id: e for e in mem.store.events([i for f in facts for i in f.source_event_ids])}
+        events = {e.id: e for e in mem.events(i for f in facts for i in f.source_event_ids)}
         docs[conversation] = []
         for fact in facts:
             sources = [events[i] for i in fact.source_event_ids]

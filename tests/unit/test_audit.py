@@ -63,3 +63,17 @@ def test_audit_is_scoped_and_limited(mem: Memory) -> None:
     assert latest == mine[-2:]
     with pytest.raises(InvalidInput):
         mem.audit(limit=0)
+
+
+def test_a_facts_evidence_reads_back_as_its_events(mem: Memory) -> None:
+    """From a fact to what was said: `events(source_event_ids)` returns the stored events a
+    reinforced fact was drawn from; an unknown id is left out and a repeated one read once."""
+    first = say(mem, "bike_count", {"count": 3}, when=at(0))
+    mem.consolidate()
+    second = say(mem, "bike_count", {"count": 3}, when=at(60))
+    mem.consolidate()
+
+    (fact,) = mem.facts(subject=SUBJECT)
+    found = mem.events([*fact.source_event_ids, "no-such-event", first.id])
+    assert sorted(e.id for e in found) == sorted([first.id, second.id])
+    assert {e.text for e in found} == {first.text, second.text}

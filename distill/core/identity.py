@@ -10,6 +10,7 @@ import hashlib
 import json
 import re
 import unicodedata
+from collections.abc import Callable
 from typing import Any
 
 from distill.core.models import Scalar
@@ -77,6 +78,95 @@ def contrasting(a: str, b: str) -> bool:
     numbered_a = {t for t in a.split("_") if _NUMBERED.search(t)}
     numbered_b = {t for t in b.split("_") if _NUMBERED.search(t)}
     return bool(numbered_a and numbered_b) and numbered_a != numbered_b
+
+
+# Words that deny the statement they stand in. "n't" is caught as a "t" after a word that ends
+# in "n" ("isn't" and "isn_t" both split into "isn", "t").
+NEGATIONS = frozenset(
+    {"no", "not", "never", "nobody", "none", "nothing", "nowhere", "neither", "nor", "without"}
+    | {"cannot", "cant", "dont", "doesnt", "didnt", "isnt", "arent", "wasnt", "werent", "wont"}
+)
+# Words whose swap turns a statement into its opposite, however close the embeddings
+# ("always" / "never" is covered by NEGATIONS). Both directions are looked up.
+ANTONYMS: dict[str, str] = {
+    "always": "sometimes",
+    "everyone": "someone",
+    "everybody": "somebody",
+    "everything": "something",
+    "all": "some",
+    "true": "false",
+    "yes": "no",
+    "enabled": "disabled",
+    "allowed": "forbidden",
+    "like": "dislike",
+    "likes": "dislikes",
+    "liked": "disliked",
+    "before": "after",
+    "above": "below",
+    "inside": "outside",
+    "open": "closed",
+    "on": "off",
+    "start": "stop",
+    "starts": "stops",
+    "win": "lose",
+    "wins": "loses",
+    "accept": "reject",
+    "accepted": "rejected",
+    "increase": "decrease",
+    "more": "less",
+    "minimum": "maximum",
+}
+_OPPOSITE = ANTONYMS | {b: a for a, b in ANTONYMS.items()}
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+
+
+def negated(text: str) -> bool:
+    """The text carries a negation: a word of NEGATIONS or a contracted "n't"."""
+    words = _words(text)
+    return any(
+        w in NEGATIONS or (w == "t" and i > 0 and words[i - 1].endswith("n"))
+        for i, w in enumerate(words)
+    )
+
+
+def negation_differs(a: str, b: str) -> bool:
+    """One side negates and the other does not: "publishes_on_monday" /
+    "never_publishes_on_monday". An embedding puts such a pair almost on top of each other
+    (cosine distance 0.05 for "always"/"never"), so the match is vetoed on the words."""
+    return negated(a) != negated(b)
+
+
+def antonym_differs(a: str, b: str) -> bool:
+    """One side has a word of ANTONYMS whose opposite is on the other side only ("likes_tea"
+    / "dislikes_tea"); a text holding both words ("before or after") is no contrast."""
+    words_a, words_b = set(_words(a)), set(_words(b))
+    return any(
+        _OPPOSITE[w] in words_b and w not in words_b and _OPPOSITE[w] not in words_a
+        for w in words_a
+        if w in _OPPOSITE
+    )
+
+
+# The vetoes `veto` applies, by name, in order: each says two predicates are different
+# attributes however close their embeddings. Tested one by one in tests/unit/test_identity_guards.py
+# and measured one by one on sentence pairs by `distill eval pairs`.
+GUARDS: dict[str, Callable[[str, str], bool]] = {
+    "numbers": contrasting,
+    "negation": negation_differs,
+    "antonyms": antonym_differs,
+}
+
+
+def veto(a: str, b: str) -> str | None:
+    """The first guard that tells predicates `a` and `b` apart, by name; None if none does.
+
+    Only predicates are guarded, not values: "diet: vegetarian" / "diet type: not vegetarian"
+    is one attribute whose value changed, while "eats_meat" / "never_eats_meat" are two."""
+    return next((name for name, differs in GUARDS.items() if differs(a, b)), None)
 
 
 def values_equal(a: Any, b: Any) -> bool:

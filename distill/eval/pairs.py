@@ -48,7 +48,7 @@ STS_DIR = "stsbenchmark"
 JACCARD_MERGE = 0.6  # the word-overlap deduper of the baseline merges at or above this
 CONTRADICTIONS_MERGED_MAX = 0.01
 NEGATIONS_MERGED_MAX = 0.01
-# STS-B score bands: (low, high), high included in the last band only.
+# STS-B score bands, one point wide: [low, high), the last one [4, 5].
 BANDS = ((0.0, 1.0), (1.0, 2.0), (2.0, 3.0), (3.0, 4.0), (4.0, 5.0))
 # The plain negation cue of DATA.md: a "no" or "not" word (or a contracted "n't").
 _NEGATION_CUES = frozenset({"no", "not"})
@@ -118,19 +118,18 @@ def read_sts(path: Path) -> list[Pair]:
 
 
 def band_of(score: float) -> str:
-    for low, high in BANDS:
-        if score < high or high == BANDS[-1][1]:
-            return f"{low:g}–{high:g}"
-    raise AssertionError("unreachable")
+    """The one-point band a 0–5 score falls in; 5.0 belongs to the last band."""
+    low, high = BANDS[min(int(score), len(BANDS) - 1)]
+    return f"{low:g}–{high:g}"
 
 
 def _cued(sentence: str) -> bool:
+    """A "no" or "not" word, or a contracted "n't" ("isn't" normalises to "isn t")."""
     words = normalise_text(sentence).split()
-    return any(w in _NEGATION_CUES or (w == "t" and p.endswith("n")) for p, w in _pairwise(words))
-
-
-def _pairwise(words: list[str]) -> zip[tuple[str, str]]:
-    return zip(["", *words], words, strict=False)
+    return any(
+        w in _NEGATION_CUES or (w == "t" and i > 0 and words[i - 1].endswith("n"))
+        for i, w in enumerate(words)
+    )
 
 
 # -- the tiers -------------------------------------------------------------------------------

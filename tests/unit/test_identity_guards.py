@@ -57,8 +57,15 @@ def test_negation_on_one_side_only_differs() -> None:
 def test_antonyms_differ_only_when_each_side_has_one_of_them() -> None:
     assert antonym_differs("likes_tea", "dislikes_tea")
     assert antonym_differs("arrives_before_noon", "arrives_after_noon")
+    assert antonym_differs("A dog is near the ball", "A dog is far from the ball")
     assert not antonym_differs("before_or_after_noon", "after_noon")
     assert not antonym_differs("likes_tea", "likes_coffee")
+
+
+def test_a_negating_prefix_makes_an_opposite() -> None:
+    assert antonym_differs("A person is folding a tortilla", "A person is unfolding a tortilla")
+    assert antonym_differs("agrees_with_plan", "disagrees_with_plan")
+    assert not antonym_differs("unfolding_a_map", "unfolding_the_map")
 
 
 def test_veto_names_the_first_guard_that_objects() -> None:

@@ -391,10 +391,14 @@ NOTES = [
     "each sentence is taken as the predicate an extractor could name after it, and some "
     "sentences exceed the 80-character predicate limit. The rule is the one "
     "Adjudicator._nearest applies; tests/eval/test_pairs.py checks it through Memory.",
-    "Guards: numbers (predicates carrying different numbers), negation (a no/not/never/"
-    "n't/nobody/nothing/without/... on one side only), antonyms (a word on one side whose "
-    "opposite is on the other only: likes/dislikes, before/after, ...). Each is shown by "
-    "ablation: identity tier with all guards but that one.",
+    "Guards (identity.veto, on the two predicates): numbers (different numbers on both "
+    "sides), negation (a no/not/never/n't/nobody/nothing/without/... on one side only), "
+    "antonyms (near/far, day/night, up/down, ... split across the sides, or a word against "
+    "its un-/dis- form). Each is shown by ablation: the identity tier with every guard but "
+    "that one; the last table counts the pairs within the threshold that each one vetoes.",
+    "What no guard sees: role swaps ('The woman is picking up the kangaroo' / 'The kangaroo "
+    "is picking up the woman', distance 0.035) and verbs of opposite sense outside the lists "
+    "('shunning' / 'following'); most contradictions still merged are of these kinds.",
     "Paraphrase pairs: SICK pairs whose entailment_AB is A_entails_B and entailment_BA is "
     "B_entails_A. Negation pairs: SICK pairs (any label) with a no/not/n't on one side only; "
     "the negation guard covers these words, so its ablation column is the honest figure.",

@@ -135,7 +135,9 @@ def _cued(sentence: str) -> bool:
 # -- the tiers -------------------------------------------------------------------------------
 def text_tier(ctx: EvalContext, pairs: list[Pair], label: str) -> list[bool]:
     """Each pair as two free-text events of its own subject, consolidated through `Memory`:
-    merged when the subject ends with one memory."""
+    merged when the second statement reinforced the memory of the first. (Counting facts
+    would not do: the gate may reject a sentence, "You should never do it." is taken for an
+    instruction to the agent, and leave one fact for two different statements.)"""
     events = []
     for i, p in enumerate(pairs):
         for k, sentence in enumerate((p.a, p.b)):
@@ -150,10 +152,8 @@ def text_tier(ctx: EvalContext, pairs: list[Pair], label: str) -> list[bool]:
     with ctx.memory(extractor="claims") as mem:
         mem.add_events(events)
         mem.consolidate(progress=lambda done, total: ctx.progress(label, done, total))
-        facts: dict[str, int] = {}
-        for fact in mem.facts():
-            facts[fact.subject] = facts.get(fact.subject, 0) + 1
-    return [facts.get(f"pair-{i}", 0) == 1 for i in range(len(pairs))]
+        reinforced = {f.subject for f in mem.facts() if f.reinforcement_count > 0}
+    return [f"pair-{i}" in reinforced for i in range(len(pairs))]
 
 
 def as_predicate(sentence: str) -> str:
@@ -384,8 +384,8 @@ NOTES = [
     "alone (embedder), with every guard but one (-numbers, -negation, -antonyms), with every "
     "guard as shipped (identity), either tier as shipped (any tier), and the word-overlap "
     f"baseline (jaccard: Jaccard ≥ {JACCARD_MERGE:g} on word sets).",
-    "Merged = taken for one fact by an automatic tier: the text tier (equal normalised "
-    "texts, measured through Memory) or the identity tier (distance of the identity texts ≤ "
+    "Merged = taken for one fact by an automatic tier: the text tier (the second sentence "
+    "reinforced the memory of the first, measured through Memory) or the identity tier (distance of the identity texts ≤ "
     f"{SEMANTIC_MATCH_MAX_DISTANCE:g} and no guard of identity.veto objecting).",
     "The identity tier is probed with the adjudicator's rule rather than through Memory: "
     "each sentence is taken as the predicate an extractor could name after it, and some "
@@ -397,8 +397,10 @@ NOTES = [
     "its un-/dis- form). Each is shown by ablation: the identity tier with every guard but "
     "that one; the last table counts the pairs within the threshold that each one vetoes.",
     "What no guard sees: role swaps ('The woman is picking up the kangaroo' / 'The kangaroo "
-    "is picking up the woman', distance 0.035) and verbs of opposite sense outside the lists "
-    "('shunning' / 'following'); most contradictions still merged are of these kinds.",
+    "is picking up the woman', distance 0.035) and opposites outside the word lists. The "
+    "contradictions still merged on SICK TEST are of these two kinds (top/bottom, wet/dry, "
+    "short/long, in/out of, 'The turtle is following the fish' / 'The fish is following the "
+    "turtle'); they were read after the lists were fixed, and the lists were not changed.",
     "Paraphrase pairs: SICK pairs whose entailment_AB is A_entails_B and entailment_BA is "
     "B_entails_A. Negation pairs: SICK pairs (any label) with a no/not/n't on one side only; "
     "the negation guard covers these words, so its ablation column is the honest figure.",

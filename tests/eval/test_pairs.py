@@ -120,8 +120,10 @@ STS_ROWS = [
         "2012",
         "0004",
         "1.500",
-        "A bird flies over water",
-        "A man eats noodles",
+        # The gate rejects the second as an instruction to the agent: one fact is left for
+        # two different statements, which is no merge.
+        "You should do it.",
+        "You should never do it.",
     ),
 ]
 

@@ -385,7 +385,8 @@ NOTES = [
     "guard as shipped (identity), either tier as shipped (any tier), and the word-overlap "
     f"baseline (jaccard: Jaccard ≥ {JACCARD_MERGE:g} on word sets).",
     "Merged = taken for one fact by an automatic tier: the text tier (the second sentence "
-    "reinforced the memory of the first, measured through Memory) or the identity tier (distance of the identity texts ≤ "
+    "reinforced the memory of the first, measured through Memory) or the identity tier "
+    "(distance of the identity texts ≤ "
     f"{SEMANTIC_MATCH_MAX_DISTANCE:g} and no guard of identity.veto objecting).",
     "The identity tier is probed with the adjudicator's rule rather than through Memory: "
     "each sentence is taken as the predicate an extractor could name after it, and some "

@@ -6,13 +6,14 @@ Two tiers decide "same fact" without a model in the loop:
 * the text tier: free-text memories (`{"text": ...}` claims) are one fact when their
   normalised texts are equal. Measured through `Memory`: each pair gets its own subject, the
   two sentences are added as two events and consolidated; the pair is merged when the
-  subject ends with one fact instead of two.
+  second statement reinforced the memory of the first.
 * the identity tier: a state claim is filed under an existing fact whose identity text is
   within `SEMANTIC_MATCH_MAX_DISTANCE` (cosine) unless a guard of `identity.veto` tells the
   predicates apart. A sentence longer than a predicate may be (80 characters) cannot go
   through `Memory` as a predicate, so this tier is probed with the adjudicator's own rule:
   each sentence is made the predicate an extractor could have named after it
-  (`normalise_predicate`), its `identity_text` is embedded with the run's embedder, and the
+  (`normalise_predicate`), its `identity_text` (without a value: both sides would carry the
+  same one) is embedded with the run's embedder, and the
   pair matches when the distance is within the threshold and `veto` finds no guard that
   objects. (tests/eval/test_pairs.py checks the same rule end to end through `Memory`.)
 

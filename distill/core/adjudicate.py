@@ -20,12 +20,12 @@ import numpy as np
 from distill.core import timeline
 from distill.core.identity import (
     content_hash,
-    contrasting,
     identity_key,
     identity_text,
     normalise_text,
     qualifiers_of_key,
     values_equal,
+    veto,
 )
 from distill.core.late import LateArrivals
 from distill.core.models import (
@@ -233,7 +233,7 @@ class Adjudicator(LateArrivals):
                 or fact.kind is not FactKind.STATE
                 or fact.predicate is None
                 or fact.predicate == predicate
-                or contrasting(fact.predicate, predicate)
+                or veto(fact.predicate, predicate) is not None
                 or fact.identity_key is None
                 or qualifiers_of_key(fact.identity_key) != wanted
             ):

@@ -10,6 +10,7 @@ import hashlib
 import json
 import re
 import unicodedata
+from collections.abc import Callable
 from typing import Any
 
 from distill.core.models import Scalar
@@ -77,6 +78,114 @@ def contrasting(a: str, b: str) -> bool:
     numbered_a = {t for t in a.split("_") if _NUMBERED.search(t)}
     numbered_b = {t for t in b.split("_") if _NUMBERED.search(t)}
     return bool(numbered_a and numbered_b) and numbered_a != numbered_b
+
+
+# Words that deny the statement they stand in. "n't" is caught as a "t" after a word that ends
+# in "n" ("isn't" and "isn_t" both split into "isn", "t").
+NEGATIONS = frozenset(
+    {"no", "not", "never", "nobody", "none", "nothing", "nowhere", "neither", "nor", "without"}
+    | {"cannot", "cant", "dont", "doesnt", "didnt", "isnt", "arent", "wasnt", "werent", "wont"}
+)
+# Word pairs whose swap turns a statement into another one, however close the embeddings (SICK
+# training sentences that differ in "near"/"far" sit at cosine distance 0.07, in "day"/"night"
+# at 0.09). "always"/"never" is
+# covered by NEGATIONS. Calibrated by scripts/calibrate_pairs.py on SICK TRAIN/TRIAL and STS-B
+# train/dev.
+ANTONYMS: tuple[tuple[str, str], ...] = (
+    ("always", "sometimes"),
+    ("all", "some"),
+    ("everyone", "someone"),
+    ("everything", "something"),
+    ("true", "false"),
+    ("yes", "no"),
+    ("enabled", "disabled"),
+    ("allowed", "forbidden"),
+    ("accepted", "rejected"),
+    ("before", "after"),
+    ("above", "below"),
+    ("inside", "outside"),
+    ("into", "out"),
+    ("onto", "off"),
+    ("on", "off"),
+    ("up", "down"),
+    ("open", "closed"),
+    ("start", "stop"),
+    ("win", "lose"),
+    ("increase", "decrease"),
+    ("more", "less"),
+    ("minimum", "maximum"),
+    ("first", "last"),
+    ("early", "late"),
+    ("near", "far"),
+    ("close", "far"),
+    ("big", "small"),
+    ("large", "small"),
+    ("huge", "small"),
+    ("huge", "tiny"),
+    ("full", "empty"),
+    ("hot", "cold"),
+    ("fast", "slow"),
+    ("day", "night"),
+    ("sitting", "standing"),
+)
+# A word and the same word with one of these prefixes are opposites ("folding"/"unfolding",
+# "likes"/"dislikes").
+NEGATING_PREFIXES = ("un", "dis")
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+
+
+def negated(text: str) -> bool:
+    """The text carries a negation: a word of NEGATIONS or a contracted "n't"."""
+    words = _words(text)
+    return any(
+        w in NEGATIONS or (w == "t" and i > 0 and words[i - 1].endswith("n"))
+        for i, w in enumerate(words)
+    )
+
+
+def negation_differs(a: str, b: str) -> bool:
+    """One side negates and the other does not: "publishes_on_monday" /
+    "never_publishes_on_monday". An embedding puts such a pair almost on top of each other
+    (cosine distance 0.05 for "always"/"never"), so the match is vetoed on the words."""
+    return negated(a) != negated(b)
+
+
+def antonym_differs(a: str, b: str) -> bool:
+    """A word of an ANTONYMS pair on one side and its opposite on the other, neither on both
+    ("likes_tea_in_the_morning" / "likes_tea_at_night"), or a word opposite to the same word
+    with a NEGATING_PREFIXES prefix ("likes_tea" / "dislikes_tea")."""
+    words_a, words_b = set(_words(a)), set(_words(b))
+    only_a, only_b = words_a - words_b, words_b - words_a
+    if any((x in only_a and y in only_b) or (y in only_a and x in only_b) for x, y in ANTONYMS):
+        return True
+    return any(
+        prefix + w in others
+        for ones, others in ((only_a, only_b), (only_b, only_a))
+        for w in ones
+        for prefix in NEGATING_PREFIXES
+    )
+
+
+# The vetoes `veto` applies, by name, in order: each says two predicates are different
+# attributes however close their embeddings. Tested one by one in tests/unit/test_identity_guards.py
+# and measured one by one on sentence pairs by `distill eval pairs`.
+GUARDS: dict[str, Callable[[str, str], bool]] = {
+    "numbers": contrasting,
+    "negation": negation_differs,
+    "antonyms": antonym_differs,
+}
+
+
+def veto(a: str, b: str) -> str | None:
+    """The first guard that tells predicates `a` and `b` apart, by name; None if none does.
+
+    Only predicates are guarded, not values: "diet: vegetarian" / "diet type: not vegetarian"
+    is one attribute whose value changed, while "eats_meat" / "never_eats_meat" are two."""
+    return next((name for name, differs in GUARDS.items() if differs(a, b)), None)
 
 
 def values_equal(a: Any, b: Any) -> bool:

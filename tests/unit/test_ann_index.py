@@ -170,7 +170,10 @@ def expected(store: SqliteStore, queries: Matrix, k: int) -> list[list[Neighbour
 
 
 def lookup(store: SqliteStore, queries: Matrix, k: int) -> list[list[Neighbour]]:
-    return store.nearest_facts(PROJECT, SUBJECT, queries, k, MODEL)
+    """The store's answer; then any index the lookup started building is made ready."""
+    found = store.nearest_facts(PROJECT, SUBJECT, queries, k, MODEL)
+    store._vectors.wait_for_builds()
+    return found
 
 
 def indexed(store: SqliteStore) -> int:
@@ -247,10 +250,10 @@ def test_another_store_on_the_same_file_sees_every_change(
     facts = create(store, matrix)
     queries = near(rng, matrix[:10], noise=0.01)
     with SqliteStore(tmp_path / "ann.db") as other:
-        other.nearest_facts(PROJECT, SUBJECT, queries, 3, MODEL)  # builds its own index
+        lookup(other, queries, 3)  # builds its own index
         retire(store, facts[:10])
         create(store, near(rng, matrix[10:20], noise=0.001)[:10])
-        got = other.nearest_facts(PROJECT, SUBJECT, queries, 3, MODEL)
+        got = lookup(other, queries, 3)
         same(got, expected(store, queries, 3))
         assert {f.id for f in facts[:10]}.isdisjoint(n.fact_id for hood in got for n in hood)
 
@@ -312,3 +315,36 @@ def test_uncommitted_writes_are_searched_but_not_kept_after_a_rollback(
         raise Rollback
     same(lookup(store, queries, 2), before)
     assert indexed(store) == 2 * THRESHOLD
+
+
+def test_writes_made_while_the_index_is_built_are_caught_up(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build runs in the background from the rows read by the first lookup; lookups stay
+    exact meanwhile, and the finished index catches up with what was written since."""
+    release = threading.Event()
+
+    class SlowIndex(AnnIndex):
+        def add(self, ids: list[str], matrix: Matrix) -> None:  # type: ignore[override]
+            release.wait(timeout=30)
+            super().add(ids, matrix)
+
+    monkeypatch.setattr(sqlite_vectors, "AnnIndex", SlowIndex)
+    rng = np.random.default_rng(80)
+    matrix = unit_rows(rng, 2 * THRESHOLD)
+    facts = create(store, matrix)
+    fresh = near(rng, matrix[1:2], noise=0.001)[:1]
+    queries = np.vstack([matrix[:1], fresh])
+    store.nearest_facts(PROJECT, SUBJECT, queries, 2, MODEL)  # starts the build
+    retire(store, facts[:1])
+    added = create(store, fresh)
+    during = store.nearest_facts(PROJECT, SUBJECT, queries, 2, MODEL)
+    assert indexed(store) == 0
+    same(during, expected(store, queries, 2))
+    release.set()
+    store._vectors.wait_for_builds()
+    assert indexed(store) == 2 * THRESHOLD  # as read when the build started
+    after = lookup(store, queries, 2)
+    assert indexed(store) == 2 * THRESHOLD  # one retired, one added
+    assert after[1][0].fact_id == added[0].id
+    same(after, expected(store, queries, 2))

@@ -2,8 +2,10 @@
 
 A subject with fewer than `INDEX_MIN_VECTORS` active identity vectors of one embedder is
 searched exactly, as it always was: its rows are read and scored with numpy. The first lookup
-that reads at least that many builds an `AnnIndex` of them, kept in memory per
-(project, subject, model, dimension) for the life of the store.
+that reads at least that many starts building an `AnnIndex` of them in a background thread
+(at 100k vectors that takes minutes, and the lookup may hold SQLite's write lock); lookups stay
+exact until it is ready. The index is kept in memory per (project, subject, model, dimension)
+for the life of the store.
 
 Every process and thread may write the same file, so an index is only a cache: before each
 lookup it reads the `vector_changes` rows committed after the last one it saw (triggers write
@@ -18,6 +20,7 @@ on the index and never folded into it.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from dataclasses import dataclass
@@ -33,10 +36,11 @@ from distill.adapters.store.vector_search import exact_nearest
 from distill.ports import Neighbour
 
 QUERIES = load_queries("sqlite")
+log = logging.getLogger(__name__)
 
 # Active vectors of one subject from which an ANN index replaces exact search. Exact search
-# reads every vector of the subject from SQLite per lookup: ~N µs?; the index answers in
-# about a millisecond whatever the size (measured by bench/lookup.py).
+# reads every vector of the subject from SQLite on each lookup (about 9 ms at 1,000 vectors);
+# the index answers in under a millisecond up to 100k (bench/lookup.py).
 INDEX_MIN_VECTORS = 5_000
 
 Matrix = npt.NDArray[np.float32]
@@ -55,6 +59,9 @@ class SqliteVectors:
     def __init__(self, min_vectors: int | None = None) -> None:
         self.min_vectors = INDEX_MIN_VECTORS if min_vectors is None else min_vectors
         self._scopes: dict[_ScopeKey, _Scope] = {}
+        self._building: set[_ScopeKey] = set()  # being built, or failed to build: exact
+        self._builders: list[threading.Thread] = []
+        self._closed = False
         self._lock = threading.Lock()  # an index is not safe to search while it changes
 
     def nearest(
@@ -76,6 +83,7 @@ class SqliteVectors:
             known = self._scopes.get(key)
             if known is not None:
                 return self._search(db, key, known, queries, k, uncommitted)
+            build = key not in self._building and not uncommitted
         params = {"project": project, "subject": subject, "model_id": model_id}
         found = db.execute(QUERIES["active_state_vectors"], params).fetchall()
         usable = [r for r in found if r["dim"] == key[3]]
@@ -83,23 +91,46 @@ class SqliteVectors:
             return [[] for _ in range(queries.shape[0])]
         ids = [r["fact_id"] for r in usable]
         matrix = np.stack([rows.from_blob(r["vector"]) for r in usable])
-        if len(usable) >= self.min_vectors and not uncommitted:
-            self._build(db, key, ids, matrix)
+        if build and len(usable) >= self.min_vectors:
+            self._start_build(key, ids, matrix, _latest_change(db))
         return exact_nearest(ids, matrix, queries, k)
 
-    def close(self) -> None:
-        """Drop every index (they are caches; the next lookup rebuilds what it needs)."""
+    def wait_for_builds(self) -> None:
+        """Return once every index being built is ready (for tests and benchmarks)."""
         with self._lock:
+            builders = list(self._builders)
+        for builder in builders:
+            builder.join()
+
+    def close(self) -> None:
+        """Drop every index; a build still running is discarded when it ends."""
+        with self._lock:
+            self._closed = True
             self._scopes.clear()
 
-    def _build(
-        self, db: sqlite3.Connection, key: _ScopeKey, ids: list[str], matrix: Matrix
-    ) -> None:
-        seq = _latest_change(db)
-        index = AnnIndex(key[3])
-        index.add(ids, matrix)
+    def _start_build(self, key: _ScopeKey, ids: list[str], matrix: Matrix, seq: int) -> None:
+        """Index the vectors read at change `seq`; lookups catch up from there once it is in."""
         with self._lock:
-            self._scopes.setdefault(key, _Scope(index, seq))
+            if key in self._building or key in self._scopes:
+                return
+            self._building.add(key)
+            builder = threading.Thread(
+                target=self._build, args=(key, ids, matrix, seq), name="distill-ann", daemon=True
+            )
+            self._builders = [b for b in self._builders if b.is_alive()] + [builder]
+        builder.start()
+
+    def _build(self, key: _ScopeKey, ids: list[str], matrix: Matrix, seq: int) -> None:
+        try:
+            index = AnnIndex(key[3])
+            index.add(ids, matrix)
+        except Exception:  # the lookups stay exact, and correct
+            log.exception("could not build the vector index of %s/%s", key[0], key[1])
+            return
+        with self._lock:
+            self._building.discard(key)
+            if not self._closed:
+                self._scopes[key] = _Scope(index, seq)
 
     def _search(
         self,

@@ -1,7 +1,7 @@
 """Identity lookup: the nearest active facts of one subject, exact search against the ANN index.
 
-    python bench/lookup.py                          # 2k, 5k, 10k and 100k facts
-    python bench/lookup.py --sizes 1000000 --exact-queries 5
+    python bench/lookup.py                          # 2k, 10k and 100k facts
+    python bench/lookup.py --sizes 1000000 --exact-queries 5 --ann-max 100000
 
 For each size N, one subject of one project gets N active state facts with an identity vector
 each: random unit vectors of dimension 384 (the default embedder's), written straight into a
@@ -13,8 +13,10 @@ again in other words), half are random (a new attribute).
 
 `exact` is a store that never builds an index; `ann` is one that indexes any size: its first
 lookup reads the subject, builds the HNSW graph and is reported as the build time, with the
-resident memory it added. `same as exact` is the share of the exact-timed queries whose five
-neighbours (ids and order) the index returned too, for near-copies and for random queries.
+resident memory it added. `nearest as exact` is the share of the exact-timed queries whose
+nearest fact the index returned first too, for near-copies and for random queries (among
+random vectors the 2nd to 5th neighbours are all at a distance of about 0.85, a near-tie that
+no graph index orders exactly; for an identity match only the nearest, within 0.12, counts).
 Random vectors in 384 dimensions have no structure, the hardest case for a graph index.
 """
 
@@ -143,7 +145,7 @@ def p(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
 
 
-def measure(n: int, queries: int, exact_queries: int, seed: int) -> list[dict[str, Any]]:
+def measure(n: int, queries: int, exact_queries: int, seed: int, ann: bool) -> list[dict[str, Any]]:
     rng = np.random.default_rng(seed)
     with tempfile.TemporaryDirectory(prefix="distill-lookup-") as tmp:
         path = Path(tmp) / "lookup.db"
@@ -154,6 +156,16 @@ def measure(n: int, queries: int, exact_queries: int, seed: int) -> list[dict[st
         del matrix
         with SqliteStore(path, ann_min_vectors=NEVER) as exact:
             exact_ms, exact_answers = timed(exact, asked[:exact_queries])
+        base = {
+            "n": n,
+            "load_s": loaded,
+            "build_s": None,
+            "rss_mb": None,
+            "near": None,
+            "far": None,
+        }
+        if not ann:
+            return [{**base, "mode": "exact", "ms": exact_ms}]
         with SqliteStore(path, ann_min_vectors=1) as ann:
             before = rss_mb()
             start = time.perf_counter()
@@ -162,8 +174,7 @@ def measure(n: int, queries: int, exact_queries: int, seed: int) -> list[dict[st
             build = time.perf_counter() - start
             grown = rss_mb() - before
             ann_ms, ann_answers = timed(ann, asked)
-    same = [a == e for a, e in zip(ann_answers, exact_answers, strict=False)]
-    base = {"n": n, "load_s": loaded, "build_s": None, "rss_mb": None, "near": None, "far": None}
+    same = [a[:1] == e[:1] for a, e in zip(ann_answers, exact_answers, strict=False)]
     return [
         {**base, "mode": "exact", "ms": exact_ms},
         {
@@ -179,11 +190,17 @@ def measure(n: int, queries: int, exact_queries: int, seed: int) -> list[dict[st
 
 
 @click.command()
-@click.option("--sizes", default="2000,5000,10000,100000", show_default=True)
+@click.option("--sizes", default="2000,10000,100000", show_default=True)
 @click.option("--queries", default=400, show_default=True, help="ANN lookups per size")
-@click.option("--exact-queries", default=60, show_default=True, help="exact lookups per size")
+@click.option("--exact-queries", default=20, show_default=True, help="exact lookups per size")
 @click.option("--seed", default=7, show_default=True)
-def main(sizes: str, queries: int, exact_queries: int, seed: int) -> None:
+@click.option(
+    "--ann-max",
+    default=0,
+    help="measure exact search only above this many facts (0: no limit); an HNSW build "
+    "runs at roughly 500 vectors/s on one core here",
+)
+def main(sizes: str, queries: int, exact_queries: int, seed: int, ann_max: int) -> None:
     console = Console(width=160)
     table = Table(title=f"Nearest active facts of one subject, k={K}, dim {DIM}, random vectors")
     for column in (
@@ -195,15 +212,16 @@ def main(sizes: str, queries: int, exact_queries: int, seed: int) -> None:
         f"p95 / {TARGET_P95_MS:g} ms",
         "index build s",
         "index RSS MB",
-        "same as exact: near",
+        "nearest as exact: near",
         "random",
         "load s",
     ):
         table.add_column(column, justify="right")
     for n in (int(s) for s in sizes.split(",")):
-        for r in measure(n, queries, min(exact_queries, queries), seed):
+        ann = ann_max <= 0 or n <= ann_max
+        for r in measure(n, queries, min(exact_queries, queries), seed, ann):
             p95 = p(r["ms"], 95)
-            table.add_row(
+            cells = [
                 f"{n:,}",
                 r["mode"],
                 str(len(r["ms"])),
@@ -215,8 +233,9 @@ def main(sizes: str, queries: int, exact_queries: int, seed: int) -> None:
                 "" if r["near"] is None else f"{r['near']:.0%}",
                 "" if r["far"] is None else f"{r['far']:.0%}",
                 f"{r['load_s']:.1f}",
-            )
-        console.print(f"done: {n:,} facts", style="dim")
+            ]
+            table.add_row(*cells)
+            console.print(" | ".join(cells), style="dim")  # kept if a later size is stopped
     console.print(table)
     console.print(f"{platform.python_version()} on {os.cpu_count()} CPUs", style="dim")
 

@@ -39,9 +39,10 @@ QUERIES = load_queries("sqlite")
 log = logging.getLogger(__name__)
 
 # Active vectors of one subject from which an ANN index replaces exact search. Exact search
-# reads every vector of the subject from SQLite on each lookup (about 9 ms at 1,000 vectors);
-# the index answers in under a millisecond up to 100k (bench/lookup.py).
-INDEX_MIN_VECTORS = 5_000
+# reads every vector of the subject from SQLite on each lookup: 9-24 ms at 1,000 vectors and
+# 110 ms at 2,000 on a busy 2-core machine, against 0.3-0.5 ms from the index
+# (bench/lookup.py). Below this, an index would cost memory (~2 KB a vector) for little.
+INDEX_MIN_VECTORS = 1_000
 
 Matrix = npt.NDArray[np.float32]
 _ScopeKey = tuple[str, str, str, int]  # project, subject, model id, dimension

@@ -24,7 +24,6 @@ import logging
 import sqlite3
 import threading
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -149,9 +148,9 @@ class SqliteVectors:
         if uncommitted:
             return scope.index.nearest(queries, k, overlay=changed)
         scope.index.remove([fact_id for fact_id, v in changed.items() if v is None])
-        live = sorted(fact_id for fact_id, v in changed.items() if v is not None)
+        live = {fact_id: v for fact_id, v in sorted(changed.items()) if v is not None}
         if live:
-            scope.index.add(live, np.stack([changed[fact_id] for fact_id in live]))
+            scope.index.add(list(live), np.stack(list(live.values())))
         scope.seq = latest
         return scope.index.nearest(queries, k)
 
@@ -160,7 +159,9 @@ def _latest_change(db: sqlite3.Connection) -> int:
     return int(db.execute(QUERIES["latest_vector_change"]).fetchone()["seq"])
 
 
-def _changed_vectors(db: sqlite3.Connection, key: _ScopeKey, after: int) -> dict[str, Any]:
+def _changed_vectors(
+    db: sqlite3.Connection, key: _ScopeKey, after: int
+) -> dict[str, Matrix | None]:
     """The facts of the scope logged after `after`: their vector if they are active state
     facts now, else None."""
     project, subject, model_id, dim = key

@@ -32,6 +32,9 @@ STORE_DIR = Path(postgres.__file__).parent
 SQLITE_ONLY = {
     "active_state_vectors": "SQLite reads a subject's vectors and searches them with numpy; "
     "PostgreSQL searches in the database (nearest_state_facts)",
+    "latest_vector_change": "SQLite's in-memory ANN indexes catch up from vector_changes; "
+    "PostgreSQL's HNSW index lives in the database",
+    "changed_vectors": "SQLite's in-memory ANN indexes catch up from vector_changes",
 }
 POSTGRES_ONLY = {
     "lock_migrations": "SQLite's single writer already keeps migrating stores apart",

@@ -23,8 +23,9 @@ import numpy as np
 from distill import ids
 from distill.adapters.store import sqlite_rows as rows
 from distill.adapters.store.queries import load_migrations, load_queries
+from distill.adapters.store.sqlite_apply import apply_plan
 from distill.adapters.store.sqlite_connection import SqliteConnections, split_statements
-from distill.adapters.store.vector_search import exact_nearest
+from distill.adapters.store.sqlite_vectors import SqliteVectors
 from distill.core.models import (
     Alias,
     AuditEntry,
@@ -38,32 +39,27 @@ from distill.core.models import (
     Observation,
 )
 from distill.core.plan import (
-    Action,
-    CreateFact,
-    LearnAlias,
-    OpenConflict,
     Plan,
-    RecordObservation,
-    ReviseConflict,
-    ReviseFact,
 )
-from distill.errors import IntegrityViolation, NotFound, StoreError
+from distill.errors import NotFound, StoreError
 from distill.ports import LLMUsage, Neighbour, StoreCounts, Vector
 
 QUERIES = load_queries("sqlite")
 MIGRATIONS = load_migrations("sqlite")
 
 EVENT_PAGE_SIZE = 500  # rows per read transaction when iterating over every event
-_ACTIVE_IDENTITY_INDEX = "facts.project, facts.subject, facts.identity_key"
 
 
 class SqliteStore:
     """`distill.ports.Store` on SQLite."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, ann_min_vectors: int | None = None) -> None:
+        """`ann_min_vectors`: active vectors of one subject from which lookups use an ANN
+        index instead of exact search (default `sqlite_vectors.INDEX_MIN_VECTORS`)."""
         self.path = str(path)
         self._db = SqliteConnections(self.path)
         self._tx = self._db.transaction
+        self._vectors = SqliteVectors(ann_min_vectors)
         try:
             self.migrate()
         except BaseException:
@@ -109,6 +105,7 @@ class SqliteStore:
     def close(self) -> None:
         """Close every connection this store opened, in every thread. Idempotent."""
         self._db.close()
+        self._vectors.close()
 
     def serialised(self, project: str, subject: str) -> AbstractContextManager[None]:
         """A write transaction (SQLite serialises all writers, so every subject too)."""
@@ -292,15 +289,9 @@ class SqliteStore:
         queries = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
         if k <= 0 or queries.shape[0] == 0:
             return [[] for _ in range(queries.shape[0])]
-        params = {"project": project, "subject": subject, "model_id": model_id}
+        scope = (project, subject, model_id)
         with self._tx(write=False) as db:
-            found = db.execute(QUERIES["active_state_vectors"], params).fetchall()
-        dim = queries.shape[1]
-        usable = [r for r in found if r["dim"] == dim]
-        if not usable:
-            return [[] for _ in range(queries.shape[0])]
-        matrix = np.stack([rows.from_blob(r["vector"]) for r in usable])
-        return exact_nearest([r["fact_id"] for r in usable], matrix, queries, k)
+            return self._vectors.nearest(db, scope, queries, k, self._db.uncommitted())
 
     def aliases(self, project: str, predicates: Sequence[str]) -> dict[str, Alias]:
         if not predicates:
@@ -335,18 +326,9 @@ class SqliteStore:
 
     # -- writes ------------------------------------------------------------------------------------
     def apply(self, plan: Plan, job_id: str | None, audit: Sequence[AuditEntry]) -> None:
-        """Write every action, then the audit entries, all or nothing.
-
-        Facts, conflicts and aliases are written in plan order (a retirement must precede the
-        fact that replaces it, for the unique index); rows that only point at them (sources,
-        vectors, observations, audit) follow in one statement per table.
-        """
+        """Write every action, then the audit entries, all or nothing (see `sqlite_apply`)."""
         with self._tx() as db:
-            rows_after = _Deferred()
-            for action in plan.actions:
-                _apply_action(db, action, rows_after)
-            rows_after.write(db)
-            db.executemany(QUERIES["insert_audit"], [rows.audit_params(e) for e in audit])
+            apply_plan(db, plan, audit)
 
     # -- embedding cache ---------------------------------------------------------------------------
     def cached_embeddings(self, model_id: str, hashes: Sequence[str]) -> dict[str, Vector]:
@@ -506,127 +488,6 @@ class SqliteStore:
             if len(page) < EVENT_PAGE_SIZE:
                 return
             after_time, after_id = page[-1]["occurred_at"], page[-1]["id"]
-
-
-# -- applying plans --------------------------------------------------------------------------------
-class _Deferred:
-    """Rows that reference the facts a plan writes, collected to be written in bulk."""
-
-    def __init__(self) -> None:
-        self.sources: list[dict[str, Any]] = []
-        self.vectors: list[dict[str, Any]] = []
-        self.copies: list[dict[str, Any]] = []
-        self.observations: list[dict[str, Any]] = []
-
-    def write(self, db: sqlite3.Connection) -> None:
-        db.executemany(QUERIES["insert_fact_source"], self.sources)
-        db.executemany(QUERIES["insert_fact_vector"], self.vectors)
-        db.executemany(QUERIES["copy_fact_vector"], self.copies)
-        try:
-            db.executemany(QUERIES["insert_observation"], self.observations)
-        except sqlite3.IntegrityError as exc:
-            raise IntegrityViolation(f"an observation was refused: {exc}") from exc
-
-
-def _apply_action(db: sqlite3.Connection, action: Action, deferred: _Deferred) -> None:
-    if isinstance(action, CreateFact):
-        _create_fact(db, action, deferred)
-    elif isinstance(action, ReviseFact):
-        _revise_fact(db, action, deferred)
-    elif isinstance(action, OpenConflict):
-        _write(db, "insert_conflict", rows.conflict_params(action.conflict), "conflict set")
-    elif isinstance(action, ReviseConflict):
-        _revise_conflict(db, action)
-    elif isinstance(action, RecordObservation):
-        deferred.observations.append(rows.observation_params(action.observation))
-    else:
-        _learn_alias(db, action)
-
-
-def _create_fact(db: sqlite3.Connection, action: CreateFact, deferred: _Deferred) -> None:
-    fact = action.fact
-    _write_fact(db, "insert_fact", {**rows.fact_params(fact), "norm_hash": action.norm_hash}, fact)
-    deferred.sources.extend({"fact_id": fact.id, "event_id": e} for e in fact.source_event_ids)
-    if action.vector_from is not None:
-        deferred.copies.append({"fact_id": fact.id, "from_id": action.vector_from})
-    if action.vector is None:
-        return
-    if action.vector_model is None:
-        raise IntegrityViolation(f"fact {fact.id} has an identity vector but no vector_model")
-    vector = np.asarray(action.vector, dtype=np.float32).ravel()
-    deferred.vectors.append(
-        {
-            "fact_id": fact.id,
-            "project": fact.project,
-            "subject": fact.subject,
-            "model_id": action.vector_model,
-            "dim": int(vector.size),
-            "vector": rows.to_blob(vector),
-        }
-    )
-
-
-def _revise_fact(db: sqlite3.Connection, action: ReviseFact, deferred: _Deferred) -> None:
-    before, after = action.before, action.after
-    if (after.id, after.project, after.subject) != (before.id, before.project, before.subject):
-        raise IntegrityViolation(
-            f"a revision of fact {before.id} may not change its id, project or subject"
-        )
-    params = rows.fact_params(after)
-    params.update({f"was_{k}": v for k, v in rows.fact_params(before).items() if k != "id"})
-    if _write_fact(db, "update_fact", params, after) == 0:
-        raise IntegrityViolation(f"fact {before.id} changed since it was read")
-    known = set(before.source_event_ids)
-    deferred.sources.extend(
-        {"fact_id": after.id, "event_id": e} for e in after.source_event_ids if e not in known
-    )
-
-
-def _revise_conflict(db: sqlite3.Connection, action: ReviseConflict) -> None:
-    before, after = action.before, action.after
-    if (after.id, after.project, after.subject) != (before.id, before.project, before.subject):
-        raise IntegrityViolation(
-            f"a revision of conflict set {before.id} may not change its id, project or subject"
-        )
-    expected = rows.conflict_params(before)
-    row = db.execute(QUERIES["conflict_by_id"], {"id": before.id}).fetchone()
-    if row is None or {name: row[name] for name in expected} != expected:
-        raise IntegrityViolation(f"conflict set {before.id} changed since it was read")
-    db.execute(QUERIES["update_conflict"], rows.conflict_params(after))
-
-
-def _learn_alias(db: sqlite3.Connection, action: LearnAlias) -> None:
-    alias = action.alias
-    if db.execute(QUERIES["insert_alias"], rows.alias_params(alias)).rowcount:
-        return
-    key = {"project": alias.project, "alias": alias.alias}
-    existing = db.execute(QUERIES["alias_by_name"], key).fetchone()
-    if existing["canonical"] != alias.canonical:
-        raise IntegrityViolation(
-            f"alias {alias.alias!r} already means {existing['canonical']!r} in project "
-            f"{alias.project!r}, not {alias.canonical!r}"
-        )
-
-
-def _write_fact(db: sqlite3.Connection, query: str, params: dict[str, Any], fact: Fact) -> int:
-    """Run an insert or update of a fact; returns how many rows it wrote."""
-    try:
-        return db.execute(QUERIES[query], params).rowcount
-    except sqlite3.IntegrityError as exc:
-        if _ACTIVE_IDENTITY_INDEX in str(exc):
-            raise IntegrityViolation(
-                f"fact {fact.id} would be a second active state fact for identity "
-                f"{fact.identity_key!r} of subject {fact.subject!r} in project "
-                f"{fact.project!r}; retire the current one first"
-            ) from exc
-        raise IntegrityViolation(f"fact {fact.id} was refused: {exc}") from exc
-
-
-def _write(db: sqlite3.Connection, query: str, params: dict[str, Any], what: str) -> None:
-    try:
-        db.execute(QUERIES[query], params)
-    except sqlite3.IntegrityError as exc:
-        raise IntegrityViolation(f"{what} {params['id']} was refused: {exc}") from exc
 
 
 # -- helpers ---------------------------------------------------------------------------------------

@@ -22,12 +22,14 @@ WAL_RETRY_PAUSE_S = 0.01  # seconds between tries to switch a contended new file
 
 
 class _Connection:
-    """One sqlite3 connection and how deep the transaction on it is nested."""
+    """One sqlite3 connection, how deep the transaction on it is nested, and how many rows
+    the connection had changed when the outermost one began."""
 
     def __init__(self, raw: sqlite3.Connection) -> None:
         self.raw = raw
         self.lock = threading.RLock()
         self.depth = 0
+        self.changes_at_begin = 0
 
 
 class SqliteConnections:
@@ -45,6 +47,12 @@ class SqliteConnections:
     def raw(self) -> sqlite3.Connection:
         """This thread's sqlite3 connection (for diagnostics; use `transaction` to work)."""
         return self._conn().raw
+
+    def uncommitted(self) -> bool:
+        """Whether this thread's current transaction has written rows it may still roll back
+        (what it reads then is not yet true for anyone else)."""
+        conn = self._conn()
+        return conn.depth > 0 and conn.raw.total_changes != conn.changes_at_begin
 
     def close(self) -> None:
         """Close every connection, in every thread. Idempotent."""
@@ -130,6 +138,7 @@ def _outer(conn: _Connection, write: bool) -> Iterator[sqlite3.Connection]:
     except sqlite3.Error as exc:
         raise translate(exc) from exc
     conn.depth = 1
+    conn.changes_at_begin = conn.raw.total_changes
     try:
         yield conn.raw
         conn.raw.execute("COMMIT")  # deferred foreign keys are checked here

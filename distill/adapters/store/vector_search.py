@@ -1,8 +1,8 @@
 """Nearest-neighbour search over identity vectors.
 
-Exact search with numpy: vectors are L2-normalised, so cosine distance is ``1 - dot``. This
-is fast enough to ~100k vectors per project (DESIGN.md, "Storage"); an ANN index can replace
-`exact_nearest` behind the same signature when that stops being true.
+Exact search with numpy: vectors are L2-normalised, so cosine distance is ``1 - dot``. The
+SQLite store uses it for small subjects, and to score the candidates its ANN index proposes
+for large ones (`ann_index`, `sqlite_vectors`), so both give the same distances and ties.
 """
 
 from __future__ import annotations

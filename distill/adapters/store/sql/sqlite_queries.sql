@@ -287,6 +287,18 @@ WHERE v.project = :project AND v.subject = :subject AND v.model_id = :model_id
   AND f.status = 'active' AND f.kind = 'state'
 ORDER BY v.fact_id;
 
+-- name: latest_vector_change
+SELECT COALESCE(MAX(seq), 0) AS seq FROM vector_changes;
+
+-- name: changed_vectors
+-- The facts of a subject logged after a point, and whether each is searched now.
+SELECT v.fact_id, v.vector, f.status = 'active' AND f.kind = 'state' AS live
+FROM fact_vectors AS v JOIN facts AS f ON f.id = v.fact_id
+WHERE v.model_id = :model_id AND v.dim = :dim
+  AND v.fact_id IN (
+      SELECT fact_id FROM vector_changes
+      WHERE project = :project AND subject = :subject AND seq > :after);
+
 -- name: active_facts
 SELECT * FROM facts
 WHERE project = :project AND subject = :subject AND status = 'active' AND kind = 'state'

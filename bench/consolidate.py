@@ -1,17 +1,20 @@
 """Consolidation cost against the cost of embedding the same texts, in the same run.
 
-    python bench/consolidate.py                 # N = 1,000 and 10,000
-    python bench/consolidate.py --n 1000 --n 100000 --embedder hashing
+    python bench/consolidate.py --plot bench/results/consolidate.png   # N = 1k, 10k, 100k
+    python bench/consolidate.py --n 1000 --n 100000 --embedder hashing --json
 
-For each N, `--repeat` rounds run, each in a fresh process. A round ingests N claim events (spread
+For each N, `--repeat` rounds run (`--large-repeat` for N ≥ 100,000, where a round takes
+minutes), each in a fresh process. A round ingests N claim events (spread
 over N/100 subjects; a mix of new attributes, repeats and changes) into a fresh store, runs
 `consolidate()` once, then embeds exactly the texts that consolidation embedded (event texts
 and identity texts) with a fresh embedder, in batches of its own size. The ratio
 consolidate ÷ embed is what Distill costs on top of the embedding work it cannot avoid
-(physical limit 1.0; target ≤ 1.25 at N = 10,000); the median round is shown, every round's
-ratio beside it, because this machine's speed varies by ±10% from minute to minute.
-Peak RSS is the consolidating process's, model included, measured before the comparison
-embedder is loaded (each round runs in a fresh process).
+(physical limit 1.0; target ≤ 1.25); the median round is shown, every round's ratio beside
+it, because this machine's speed varies by ±10% from minute to minute. Also per N: the
+consolidation's milliseconds per event, and the peak RSS of the consolidating process (model
+and the bench's own event list included), measured before the comparison embedder is loaded.
+`--plot` draws the ratio and the time per event against N (needs matplotlib: the `bench`
+extra); `--json` prints the rows and a summary that `bench/report.py` collects.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -33,6 +37,7 @@ from rich.console import Console
 from rich.table import Table
 
 TARGET_RATIO = 1.25
+LARGE = 100_000  # from this size on, a round takes minutes: `--large-repeat` rounds
 ATTRIBUTES = [
     ("bike_count", "count", "I have {v} bikes now", lambda r: r.randint(0, 9)),
     ("home_city", "city", "These days I live in {v}", lambda r: r.choice(CITIES)),
@@ -51,24 +56,26 @@ DIETS = ["vegetarian", "vegan", "pescatarian", "keto", "omnivore"]
 NAMES = ["Rex", "Bella", "Max", "Luna", "Otis", "Milo", "Nala", "Ziggy"]
 
 
-def make_events(n: int, seed: int = 7) -> list[dict[str, Any]]:
+def iter_events(n: int, seed: int = 7) -> Iterator[dict[str, Any]]:
+    """N claim events over N/100 subjects, the same for a given seed. A generator, so that a
+    caller measuring memory need not hold them all."""
     rng = random.Random(seed)
     subjects = max(1, n // 100)
     start = datetime(2024, 1, 1, tzinfo=UTC)
-    events = []
     for i in range(n):
         predicate, key, template, pick = rng.choice(ATTRIBUTES)
         value = pick(rng)
         action = "supersede" if rng.random() < 0.5 else "create"
-        events.append(
-            {
-                "subject": f"user-{rng.randrange(subjects)}",
-                "text": f"{template.format(v=value)} (note {i})",
-                "occurred_at": (start + timedelta(minutes=i)).isoformat(),
-                "claims": [{"predicate": predicate, "value": {key: value}, "action": action}],
-            }
-        )
-    return events
+        yield {
+            "subject": f"user-{rng.randrange(subjects)}",
+            "text": f"{template.format(v=value)} (note {i})",
+            "occurred_at": (start + timedelta(minutes=i)).isoformat(),
+            "claims": [{"predicate": predicate, "value": {key: value}, "action": action}],
+        }
+
+
+def make_events(n: int, seed: int = 7) -> list[dict[str, Any]]:
+    return list(iter_events(n, seed))
 
 
 def run_round(n: int, embedder_name: str) -> dict[str, Any]:
@@ -96,6 +103,7 @@ def run_round(n: int, embedder_name: str) -> dict[str, Any]:
         "consolidate_s": round(consolidate, 3),
         "embed_s": round(embed, 3),
         "ratio": round(consolidate / embed, 3),
+        "ms_per_event": round(consolidate * 1000 / n, 3),
         "overhead_ms_per_event": round((consolidate - embed) * 1000 / n, 3),
         "peak_rss_mb": round(rss_consolidate, 1),
         "counters": {k: v for k, v in counters.items() if v},
@@ -127,17 +135,27 @@ def consolidate_once(
 
 
 @click.command()
-@click.option("--n", "sizes", multiple=True, type=int, default=(1000, 10000), show_default=True)
+@click.option(
+    "--n", "sizes", multiple=True, type=int, default=(1000, 10000, LARGE), show_default=True
+)
 @click.option(
     "--embedder", default="local", type=click.Choice(["local", "hashing"]), show_default=True
 )
 @click.option(
     "--repeat", default=3, show_default=True, help="Rounds per size; the median is shown."
 )
+@click.option("--large-repeat", default=1, show_default=True, help=f"Rounds per size ≥ {LARGE:,}.")
+@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), help="Write a PNG.")
 @click.option("--one", type=int, hidden=True)
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def main(
-    sizes: tuple[int, ...], embedder: str, repeat: int, one: int | None, as_json: bool
+    sizes: tuple[int, ...],
+    embedder: str,
+    repeat: int,
+    large_repeat: int,
+    plot: Path | None,
+    one: int | None,
+    as_json: bool,
 ) -> None:
     if one is not None:  # the child process: one size, JSON on stdout
         print(json.dumps(run_round(one, embedder)))
@@ -145,15 +163,45 @@ def main(
     rows = []
     for n in sizes:
         rounds = []
-        for _ in range(repeat):
+        for _ in range(large_repeat if n >= LARGE else repeat):
             command = [sys.executable, __file__, "--one", str(n), "--embedder", embedder]
             child = subprocess.run(command, check=True, capture_output=True, text=True)
             rounds.append(json.loads(child.stdout.strip().splitlines()[-1]))
         rows.append(median_round(rounds))
-    result = {"machine": machine(), "target_ratio": TARGET_RATIO, "rows": rows}
+    result = {
+        "machine": machine(),
+        "embedder": embedder,
+        "target_ratio": TARGET_RATIO,
+        "rows": rows,
+        "summary": summary(rows),
+    }
+    plotted = draw(rows, plot) if plot else None
     if as_json:
         print(json.dumps(result, indent=2))
         return
+    print_table(result, embedder)
+    if plot:
+        print(f"plot: {plot}" if plotted else "no plot: pip install -e '.[bench]' for matplotlib")
+
+
+def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows `bench/report.py` shows: the ratio at each N against its target."""
+    return [
+        {
+            "metric": f"consolidate ÷ embed, N = {r['n']:,} ({rounds(len(r['ratios']))})",
+            "value": r["ratio"],
+            "target": f"≤ {TARGET_RATIO}",
+            "met": r["ratio"] <= TARGET_RATIO,
+        }
+        for r in rows
+    ]
+
+
+def rounds(count: int) -> str:
+    return f"{count} round" if count == 1 else f"{count} rounds, median"
+
+
+def print_table(result: dict[str, Any], embedder: str) -> None:
     table = Table(title=f"consolidation ÷ embedding of the same texts ({embedder} embedder)")
     for column in (
         "N",
@@ -163,12 +211,13 @@ def main(
         "embed s",
         "ratio (median)",
         "all rounds",
+        "ms/event",
         "overhead ms/event",
         "peak RSS MB",
         "target",
     ):
         table.add_column(column, justify="right")
-    for r in rows:
+    for r in result["rows"]:
         met = "met" if r["ratio"] <= TARGET_RATIO else f"missed (> {TARGET_RATIO})"
         table.add_row(
             f"{r['n']:,}",
@@ -178,13 +227,46 @@ def main(
             str(r["embed_s"]),
             str(r["ratio"]),
             " ".join(str(x) for x in r["ratios"]),
+            str(r["ms_per_event"]),
             str(r["overhead_ms_per_event"]),
             str(r["peak_rss_mb"]),
             met,
         )
-    console = Console(width=140)
+    console = Console(width=160)
     console.print(table)
     console.print(f"machine: {result['machine']}")
+
+
+def draw(rows: list[dict[str, Any]], path: Path) -> bool:
+    """The ratio and the time per event against N, log scale; False without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")  # no display needed
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    ns = [r["n"] for r in rows]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
+    for r in rows:
+        left.scatter([r["n"]] * len(r["ratios"]), r["ratios"], color="tab:blue", alpha=0.3, s=12)
+    left.plot(ns, [r["ratio"] for r in rows], "o-", color="tab:blue", label="median round")
+    left.axhline(TARGET_RATIO, color="tab:red", linestyle="--", label=f"target {TARGET_RATIO}")
+    left.axhline(1.0, color="grey", linestyle=":", label="physical limit 1.0")
+    left.set(xscale="log", xlabel="claim events N", ylabel="consolidate ÷ embed")
+    left.set_title("consolidation cost ÷ embedding cost")
+    left.legend()
+    right.plot(ns, [r["ms_per_event"] for r in rows], "o-", label="consolidate")
+    embed_ms = [r["embed_s"] * 1000 / r["n"] for r in rows]
+    right.plot(ns, embed_ms, "s--", label="embedding the same texts")
+    right.set(xscale="log", xlabel="claim events N", ylabel="ms per event", ylim=(0, None))
+    right.set_title("time per event")
+    right.legend()
+    fig.suptitle(f"{rows[0]['embedder']} · {machine()}", fontsize=8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
 
 
 def machine() -> str:

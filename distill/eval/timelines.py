@@ -28,6 +28,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
+from distill.errors import InvalidInput
 from distill.eval.context import STATED_AT, ArrivalClock, EvalContext, year_start
 from distill.eval.results import Dataset, Metric, SuiteResult, Table
 from distill.memory import Memory
@@ -42,13 +43,21 @@ ClaimOf = Callable[[Spell], dict[str, Any]]
 
 
 def stated_end(spell: Spell) -> datetime | None:
+    """Where a spell ends: the start of its `until` year (the next club's season starts
+    there), or the end of its one year when it began and ended in the same year."""
     until = spell["until"]
-    return year_start(until) if until is not None and until > spell["since"] else None
+    if until is None:
+        return None
+    return year_start(until + 1 if until == spell["since"] else until)
+
+
+def consistent(spell: Spell) -> bool:
+    """Five spells in the data end before they begin."""
+    return spell["until"] is None or spell["until"] >= spell["since"]
 
 
 def spell_claim(spell: Spell, *, club_as_identity: bool) -> dict[str, Any]:
-    """The claim a user would write for one spell. An end year not after the start (8 spells
-    in the data) cannot be an interval; the spell is kept without its end."""
+    """The claim a user would write for one spell."""
     claim: dict[str, Any] = {
         "predicate": "plays_for",
         "value": {"club": spell["object"]},
@@ -87,10 +96,10 @@ def ingest(
     clock: ArrivalClock,
     progress: Callable[[int, int], None],
 ) -> dict[str, int]:
-    totals = {"events": 0, "rejected": 0, "errors": 0}
+    totals = {"events": 0, "rejected": 0, "errors": 0, "refused": 0}
     for number, batch in enumerate(rounds, start=1):
         clock.step()
-        mem.add_events(
+        events = [
             {
                 "subject": subject,
                 "text": f"{subject} played for {spell['object']}",
@@ -99,7 +108,15 @@ def ingest(
                 "claims": [spell_claim(spell, club_as_identity=club_as_identity)],
             }
             for subject, spell in batch
-        )
+        ]
+        good = [e for e, (_, spell) in zip(events, batch, strict=True) if consistent(spell)]
+        # A spell that ends before it begins is bad input: add_event must refuse it whole.
+        for bad in (e for e in events if e not in good):
+            try:
+                mem.add_event(**bad)
+            except InvalidInput:
+                totals["refused"] += 1
+        mem.add_events(good)
         report = mem.consolidate()
         totals["events"] += len(batch)
         totals["rejected"] += report.rejected
@@ -135,7 +152,7 @@ def final_state_leaks(mem: Memory, timelines: list[dict[str, Any]]) -> int:
     """Spells stated to have ended that `facts()` still serves as true now."""
     leaks = 0
     for timeline in timelines:
-        ended = {s["object"] for s in timeline["facts"] if stated_end(s) is not None}
+        ended = {s["object"] for s in timeline["facts"] if s["until"] is not None and consistent(s)}
         served = {str(f.value["club"]) for f in mem.facts(subject=timeline["subject"]) if f.value}
         leaks += len(ended & served)
     return leaks
@@ -146,6 +163,7 @@ def run(ctx: EvalContext) -> SuiteResult:
     timelines = ctx.take(data["timelines"])
     subjects = {t["subject"] for t in timelines}
     items = [p for p in data["pair_items"] if p["subject"] in subjects]
+    inconsistent = sum(not consistent(s) for t in timelines for s in t["facts"])
 
     result = SuiteResult(
         suite=NAME,
@@ -171,12 +189,29 @@ def run(ctx: EvalContext) -> SuiteResult:
                 served = answers(mem, items)
                 leaks = final_state_leaks(mem, timelines)
             served_by_order.append(served)
+            label = f"{model}, {order}"
             succession = accuracy(items, served, "succession")
             concurrent = accuracy(items, served, "concurrent")
             rows.append(
-                [model, order, succession, concurrent, leaks, totals["rejected"], totals["errors"]]
+                [
+                    model,
+                    order,
+                    succession,
+                    concurrent,
+                    leaks,
+                    totals["refused"],
+                    totals["rejected"],
+                    totals["errors"],
+                ]
             )
-            label = f"{model}, {order}"
+            result.metrics.append(
+                Metric.at_most(
+                    f"spells ending before they begin, accepted ({label})",
+                    inconsistent - totals["refused"],
+                    0,
+                    f"{inconsistent} such spells in the data; add_event must refuse them",
+                )
+            )
             if club_as_identity:
                 result.metrics.append(Metric.at_least(f"successions ({label})", succession, 1.0))
                 result.metrics.append(Metric.at_least(f"concurrent ({label})", concurrent, 1.0))
@@ -215,6 +250,7 @@ def run(ctx: EvalContext) -> SuiteResult:
                 "successions",
                 "concurrent",
                 "ended served now",
+                "refused",
                 "rejected",
                 "errors",
             ],

@@ -33,6 +33,17 @@ SPELLS: list[dict[str, Any]] = [
             {"object": "Luton Town F.C.", "since": 2012, "until": 2014},
         ],
     },
+    {
+        # A record that ends before it begins (YAGO has five), then a spell within one year
+        # followed by the next club in the following year.
+        "subject": "Cy",
+        "relation": "playsFor",
+        "facts": [
+            {"object": "Wycombe Wanderers F.C.", "since": 2011, "until": 1997},
+            {"object": "Wolves", "since": 1938, "until": 1938},
+            {"object": "Southampton F.C.", "since": 1939, "until": 1949},
+        ],
+    },
 ]
 PAIRS = [
     {"subject": "Ann", "t": 2005, "prev": "Reading F.C.", "next": "Fulham F.C.",
@@ -41,6 +52,12 @@ PAIRS = [
      "kind": "concurrent", "gold_active": ["Port Vale F.C.", "Reading F.C."]},
     {"subject": "Bob", "t": 2012, "prev": "Reading F.C.", "next": "Luton Town F.C.",
      "kind": "succession", "gold_active": ["Luton Town F.C."]},
+    {"subject": "Cy", "t": 2012, "prev": "Wycombe Wanderers F.C.", "next": "Southampton F.C.",
+     "kind": "succession", "gold_active": []},
+    {"subject": "Cy", "t": 1938, "prev": "Wolves", "next": "Southampton F.C.",
+     "kind": "succession", "gold_active": ["Wolves"]},
+    {"subject": "Cy", "t": 1939, "prev": "Wolves", "next": "Southampton F.C.",
+     "kind": "succession", "gold_active": ["Southampton F.C."]},
 ]  # fmt: skip
 
 
@@ -57,16 +74,18 @@ def values(result: Any) -> dict[str, Any]:
 
 
 def test_club_as_identity_answers_every_pair_in_both_orders(tmp_path: Path) -> None:
-    """Each club its own identity with its stated interval: successions and the loan are
-    both right, in order and shuffled, and no ended spell is served as current."""
+    """Each club its own identity with its stated interval: successions, a one-year spell and
+    the loan are all right, in order and shuffled, and no ended spell is served as current."""
     result = run_suite("timelines", EvalContext(write_slice(tmp_path), embedder="hashing"))
     got = values(result)
     for order in ("in order", "shuffled"):
         assert got[f"successions (club as identity, {order})"] == 1.0
         assert got[f"concurrent (club as identity, {order})"] == 1.0
         assert got[f"ended spells served as current (club as identity, {order})"] == 0
+        # The record that ends before it begins is refused by add_event, never stored.
+        assert got[f"spells ending before they begin, accepted (club as identity, {order})"] == 0
     assert got["same answers in both orders (club as identity)"] == 1.0
-    assert result.params == {"players": 2, "pair_items": 3, "limit": None, "seed": 0}
+    assert result.params == {"players": 3, "pair_items": 6, "limit": None, "seed": 0}
 
 
 def test_one_attribute_supersedes_so_the_loan_closes_the_club(tmp_path: Path) -> None:

@@ -46,6 +46,7 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
     help="Where to write the JSON result (default: eval-results/SUITE.json).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON result instead of tables.")
+@click.option("--markdown", is_flag=True, help="Print Markdown tables (for a report).")
 @click.pass_context
 def eval_cmd(
     ctx: click.Context,
@@ -55,6 +56,7 @@ def eval_cmd(
     seed: int,
     out_file: Path | None,
     as_json: bool,
+    markdown: bool,
 ) -> None:
     """Measure consolidation on public datasets: timelines, numeric-updates, pairs, locomo,
     scenarios, or all. Prints a table per suite and writes a JSON result."""
@@ -74,6 +76,9 @@ def eval_cmd(
     target.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
     if as_json:
         out.print_json(json.dumps(document, ensure_ascii=False))
+        return
+    if markdown:
+        click.echo(to_markdown(document, results))
         return
     for result in results:
         render(result)
@@ -95,18 +100,21 @@ def _document(suite: str, results: list[SuiteResult], ctx: EvalContext) -> dict[
 
 
 def _commit() -> str | None:
-    try:
+    """The commit measured, marked `-dirty` when the working tree differs from it."""
+    here = Path(__file__).resolve().parent
+
+    def git(*args: str) -> str:
         done = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            cwd=Path(__file__).resolve().parent,
-            timeout=5,
-            check=False,
+            ["git", *args], capture_output=True, text=True, cwd=here, timeout=5, check=False
         )
+        return done.stdout.strip()
+
+    try:
+        commit = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
     except OSError:
         return None
-    return done.stdout.strip() or None
+    return f"{commit}-dirty" if commit and dirty else commit or None
 
 
 def render(result: SuiteResult) -> None:
@@ -132,6 +140,59 @@ def render(result: SuiteResult) -> None:
     for dataset in result.datasets:
         out.print(f"  data: {dataset.name} — {dataset.license}")
     out.print()
+
+
+def to_markdown(document: dict[str, Any], results: list[SuiteResult]) -> str:
+    """The same tables as Markdown, headed by when, where and on which commit they ran."""
+    lines = [
+        f"`distill eval {document['suite']}` — {document['date']}, commit {document['commit']},"
+        f" {document['machine']}, embedder {document['embedder']}",
+        "",
+    ]
+    if len(results) > 1:
+        lines += _md_table(
+            ["suite", "targets met", "missed", "seconds"],
+            [
+                [
+                    r.suite,
+                    f"{r.targets_met}/{sum(1 for m in r.metrics if m.met is not None)}",
+                    ", ".join(m.name for m in r.targets_missed) or "—",
+                    f"{r.seconds:g}",
+                ]
+                for r in results
+            ],
+        )
+    for r in results:
+        lines += [f"### {r.title} ({r.suite}, {r.seconds:g} s)", ""]
+        lines += _md_table(
+            ["metric", "value", "target", "", "note"],
+            [
+                [m.name, format_value(m.value), m.target or "",
+                 {True: "met", False: "**missed**", None: ""}[m.met], m.note]
+                for m in r.metrics
+            ],
+        )  # fmt: skip
+        for extra in r.tables:
+            lines += [f"*{extra.title}*", ""]
+            lines += _md_table(
+                extra.columns, [[format_value(v) for v in row] for row in extra.rows]
+            )
+        lines += [f"- {note}" for note in r.notes]
+        lines += [f"- data: {d.name} — {d.license}" for d in r.datasets]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _md_table(columns: list[str], rows: list[list[Any]]) -> list[str]:
+    def cell(value: Any) -> str:
+        return str(value).replace("|", "\\|").replace("\n", " ")
+
+    return [
+        "| " + " | ".join(cell(c) for c in columns) + " |",
+        "|" + "---|" * len(columns),
+        *("| " + " | ".join(cell(v) for v in row) + " |" for row in rows),
+        "",
+    ]
 
 
 def summary_table(results: list[SuiteResult]) -> Table:

@@ -130,3 +130,20 @@ def test_cli_prints_the_table_and_writes_the_json(tmp_path: Path) -> None:
     assert suite["suite"] == "timelines"
     assert suite["params"]["seed"] == 3
     assert "concurrent (club as identity, shuffled)" not in suite["targets"]["missed"]
+
+
+def test_cli_markdown_is_a_report_to_paste(tmp_path: Path) -> None:
+    """`--markdown` prints the run's date and commit line, then Markdown tables."""
+    data = write_slice(tmp_path / "data")
+    done = subprocess.run(
+        [sys.executable, "-m", "distill", "--embedder", "hashing", "eval", "timelines",
+         "--data", str(data), "--out", str(tmp_path / "r.json"), "--markdown"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    first, *rest = done.stdout.splitlines()
+    assert first.startswith("`distill eval timelines` — ") and "commit" in first
+    assert "| metric | value | target |  | note |" in rest
+    assert any(
+        line.startswith("| successions (club as identity, shuffled) | 1.000 |") for line in rest
+    )

@@ -53,7 +53,7 @@ PAIRS = [
     {"subject": "Bob", "t": 2012, "prev": "Reading F.C.", "next": "Luton Town F.C.",
      "kind": "succession", "gold_active": ["Luton Town F.C."]},
     {"subject": "Cy", "t": 2012, "prev": "Wycombe Wanderers F.C.", "next": "Southampton F.C.",
-     "kind": "succession", "gold_active": []},
+     "kind": "succession", "gold_active": ["Southampton F.C."]},
     {"subject": "Cy", "t": 1938, "prev": "Wolves", "next": "Southampton F.C.",
      "kind": "succession", "gold_active": ["Wolves"]},
     {"subject": "Cy", "t": 1939, "prev": "Wolves", "next": "Southampton F.C.",
@@ -85,7 +85,14 @@ def test_club_as_identity_answers_every_pair_in_both_orders(tmp_path: Path) -> N
         # The record that ends before it begins is refused by add_event, never stored.
         assert got[f"spells ending before they begin, accepted (club as identity, {order})"] == 0
     assert got["same answers in both orders (club as identity)"] == 1.0
-    assert result.params == {"players": 3, "pair_items": 6, "limit": None, "seed": 0}
+    # The item naming the record that ends before it begins is counted, not scored.
+    assert result.params == {
+        "players": 3,
+        "pair_items": 5,
+        "pair_items_not_scored": 1,
+        "limit": None,
+        "seed": 0,
+    }
 
 
 def test_one_attribute_supersedes_so_the_loan_closes_the_club(tmp_path: Path) -> None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from distill.eval import EvalContext, run_suite
 from distill.eval.numeric_updates import runs
 
@@ -49,3 +51,16 @@ def test_shuffled_series_end_right_with_nothing_lost_or_leaked(tmp_path: Path) -
         assert got["facts(as_of) gives that year's value"] == 1.0
         assert result.params["values"] == 6
         assert not result.targets_missed
+
+
+@pytest.mark.slow
+def test_full_data_meets_every_target() -> None:
+    """All of population_timelines.json (hashing embedder): every target of the suite."""
+    from distill.eval import default_data_dir
+
+    data = default_data_dir()
+    if not (data / "wikidata_temporal" / "population_timelines.json").exists():
+        pytest.skip("Wikidata data not found")
+    result = run_suite("numeric-updates", EvalContext(data, embedder="hashing"))
+    assert not result.targets_missed
+    assert result.params == {"entities": 1038, "values": 3731, "limit": None, "seed": 0}

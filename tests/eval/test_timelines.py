@@ -154,3 +154,18 @@ def test_cli_markdown_is_a_report_to_paste(tmp_path: Path) -> None:
     assert any(
         line.startswith("| successions (club as identity, shuffled) | 1.000 |") for line in rest
     )
+
+
+@pytest.mark.slow
+def test_full_data_meets_the_targets_of_the_faithful_model() -> None:
+    """All of playsFor_timelines.json (hashing embedder): club-as-identity answers every
+    scored pair item in both orders, and no ended spell is served as current."""
+    from distill.eval import default_data_dir
+
+    data = default_data_dir()
+    if not (data / "yago15k_temporal" / "playsFor_timelines.json").exists():
+        pytest.skip("YAGO15k data not found")
+    result = run_suite("timelines", EvalContext(data, embedder="hashing"))
+    missed = {m.name for m in result.targets_missed}
+    assert not {name for name in missed if "club as identity" in name}
+    assert result.params["pair_items"] == 1350

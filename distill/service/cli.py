@@ -7,7 +7,6 @@ Readable tables by default, JSON with `--json`. Errors print `Error: ...` on std
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,21 +16,18 @@ from typing import Any, TypeVar
 
 import click
 from pydantic import ValidationError
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from distill.adapters.llm import PROVIDERS, close_llm, make_llm
+from distill.adapters.llm import PROVIDERS, close_llm
 from distill.core.models import ConflictSet, EventIn, Fact
 from distill.errors import DistillError, InvalidInput
 from distill.extractors import EXTRACTORS
 from distill.memory import Memory, explain_validation, open_store
-from distill.report import Report
 from distill.service.eval_command import eval_cmd
-from distill.service.worker import Worker
+from distill.service.terminal import build_llm, err, out
+from distill.service.worker_command import worker
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
 F = TypeVar("F", bound=Callable[..., Any])
 
 ENVIRONMENT = """
@@ -121,12 +117,6 @@ def cli(
             **({"timeout": llm_timeout} if llm_timeout else {}),
         },
     }
-
-
-def build_llm(ctx: click.Context) -> Any:
-    """The configured model. The key comes from the environment only: an option would show
-    it in `ps` and the shell's history."""
-    return make_llm(api_key=os.environ.get("DISTILL_LLM_API_KEY") or None, **ctx.obj["llm"])
 
 
 @contextmanager
@@ -527,64 +517,6 @@ def migrate(ctx: click.Context, as_json: bool) -> None:
 
 
 @cli.command()
-@click.option(
-    "--concurrency",
-    default=1,
-    show_default=True,
-    type=click.IntRange(1, 64),
-    help="Consolidation threads in this process (each with its own connections).",
-)
-@click.option(
-    "--interval",
-    default=2.0,
-    show_default=True,
-    type=click.FloatRange(min=0.05),
-    help="Seconds to wait when nothing is due (events arriving meanwhile share model calls).",
-)
-@click.option(
-    "--settle",
-    default=0.5,
-    show_default=True,
-    type=click.FloatRange(min=0),
-    help="On PostgreSQL, seconds to wait after new events wake the worker (a burst together).",
-)
-@click.option("--once", is_flag=True, help="Process what is due, then exit.")
-@click.pass_context
-def worker(
-    ctx: click.Context, concurrency: int, interval: float, settle: float, once: bool
-) -> None:
-    """Consolidate continuously, until SIGTERM or Ctrl-C (which finish the job being decided
-    and put the other claimed ones back). Several workers may share one database."""
-    models: list[Any] = []
-
-    def open_memory() -> Memory:
-        llm = build_llm(ctx)
-        models.append(llm)
-        return Memory(
-            ctx.obj["db"], embedder=ctx.obj["embedder"], llm=llm, extractor=ctx.obj["extractor"]
-        )
-
-    def announce(report: Report) -> None:
-        counters = ", ".join(f"{k} {v}" for k, v in report.counters().items() if v)
-        err.print(f"[{datetime.now().astimezone():%H:%M:%S}] {counters}")
-
-    runner = Worker(
-        open_memory, concurrency=concurrency, interval=interval, on_run=announce, settle=settle
-    )
-    runner.stop_on_signals()
-    err.print(f"distill worker: {concurrency} thread(s), polling every {interval:g} s")
-    try:
-        totals = runner.run(once=once)
-    finally:
-        for llm in models:
-            close_llm(llm)
-    err.print(
-        f"stopped: {totals.jobs_done} job(s) done, {totals.jobs_failed} failed, "
-        f"{totals.llm_calls} LLM call(s)"
-    )
-
-
-@cli.command()
 @json_option
 @click.pass_context
 def demo(ctx: click.Context, as_json: bool) -> None:
@@ -595,6 +527,7 @@ def demo(ctx: click.Context, as_json: bool) -> None:
 
 
 cli.add_command(eval_cmd)
+cli.add_command(worker)
 
 
 def main() -> None:

@@ -13,16 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from distill.eval import SUITES, EvalContext, SuiteResult, default_data_dir, run_suite
 from distill.eval.context import Progress as ProgressFn
 from distill.eval.results import format_value
-
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+from distill.service.terminal import err, out
 
 
 @click.command("eval")

@@ -65,6 +65,13 @@ class SuiteResult:
     def targets_missed(self) -> list[Metric]:
         return [m for m in self.metrics if m.met is False]
 
+    def summary_row(self) -> list[str]:
+        """Suite, targets met out of those with a target, the names of the missed ones, and
+        seconds: one row of the `all` summary."""
+        with_target = sum(1 for m in self.metrics if m.met is not None)
+        missed = ", ".join(m.name for m in self.targets_missed) or "—"
+        return [self.suite, f"{self.targets_met}/{with_target}", missed, f"{self.seconds:g}"]
+
     def metric(self, name: str) -> Metric:
         for m in self.metrics:
             if m.name == name:

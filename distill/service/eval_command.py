@@ -149,15 +149,7 @@ def to_markdown(document: dict[str, Any], results: list[SuiteResult]) -> str:
     if len(results) > 1:
         lines += _md_table(
             ["suite", "targets met", "missed", "seconds"],
-            [
-                [
-                    r.suite,
-                    f"{r.targets_met}/{sum(1 for m in r.metrics if m.met is not None)}",
-                    ", ".join(m.name for m in r.targets_missed) or "—",
-                    f"{r.seconds:g}",
-                ]
-                for r in results
-            ],
+            [r.summary_row() for r in results],
         )
     for r in results:
         lines += [f"### {r.title} ({r.suite}, {r.seconds:g} s)", ""]
@@ -199,9 +191,7 @@ def summary_table(results: list[SuiteResult]) -> Table:
     table.add_column("missed")
     table.add_column("seconds", justify="right")
     for r in results:
-        with_target = sum(1 for m in r.metrics if m.met is not None)
-        missed = ", ".join(m.name for m in r.targets_missed) or "—"
-        table.add_row(r.suite, f"{r.targets_met}/{with_target}", missed, f"{r.seconds:g}")
+        table.add_row(*r.summary_row())
     return table
 
 

@@ -148,6 +148,14 @@ def accuracy(items: list[dict[str, Any]], served: list[frozenset[str]], kind: st
     return round(sum(judged) / len(judged), 4) if judged else 0.0
 
 
+def target(name: str, value: float, items: list[dict[str, Any]]) -> Metric:
+    """Accuracy ≥ 1.0 for a kind of item, or no target when a slice has none of that kind."""
+    kind = "concurrent" if name.startswith("concurrent") else "succession"
+    if not any(i["kind"] == kind for i in items):
+        return Metric.info(name, value, f"no {kind} item in this slice")
+    return Metric.at_least(name, value, 1.0)
+
+
 def final_state_leaks(mem: Memory, timelines: list[dict[str, Any]]) -> int:
     """Spells stated to have ended that `facts()` still serves as true now."""
     leaks = 0
@@ -225,8 +233,8 @@ def run(ctx: EvalContext) -> SuiteResult:
                 )
             )
             if club_as_identity:
-                result.metrics.append(Metric.at_least(f"successions ({label})", succession, 1.0))
-                result.metrics.append(Metric.at_least(f"concurrent ({label})", concurrent, 1.0))
+                result.metrics.append(target(f"successions ({label})", succession, items))
+                result.metrics.append(target(f"concurrent ({label})", concurrent, items))
             else:
                 result.metrics.append(
                     Metric.info(

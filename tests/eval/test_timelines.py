@@ -169,3 +169,12 @@ def test_full_data_meets_the_targets_of_the_faithful_model() -> None:
     missed = {m.name for m in result.targets_missed}
     assert not {name for name in missed if "club as identity" in name}
     assert result.params["pair_items"] == 1350
+
+
+def test_a_slice_without_concurrent_items_misses_no_target(tmp_path: Path) -> None:
+    """--limit 1 keeps only Ann, who has no concurrent spells: that kind gets no target
+    rather than a missed 0.0."""
+    result = run_suite("timelines", EvalContext(write_slice(tmp_path), limit=1, embedder="hashing"))
+    assert not [m.name for m in result.targets_missed if "club as identity" in m.name]
+    concurrent = result.metric("concurrent (club as identity, in order)")
+    assert concurrent.met is None and "no concurrent item" in concurrent.note

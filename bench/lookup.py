@@ -38,7 +38,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from distill.adapters.store import sqlite_rows as rows
+from distill.adapters.store import rows
 from distill.adapters.store.sqlite import QUERIES, SqliteStore
 from distill.core.identity import identity_key
 from distill.core.models import Fact, FactKind, FactStatus, Trust

@@ -12,32 +12,31 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import numpy as np
 
 from distill import ids
-from distill.core.adjudicate import NEIGHBOURS, Adjudicator
-from distill.core.apply import audit_entries, validate
 from distill.core.identity import (
     content_hash,
-    identity_key,
-    identity_text,
-    normalise_text,
-    split_qualifiers,
 )
-from distill.core.models import AuditEntry, Event, Fact, FactKind, FactStatus, Job
+from distill.core.models import Event, Job
+from distill.core.passes import PassResult, Scope
 from distill.core.plan import Plan, Rejection, describe_action
-from distill.core.working import Candidate, Neighbourhood, Snapshot, Support
+from distill.core.working import Candidate
 from distill.errors import (
+    ClaimLost,
     DistillError,
     MalformedAnswer,
     ProviderError,
+    ProviderTimeout,
     RateLimited,
     TransientProviderError,
 )
 from distill.extractors import Extraction, from_claims, from_llm_answer, from_text
 from distill.model_answers import ModelAnswers
+from distill.passes import run_pass
+from distill.passes.adjudication import Adjudication, JobWork, identity_text_of
 from distill.ports import Clock, Embedder, LLMUsage, Store, Vector
 from distill.report import Report
 
@@ -45,7 +44,12 @@ log = logging.getLogger("distill.engine")
 
 MAX_ATTEMPTS = 5  # a job that failed this many times stays failed until replayed by hand
 RETRY_BASE = timedelta(seconds=30)  # backoff: 30 s, 60 s, 120 s, 240 s between attempts
-STALLED_AFTER = timedelta(minutes=10)  # a running job with no heartbeat for this long is reclaimed
+# A running job whose heartbeat is older than this is taken back, wherever its claimer was:
+# the fallback for when the claimer cannot be seen to be gone (another host, no session to
+# watch). A run beats every HEARTBEAT_EVERY_S while it holds jobs, so a live run would have to
+# miss four beats in a row to lose them.
+LEASE = timedelta(seconds=60)
+HEARTBEAT_EVERY_S = 15.0
 CLAIM_BATCH = 32  # jobs claimed per round trip
 OUTAGE_AFTER = 3  # jobs failed in a row by a provider, after its own retries, that end a run
 # Actions described in the report of a real run; the audit log has all of them. A dry run's
@@ -60,13 +64,6 @@ def retryable(exc: Exception) -> bool:
     if isinstance(exc, ProviderError):
         return isinstance(exc, TransientProviderError | MalformedAnswer)
     return True
-
-
-def identity_text_of(c: Candidate) -> str | None:
-    """The text embedded to match a state candidate by meaning, if it is one."""
-    if c.claim.predicate and c.claim.resolved_kind is FactKind.STATE:
-        return identity_text(c.claim.predicate, c.claim.value)
-    return None
 
 
 @dataclass(frozen=True)
@@ -89,10 +86,6 @@ class Batch:
     prepared: list[Prepared]
     vectors: dict[str, Vector]
     stopped: bool  # a rate limit ended the run: decide these, claim no more
-
-
-class _DryRun(Exception):
-    """Raised at the end of a dry run so that the store rolls everything back."""
 
 
 class _Deferred(Exception):
@@ -118,6 +111,7 @@ class Engine:
         self.extraction = extraction
         self.clock = clock
         self.max_distance = max_distance
+        self.adjudication = Adjudication(max_distance)
         self.new_id = new_id or ids.new_id
         self.answers = ModelAnswers(store, extraction, self.embed, embedder.model_id, clock)
 
@@ -133,25 +127,22 @@ class Engine:
         report = Report(dry_run=dry_run)
         self._stop = stop or threading.Event()
         if not dry_run:
-            self._run(report, progress, pipelined=True)
+            with _Heartbeat(self.store, self.clock):
+                self._run(report, progress, pipelined=True)
             return report
         # A dry run is a real run inside one transaction that is always rolled back, so the
         # plan it reports is exactly the plan a real run would apply.
-        try:
-            with self.store.serialised("", ""):
-                self._run(report, progress, pipelined=False)  # one connection, one transaction
-                raise _DryRun
-        except _DryRun:
-            pass
+        with self.store.dry_run():
+            self._run(report, progress, pipelined=False)  # one connection, one transaction
         return report
 
     def _run(
         self, report: Report, progress: Callable[[int, int], None] | None, pipelined: bool
     ) -> None:
         now = self.clock.now()
-        reclaimed = self.store.reclaim_stalled(now, now - STALLED_AFTER, MAX_ATTEMPTS)
-        if reclaimed:
-            log.warning("reclaimed %d stalled job(s)", reclaimed)
+        report.claims(self.store.reclaim(now, now - LEASE, MAX_ATTEMPTS))
+        for line in report.claim_notes():
+            log.warning("%s", line)
         counts = self.store.counts(None).jobs_by_status
         total = counts.get("pending", 0) + counts.get("failed", 0)
         done = 0
@@ -164,7 +155,6 @@ class Engine:
                     self._release(rest, report)
                     return
                 try:
-                    self.store.heartbeat(rest, self.clock.now())
                     self._decide(p, batch.vectors, report)
                 except BaseException:  # interrupted: what was not decided goes back to pending
                     self.store.release_jobs(rest, self.clock.now())
@@ -278,8 +268,8 @@ class Engine:
                     self._release(rest, report)
                     return prepared, True
 
-                def beat(rest: list[str] = rest) -> None:  # long LLM calls: keep the claim alive
-                    self.store.heartbeat(rest, self.clock.now())
+                def beat() -> None:  # after each LLM call, besides the heartbeat thread
+                    self.store.heartbeat(self.clock.now())
 
                 usage = LLMUsage()
                 stop: Exception | None = None
@@ -292,7 +282,9 @@ class Engine:
                 except TransientProviderError as exc:
                     self._fail(job, exc, report)
                     outage += 1
-                    if isinstance(exc, RateLimited) or outage >= OUTAGE_AFTER:
+                    # A rate limit or a server that does not answer would do the same to
+                    # every job: stop at once rather than wait each one's timeouts out.
+                    if isinstance(exc, RateLimited | ProviderTimeout) or outage >= OUTAGE_AFTER:
                         stop = exc
                 except Exception as exc:
                     self._fail(job, exc, report)
@@ -301,9 +293,9 @@ class Engine:
                         self.store.add_job_usage(job.id, usage)
                         report.count_llm(usage)
                 if stop is not None:
-                    log.error("stopping the run: %s", stop)
-                    report.stopped_by_provider = f"{type(stop).__name__}: {stop}"
                     self._release(rest[1:], report)
+                    report.stopped_by_provider = _stopped(stop, len(rest) - 1)
+                    log.error("%s", report.stopped_by_provider)
                     return prepared, True
         except BaseException:  # interrupted (Ctrl-C): nothing of this batch will be decided
             self.store.release_jobs([j.id for j, _ in loaded], self.clock.now())
@@ -341,10 +333,14 @@ class Engine:
             log.info("job %s waits for an earlier job of %s", p.job.id, p.job.subject)
             self._release([p.job.id], report)
             return
+        except ClaimLost as exc:  # taken back meanwhile: its writes were rolled back
+            log.warning("%s", exc)
+            with report.lock:
+                report.jobs_lost += 1
+            return
         except Exception as exc:  # rolled back: this job only
             self._fail(p.job, exc, report)
             return
-        self.store.finish_job(p.job.id, self.clock.now())
         with report.lock:
             report.jobs_done += 1
             report.outcomes.update(plan.outcomes)
@@ -356,30 +352,38 @@ class Engine:
     def _decide_and_apply(self, p: Prepared, vectors: dict[str, Vector]) -> Plan:
         """Every decision is made under the subject's write lock, on state read under it."""
         job = p.job
-        identity = {
-            t: vectors[t] for t in (identity_text_of(c) for c in p.candidates) if t is not None
-        }
-        with self.store.serialised(job.project, job.subject):
+
+        def in_order() -> None:
             # Another worker may hold the subject's earlier job: deciding this one first
             # would change the outcome (arrival order must not), so it waits.
             if self.store.earlier_open_job(job.id):
                 raise _Deferred
-            snapshot = self._snapshot(job, p.events, p.candidates, identity)
-            now = self.clock.now()
-            plan = Adjudicator(snapshot, now, self.new_id, self.max_distance).run(p.candidates)
-            plan.rejections.extend(p.rejections)
-            validate(plan, job.project, job.subject)
-            audit = audit_entries(plan, job.id, now, self.new_id)
-            audit.extend(self._rejection_audit(job, p.rejections, now))
-            self.store.apply(plan, job.id, audit)
+
+        def finish(_: PassResult) -> None:
             if self.embed_events:
                 self.store.set_event_embeddings(
                     self.embedder.model_id,
                     {e.id: vectors[e.text] for e in p.events if e.text.strip()},
                 )
+            # In the job's transaction: if the job was taken back from this run meanwhile,
+            # finishing it fails and everything the job wrote is rolled back with it.
+            self.store.finish_job(job.id, self.clock.now())
+
+        work = JobWork(p.events, p.candidates, p.rejections, vectors, self.embedder.model_id)
+        result = run_pass(
+            self.store,
+            self.adjudication,
+            Scope(job.project, job.subject),
+            work,
+            now=self.clock.now(),
+            new_id=self.new_id,
+            job_id=job.id,
+            before=in_order,
+            after=finish,
+        )
         for r in p.rejections:
             log.info("rejected a candidate of event %s: %s (%s)", r.event_id, r.reason, r.detail)
-        return plan
+        return result.plan
 
     # -- steps ---------------------------------------------------------------------------------
     def embed(self, texts: Sequence[str]) -> dict[str, Vector]:
@@ -400,111 +404,6 @@ class Engine:
         cached.update(fresh)
         return {t: np.asarray(cached[hashes[t]], dtype=np.float32) for t in texts}
 
-    def _snapshot(
-        self,
-        job: Job,
-        events: Sequence[Event],
-        candidates: Sequence[Candidate],
-        vectors: dict[str, Vector],
-    ) -> Snapshot:
-        project, subject = job.project, job.subject
-        store = self.store
-        predicates = {c.claim.predicate for c in candidates if c.claim.predicate}
-        aliases = store.aliases(project, sorted(predicates))
-        keys: set[str] = set()
-        for c in candidates:
-            if not c.claim.predicate:
-                continue
-            qualifiers, _ = split_qualifiers(c.claim.qualifiers)
-            for predicate in (
-                c.claim.predicate,
-                *(a.canonical for a in aliases.values() if a.alias == c.claim.predicate),
-            ):
-                keys.add(identity_key(predicate, qualifiers))
-                keys.add(identity_key(predicate, {}))
-        neighbours: dict[str, Neighbourhood] = {}
-        facts = {}
-        if vectors:
-            texts = sorted(vectors)
-            matrix = np.stack([vectors[t] for t in texts])
-            found = store.nearest_facts(
-                project, subject, matrix, NEIGHBOURS, self.embedder.model_id
-            )
-            for text, hood in zip(texts, found, strict=True):
-                neighbours[text] = Neighbourhood(
-                    tuple(n.fact_id for n in hood), tuple(n.distance for n in hood)
-                )
-                for n in hood:
-                    if n.fact_id not in facts:
-                        fact = store.fact(n.fact_id)
-                        facts[fact.id] = fact
-                        if fact.identity_key:
-                            keys.add(fact.identity_key)
-        for fact in store.facts_by_identity(project, subject, sorted(keys)):
-            facts[fact.id] = fact
-        # An unqualified claim contradicts a qualified fact of the same predicate.
-        unqualified = sorted(
-            {
-                c.claim.predicate
-                for c in candidates
-                if c.claim.predicate and not split_qualifiers(c.claim.qualifiers)[0]
-            }
-        )
-        for fact in store.active_facts_by_predicate(project, subject, unqualified):
-            facts[fact.id] = fact
-        norms = sorted(
-            {
-                content_hash(normalise_text(c.claim.text or ""))
-                for c in candidates
-                if c.claim.resolved_kind is FactKind.MEMORY
-            }
-        )
-        for fact in store.memories_by_norm(project, subject, norms):
-            facts[fact.id] = fact
-        event_ids = [e.id for e in events]
-        for fact in store.facts_with_sources(project, subject, event_ids):
-            facts[fact.id] = fact
-        support = self._support(facts)
-        conflicts = {c.id: c for c in store.open_conflicts_for(project, subject, sorted(keys))}
-        for conflict in conflicts.values():
-            for member_id in conflict.member_ids:
-                if member_id not in facts:
-                    facts[member_id] = store.fact(member_id)
-        return Snapshot(
-            project=project,
-            subject=subject,
-            facts=facts,
-            aliases=dict(aliases),
-            conflicts=conflicts,
-            seen=store.seen_claims(event_ids),
-            vectors=vectors,
-            neighbours=neighbours,
-            vector_model=self.embedder.model_id,
-            support=support,
-        )
-
-    def _support(self, facts: dict[str, Fact]) -> dict[str, tuple[Support, ...]]:
-        """When and how far each reinforced version's supporting events were believed."""
-        reinforced = [
-            f
-            for f in facts.values()
-            if f.kind is FactKind.STATE
-            and f.status in (FactStatus.ACTIVE, FactStatus.SUPERSEDED)
-            and f.reinforcement_count
-        ]
-        if not reinforced:
-            return {}
-        chain = {f.identity_key for f in reinforced}
-        versions = {f.id for f in facts.values() if f.identity_key in chain}
-        events = sorted({e for f in reinforced for e in f.source_event_ids})
-        found: dict[str, Support] = {}
-        for o in self.store.observations_for_events(events):
-            if o.fact_id in versions and o.event_id not in found:
-                found[o.event_id] = Support(
-                    o.event_id, o.claim.valid_from or o.occurred_at, o.trust
-                )
-        return {f.id: tuple(found[e] for e in f.source_event_ids if e in found) for f in reinforced}
-
     # -- failures ------------------------------------------------------------------------------
     def _fail(self, job: Job, exc: Exception, report: Report) -> None:
         if not isinstance(exc, DistillError):
@@ -518,27 +417,51 @@ class Engine:
             log.warning("job %s failed (transient): %s", job.id, message)
         else:
             log.error("job %s failed: %s", job.id, message)
-        self.store.fail_job(job.id, message, now, retry_at)
+        try:
+            self.store.fail_job(job.id, message, now, retry_at)
+        except ClaimLost as lost:  # another run holds it now and will do it again
+            log.warning("%s", lost)
+            return
         with report.lock:
             report.jobs_failed += 1
             report.errors.append(f"job {job.id} ({job.project}/{job.subject}): {message}")
 
-    def _rejection_audit(
-        self, job: Job, rejections: Sequence[Rejection], now: datetime
-    ) -> list[AuditEntry]:
-        return [
-            AuditEntry(
-                id=self.new_id(),
-                project=job.project,
-                subject=job.subject,
-                job_id=job.id,
-                pass_name="extract",
-                action="reject_candidate",
-                reason=f"{r.reason}: {r.detail}",
-                fact_id=None,
-                before=None,
-                after={"event_id": r.event_id, "extractor": r.extractor, "candidate": r.candidate},
-                at=now,
-            )
-            for r in rejections
-        ]
+
+def _stopped(exc: Exception, left: int) -> str:
+    """Why the provider ended the run, in one line a person can act on."""
+    if isinstance(exc, ProviderTimeout):
+        why = f"the provider did not answer: {exc}"
+    elif isinstance(exc, RateLimited):
+        why = f"the provider is rate limiting: {exc}"
+    else:
+        why = f"the provider failed {OUTAGE_AFTER} jobs in a row: {exc}"
+    return (
+        f"stopped the run: {why}; the events of {left + 1} job(s) are kept (the failed one "
+        "retried after a backoff, the others pending) and the next run takes them up"
+    )
+
+
+class _Heartbeat:
+    """Marks the jobs a run holds as alive every HEARTBEAT_EVERY_S, from a thread of its own,
+    while the run waits on a model or decides: a slow run is never mistaken for a dead one."""
+
+    def __init__(self, store: Store, clock: Clock) -> None:
+        self._store = store
+        self._clock = clock
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="distill-heartbeat", daemon=True)
+
+    def __enter__(self) -> _Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        while not self._done.wait(HEARTBEAT_EVERY_S):
+            try:
+                self._store.heartbeat(self._clock.now())
+            except DistillError as exc:  # the next beat tries again; the lease is 4 beats
+                log.warning("heartbeat failed: %s", exc)

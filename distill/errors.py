@@ -7,13 +7,15 @@
     ├── NotFound                no such fact, conflict or event in this project
     ├── InvalidOperation        the request is well-formed but not allowed in the current state
     │   ├── AlreadyResolved     the conflict set was resolved before
-    │   └── PinnedFact          an automatic or API path tried to change a pinned fact
+    │   ├── PinnedFact          an automatic or API path tried to change a pinned fact
+    │   └── ClaimLost           a run's claim on a job was taken back (its writes roll back)
     ├── IntegrityViolation      the store refused a write that would break an invariant
     │                           (for example a second active fact for one identity)
     ├── StoreError              the database failed or is at an unknown schema version
     └── ProviderError           an LLM or embedding provider failed
         ├── TransientProviderError   worth retrying later (transport, timeout, 5xx, 408)
-        │   └── RateLimited          429: the run stops and unstarted jobs go back to pending
+        │   ├── RateLimited          429: the run stops and unstarted jobs go back to pending
+        │   └── ProviderTimeout      no answer in time, retries included: the run stops too
         └── MalformedAnswer          the model answered something that is not a valid proposal
 
 Driver and SDK errors are translated at the adapter boundary with ``raise ... from exc``.
@@ -54,6 +56,11 @@ class PinnedFact(InvalidOperation):
     """A pinned fact cannot be changed by this path."""
 
 
+class ClaimLost(InvalidOperation):
+    """A run no longer holds the job it was working on: the claim was taken back (its
+    owner looked dead, or its heartbeat stale) and the job may be someone else's now."""
+
+
 class IntegrityViolation(DistillError):
     """The store refused a write that would break an invariant."""
 
@@ -79,6 +86,11 @@ class TransientProviderError(ProviderError):
 
 class RateLimited(TransientProviderError):
     """The provider answered 429; the run stops instead of failing job after job."""
+
+
+class ProviderTimeout(TransientProviderError):
+    """The provider did not answer in time. Raised by a provider once its own retries are
+    spent, it stops the run: a server that hangs would make every job wait as long."""
 
 
 class MalformedAnswer(ProviderError):

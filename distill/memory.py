@@ -21,9 +21,9 @@ from pydantic import ValidationError
 
 from distill import ids
 from distill.adapters.llm import close_llm, make_llm
+from distill.applier import apply_plan
 from distill.core import resolve
 from distill.core.adjudicate import SEMANTIC_MATCH_MAX_DISTANCE
-from distill.core.apply import audit_entries, validate
 from distill.core.identity import canonical_json, content_hash
 from distill.core.models import (
     AuditEntry,
@@ -37,6 +37,7 @@ from distill.core.models import (
     Job,
     Observation,
 )
+from distill.core.passes import Scope
 from distill.core.plan import Plan
 from distill.engine import Engine
 from distill.errors import ConfigurationError, InvalidInput, MissingDependency, NotFound
@@ -66,6 +67,7 @@ class Status:
     embedder: str
     database: str
     llm: str = "none"
+    at: datetime | None = None  # when it was read (how old running claims are)
 
     def to_dict(self) -> dict[str, Any]:
         usage = self.counts.llm_usage
@@ -91,6 +93,17 @@ class Status:
                     "error": j.error,
                 }
                 for j in self.counts.failed_jobs
+            ],
+            "running_jobs": [
+                {
+                    "id": j.id,
+                    "project": j.project,
+                    "subject": j.subject,
+                    "owner": j.owner,
+                    "claimed_at": j.claimed_at.isoformat() if j.claimed_at else None,
+                    "age": _age(self.at, j.claimed_at),
+                }
+                for j in self.counts.running_jobs
             ],
         }
 
@@ -356,6 +369,7 @@ class Memory:
             self.embedder.model_id,
             self.database,
             llm.llm.model_id if llm is not None else "none",
+            at=self.clock.now(),
         )
 
     # -- decisions by a person ---------------------------------------------------------------------
@@ -395,10 +409,20 @@ class Memory:
         return self.pin(fact_id, pinned=False)
 
     def _apply(self, plan: Plan, project: str, subject: str) -> None:
-        if not plan.actions:
-            return
-        validate(plan, project, subject)
-        self.store.apply(plan, None, audit_entries(plan, None, self.clock.now(), self._new_id))
+        scope = Scope(project, subject)
+        apply_plan(self.store, plan, scope, job_id=None, now=self.clock.now(), new_id=self._new_id)
+
+
+def _age(now: datetime | None, since: datetime | None) -> str:
+    """How long ago, as a person reads it: 42 s, 3 min, 2 h."""
+    if now is None or since is None:
+        return "?"
+    seconds = max((now - since).total_seconds(), 0.0)
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.0f} h"
 
 
 def _parse_time(value: datetime | str) -> datetime:

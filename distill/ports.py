@@ -103,6 +103,44 @@ class StoreCounts:
     open_conflicts: int
     failed_jobs: tuple[Job, ...]
     llm_usage: LLMUsage = field(default_factory=LLMUsage)
+    running_jobs: tuple[Job, ...] = ()
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Who makes a store's claims on jobs: a token naming the store, and its process (host,
+    pid, and the process's start time, since a dead process's pid may be given to another)."""
+
+    token: str
+    host: str
+    pid: int
+    started: float  # seconds since the epoch
+
+    def describe(self) -> str:
+        return f"pid {self.pid} on {self.host}"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Running jobs held by one owner, and since when."""
+
+    owner: Owner
+    jobs: int
+    since: datetime | None
+
+
+@dataclass(frozen=True)
+class Reclaimed:
+    """What a run found of other runs' claims when it started."""
+
+    gone: tuple[Claim, ...]  # claimers found dead (their process or session ended)
+    from_gone: int  # running jobs taken back from them
+    stalled: int  # running jobs taken back because their heartbeat was older than the lease
+    held: tuple[Claim, ...]  # claims of runs that are alive, left to them
+
+    @property
+    def jobs(self) -> int:
+        return self.from_gone + self.stalled
 
 
 class Store(Protocol):
@@ -121,6 +159,11 @@ class Store(Protocol):
 
     def close(self) -> None: ...
     def serialised(self, project: str, subject: str) -> AbstractContextManager[None]: ...
+    def dry_run(self) -> AbstractContextManager[None]:
+        """A transaction that is always rolled back: everything done inside sees its own
+        writes (a dry run's later jobs see what its earlier ones would have written), and
+        nobody else ever sees them."""
+        ...
 
     # -- events and jobs ---------------------------------------------------------------------
     def append_events(self, events: Sequence[Event], now: datetime) -> list[tuple[Event, bool]]:
@@ -138,9 +181,10 @@ class Store(Protocol):
         with fewer than `max_attempts` attempts whose backoff has expired."""
         ...
 
-    def reclaim_stalled(self, now: datetime, stalled_before: datetime, max_attempts: int) -> int:
-        """Put `running` jobs whose heartbeat is older than `stalled_before` back to pending,
-        or to failed when they have used `max_attempts` attempts. Returns how many."""
+    def reclaim(self, now: datetime, stalled_before: datetime, max_attempts: int) -> Reclaimed:
+        """Put `running` jobs back to pending (or to failed, when they have used
+        `max_attempts` attempts) whose claimer is known to be gone (`adapters/store/claims`)
+        or whose heartbeat is older than `stalled_before`; report what other live runs hold."""
         ...
 
     def wait_for_events(self, timeout: float, stop: threading.Event) -> bool:
@@ -154,16 +198,20 @@ class Store(Protocol):
         subject's jobs are decided in the order they were created."""
         ...
 
-    def heartbeat(self, job_ids: Sequence[str], now: datetime) -> None:
-        """Mark running jobs as still being worked on."""
+    def heartbeat(self, now: datetime) -> None:
+        """Mark every job this store has claimed and holds as still being worked on."""
         ...
 
-    def finish_job(self, job_id: str, now: datetime) -> None: ...
+    def finish_job(self, job_id: str, now: datetime) -> None:
+        """Mark a job this store holds done; `ClaimLost` if it was taken back meanwhile (so a
+        caller inside the job's transaction rolls its writes back)."""
+        ...
+
     def fail_job(
         self, job_id: str, error: str, now: datetime, retry_at: datetime | None
     ) -> None: ...
     def release_jobs(self, job_ids: Sequence[str], now: datetime) -> None:
-        """Put claimed jobs that were never started back to pending."""
+        """Put jobs this store claimed and never started back to pending."""
         ...
 
     def requeue_jobs(self, project: str | None, now: datetime) -> int:
@@ -178,6 +226,10 @@ class Store(Protocol):
     def jobs(self, project: str | None = None) -> list[Job]: ...
 
     # -- reads for adjudication --------------------------------------------------------------
+    def facts_by_ids(self, project: str, fact_ids: Sequence[str]) -> list[Fact]:
+        """The project's facts among `fact_ids`, any status; unknown ids are left out."""
+        ...
+
     def facts_by_identity(self, project: str, subject: str, keys: Sequence[str]) -> list[Fact]:
         """Every non-retracted fact whose identity key is in `keys`, any status."""
         ...

@@ -9,7 +9,7 @@ from typing import Any
 
 from distill.core.models import Outcome
 from distill.core.plan import Rejection
-from distill.ports import LLMUsage
+from distill.ports import LLMUsage, Reclaimed
 
 
 @dataclass
@@ -32,6 +32,41 @@ class Report:
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # Other runs' claims found at the start: taken back from runs that are gone, or left to
+    # runs that are alive; and jobs this run lost to another while working on them.
+    jobs_reclaimed: int = 0
+    reclaimed_from: list[str] = field(default_factory=list)
+    jobs_held: int = 0
+    held_by: list[str] = field(default_factory=list)
+    jobs_lost: int = 0
+
+    def claims(self, found: Reclaimed) -> None:
+        self.jobs_reclaimed = found.jobs
+        self.reclaimed_from = [c.owner.describe() for c in found.gone]
+        if found.stalled:
+            self.reclaimed_from.append(f"{found.stalled} job(s) whose heartbeat stopped")
+        self.jobs_held = sum(c.jobs for c in found.held)
+        self.held_by = [c.owner.describe() for c in found.held]
+
+    def claim_notes(self) -> list[str]:
+        """What the run found of other runs, in lines a person reads."""
+        notes = []
+        if self.jobs_reclaimed:
+            notes.append(
+                f"reclaimed {self.jobs_reclaimed} job(s) from a run that is no longer running "
+                f"({'; '.join(self.reclaimed_from)})"
+            )
+        if self.jobs_held:
+            notes.append(
+                f"{self.jobs_held} job(s) are being consolidated by another run "
+                f"({', '.join(self.held_by)}); left to it"
+            )
+        return notes
+
+    @property
+    def idle(self) -> bool:
+        """Nothing was due: no job was decided, failed, released or lost."""
+        return not (self.jobs_done or self.jobs_failed or self.jobs_released or self.jobs_lost)
 
     def count_llm(self, usage: LLMUsage) -> None:
         with self.lock:
@@ -75,6 +110,9 @@ class Report:
             jobs_done=self.jobs_done,
             jobs_failed=self.jobs_failed,
             jobs_released=self.jobs_released,
+            jobs_reclaimed=self.jobs_reclaimed,
+            jobs_held=self.jobs_held,
+            jobs_lost=self.jobs_lost,
             llm_calls=self.llm_calls,
             prompt_tokens=self.prompt_tokens,
             completion_tokens=self.completion_tokens,
@@ -88,6 +126,8 @@ class Report:
             "rejections": [r.__dict__ for r in self.rejections],
             "errors": self.errors,
             "stopped_by_provider": self.stopped_by_provider,
+            "reclaimed_from": self.reclaimed_from,
+            "held_by": self.held_by,
             "actions": self.actions,
             "actions_total": self.actions_total,
         }

@@ -37,6 +37,7 @@ from distill.core.models import (
     Outcome,
     Trust,
 )
+from distill.core.passes import Decision
 from distill.core.plan import (
     LearnAlias,
     Plan,
@@ -81,16 +82,17 @@ class Adjudicator(LateArrivals):
             self.s.seen.add(marker)
             kind = cand.claim.resolved_kind
             if kind is FactKind.MEMORY:
-                outcome, fact_id, reason = self._memory(cand)
+                decision = self._memory(cand)
             elif kind is FactKind.EVENT:
-                outcome, fact_id, reason = self._occurrence(cand)
+                decision = self._occurrence(cand)
             else:
-                outcome, fact_id, reason = self._state(cand)
-            self.plan.outcomes[outcome] += 1
-            self._observe(cand, outcome, fact_id, reason)
+                decision = self._state(cand)
+            self.decisions.append(decision)
+            self.plan.outcomes[decision.outcome] += 1
+            self._observe(cand, decision)
         return self.plan
 
-    def _memory(self, c: Candidate) -> tuple[Outcome, str | None, str]:
+    def _memory(self, c: Candidate) -> Decision:
         text = (c.claim.text or "").strip()
         norm = content_hash(normalise_text(text))
         same = [
@@ -108,20 +110,20 @@ class Adjudicator(LateArrivals):
             )
         fact = self._new_fact(c, FactKind.MEMORY, None, None, text)
         if c.event.trust is Trust.UNTRUSTED:
-            return self._quarantine(c, fact, None, "untrusted source"), fact.id, "untrusted source"
+            return self._quarantine(c, fact, None, "untrusted source")
         self._create(fact, "new memory", norm_hash=norm)
-        return Outcome.CREATED, fact.id, "new memory"
+        return Decision(Outcome.CREATED, fact.id, "new memory")
 
-    def _occurrence(self, c: Candidate) -> tuple[Outcome, str | None, str]:
+    def _occurrence(self, c: Candidate) -> Decision:
         assert c.claim.predicate is not None and c.claim.value is not None
         ident = Identity.of(c.claim.predicate, c.claim.qualifiers)
         fact = self._new_fact(c, FactKind.EVENT, ident, without_nulls(c.claim.value))
         if c.event.trust is Trust.UNTRUSTED:
-            return self._quarantine(c, fact, None, "untrusted source"), fact.id, "untrusted source"
+            return self._quarantine(c, fact, None, "untrusted source")
         self._create(fact, "an occurrence; events never fuse")
-        return Outcome.CREATED, fact.id, "an occurrence"
+        return Decision(Outcome.CREATED, fact.id, "an occurrence")
 
-    def _state(self, c: Candidate) -> tuple[Outcome, str | None, str]:
+    def _state(self, c: Candidate) -> Decision:
         claim = c.claim
         assert claim.predicate is not None and claim.value is not None
         stated = Identity.of(claim.predicate, claim.qualifiers)
@@ -134,7 +136,7 @@ class Adjudicator(LateArrivals):
         # A replayed event that already supports a version with this value is a plain duplicate.
         for v in versions:
             if c.event.id in v.source_event_ids:
-                return Outcome.DUPLICATE, v.id, "event already supports this fact"
+                return Decision(Outcome.DUPLICATE, v.id, "event already supports this fact")
 
         head = versions[-1] if versions and versions[-1].status is FactStatus.ACTIVE else None
         if head is None:
@@ -155,7 +157,7 @@ class Adjudicator(LateArrivals):
         if c.event.trust.rank < head.trust.rank or c.event.trust is Trust.UNTRUSTED:
             fact = self._new_fact(c, FactKind.STATE, ident, new_value)
             reason = f"{c.event.trust} source may not displace a {head.trust} fact"
-            return self._quarantine(c, fact, head, reason), fact.id, reason
+            return self._quarantine(c, fact, head, reason)
         if supersedes:
             later = [s for s in self.s.support.get(head.id, ()) if s.at > t]
             if later:
@@ -169,18 +171,18 @@ class Adjudicator(LateArrivals):
         ident: Identity,
         key: str,
         how: str,
-    ) -> tuple[Outcome, str | None, str]:
+    ) -> Decision:
         value = without_nulls(c.claim.value or {})
         fact = self._new_fact(c, FactKind.STATE, ident, value)
         if c.event.trust is Trust.UNTRUSTED:
-            return self._quarantine(c, fact, None, "untrusted source"), fact.id, "untrusted source"
+            return self._quarantine(c, fact, None, "untrusted source")
         # An unqualified value and a qualified different value contradict each other.
         for other in self._cross_qualified(ident.predicate, key):
             if not values_equal(other.value, value):
                 reason = "contradicts a fact with other qualifiers"
                 return self._conflict(c, other, ident, value, reason)
         self._create(fact, f"new identity ({how})", vector_text=self._query_text(c))
-        return Outcome.CREATED, fact.id, "new identity"
+        return Decision(Outcome.CREATED, fact.id, "new identity")
 
     def _resolve_predicate(
         self, predicate: str, value: dict[str, Any], qualifiers: dict[str, Any]

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from distill.core.models import AuditEntry, Fact, FactKind, FactStatus
+from distill.core.passes import Scope
 from distill.core.plan import (
     CreateFact,
     LearnAlias,
@@ -33,7 +34,8 @@ _KEEP_FIELDS = frozenset({"pinned", "status", "supersedes_id"})
 
 
 def validate(plan: Plan, project: str, subject: str | None) -> None:
-    """Raise if applying `plan` would break an invariant. Pure: looks only at the plan."""
+    """Raise if applying `plan` would break an invariant. Pure: looks only at the plan.
+    `subject` None allows any subject of the project."""
     final: dict[str, Fact] = {}
     for action in plan.actions:
         p, s = subject_of(action)
@@ -77,9 +79,10 @@ def _check_revision(action: ReviseFact) -> None:
 
 
 def audit_entries(
-    plan: Plan, job_id: str | None, now: datetime, new_id: Callable[[], str]
+    plan: Plan, scope: Scope, job_id: str | None, now: datetime, new_id: Callable[[], str]
 ) -> list[AuditEntry]:
-    """One entry per action: who (pass, job), what (before/after), why (reason)."""
+    """One entry per action: who (pass, job), what (before/after), why (reason); then one per
+    rejected candidate, so that what was refused is as traceable as what was written."""
     entries = []
     for action in plan.actions:
         described = describe_action(action)
@@ -105,6 +108,22 @@ def audit_entries(
                 fact_id=fact_id,
                 before=described.get("before"),
                 after=described.get("after"),
+                at=now,
+            )
+        )
+    for r in plan.rejections:
+        entries.append(
+            AuditEntry(
+                id=new_id(),
+                project=scope.project,
+                subject=scope.subject,
+                job_id=job_id,
+                pass_name="extract",
+                action="reject_candidate",
+                reason=f"{r.reason}: {r.detail}",
+                fact_id=None,
+                before=None,
+                after={"event_id": r.event_id, "extractor": r.extractor, "candidate": r.candidate},
                 at=now,
             )
         )

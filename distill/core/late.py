@@ -23,6 +23,7 @@ from distill.core.models import (
     Outcome,
     Trust,
 )
+from distill.core.passes import Decision
 from distill.core.working import (
     Candidate,
     Identity,
@@ -40,7 +41,7 @@ class LateArrivals(WorkingSet):
         versions: list[Fact],
         t: datetime,
         ident: Identity,
-    ) -> tuple[Outcome, str | None, str]:
+    ) -> Decision:
         """A claim about a time before the current version began: file it into history."""
         where = timeline.place(versions, t)
         following = where.following
@@ -56,7 +57,7 @@ class LateArrivals(WorkingSet):
             reason = f"{trust} source may not rewrite the history of a more trusted fact"
             if trust is Trust.UNTRUSTED:
                 reason = "untrusted source"
-            return self._quarantine(c, fact, following, reason), fact.id, reason
+            return self._quarantine(c, fact, following, reason)
         if following.pinned and values_equal(value, following.value):
             return self._reinforce(following, c, "same value as a pinned fact")
         if any(f.pinned for f in around):
@@ -98,7 +99,7 @@ class LateArrivals(WorkingSet):
             following, "link", "an older version was filed before it", supersedes_id=fact.id
         )
         self._carry_forward_from(fact, [v for v in versions if v.valid_from > t])
-        return Outcome.HISTORICAL, fact.id, "older state filed into history"
+        return Decision(Outcome.HISTORICAL, fact.id, "older state filed into history")
 
     def _first_of_competing_creates(self, c: Candidate, base: Fact | None, following: Fact) -> bool:
         """Two undated creates with different values conflict, and the earlier one is the
@@ -120,7 +121,7 @@ class LateArrivals(WorkingSet):
         following: Fact,
         ident: Identity,
         value: dict[str, Any],
-    ) -> tuple[Outcome, str | None, str]:
+    ) -> Decision:
         reason = "different value"
         self._revise(
             following,
@@ -132,7 +133,7 @@ class LateArrivals(WorkingSet):
         self._create(fact, f"the earlier of two competing values ({reason})", self._query_text(c))
         key = ident.key
         self._open_conflict(key, (fact.id, following.id), ConflictKind.CONFLICT, reason)
-        return Outcome.CONFLICT, fact.id, reason
+        return Decision(Outcome.CONFLICT, fact.id, reason)
 
     def _carry_forward_from(self, inserted: Fact, later: list[Fact]) -> None:
         """Versions that carried keys forward are recomputed from the version filed before
@@ -161,7 +162,7 @@ class LateArrivals(WorkingSet):
         ident: Identity,
         value: dict[str, Any],
         following: Fact | None = None,
-    ) -> tuple[Outcome, str | None, str]:
+    ) -> Decision:
         """A change dated inside a version, before some of that version's restatements,
         arrived late: in world time the value changed at t and was restated afterwards. The
         version splits into the part before t and a restated part from the first later
@@ -217,4 +218,4 @@ class LateArrivals(WorkingSet):
             self._revise(
                 following, "link", "an older version was split before it", supersedes_id=restated_id
             )
-        return Outcome.HISTORICAL, change.id, reason
+        return Decision(Outcome.HISTORICAL, change.id, reason)

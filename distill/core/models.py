@@ -312,6 +312,9 @@ class Job(BaseModel):
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # Who holds the job while it runs ("pid 4242 on host-a"), and since when.
+    owner: str | None = None
+    claimed_at: datetime | None = None
 
 
 class AuditEntry(BaseModel):

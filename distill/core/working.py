@@ -42,6 +42,7 @@ from distill.core.models import (
     Scalar,
     Trust,
 )
+from distill.core.passes import Decision
 from distill.core.plan import (
     CreateFact,
     OpenConflict,
@@ -129,16 +130,19 @@ class WorkingSet:
         self.now = now
         self.new_id = new_id
         self.plan = Plan()
+        self.decisions: list[Decision] = []
         # Identity vectors of state facts created during this pass (not yet in the store).
         self._new_vectors: dict[str, npt.NDArray[np.float32]] = {}
 
     def _reinforce(
         self, fact: Fact, c: Candidate, reason: str, valid_from: datetime | None = None
-    ) -> tuple[Outcome, str | None, str]:
+    ) -> Decision:
         if c.event.id in fact.source_event_ids:
-            return Outcome.DUPLICATE, fact.id, "event already supports this fact"
+            return Decision(Outcome.DUPLICATE, fact.id, "event already supports this fact")
         if fact.pinned:
-            return Outcome.DUPLICATE, fact.id, "pinned facts are not changed by consolidation"
+            return Decision(
+                Outcome.DUPLICATE, fact.id, "pinned facts are not changed by consolidation"
+            )
         t = self._time(c)
         _, when = timeline.freshest(
             (fact.trust.rank, fact.last_reinforced_at), (c.event.trust.rank, t)
@@ -159,7 +163,7 @@ class WorkingSet:
                 *self.s.support[fact.id],
                 Support(c.event.id, t, c.event.trust),
             )
-        return Outcome.REINFORCED, fact.id, reason
+        return Decision(Outcome.REINFORCED, fact.id, reason)
 
     def _supersede(
         self,
@@ -168,7 +172,7 @@ class WorkingSet:
         ident: Identity,
         value: dict[str, Any],
         how: str,
-    ) -> tuple[Outcome, str | None, str]:
+    ) -> Decision:
         t = self._time(c)
         fact = self._new_fact(
             c,
@@ -188,7 +192,7 @@ class WorkingSet:
             superseded_by=fact.id,
         )
         self._create(fact, reason, vector_text=self._query_text(c))
-        return Outcome.SUPERSEDED, fact.id, reason
+        return Decision(Outcome.SUPERSEDED, fact.id, reason)
 
     def _conflict(
         self,
@@ -197,7 +201,7 @@ class WorkingSet:
         ident: Identity,
         value: dict[str, Any],
         reason: str,
-    ) -> tuple[Outcome, str | None, str]:
+    ) -> Decision:
         open_set = self._open_set(existing.id)
         if open_set is not None:
             for member_id in open_set.member_ids:
@@ -220,7 +224,7 @@ class WorkingSet:
             )
         else:
             self._open_conflict(ident.key, (existing.id, fact.id), ConflictKind.CONFLICT, reason)
-        return Outcome.CONFLICT, fact.id, reason
+        return Decision(Outcome.CONFLICT, fact.id, reason)
 
     def _reclassify(
         self,
@@ -228,7 +232,7 @@ class WorkingSet:
         open_set: ConflictSet,
         ident: Identity,
         value: dict[str, Any],
-    ) -> tuple[Outcome, str | None, str]:
+    ) -> Decision:
         """A third distinct value: these are statements made at different times, not one
         attribute. The held candidates become event facts; the active fact stays."""
         reason = "a third distinct value: the statements are kept as dated events"
@@ -249,16 +253,16 @@ class WorkingSet:
         self._revise_conflict(
             open_set, reason, status=ConflictStatus.RECLASSIFIED, resolved_at=self.now
         )
-        return Outcome.RECLASSIFIED, fact.id, reason
+        return Decision(Outcome.RECLASSIFIED, fact.id, reason)
 
     def _quarantine(
         self, c: Candidate, fact: Fact, held_against: Fact | None, reason: str
-    ) -> Outcome:
+    ) -> Decision:
         held = fact.model_copy(update={"status": FactStatus.CANDIDATE})
         self._create(held, f"quarantined: {reason}")
         members = (held_against.id, held.id) if held_against else (held.id,)
         self._open_conflict(held.identity_key, members, ConflictKind.QUARANTINE, reason)
-        return Outcome.QUARANTINED
+        return Decision(Outcome.QUARANTINED, held.id, reason)
 
     def _time(self, c: Candidate) -> datetime:
         return c.claim.valid_from or c.event.occurred_at
@@ -387,7 +391,8 @@ class WorkingSet:
         self.s.conflicts[cs.id] = after
         self.plan.add(ReviseConflict(cs, after, reason))
 
-    def _observe(self, c: Candidate, outcome: Outcome, fact_id: str | None, reason: str) -> None:
+    def _observe(self, c: Candidate, decision: Decision) -> None:
+        outcome, fact_id, reason = decision.outcome, decision.fact_id, decision.reason
         self.plan.add(
             RecordObservation(
                 Observation(

@@ -243,6 +243,13 @@ def consolidate(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
     if as_json:
         emit(report.to_dict())
         return
+    for note in report.claim_notes():
+        err.print(note)
+    if report.stopped_by_provider:
+        err.print(report.stopped_by_provider)
+    if report.idle:
+        out.print("nothing to consolidate: no events are waiting")
+        return
     table = Table(title="dry run: nothing was written" if dry_run else "consolidation")
     table.add_column("counter")
     table.add_column("value", justify="right")
@@ -474,6 +481,13 @@ def status(ctx: click.Context, as_json: bool) -> None:
     table.add_row("LLM prompt tokens", str(usage["prompt_tokens"]))
     table.add_row("LLM completion tokens", str(usage["completion_tokens"]))
     out.print(table)
+    if data["running_jobs"]:
+        running = Table(title="running jobs")
+        for column in ("job", "subject", "owner", "for"):
+            running.add_column(column)
+        for job in data["running_jobs"]:
+            running.add_row(job["id"], job["subject"], job["owner"] or "?", job["age"])
+        out.print(running)
     for job in data["failed_jobs"]:
         err.print(
             f"failed job {job['id']} ({job['subject']}, {job['attempts']} attempts): {job['error']}"

@@ -37,14 +37,17 @@ SQLITE_ONLY = {
     "changed_vectors": "SQLite's in-memory ANN indexes catch up from vector_changes",
 }
 POSTGRES_ONLY = {
-    "lock_migrations": "SQLite's single writer already keeps migrating stores apart",
     "vector_extension_available": "pgvector is a server extension; SQLite needs none",
     "configure_session": "time zone and HNSW settings of a PostgreSQL session",
-    "lock_subject": "per-subject advisory locks; SQLite serialises every writer",
+    "advisory_lock": "per-subject (and migration) advisory locks; SQLite serialises every "
+    "writer",
     "nearest_state_facts": "vector search in the database (SQLite: active_state_vectors)",
     "create_vector_index": "an HNSW index per vector dimension",
     "notify_events": "LISTEN/NOTIFY wakes waiting workers; SQLite workers poll",
     "listen_events": "LISTEN/NOTIFY wakes waiting workers; SQLite workers poll",
+    "hold_claims_lock": "a session lock per store, freed when its connection dies; SQLite "
+    "claimers are watched by process and heartbeat",
+    "try_claims_lock": "whether a claimer's session lock is free (its connection is gone)",
 }
 
 
@@ -75,13 +78,26 @@ def test_both_backends_define_the_same_query_names_but_the_documented_ones() -> 
     assert pg - sqlite == set(POSTGRES_ONLY)
 
 
-def test_every_query_the_postgres_store_names_is_defined_and_every_one_is_used() -> None:
-    defined = set(load_queries("postgres"))
+# The modules that name each backend's queries: the shared store and plan writer, and the
+# backend's own.
+QUERY_USERS = {
+    "postgres": ("sql_store.py", "plan_writer.py", "postgres.py"),
+    "sqlite": ("sql_store.py", "plan_writer.py", "sqlite.py", "sqlite_vectors.py"),
+}
+# How code names a query: `queries["x"]`, `QUERIES["x"]`, or a store helper's first argument.
+_LOOKUP = re.compile(
+    r'(?:QUERIES|queries)\["(\w+)"\]|\b_(?:run|one|read|write|many)\((?:db, )?"(\w+)"',
+)
+
+
+@pytest.mark.parametrize("backend", sorted(QUERY_USERS))
+def test_every_query_a_store_names_is_defined_and_every_one_is_used(backend: str) -> None:
+    defined = set(load_queries(backend))
     looked_up: set[str] = set()
     mentioned: set[str] = set()
-    for module in ("postgres.py", "postgres_apply.py"):
+    for module in QUERY_USERS[backend]:
         text = (STORE_DIR / module).read_text(encoding="utf-8")
-        looked_up |= set(re.findall(r"""(?:QUERIES|queries)\["(\w+)"\]""", text))
+        looked_up |= {a or b for a, b in _LOOKUP.findall(text)}
         mentioned |= set(re.findall(r'"(\w+)"', text))
     assert looked_up, "the pattern found no query names"
     assert looked_up - defined == set()
@@ -148,7 +164,7 @@ def test_a_server_without_pgvector_is_refused_with_how_to_install_it(
 ) -> None:
     queries = dict(postgres.QUERIES)
     queries["vector_extension_available"] = "SELECT false AS available"
-    monkeypatch.setattr(postgres, "QUERIES", queries)
+    monkeypatch.setattr(PostgresStore, "queries", queries)
     with pytest.raises(StoreError, match="pgvector") as caught:
         PostgresStore(postgres_database)
     assert "apt install postgresql-16-pgvector" in str(caught.value)
@@ -256,7 +272,7 @@ def test_a_new_dimension_gets_an_hnsw_cosine_index_after_its_first_commit(
         "subject": SUBJECT,
         "model_id": MODEL,
         "k": 3,
-        "queries": [postgres.rows.vector_text(np.eye(8, dtype=np.float32)[1])],
+        "queries": [pg._vector_param(np.eye(8, dtype=np.float32)[1])],
     }
     with pg._tx() as db:
         db.execute("SET LOCAL enable_seqscan = off")

@@ -254,14 +254,23 @@ def test_release_puts_unstarted_jobs_back_without_counting_the_attempt(store: St
     store.release_jobs([], at(4))
 
 
-def test_reclaim_stalled_returns_jobs_whose_heartbeat_is_old(store: Store) -> None:
+def reclaim_stalled(
+    store: Store, now: datetime, stalled_before: datetime, max_attempts: int
+) -> int:
+    """How many running jobs `reclaim` took back for their stale heartbeat."""
+    found = store.reclaim(now, stalled_before=stalled_before, max_attempts=max_attempts)
+    assert found.from_gone == 0  # every claimer in these tests is alive: only the lease acts
+    return found.stalled
+
+
+def test_reclaim_takes_back_jobs_whose_heartbeat_is_old(store: Store) -> None:
     append(store, make_event(subject="a"))
     append(store, make_event(subject="b"), now=at(1))
     [old] = store.claim_jobs(T0, 1, 3)
     [fresh] = store.claim_jobs(at(5), 1, 3)
 
-    assert store.reclaim_stalled(at(30), stalled_before=T0, max_attempts=3) == 0  # not older
-    assert store.reclaim_stalled(at(30), stalled_before=at(1), max_attempts=3) == 1
+    assert reclaim_stalled(store, at(30), stalled_before=T0, max_attempts=3) == 0  # not older
+    assert reclaim_stalled(store, at(30), stalled_before=at(1), max_attempts=3) == 1
     reclaimed = store.job(old.id)
     assert reclaimed.status is JobStatus.PENDING
     assert reclaimed.attempts == 1  # it did start: the attempt counts
@@ -272,7 +281,7 @@ def test_a_job_that_keeps_killing_its_worker_ends_failed(store: Store) -> None:
     append(store, make_event(subject="a"))
     for minute in range(3):
         [job] = store.claim_jobs(at(minute * 60), 1, 3)
-        store.reclaim_stalled(
+        reclaim_stalled(store, 
             at(minute * 60 + 30), stalled_before=at(minute * 60 + 1), max_attempts=3
         )
     final = store.job(job.id)
@@ -285,10 +294,10 @@ def test_a_job_that_keeps_killing_its_worker_ends_failed(store: Store) -> None:
 def test_heartbeat_keeps_a_running_job_from_being_reclaimed(store: Store) -> None:
     append(store, make_event(subject="a"))
     [job] = store.claim_jobs(T0, 1, 3)
-    store.heartbeat([job.id], at(20))
-    assert store.reclaim_stalled(at(30), stalled_before=at(10), max_attempts=3) == 0
+    store.heartbeat(at(20))
+    assert reclaim_stalled(store, at(30), stalled_before=at(10), max_attempts=3) == 0
     assert store.job(job.id).status is JobStatus.RUNNING
-    assert store.reclaim_stalled(at(40), stalled_before=at(25), max_attempts=3) == 1
+    assert reclaim_stalled(store, at(40), stalled_before=at(25), max_attempts=3) == 1
 
 
 def test_requeue_puts_done_and_failed_jobs_back_to_pending(store: Store) -> None:

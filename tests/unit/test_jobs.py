@@ -16,7 +16,7 @@ import pytest
 from distill import Memory
 from distill.adapters.llm.fake import FakeLLM
 from distill.core.models import JobStatus
-from distill.engine import MAX_ATTEMPTS, OUTAGE_AFTER, RETRY_BASE, STALLED_AFTER
+from distill.engine import MAX_ATTEMPTS, OUTAGE_AFTER, RETRY_BASE, LEASE
 from distill.errors import MalformedAnswer, ProviderError, RateLimited, TransientProviderError
 from tests.factories import at
 
@@ -215,7 +215,7 @@ def test_rate_limit_on_job_two_stops_the_run_and_releases_the_rest(
     report = mem.consolidate()
 
     assert (report.jobs_done, report.jobs_failed, report.jobs_released) == (1, 1, 3)
-    assert report.stopped_by_provider.startswith("RateLimited")
+    assert "rate limiting: 429" in report.stopped_by_provider
     assert len(llm.calls) == 2
     jobs = {j.subject: j for j in mem.jobs()}
     assert jobs["s1"].status is JobStatus.DONE
@@ -335,10 +335,10 @@ def test_a_job_being_extracted_keeps_its_claim_alive(
     seen: list[int] = []
 
     def slow(prompt: str) -> str:
-        clock.advance(seconds=STALLED_AFTER.total_seconds() * 0.75)
+        clock.advance(seconds=LEASE.total_seconds() * 0.75)
         now = clock.now()
         # What another run would do now: nothing of ours may look stalled.
-        seen.append(mem.store.reclaim_stalled(now, now - STALLED_AFTER, MAX_ATTEMPTS))
+        seen.append(mem.store.reclaim(now, now - LEASE, MAX_ATTEMPTS).jobs)
         return answer()
 
     llm = FakeLLM(default=slow)
@@ -605,7 +605,7 @@ def test_job_stays_failed_after_max_attempts_until_replayed(
 def test_stalled_running_job_is_reclaimed_and_processed(
     make_memory: MemoryFactory, clock: FakeClock
 ) -> None:
-    """DESIGN Jobs: a crashed worker's running jobs are reclaimed after STALLED_AFTER."""
+    """DESIGN Jobs: a crashed worker's running jobs are reclaimed after LEASE."""
     mem = make_memory()
     mem.add_event(
         subject="alice",
@@ -615,7 +615,7 @@ def test_stalled_running_job_is_reclaimed_and_processed(
     [claimed] = mem.store.claim_jobs(clock.now(), 10, MAX_ATTEMPTS)  # a worker that dies
     assert only_job(mem).status is JobStatus.RUNNING
 
-    clock.advance(seconds=STALLED_AFTER.total_seconds() - 1)
+    clock.advance(seconds=LEASE.total_seconds() - 1)
     early = mem.consolidate()
     assert early.jobs_done == 0
     assert only_job(mem).status is JobStatus.RUNNING

@@ -70,6 +70,7 @@ class AnthropicLLM(HTTPProvider):
         self.model_id = f"anthropic/{model}"
         self.base_url = display_url(str(self._client.base_url))
         self.retry = retry or RetryPolicy()
+        self.timeout = timeout
         self.max_tokens = max_tokens
 
     def _call(self, system: str, prompt: str, schema: dict[str, Any] | None) -> Completion:

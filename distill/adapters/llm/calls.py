@@ -22,6 +22,7 @@ from distill.errors import (
     ConfigurationError,
     MalformedAnswer,
     ProviderError,
+    ProviderTimeout,
     RateLimited,
     TransientProviderError,
 )
@@ -73,6 +74,7 @@ class HTTPProvider:
     model_id: str
     base_url: str
     retry: RetryPolicy
+    timeout: float  # seconds one request may take
     _client: Any
 
     def __repr__(self) -> str:  # never the key
@@ -81,11 +83,14 @@ class HTTPProvider:
     def complete(
         self, system: str, prompt: str, schema: dict[str, Any] | None = None
     ) -> Completion:
-        return with_retries(
-            lambda: self._call(system, prompt, schema),
-            self.retry,
-            f"{self.model_id} at {self.base_url}",
-        )
+        where = f"{self.model_id} at {self.base_url}"
+        try:
+            return with_retries(lambda: self._call(system, prompt, schema), self.retry, where)
+        except ProviderTimeout as exc:
+            raise ProviderTimeout(
+                f"{where} did not answer within {self.timeout:g} s, {self.retry.attempts} "
+                f"time(s) in a row"
+            ) from exc
 
     def _call(self, system: str, prompt: str, schema: dict[str, Any] | None) -> Completion:
         raise NotImplementedError
@@ -102,7 +107,7 @@ def sdk_errors(sdk: Any, provider: HTTPProvider, hint: str, secret: str | None) 
     try:
         yield
     except sdk.APITimeoutError as exc:
-        raise TransientProviderError(f"{provider.model_id}: request timed out") from exc
+        raise ProviderTimeout(f"{provider.model_id}: request timed out") from exc
     except sdk.APIConnectionError as exc:
         raise TransientProviderError(
             f"{provider.model_id}: cannot reach {provider.base_url} ({exc.__cause__ or exc})"

@@ -23,6 +23,7 @@ from distill.errors import (
     MalformedAnswer,
     MissingDependency,
     ProviderError,
+    ProviderTimeout,
     TransientProviderError,
 )
 from distill.ports import Completion
@@ -77,6 +78,7 @@ class OllamaLLM(HTTPProvider):
         self.model = model
         self.model_id = f"ollama/{model}"
         self.retry = retry or RetryPolicy()
+        self.timeout = timeout
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.keep_alive = keep_alive
@@ -102,7 +104,7 @@ class OllamaLLM(HTTPProvider):
                 secret=self._secret,
             ) from exc
         except httpx.TimeoutException as exc:
-            raise TransientProviderError(f"{self.model_id}: request timed out") from exc
+            raise ProviderTimeout(f"{self.model_id}: request timed out") from exc
         except (ConnectionError, httpx.TransportError) as exc:
             raise TransientProviderError(
                 f"{self.model_id}: cannot reach Ollama at {self.base_url} "

@@ -92,6 +92,7 @@ class OpenAILLM(HTTPProvider):
         self.model_id = f"openai/{model}"
         self.base_url = display_url(str(self._client.base_url))
         self.retry = retry or RetryPolicy()
+        self.timeout = timeout
         self.max_tokens = max_tokens
         self.temperature = temperature
         self._form: str = "json_schema" if structured == "auto" else structured

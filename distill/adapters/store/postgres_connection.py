@@ -78,14 +78,15 @@ class PostgresConnections:
         return raw
 
     @contextmanager
-    def transaction(self, write: bool = True) -> Iterator[Connection]:
-        """The current transaction, or a new one; a nested write is a savepoint.
+    def transaction(self, write: bool = True, rollback: bool = False) -> Iterator[Connection]:
+        """The current transaction, or a new one; a nested write is a savepoint. A new
+        transaction with `rollback` is always rolled back, however its block ends.
 
         Driver errors leave as `IntegrityViolation` or `StoreError`, after the rollback.
         """
         conn = self._conn()
         if conn.depth == 0:
-            yield from self._outer(conn)
+            yield from self._outer(conn, rollback)
         elif write:
             yield from _savepoint(conn)
         else:
@@ -99,10 +100,10 @@ class PostgresConnections:
         else:
             conn.after_commit.append(work)
 
-    def _outer(self, conn: _Connection) -> Iterator[Connection]:
+    def _outer(self, conn: _Connection, rollback: bool) -> Iterator[Connection]:
         conn.depth = 1
         try:
-            with conn.raw.transaction():
+            with conn.raw.transaction(force_rollback=rollback):
                 yield conn.raw
         except psycopg.Error as exc:  # a deferred foreign key fails at COMMIT, for one
             conn.after_commit.clear()
@@ -113,6 +114,8 @@ class PostgresConnections:
         finally:
             conn.depth = 0
         work, conn.after_commit = conn.after_commit, []
+        if rollback:
+            return
         for step in work:
             try:
                 step()

@@ -63,15 +63,18 @@ class SqliteConnections:
             conn.raw.close()
 
     @contextmanager
-    def transaction(self, write: bool = True) -> Iterator[sqlite3.Connection]:
-        """The current transaction, or a new one; a nested write is a savepoint.
+    def transaction(
+        self, write: bool = True, rollback: bool = False
+    ) -> Iterator[sqlite3.Connection]:
+        """The current transaction, or a new one; a nested write is a savepoint. A new
+        transaction with `rollback` is always rolled back, however its block ends.
 
         Driver errors leave as `IntegrityViolation` or `StoreError`, after the rollback.
         """
         conn = self._conn()
         with conn.lock:
             if conn.depth == 0:
-                yield from _outer(conn, write)
+                yield from _outer(conn, write, rollback)
             elif write:
                 yield from _savepoint(conn)
             else:
@@ -132,7 +135,7 @@ def _use_wal(raw: sqlite3.Connection) -> None:
             time.sleep(WAL_RETRY_PAUSE_S)
 
 
-def _outer(conn: _Connection, write: bool) -> Iterator[sqlite3.Connection]:
+def _outer(conn: _Connection, write: bool, rollback: bool) -> Iterator[sqlite3.Connection]:
     try:
         conn.raw.execute("BEGIN IMMEDIATE" if write else "BEGIN")
     except sqlite3.Error as exc:
@@ -141,7 +144,7 @@ def _outer(conn: _Connection, write: bool) -> Iterator[sqlite3.Connection]:
     conn.changes_at_begin = conn.raw.total_changes
     try:
         yield conn.raw
-        conn.raw.execute("COMMIT")  # deferred foreign keys are checked here
+        conn.raw.execute("ROLLBACK" if rollback else "COMMIT")  # foreign keys checked here
     except BaseException as exc:
         if conn.raw.in_transaction:
             conn.raw.execute("ROLLBACK")

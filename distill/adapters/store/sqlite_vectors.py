@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from distill.adapters.store import sqlite_rows as rows
+from distill.adapters.store import rows
 from distill.adapters.store.ann_index import AnnIndex
 from distill.adapters.store.queries import load_queries
 from distill.adapters.store.vector_search import exact_nearest

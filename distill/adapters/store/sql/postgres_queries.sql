@@ -19,11 +19,6 @@ SELECT coalesce(max(version), 0) AS version FROM schema_migrations;
 -- name: record_migration
 INSERT INTO schema_migrations (version, applied_at) VALUES (%(version)s, %(applied_at)s);
 
--- name: lock_migrations
--- One migrating store at a time per database, so that stores started at once on a fresh
--- database do not race to create the same tables.
-SELECT pg_advisory_xact_lock(%(key)s);
-
 -- name: vector_extension_available
 SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') AS available;
 
@@ -32,8 +27,9 @@ SET TIME ZONE 'UTC';
 SET hnsw.ef_search = 100;
 SET hnsw.iterative_scan = strict_order;
 
--- name: lock_subject
--- Held until the transaction ends; re-entrant within it.
+-- name: advisory_lock
+-- A lock named by a 64-bit key (a subject's writes, a subject's appends, migrations, index
+-- creation), held until the transaction ends; re-entrant within it.
 SELECT pg_advisory_xact_lock(%(key)s);
 
 -- ---------------------------------------------------------------------------------------------
@@ -66,7 +62,8 @@ SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, clai
        idempotency_key
 FROM events
 WHERE (%(project)s::text IS NULL OR project = %(project)s)
-  AND (occurred_at, id) > (%(after_time)s::timestamptz, %(after_id)s::text)
+  AND (%(after_id)s::text IS NULL
+       OR (occurred_at, id) > (%(after_time)s::timestamptz, %(after_id)s::text))
 ORDER BY occurred_at, id
 LIMIT %(limit)s;
 
@@ -129,66 +126,101 @@ LIMIT 1;
 
 -- name: mark_jobs_running
 UPDATE jobs
-SET status = 'running', attempts = attempts + 1, heartbeat_at = %(now)s, updated_at = %(now)s
+SET status = 'running', attempts = attempts + 1, heartbeat_at = %(now)s, updated_at = %(now)s,
+    claim_token = %(token)s, claim_host = %(host)s, claim_pid = %(pid)s,
+    claim_started = %(started)s, claimed_at = %(now)s
 WHERE id = ANY(%(ids)s::text[]);
 
 -- name: finish_job
+-- Only by the store that holds the claim: a job reclaimed from it is someone else's now.
 UPDATE jobs
 SET status = 'done', error = NULL, not_before = NULL, heartbeat_at = NULL,
-    updated_at = %(now)s
-WHERE id = %(id)s;
+    updated_at = %(now)s, claim_token = NULL, claim_host = NULL, claim_pid = NULL, claim_started = NULL,
+    claimed_at = NULL
+WHERE id = %(id)s AND status = 'running' AND claim_token = %(token)s;
 
 -- name: fail_job
 UPDATE jobs
 SET status = 'failed', error = %(error)s, not_before = %(retry_at)s, heartbeat_at = NULL,
-    updated_at = %(now)s
-WHERE id = %(id)s;
+    updated_at = %(now)s, claim_token = NULL, claim_host = NULL, claim_pid = NULL, claim_started = NULL,
+    claimed_at = NULL
+WHERE id = %(id)s AND status = 'running' AND claim_token = %(token)s;
 
 -- name: release_jobs
 UPDATE jobs
 SET status = 'pending', attempts = greatest(attempts - 1, 0), heartbeat_at = NULL,
-    updated_at = %(now)s
-WHERE status = 'running' AND id = ANY(%(ids)s::text[]);
+    updated_at = %(now)s, claim_token = NULL, claim_host = NULL, claim_pid = NULL, claim_started = NULL,
+    claimed_at = NULL
+WHERE status = 'running' AND claim_token = %(token)s AND id = ANY(%(ids)s::text[]);
 
 -- name: reclaim_stalled
 -- A job whose worker died is retried, unless it has used up its attempts: then it fails, so a
--- job that crashes its worker cannot crash the next one forever.
+-- job that crashes its worker cannot crash the next one forever. This is the fallback: no
+-- heartbeat for a lease's length, whoever and wherever the claimer was.
 UPDATE jobs
 SET status = CASE WHEN attempts >= %(max_attempts)s THEN 'failed' ELSE 'pending' END,
     error = CASE WHEN attempts >= %(max_attempts)s
                  THEN 'the worker stopped while running this job, ' || attempts || ' times'
                  ELSE error END,
-    not_before = NULL, heartbeat_at = NULL, updated_at = %(now)s
+    not_before = NULL, heartbeat_at = NULL, updated_at = %(now)s, claim_token = NULL, claim_host = NULL, claim_pid = NULL, claim_started = NULL,
+    claimed_at = NULL
 WHERE status = 'running'
   AND (heartbeat_at IS NULL OR heartbeat_at < %(stalled_before)s::timestamptz);
 
+-- name: reclaim_claims
+-- The running jobs of claimers known to be gone (their process or their session ended).
+UPDATE jobs
+SET status = CASE WHEN attempts >= %(max_attempts)s THEN 'failed' ELSE 'pending' END,
+    error = CASE WHEN attempts >= %(max_attempts)s
+                 THEN 'the worker stopped while running this job, ' || attempts || ' times'
+                 ELSE error END,
+    not_before = NULL, heartbeat_at = NULL, updated_at = %(now)s, claim_token = NULL, claim_host = NULL, claim_pid = NULL, claim_started = NULL,
+    claimed_at = NULL
+WHERE status = 'running' AND claim_token = ANY(%(tokens)s::text[]);
+
+-- name: running_claims
+-- Who holds running jobs, how many each, and since when.
+SELECT claim_token, claim_host, claim_pid, claim_started, count(*) AS jobs,
+       min(claimed_at) AS since
+FROM jobs
+WHERE status = 'running'
+GROUP BY claim_token, claim_host, claim_pid, claim_started
+ORDER BY since;
+
 -- name: heartbeat
-UPDATE jobs SET heartbeat_at = %(now)s
-WHERE status = 'running' AND id = ANY(%(ids)s::text[]);
+UPDATE jobs SET heartbeat_at = %(now)s WHERE status = 'running' AND claim_token = %(token)s;
 
 -- name: requeue_jobs
 UPDATE jobs
 SET status = 'pending', attempts = 0, error = NULL, not_before = NULL, heartbeat_at = NULL,
-    updated_at = %(now)s
+    updated_at = %(now)s, claim_token = NULL, claim_host = NULL, claim_pid = NULL, claim_started = NULL,
+    claimed_at = NULL
 WHERE status IN ('done', 'failed') AND (%(project)s::text IS NULL OR project = %(project)s);
 
 -- name: jobs_by_ids
 SELECT id, project, subject, status, attempts, error, created_at, updated_at, not_before,
-       llm_calls, prompt_tokens, completion_tokens
+       llm_calls, prompt_tokens, completion_tokens, claim_host, claim_pid, claimed_at
 FROM jobs
 WHERE id = ANY(%(ids)s::text[])
 ORDER BY created_at, id;
 
 -- name: jobs_list
 SELECT id, project, subject, status, attempts, error, created_at, updated_at, not_before,
-       llm_calls, prompt_tokens, completion_tokens
+       llm_calls, prompt_tokens, completion_tokens, claim_host, claim_pid, claimed_at
 FROM jobs
 WHERE (%(project)s::text IS NULL OR project = %(project)s)
 ORDER BY created_at, id;
 
+-- name: running_jobs
+SELECT id, project, subject, status, attempts, error, created_at, updated_at, not_before,
+       llm_calls, prompt_tokens, completion_tokens, claim_host, claim_pid, claimed_at
+FROM jobs
+WHERE status = 'running' AND (%(project)s::text IS NULL OR project = %(project)s)
+ORDER BY claimed_at, id;
+
 -- name: failed_jobs
 SELECT id, project, subject, status, attempts, error, created_at, updated_at, not_before,
-       llm_calls, prompt_tokens, completion_tokens
+       llm_calls, prompt_tokens, completion_tokens, claim_host, claim_pid, claimed_at
 FROM jobs
 WHERE status = 'failed' AND (%(project)s::text IS NULL OR project = %(project)s)
 ORDER BY created_at, id;
@@ -305,6 +337,11 @@ CREATE INDEX IF NOT EXISTS fact_vectors_hnsw_{dim}
 
 -- name: fact_by_id
 SELECT * FROM facts WHERE id = %(id)s;
+
+-- name: facts_by_ids
+SELECT * FROM facts
+WHERE project = %(project)s AND id = ANY(%(ids)s::text[])
+ORDER BY valid_from, id;
 
 -- name: facts_by_identity
 SELECT * FROM facts
@@ -482,6 +519,15 @@ DO UPDATE SET candidates = excluded.candidates, created_at = excluded.created_at
 DELETE FROM extractions
 WHERE %(project)s::text IS NULL
    OR event_id IN (SELECT id FROM events WHERE project = %(project)s);
+
+-- name: try_claims_lock
+-- Free when no session holds the claimer's lock: its connection, and so its claim, is gone.
+-- Taken for this transaction only, so it is let go at once.
+SELECT pg_try_advisory_xact_lock(%(key)s) AS free;
+
+-- name: hold_claims_lock
+-- Held by a store's own connection for as long as it is connected.
+SELECT pg_advisory_lock(%(key)s);
 
 -- name: notify_events
 -- Wakes listening workers when the transaction that stored new events commits.

@@ -46,7 +46,7 @@ SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, clai
        idempotency_key
 FROM events
 WHERE (:project IS NULL OR project = :project)
-  AND (occurred_at, id) > (:after_time, :after_id)
+  AND (:after_id IS NULL OR (occurred_at, id) > (:after_time, :after_id))
 ORDER BY occurred_at, id
 LIMIT :limit;
 
@@ -102,63 +102,101 @@ LIMIT 1;
 
 -- name: mark_jobs_running
 UPDATE jobs
-SET status = 'running', attempts = attempts + 1, heartbeat_at = :now, updated_at = :now
+SET status = 'running', attempts = attempts + 1, heartbeat_at = :now, updated_at = :now,
+    claim_token = :token, claim_host = :host, claim_pid = :pid, claim_started = :started,
+    claimed_at = :now
 WHERE id IN (SELECT value FROM json_each(:ids));
 
 -- name: finish_job
+-- Only by the store that holds the claim: a job reclaimed from it is someone else's now.
 UPDATE jobs
-SET status = 'done', error = NULL, not_before = NULL, heartbeat_at = NULL, updated_at = :now
-WHERE id = :id;
+SET status = 'done', error = NULL, not_before = NULL, heartbeat_at = NULL, updated_at = :now,
+    claim_token = NULL, claim_host = NULL, claim_pid = NULL, claim_started = NULL,
+    claimed_at = NULL
+WHERE id = :id AND status = 'running' AND claim_token = :token;
 
 -- name: fail_job
 UPDATE jobs
 SET status = 'failed', error = :error, not_before = :retry_at, heartbeat_at = NULL,
-    updated_at = :now
-WHERE id = :id;
+    updated_at = :now, claim_token = NULL, claim_host = NULL, claim_pid = NULL, claim_started = NULL,
+    claimed_at = NULL
+WHERE id = :id AND status = 'running' AND claim_token = :token;
 
 -- name: release_jobs
 UPDATE jobs
-SET status = 'pending', attempts = max(attempts - 1, 0), heartbeat_at = NULL, updated_at = :now
-WHERE status = 'running' AND id IN (SELECT value FROM json_each(:ids));
+SET status = 'pending', attempts = max(attempts - 1, 0), heartbeat_at = NULL, updated_at = :now,
+    claim_token = NULL, claim_host = NULL, claim_pid = NULL, claim_started = NULL,
+    claimed_at = NULL
+WHERE status = 'running' AND claim_token = :token
+  AND id IN (SELECT value FROM json_each(:ids));
 
 -- name: reclaim_stalled
 -- A job whose worker died is retried, unless it has used up its attempts: then it fails, so a
--- job that crashes its worker cannot crash the next one forever.
+-- job that crashes its worker cannot crash the next one forever. This is the fallback: no
+-- heartbeat for a lease's length, whoever and wherever the claimer was.
 UPDATE jobs
 SET status = CASE WHEN attempts >= :max_attempts THEN 'failed' ELSE 'pending' END,
     error = CASE WHEN attempts >= :max_attempts
                  THEN 'the worker stopped while running this job, ' || attempts || ' times'
                  ELSE error END,
-    not_before = NULL, heartbeat_at = NULL, updated_at = :now
+    not_before = NULL, heartbeat_at = NULL, updated_at = :now, claim_token = NULL, claim_host = NULL, claim_pid = NULL, claim_started = NULL,
+    claimed_at = NULL
 WHERE status = 'running' AND (heartbeat_at IS NULL OR heartbeat_at < :stalled_before);
 
+-- name: reclaim_claims
+-- The running jobs of claimers known to be gone (their process or their session ended).
+UPDATE jobs
+SET status = CASE WHEN attempts >= :max_attempts THEN 'failed' ELSE 'pending' END,
+    error = CASE WHEN attempts >= :max_attempts
+                 THEN 'the worker stopped while running this job, ' || attempts || ' times'
+                 ELSE error END,
+    not_before = NULL, heartbeat_at = NULL, updated_at = :now, claim_token = NULL, claim_host = NULL, claim_pid = NULL, claim_started = NULL,
+    claimed_at = NULL
+WHERE status = 'running' AND claim_token IN (SELECT value FROM json_each(:tokens));
+
+-- name: running_claims
+-- Who holds running jobs, how many each, and since when.
+SELECT claim_token, claim_host, claim_pid, claim_started, count(*) AS jobs,
+       min(claimed_at) AS since
+FROM jobs
+WHERE status = 'running'
+GROUP BY claim_token, claim_host, claim_pid, claim_started
+ORDER BY since;
+
 -- name: heartbeat
-UPDATE jobs SET heartbeat_at = :now
-WHERE status = 'running' AND id IN (SELECT value FROM json_each(:ids));
+UPDATE jobs SET heartbeat_at = :now WHERE status = 'running' AND claim_token = :token;
 
 -- name: requeue_jobs
 UPDATE jobs
 SET status = 'pending', attempts = 0, error = NULL, not_before = NULL, heartbeat_at = NULL,
-    updated_at = :now
+    updated_at = :now, claim_token = NULL, claim_host = NULL, claim_pid = NULL, claim_started = NULL,
+    claimed_at = NULL
 WHERE status IN ('done', 'failed') AND (:project IS NULL OR project = :project);
 
 -- name: jobs_by_ids
 SELECT id, project, subject, status, attempts, error, created_at, updated_at, not_before,
-       llm_calls, prompt_tokens, completion_tokens
+       llm_calls, prompt_tokens, completion_tokens, claim_host, claim_pid, claimed_at
 FROM jobs
 WHERE id IN (SELECT value FROM json_each(:ids))
 ORDER BY created_at, id;
 
 -- name: jobs_list
 SELECT id, project, subject, status, attempts, error, created_at, updated_at, not_before,
-       llm_calls, prompt_tokens, completion_tokens
+       llm_calls, prompt_tokens, completion_tokens, claim_host, claim_pid, claimed_at
 FROM jobs
 WHERE (:project IS NULL OR project = :project)
 ORDER BY created_at, id;
 
+-- name: running_jobs
+SELECT id, project, subject, status, attempts, error, created_at, updated_at, not_before,
+       llm_calls, prompt_tokens, completion_tokens, claim_host, claim_pid, claimed_at
+FROM jobs
+WHERE status = 'running' AND (:project IS NULL OR project = :project)
+ORDER BY claimed_at, id;
+
 -- name: failed_jobs
 SELECT id, project, subject, status, attempts, error, created_at, updated_at, not_before,
-       llm_calls, prompt_tokens, completion_tokens
+       llm_calls, prompt_tokens, completion_tokens, claim_host, claim_pid, claimed_at
 FROM jobs
 WHERE status = 'failed' AND (:project IS NULL OR project = :project)
 ORDER BY created_at, id;
@@ -251,6 +289,11 @@ SELECT :fact_id, project, subject, model_id, dim, vector FROM fact_vectors WHERE
 
 -- name: fact_by_id
 SELECT * FROM facts WHERE id = :id;
+
+-- name: facts_by_ids
+SELECT * FROM facts
+WHERE project = :project AND id IN (SELECT value FROM json_each(:ids))
+ORDER BY valid_from, id;
 
 -- name: facts_by_identity
 SELECT * FROM facts

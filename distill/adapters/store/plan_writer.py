@@ -1,20 +1,20 @@
-"""Writing a plan to PostgreSQL, inside the caller's transaction.
+"""Writing a validated plan inside the caller's transaction, for every backend.
 
-The same order as the SQLite store: facts, conflicts and aliases in plan order (a
-retirement must precede the fact that replaces it, for the unique index), then the rows
-that only point at them (sources, vectors, observations, audit), a batch per table.
+Facts, conflicts and aliases are written in plan order (a retirement must precede the fact
+that replaces it, for the unique index); rows that only point at them (sources, vectors,
+observations, audit) follow, one bulk statement per table. What differs between backends
+(how a vector is encoded, how a bulk statement runs, how a driver names the broken index)
+comes from the store.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from psycopg import errors as pg_errors
 
-from distill.adapters.store import postgres_rows as rows
-from distill.adapters.store.postgres_connection import Connection
+from distill.adapters.store import rows
 from distill.core.models import AuditEntry, Fact
 from distill.core.plan import (
     Action,
@@ -28,44 +28,39 @@ from distill.core.plan import (
 )
 from distill.errors import IntegrityViolation
 
-Queries = Mapping[str, str]
-ACTIVE_IDENTITY_INDEX = "facts_one_active_per_identity"
+if TYPE_CHECKING:
+    from distill.adapters.store.sql_store import DB, SqlStore
 
 
-def apply_plan(
-    db: Connection, queries: Queries, plan: Plan, audit: Sequence[AuditEntry]
-) -> set[int]:
-    """Write every action and the audit entries; returns the dimensions of new vectors."""
-    writer = _Writer(db, queries)
+def write_plan(store: SqlStore, db: DB, plan: Plan, audit: Sequence[AuditEntry]) -> set[int]:
+    """Write every action, then the audit entries; returns the dimensions of new vectors."""
+    writer = _Writer(store, db)
     for action in plan.actions:
         writer.action(action)
     writer.flush()
-    writer.many("insert_audit", [rows.audit_params(e) for e in audit])
+    store._many(db, "insert_audit", [rows.audit_params(e) for e in audit])
     return {v["dim"] for v in writer.vectors}
 
 
 class _Writer:
-    def __init__(self, db: Connection, queries: Queries) -> None:
+    def __init__(self, store: SqlStore, db: DB) -> None:
+        self.store = store
         self.db = db
-        self.queries = queries
+        self.q = store.queries
+        # Rows that reference the facts a plan writes, collected to be written in bulk.
         self.sources: list[dict[str, Any]] = []
         self.vectors: list[dict[str, Any]] = []
         self.copies: list[dict[str, Any]] = []
         self.observations: list[dict[str, Any]] = []
 
-    def many(self, query: str, params: list[dict[str, Any]]) -> None:
-        if params:
-            with self.db.cursor() as cur:
-                cur.executemany(self.queries[query], params)
-
     def flush(self) -> None:
-        """Write the rows that point at the facts, a batch per table."""
-        self.many("insert_fact_source", self.sources)
-        self.many("insert_fact_vector", self.vectors)
-        self.many("copy_fact_vector", self.copies)
+        many = self.store._many
+        many(self.db, "insert_fact_source", self.sources)
+        many(self.db, "insert_fact_vector", self.vectors)
+        many(self.db, "copy_fact_vector", self.copies)
         try:
-            self.many("insert_observation", self.observations)
-        except pg_errors.IntegrityError as exc:
+            many(self.db, "insert_observation", self.observations)
+        except self.store.integrity_errors as exc:
             raise IntegrityViolation(f"an observation was refused: {exc}") from exc
 
     def action(self, action: Action) -> None:
@@ -76,8 +71,8 @@ class _Writer:
         elif isinstance(action, OpenConflict):
             params = rows.conflict_params(action.conflict)
             try:
-                self.db.execute(self.queries["insert_conflict"], params)
-            except pg_errors.IntegrityError as exc:
+                self.db.execute(self.q["insert_conflict"], params)
+            except self.store.integrity_errors as exc:
                 raise IntegrityViolation(f"conflict set {params['id']} was refused: {exc}") from exc
         elif isinstance(action, ReviseConflict):
             self.revise_conflict(action)
@@ -106,7 +101,7 @@ class _Writer:
                 "subject": fact.subject,
                 "model_id": action.vector_model,
                 "dim": int(vector.size),
-                "vector": rows.vector_text(vector),
+                "vector": self.store._vector_param(vector),
             }
         )
 
@@ -131,17 +126,17 @@ class _Writer:
             raise IntegrityViolation(
                 f"a revision of conflict set {before.id} may not change its id, project or subject"
             )
-        row = self.db.execute(self.queries["conflict_by_id"], {"id": before.id}).fetchone()
+        row = self.db.execute(self.q["conflict_by_id"], {"id": before.id}).fetchone()
         if row is None or rows.conflict_from_row(row) != before:
             raise IntegrityViolation(f"conflict set {before.id} changed since it was read")
-        self.db.execute(self.queries["update_conflict"], rows.conflict_params(after))
+        self.db.execute(self.q["update_conflict"], rows.conflict_params(after))
 
     def learn_alias(self, action: LearnAlias) -> None:
         alias = action.alias
-        if self.db.execute(self.queries["insert_alias"], rows.alias_params(alias)).rowcount:
+        if self.db.execute(self.q["insert_alias"], rows.alias_params(alias)).rowcount:
             return
         key = {"project": alias.project, "alias": alias.alias}
-        existing = self.db.execute(self.queries["alias_by_name"], key).fetchone()
+        existing = self.db.execute(self.q["alias_by_name"], key).fetchone()
         if existing is not None and existing["canonical"] != alias.canonical:
             raise IntegrityViolation(
                 f"alias {alias.alias!r} already means {existing['canonical']!r} in project "
@@ -151,14 +146,12 @@ class _Writer:
     def write_fact(self, query: str, params: dict[str, Any], fact: Fact) -> int:
         """Run an insert or update of a fact; returns how many rows it wrote."""
         try:
-            return self.db.execute(self.queries[query], params).rowcount
-        except pg_errors.UniqueViolation as exc:
-            if exc.diag.constraint_name == ACTIVE_IDENTITY_INDEX:
+            return int(self.db.execute(self.q[query], params).rowcount)
+        except self.store.integrity_errors as exc:
+            if self.store._breaks_active_identity(exc):
                 raise IntegrityViolation(
                     f"fact {fact.id} would be a second active state fact for identity "
                     f"{fact.identity_key!r} of subject {fact.subject!r} in project "
                     f"{fact.project!r}; retire the current one first"
                 ) from exc
-            raise IntegrityViolation(f"fact {fact.id} was refused: {exc}") from exc
-        except pg_errors.IntegrityError as exc:
             raise IntegrityViolation(f"fact {fact.id} was refused: {exc}") from exc

@@ -1,15 +1,21 @@
-"""Rows ↔ models for the SQLite store: one function each way per table.
+"""Rows ↔ models, for every backend: one function each way per table.
 
-Datetimes become fixed-width UTC text (``YYYY-MM-DDTHH:MM:SS.ffffff+00:00``) so that text
-order is time order; dicts and lists become canonical JSON (sorted keys), so the same model
-always gives the same row. That makes "the stored row still equals what was read" a plain
-comparison of parameters.
+Writing: instants become fixed-width UTC text (``YYYY-MM-DDTHH:MM:SS.ffffff+00:00``), so that
+text order is time order in SQLite and PostgreSQL reads it into `timestamptz`; dicts and lists
+become canonical JSON text (sorted keys), which SQLite stores as it is and PostgreSQL reads
+into `jsonb`. The same model therefore always gives the same parameters, on every backend,
+which makes "the stored row still equals what was read" a plain comparison.
+
+Reading: both drivers are set up to hand JSON columns back as text (`loads` parses it) and
+numbers and booleans as Python values; SQLite returns instants as the text written above,
+psycopg as aware datetimes, and `as_time` takes either. Vectors are the one column whose
+encoding really differs (a BLOB, or pgvector's text form): each store encodes its own.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
@@ -30,6 +36,7 @@ from distill.core.models import (
 from distill.errors import InvalidInput
 
 Params = dict[str, Any]
+Row = Mapping[str, Any]  # sqlite3.Row and psycopg's dict rows both read by column name
 
 
 # -- scalars ---------------------------------------------------------------------------------------
@@ -48,12 +55,15 @@ def _ts(value: datetime) -> str:
     return value.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "+00:00"
 
 
-def parse_ts(text: str) -> datetime:
-    return datetime.fromisoformat(text).astimezone(UTC)
+def as_time(value: str | datetime) -> datetime:
+    """A stored instant as an aware UTC datetime, from text (SQLite) or a datetime (psycopg)."""
+    if isinstance(value, datetime):
+        return value.astimezone(UTC)
+    return datetime.fromisoformat(value).astimezone(UTC)
 
 
-def parse_opt_ts(text: str | None) -> datetime | None:
-    return None if text is None else parse_ts(text)
+def as_opt_time(value: str | datetime | None) -> datetime | None:
+    return None if value is None else as_time(value)
 
 
 def dumps(value: Any) -> str:
@@ -101,14 +111,14 @@ def event_params(event: Event) -> Params:
     }
 
 
-def event_from_row(row: sqlite3.Row) -> Event:
+def event_from_row(row: Row) -> Event:
     return Event(
         id=row["id"],
         project=row["project"],
         subject=row["subject"],
         text=row["text"],
-        occurred_at=parse_ts(row["occurred_at"]),
-        recorded_at=parse_ts(row["recorded_at"]),
+        occurred_at=as_time(row["occurred_at"]),
+        recorded_at=as_time(row["recorded_at"]),
         source=row["source"],
         trust=row["trust"],
         claims=tuple(loads(row["claims"])),
@@ -117,7 +127,7 @@ def event_from_row(row: sqlite3.Row) -> Event:
 
 
 # -- jobs ------------------------------------------------------------------------------------------
-def job_from_row(row: sqlite3.Row, event_ids: tuple[str, ...]) -> Job:
+def job_from_row(row: Row, event_ids: tuple[str, ...]) -> Job:
     return Job(
         id=row["id"],
         project=row["project"],
@@ -125,14 +135,24 @@ def job_from_row(row: sqlite3.Row, event_ids: tuple[str, ...]) -> Job:
         status=row["status"],
         attempts=row["attempts"],
         error=row["error"],
-        created_at=parse_ts(row["created_at"]),
-        updated_at=parse_ts(row["updated_at"]),
-        not_before=parse_opt_ts(row["not_before"]),
+        created_at=as_time(row["created_at"]),
+        updated_at=as_time(row["updated_at"]),
+        not_before=as_opt_time(row["not_before"]),
         event_ids=event_ids,
         llm_calls=row["llm_calls"],
         prompt_tokens=row["prompt_tokens"],
         completion_tokens=row["completion_tokens"],
+        owner=None
+        if row["claim_pid"] is None
+        else f"pid {row['claim_pid']} on {row['claim_host']}",
+        claimed_at=as_opt_time(row["claimed_at"]),
     )
+
+
+def _owner(row: Row) -> str | None:
+    if row["claim_pid"] is None:
+        return None
+    return f"pid {row['claim_pid']} on {row['claim_host']}"
 
 
 # -- facts -----------------------------------------------------------------------------------------
@@ -162,11 +182,11 @@ def fact_params(fact: Fact) -> Params:
         "last_reinforced_at": ts(fact.last_reinforced_at),
         "trust": _text(fact.trust),
         "confidence": float(fact.confidence),
-        "pinned": int(bool(fact.pinned)),
+        "pinned": bool(fact.pinned),  # sqlite3 stores a bool as 1 or 0
     }
 
 
-def fact_from_row(row: sqlite3.Row) -> Fact:
+def fact_from_row(row: Row) -> Fact:
     return Fact(
         id=row["id"],
         project=row["project"],
@@ -180,15 +200,15 @@ def fact_from_row(row: sqlite3.Row) -> Fact:
         attribution=row["attribution"],
         identity_key=row["identity_key"],
         status=row["status"],
-        valid_from=parse_ts(row["valid_from"]),
-        valid_to=parse_opt_ts(row["valid_to"]),
-        recorded_at=parse_ts(row["recorded_at"]),
-        retired_at=parse_opt_ts(row["retired_at"]),
+        valid_from=as_time(row["valid_from"]),
+        valid_to=as_opt_time(row["valid_to"]),
+        recorded_at=as_time(row["recorded_at"]),
+        retired_at=as_opt_time(row["retired_at"]),
         supersedes_id=row["supersedes_id"],
         superseded_by=row["superseded_by"],
         source_event_ids=tuple(loads(row["source_event_ids"])),
         reinforcement_count=row["reinforcement_count"],
-        last_reinforced_at=parse_ts(row["last_reinforced_at"]),
+        last_reinforced_at=as_time(row["last_reinforced_at"]),
         trust=row["trust"],
         confidence=row["confidence"],
         pinned=bool(row["pinned"]),
@@ -212,7 +232,7 @@ def conflict_params(conflict: ConflictSet) -> Params:
     }
 
 
-def conflict_from_row(row: sqlite3.Row) -> ConflictSet:
+def conflict_from_row(row: Row) -> ConflictSet:
     return ConflictSet(
         id=row["id"],
         project=row["project"],
@@ -222,8 +242,8 @@ def conflict_from_row(row: sqlite3.Row) -> ConflictSet:
         status=row["status"],
         member_ids=tuple(loads(row["member_ids"])),
         reason=row["reason"],
-        created_at=parse_ts(row["created_at"]),
-        resolved_at=parse_opt_ts(row["resolved_at"]),
+        created_at=as_time(row["created_at"]),
+        resolved_at=as_opt_time(row["resolved_at"]),
         kept_fact_id=row["kept_fact_id"],
     )
 
@@ -247,7 +267,7 @@ def observation_params(obs: Observation) -> Params:
     }
 
 
-def observation_from_row(row: sqlite3.Row) -> Observation:
+def observation_from_row(row: Row) -> Observation:
     return Observation(
         id=row["id"],
         project=row["project"],
@@ -259,7 +279,7 @@ def observation_from_row(row: sqlite3.Row) -> Observation:
         claim_hash=row["claim_hash"],
         source=row["source"],
         trust=row["trust"],
-        occurred_at=parse_ts(row["occurred_at"]),
+        occurred_at=as_time(row["occurred_at"]),
         outcome=row["outcome"],
         reason=row["reason"],
     )
@@ -275,13 +295,13 @@ def alias_params(alias: Alias) -> Params:
     }
 
 
-def alias_from_row(row: sqlite3.Row) -> Alias:
+def alias_from_row(row: Row) -> Alias:
     return Alias(
         project=row["project"],
         alias=row["alias"],
         canonical=row["canonical"],
         distance=row["distance"],
-        learned_at=parse_ts(row["learned_at"]),
+        learned_at=as_time(row["learned_at"]),
     )
 
 
@@ -301,7 +321,7 @@ def audit_params(entry: AuditEntry) -> Params:
     }
 
 
-def audit_from_row(row: sqlite3.Row) -> AuditEntry:
+def audit_from_row(row: Row) -> AuditEntry:
     return AuditEntry(
         id=row["id"],
         project=row["project"],
@@ -313,5 +333,5 @@ def audit_from_row(row: sqlite3.Row) -> AuditEntry:
         fact_id=row["fact_id"],
         before=loads(row["before"]),
         after=loads(row["after"]),
-        at=parse_ts(row["at"]),
+        at=as_time(row["at"]),
     )

@@ -4,6 +4,7 @@ deterministic hashing embedder (tests that need the real model say so with `mode
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -14,6 +15,11 @@ import pytest
 from distill import Memory
 from distill.adapters.embed.hashing import HashingEmbedder
 from tests.postgres import make_postgres_database, postgres_database, postgres_server
+
+# Processes the tests start (`distill` in a subprocess) import the code under test, not
+# whichever checkout the package was installed from (another worktree, say).
+ROOT = Path(__file__).resolve().parent.parent
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
 
 # PostgreSQL fixtures, for every test directory.
 __all__ = ["make_postgres_database", "postgres_database", "postgres_server"]

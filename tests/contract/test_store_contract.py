@@ -281,8 +281,8 @@ def test_a_job_that_keeps_killing_its_worker_ends_failed(store: Store) -> None:
     append(store, make_event(subject="a"))
     for minute in range(3):
         [job] = store.claim_jobs(at(minute * 60), 1, 3)
-        reclaim_stalled(store, 
-            at(minute * 60 + 30), stalled_before=at(minute * 60 + 1), max_attempts=3
+        reclaim_stalled(
+            store, at(minute * 60 + 30), stalled_before=at(minute * 60 + 1), max_attempts=3
         )
     final = store.job(job.id)
     assert final.status is JobStatus.FAILED

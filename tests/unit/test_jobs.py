@@ -16,7 +16,7 @@ import pytest
 from distill import Memory
 from distill.adapters.llm.fake import FakeLLM
 from distill.core.models import JobStatus
-from distill.engine import MAX_ATTEMPTS, OUTAGE_AFTER, RETRY_BASE, LEASE
+from distill.engine import LEASE, MAX_ATTEMPTS, OUTAGE_AFTER, RETRY_BASE
 from distill.errors import MalformedAnswer, ProviderError, RateLimited, TransientProviderError
 from tests.factories import at
 

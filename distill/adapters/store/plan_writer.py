@@ -29,7 +29,8 @@ from distill.core.plan import (
 from distill.errors import IntegrityViolation
 
 if TYPE_CHECKING:
-    from distill.adapters.store.sql_store import DB, SqlStore
+    from distill.adapters.store.sql_base import DB
+    from distill.adapters.store.sql_store import SqlStore
 
 
 def write_plan(store: SqlStore, db: DB, plan: Plan, audit: Sequence[AuditEntry]) -> set[int]:

@@ -39,7 +39,8 @@ from psycopg.types.string import TextLoader
 
 from distill.adapters.store.postgres_connection import Connection, PostgresConnections
 from distill.adapters.store.queries import Migration, load_migrations, load_queries
-from distill.adapters.store.sql_store import DB, SqlStore
+from distill.adapters.store.sql_base import DB
+from distill.adapters.store.sql_store import SqlStore
 from distill.errors import StoreError
 from distill.ports import Neighbour, Vector
 

@@ -11,7 +11,6 @@ transaction has committed, and is dropped if it rolls back.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -21,6 +20,7 @@ from psycopg import errors as pg_errors
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 
+from distill.adapters.store.connections import PerThread
 from distill.errors import DistillError, IntegrityViolation, StoreError
 
 log = logging.getLogger(__name__)
@@ -39,25 +39,13 @@ class _Connection:
         self.after_commit: list[Callable[[], None]] = []
 
 
-class PostgresConnections:
+class PostgresConnections(PerThread[_Connection]):
     """The connections of one store to one database, and the transactions on them."""
 
     def __init__(self, url: str, setup: Callable[[Connection], None]) -> None:
+        super().__init__(describe(url))
         self.url = url
-        self.where = describe(url)
         self._setup = setup
-        self._local = threading.local()
-        self._opened: list[_Connection] = []
-        self._opened_lock = threading.Lock()
-        self._closed = False
-
-    def close(self) -> None:
-        """Close every connection, in every thread. Idempotent."""
-        self._closed = True
-        with self._opened_lock:
-            opened, self._opened = self._opened, []
-        for conn in opened:
-            conn.raw.close()
 
     def connect(self) -> Connection:
         """A new connection of its own (not this thread's), set up like the others."""
@@ -123,18 +111,10 @@ class PostgresConnections:
                 log.warning("work after a commit failed: %s", exc)
 
     def _open(self) -> _Connection:
-        conn = _Connection(self.connect())
-        with self._opened_lock:
-            self._opened.append(conn)
-        return conn
+        return _Connection(self.connect())
 
-    def _conn(self) -> _Connection:
-        if self._closed:
-            raise StoreError(f"the store on {self.where} is closed")
-        conn: _Connection | None = getattr(self._local, "conn", None)
-        if conn is None or conn.raw.closed:
-            conn = self._local.conn = self._open()
-        return conn
+    def _broken(self, conn: _Connection) -> bool:
+        return bool(conn.raw.closed)
 
 
 def _savepoint(conn: _Connection) -> Iterator[Connection]:

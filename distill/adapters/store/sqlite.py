@@ -18,7 +18,8 @@ from typing import Any, cast
 
 from distill.adapters.store import rows
 from distill.adapters.store.queries import Migration, load_migrations, load_queries
-from distill.adapters.store.sql_store import DB, SqlStore
+from distill.adapters.store.sql_base import DB
+from distill.adapters.store.sql_store import SqlStore
 from distill.adapters.store.sqlite_connection import SqliteConnections, split_statements
 from distill.adapters.store.sqlite_vectors import SqliteVectors
 from distill.ports import Neighbour, Vector

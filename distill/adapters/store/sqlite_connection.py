@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from distill.adapters.store.connections import PerThread
 from distill.errors import DistillError, IntegrityViolation, StoreError
 
 BUSY_TIMEOUT_MS = 30_000  # how long a writer waits for the write lock before failing
@@ -32,17 +33,14 @@ class _Connection:
         self.changes_at_begin = 0
 
 
-class SqliteConnections:
+class SqliteConnections(PerThread[_Connection]):
     """The connections of one store to one database, and the transactions on them."""
 
     def __init__(self, path: str) -> None:
+        super().__init__(path)
         self.path = path
         self._memory = path == ":memory:"
-        self._local = threading.local()
-        self._opened: list[_Connection] = []
-        self._opened_lock = threading.Lock()
-        self._closed = False
-        self._shared = self._open() if self._memory else None
+        self._shared = self._remember(self._open()) if self._memory else None
 
     def raw(self) -> sqlite3.Connection:
         """This thread's sqlite3 connection (for diagnostics; use `transaction` to work)."""
@@ -53,14 +51,6 @@ class SqliteConnections:
         (what it reads then is not yet true for anyone else)."""
         conn = self._conn()
         return conn.depth > 0 and conn.raw.total_changes != conn.changes_at_begin
-
-    def close(self) -> None:
-        """Close every connection, in every thread. Idempotent."""
-        self._closed = True
-        with self._opened_lock:
-            opened, self._opened = self._opened, []
-        for conn in opened:
-            conn.raw.close()
 
     @contextmanager
     def transaction(
@@ -103,20 +93,12 @@ class SqliteConnections:
         except sqlite3.Error as exc:
             raw.close()
             raise StoreError(f"cannot set up the SQLite database at {self.path}: {exc}") from exc
-        conn = _Connection(raw)
-        with self._opened_lock:
-            self._opened.append(conn)
-        return conn
+        return _Connection(raw)
 
     def _conn(self) -> _Connection:
-        if self._closed:
-            raise StoreError(f"the store on {self.path} is closed")
-        if self._shared is not None:
+        if self._shared is not None and not self._closed:
             return self._shared
-        conn: _Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self._local.conn = self._open()
-        return conn
+        return super()._conn()
 
 
 def _use_wal(raw: sqlite3.Connection) -> None:

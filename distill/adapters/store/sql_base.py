@@ -1,0 +1,217 @@
+"""The base of the store written once over named SQL: what a backend supplies, and what
+every operation is built from.
+
+`SqlStore` (`sql_store`, over `sql_jobs`, over this) is the store; `SqliteStore` and
+`PostgresStore` are its two backends, and each supplies only what really differs:
+
+- the SQL text: `sql/<backend>_*.sql`, with `:name` or `%(name)s` parameters;
+- a list parameter (`_array`): one JSON text read with `json_each`, or a Python list read
+  with `= ANY(...)`;
+- a bulk statement (`_many`): sqlite3's `executemany`, or a psycopg cursor's;
+- locks (`_lock`): none in SQLite, where one writer at a time is the rule, or
+  `pg_advisory_xact_lock`;
+- new events (`_events_stored`, `wait_for_events`): polling, or NOTIFY / LISTEN;
+- vectors (`_vector_param`, `_nearest`, `_vectors_written`): BLOBs searched exactly or
+  through an in-memory HNSW index, or pgvector and its HNSW indexes;
+- migrations (`_run_migration`, `_check_can_migrate`): statements one by one, or one script
+  once pgvector is known to be there;
+- connections (`self._db`): one per thread either way, with the same transaction rules.
+
+The SQL files stay the source of truth: both define the same query names (a test checks
+it), so the store's code names a query and never holds SQL of its own. The queries return
+the same columns on both backends and `rows` turns them into models either way.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from datetime import UTC, datetime
+from typing import Any, ClassVar, Protocol
+
+from distill.adapters.store import rows
+from distill.adapters.store.claims import this_process
+from distill.adapters.store.queries import Migration
+from distill.errors import StoreError
+from distill.ports import Neighbour, Vector
+
+
+class Cursor(Protocol):
+    rowcount: int
+
+    def fetchone(self) -> Any: ...
+    def fetchall(self) -> list[Any]: ...
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+class DB(Protocol):
+    """A driver connection inside a transaction: sqlite3's and psycopg's both fit."""
+
+    def execute(self, query: Any, params: Any = ..., /) -> Any: ...
+
+
+class Connections(Protocol):
+    """A backend's connections (one per thread) and the transactions on them."""
+
+    def transaction(
+        self, write: bool = True, rollback: bool = False
+    ) -> AbstractContextManager[Any]: ...
+    def close(self) -> None: ...
+
+
+class SqlBase(ABC):
+    """A store over a backend's named SQL: its connections, the hooks each backend fills in,
+    the helpers every operation uses, and the lifecycle (migrations, transactions)."""
+
+    queries: ClassVar[Mapping[str, str]]
+    migrations: ClassVar[tuple[Migration, ...]]
+    # The driver's integrity errors (unique, foreign key, check), caught where a write is
+    # refused so that the refusal can say which invariant it protects.
+    integrity_errors: ClassVar[tuple[type[Exception], ...]]
+
+    def __init__(self, connections: Connections, where: str) -> None:
+        self._db = connections
+        self._tx = connections.transaction
+        self.owner = this_process()  # who this store's claims say made them
+        self.where = where  # the database, fit to be shown (no password)
+        try:
+            self.migrate()
+        except BaseException:
+            self._db.close()
+            raise
+
+    def __enter__(self) -> SqlBase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- what each backend supplies ----------------------------------------------------------------
+    @abstractmethod
+    def _array(self, values: Sequence[Any]) -> Any:
+        """A list as one query parameter."""
+
+    @abstractmethod
+    def _many(self, db: DB, query: str, params: list[dict[str, Any]]) -> int:
+        """Run a named statement once per parameter set; returns the rows it changed."""
+
+    @abstractmethod
+    def _vector_param(self, vector: Vector) -> Any:
+        """An identity vector as the parameter its column takes."""
+
+    @abstractmethod
+    def _nearest(
+        self, db: DB, scope: tuple[str, str, str], queries: Vector, k: int
+    ) -> list[list[Neighbour]]:
+        """For each row of `queries`, the k nearest active state facts of scope (project,
+        subject, model id), nearest first, ties by fact id."""
+
+    @abstractmethod
+    def _breaks_active_identity(self, exc: Exception) -> bool:
+        """Whether a driver's integrity error is the one-active-fact-per-identity index."""
+
+    @abstractmethod
+    def _run_migration(self, db: DB, migration: Migration) -> None: ...
+
+    def _lock(self, db: DB, *parts: str) -> None:
+        """Hold a lock named by `parts` until the transaction ends (re-entrant in it)."""
+        return None  # nothing to do unless the backend says otherwise
+
+    def _check_can_migrate(self, db: DB) -> None:
+        """Raise, saying what to do, if this database cannot take the migrations it lacks."""
+        return None  # nothing to do unless the backend says otherwise
+
+    def _events_stored(self, db: DB) -> None:
+        """New events were stored in this transaction: wake whoever waits for them."""
+        return None  # nothing to do unless the backend says otherwise
+
+    def _vectors_written(self, dims: set[int]) -> None:
+        """A plan stored identity vectors of these dimensions."""
+        return None  # nothing to do unless the backend says otherwise
+
+    def _hold_claims(self) -> None:
+        """Before claiming: make sure others can tell that this store is alive."""
+        return None  # without sessions to watch, the process and the heartbeat tell
+
+    def _session_gone(self, token: str) -> bool:
+        """Whether the connection of the store that made claims under `token` is gone."""
+        return False  # unknown without sessions: the lease decides
+
+    def wait_for_events(self, timeout: float, stop: threading.Event) -> bool:
+        """Without notifications: wait out the timeout (or the stop); the caller polls."""
+        stop.wait(timeout)
+        return False
+
+    def close(self) -> None:
+        """Close every connection this store opened, in every thread. Idempotent."""
+        self._db.close()
+
+    # -- small helpers -----------------------------------------------------------------------------
+    def _run(self, db: DB, query: str, params: Mapping[str, Any] | None = None) -> Any:
+        return db.execute(self.queries[query], params or {})
+
+    def _one(self, db: DB, query: str, params: Mapping[str, Any] | None = None) -> Any:
+        row = self._run(db, query, params).fetchone()
+        if row is None:  # pragma: no cover - every caller's query returns a row
+            raise StoreError(f"query {query} returned nothing")
+        return row
+
+    def _read(self, query: str, params: Mapping[str, Any]) -> list[Any]:
+        """All rows of one named query, in a read transaction of its own."""
+        with self._tx(write=False) as db:
+            return list(self._run(db, query, params).fetchall())
+
+    def _write(self, query: str, params: Mapping[str, Any]) -> int:
+        with self._tx() as db:
+            return int(self._run(db, query, params).rowcount)
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def migrate(self) -> None:
+        """Apply the migrations this database lacks, in order; a no-op when up to date."""
+        latest = self.migrations[-1].version
+        with self._tx() as db:
+            # One migrating store at a time, so that stores started at once on a fresh
+            # database do not race to create the same tables.
+            self._lock(db, "distill", "migrations")
+            self._run(db, "create_migrations_table")
+            current = int(self._one(db, "schema_version")["version"])
+            if current > latest:
+                raise StoreError(
+                    f"the database at {self.where} has schema version {current}, but this "
+                    f"distill knows only up to {latest}; upgrade distill "
+                    "(pip install --upgrade distill)"
+                )
+            if current < latest:
+                self._check_can_migrate(db)
+            for migration in self.migrations:
+                if migration.version <= current:
+                    continue
+                self._run_migration(db, migration)
+                params = {"version": migration.version, "applied_at": rows.ts(datetime.now(UTC))}
+                self._run(db, "record_migration", params)
+
+    def schema_version(self) -> int:
+        with self._tx(write=False) as db:
+            return int(self._one(db, "schema_version")["version"])
+
+    def serialised(self, project: str, subject: str) -> AbstractContextManager[None]:
+        """A write transaction holding the subject's lock, taken before anything is read."""
+        return self._serialised(project, subject)
+
+    @contextmanager
+    def _serialised(self, project: str, subject: str) -> Iterator[None]:
+        with self._tx() as db:
+            self._lock(db, "subject", project, subject)
+            yield
+
+    def dry_run(self) -> AbstractContextManager[None]:
+        """A transaction in which everything happens as usual and that is always rolled back:
+        whatever runs inside sees its own writes, and nobody else ever sees them."""
+        return self._dry_run()
+
+    @contextmanager
+    def _dry_run(self) -> Iterator[None]:
+        with self._tx(rollback=True):
+            yield

@@ -1,0 +1,191 @@
+"""Events and the job queue, over named SQL: appending events, claiming, reclaiming,
+finishing and failing jobs, for every backend (see `sql_base` for what a backend supplies,
+and `claims` for who holds a running job and when it is taken back)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from distill import ids
+from distill.adapters.store import rows
+from distill.adapters.store.claims import process_alive
+from distill.adapters.store.sql_base import DB, SqlBase
+from distill.core.models import Event, Job
+from distill.errors import ClaimLost, NotFound
+from distill.ports import Claim, LLMUsage, Owner, Reclaimed, Vector
+
+
+class SqlJobs(SqlBase):
+    """The events and jobs part of `distill.ports.Store`."""
+
+    # -- events and jobs ---------------------------------------------------------------------------
+    def append_events(self, events: Sequence[Event], now: datetime) -> list[tuple[Event, bool]]:
+        stamp = rows.ts(now)
+        params = [rows.event_params(e) for e in events]  # refuses naive datetimes up front
+        stored: list[tuple[Event, bool]] = []
+        with self._tx() as db:
+            # In a fixed order, so that two batches naming the same subjects cannot deadlock.
+            # Not the consolidation lock: an agent never waits for a consolidation.
+            for project, subject in sorted({(e.project, e.subject) for e in events}):
+                self._lock(db, "append", project, subject)
+            for event, event_row in zip(events, params, strict=True):
+                if self._run(db, "insert_event", event_row).rowcount == 0:
+                    key = {"project": event.project, "idempotency_key": event.idempotency_key}
+                    stored.append((rows.event_from_row(self._one(db, "event_by_key", key)), False))
+                    continue
+                scope = {"project": event.project, "subject": event.subject, "now": stamp}
+                pending = self._run(db, "pending_job_for_subject", scope).fetchone()
+                if pending is None:
+                    job_id = ids.new_id()  # sorts in creation order: ties on time are fair
+                    self._run(db, "insert_job", {**scope, "id": job_id})
+                else:
+                    job_id = pending["id"]
+                    self._run(db, "touch_job", {"id": job_id, "now": stamp})
+                link = {"job_id": job_id, "event_id": event.id}
+                self._run(db, "attach_event_to_job", link)
+                stored.append((event, True))
+            if any(new for _, new in stored):
+                self._events_stored(db)
+        return stored
+
+    def events(self, ids: Sequence[str]) -> list[Event]:
+        """The stored events among `ids`, in (occurred_at, id) order."""
+        if not ids:
+            return []
+        found = self._read("events_by_ids", {"ids": self._array(ids)})
+        return [rows.event_from_row(r) for r in found]
+
+    def set_event_embeddings(self, model_id: str, vectors: dict[str, Vector]) -> None:
+        """Store derived embeddings of events: the only thing ever written to an event."""
+        if not vectors:
+            return
+        params = [
+            {"id": event_id, "model_id": model_id, "embedding": self._vector_param(vector)}
+            for event_id, vector in vectors.items()
+        ]
+        with self._tx() as db:
+            if self._many(db, "set_event_embedding", params) != len(params):
+                raise NotFound("some of these events do not exist")
+
+    def claim_jobs(self, now: datetime, limit: int, max_attempts: int) -> list[Job]:
+        if limit <= 0:
+            return []
+        stamp = rows.ts(now)
+        self._hold_claims()
+        with self._tx() as db:
+            due = self._run(
+                db, "due_jobs", {"now": stamp, "limit": limit, "max_attempts": max_attempts}
+            ).fetchall()
+            if not due:
+                return []
+            found = self._array([r["id"] for r in due])
+            owner = self.owner
+            claim = {"token": owner.token, "host": owner.host, "pid": owner.pid}
+            claim["started"] = owner.started
+            self._run(db, "mark_jobs_running", {"ids": found, "now": stamp, **claim})
+            return self._load_jobs(db, "jobs_by_ids", {"ids": found})
+
+    def reclaim(self, now: datetime, stalled_before: datetime, max_attempts: int) -> Reclaimed:
+        """Take back the running jobs of claimers that are gone (see `claims`), and of any
+        claimer whose heartbeat is older than `stalled_before`; say what is still held."""
+        others = [c for c in self._running_claims() if c.owner.token != self.owner.token]
+        gone = [c for c in others if self._claimer_gone(c.owner)]
+        params = {"now": rows.ts(now), "max_attempts": max_attempts}
+        with self._tx() as db:
+            taken = 0
+            if gone:
+                tokens = self._array([c.owner.token for c in gone])
+                taken = self._run(db, "reclaim_claims", {**params, "tokens": tokens}).rowcount
+            stalled = self._run(
+                db, "reclaim_stalled", {**params, "stalled_before": rows.ts(stalled_before)}
+            ).rowcount
+        held = [c for c in self._running_claims() if c.owner.token != self.owner.token]
+        return Reclaimed(tuple(gone), int(taken), int(stalled), tuple(held))
+
+    def _running_claims(self) -> list[Claim]:
+        claims = []
+        for r in self._read("running_claims", {}):
+            token = r["claim_token"] or ""  # a claim made before claims had owners
+            host, pid, started = r["claim_host"] or "", r["claim_pid"] or 0, r["claim_started"]
+            owner = Owner(token, host, pid, float(started or 0.0))
+            claims.append(Claim(owner, int(r["jobs"]), rows.as_opt_time(r["since"])))
+        return claims
+
+    def _claimer_gone(self, owner: Owner) -> bool:
+        """Whether the owner of a claim is known to be gone: its process, on this host, or
+        its session, where the backend can tell. Unknown owners are left to the lease."""
+        if not owner.token:
+            return False
+        if owner.host == self.owner.host and not process_alive(owner.pid, owner.started):
+            return True
+        return self._session_gone(owner.token)
+
+    def earlier_open_job(self, job_id: str) -> bool:
+        return bool(self._read("earlier_open_job", {"id": job_id}))
+
+    def heartbeat(self, now: datetime) -> None:
+        """Mark every job this store holds as still being worked on."""
+        self._write("heartbeat", {"token": self.owner.token, "now": rows.ts(now)})
+
+    def finish_job(self, job_id: str, now: datetime) -> None:
+        params = {"id": job_id, "now": rows.ts(now), "token": self.owner.token}
+        self._claimed_job("finish_job", params)
+
+    def fail_job(self, job_id: str, error: str, now: datetime, retry_at: datetime | None) -> None:
+        params = {"id": job_id, "error": error, "now": rows.ts(now), "retry_at": rows.ts(retry_at)}
+        self._claimed_job("fail_job", {**params, "token": self.owner.token})
+
+    def _claimed_job(self, query: str, params: dict[str, Any]) -> None:
+        """Change a job this store holds; raise `ClaimLost` if it holds it no longer."""
+        with self._tx() as db:
+            if self._run(db, query, params).rowcount:
+                return
+            if not self._run(db, "jobs_by_ids", {"ids": self._array([params["id"]])}).fetchall():
+                raise NotFound(f"no job {params['id']}")
+        raise ClaimLost(
+            f"job {params['id']} is no longer held by this run: it was taken back (its claim "
+            "looked abandoned) and may be another run's now"
+        )
+
+    def add_job_usage(self, job_id: str, usage: LLMUsage) -> None:
+        params = {
+            "id": job_id,
+            "calls": usage.calls,
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+        }
+        self._update_job("add_job_usage", params)
+
+    def _update_job(self, query: str, params: dict[str, Any]) -> None:
+        if self._write(query, params) == 0:
+            raise NotFound(f"no job {params['id']}")
+
+    def release_jobs(self, job_ids: Sequence[str], now: datetime) -> None:
+        if job_ids:
+            params = {"ids": self._array(job_ids), "now": rows.ts(now), "token": self.owner.token}
+            self._write("release_jobs", params)
+
+    def requeue_jobs(self, project: str | None, now: datetime) -> int:
+        return self._write("requeue_jobs", {"project": project, "now": rows.ts(now)})
+
+    def job(self, job_id: str) -> Job:
+        with self._tx(write=False) as db:
+            found = self._load_jobs(db, "jobs_by_ids", {"ids": self._array([job_id])})
+        if not found:
+            raise NotFound(f"no job {job_id}")
+        return found[0]
+
+    def jobs(self, project: str | None = None) -> list[Job]:
+        with self._tx(write=False) as db:
+            return self._load_jobs(db, "jobs_list", {"project": project})
+
+    def _load_jobs(self, db: DB, query: str, params: dict[str, Any]) -> list[Job]:
+        found = self._run(db, query, params).fetchall()
+        if not found:
+            return []
+        event_ids: dict[str, list[str]] = {r["id"]: [] for r in found}
+        for link in self._run(db, "job_event_ids", {"ids": self._array(list(event_ids))}):
+            event_ids[link["job_id"]].append(link["event_id"])
+        return [rows.job_from_row(r, tuple(event_ids[r["id"]])) for r in found]

@@ -692,7 +692,7 @@ def test_a_hanging_server_fails_the_job_in_bounded_time_and_it_is_retried(
     assert report.jobs_failed == 1 and report.created == 0
     [job] = mem.jobs()
     assert job.status is JobStatus.FAILED
-    assert "TransientProviderError" in (job.error or "")
+    assert "ProviderTimeout" in (job.error or "")  # a transient error: retried
     assert job.attempts < MAX_ATTEMPTS
     assert mem.facts(include_retired=True) == []
 

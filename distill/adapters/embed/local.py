@@ -102,6 +102,11 @@ class LocalEmbedder:
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
+        # onnxruntime's worker threads spin between calls by default, burning a core while
+        # they wait: 5.0-5.8 ms of CPU per text on two threads, against 3.4-3.7 ms with
+        # spinning off, for the same wall time per batch (measured on 2,000 texts, 2 cores).
+        # During a consolidation that spinning takes the core the deciding thread needs.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             session = ort.InferenceSession(
                 str(model_path), sess_options=options, providers=["CPUExecutionProvider"]

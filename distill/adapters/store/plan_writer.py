@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 def write_plan(store: SqlStore, db: DB, plan: Plan, audit: Sequence[AuditEntry]) -> set[int]:
     """Write every action, then the audit entries; returns the dimensions of new vectors."""
-    writer = _Writer(store, db)
+    writer = _Writer(store, db, _final_versions(plan))
     for action in plan.actions:
         writer.action(action)
     writer.flush()
@@ -43,10 +43,24 @@ def write_plan(store: SqlStore, db: DB, plan: Plan, audit: Sequence[AuditEntry])
     return {v["dim"] for v in writer.vectors}
 
 
+def _final_versions(plan: Plan) -> dict[str, Fact]:
+    """The last version of each fact the plan creates and then revises (a fact created and
+    retired by one job, say): it is inserted as it ends up, and its revisions are not
+    written again. What the table holds after the plan is the same; the audit still has
+    every step."""
+    created = {a.fact.id for a in plan.actions if isinstance(a, CreateFact)}
+    return {
+        a.after.id: a.after
+        for a in plan.actions
+        if isinstance(a, ReviseFact) and a.after.id in created
+    }
+
+
 class _Writer:
-    def __init__(self, store: SqlStore, db: DB) -> None:
+    def __init__(self, store: SqlStore, db: DB, final: dict[str, Fact]) -> None:
         self.store = store
         self.db = db
+        self.final = final
         self.q = store.queries
         # Rows that reference the facts a plan writes, collected to be written in bulk.
         self.sources: list[dict[str, Any]] = []
@@ -83,7 +97,7 @@ class _Writer:
             self.learn_alias(action)
 
     def create_fact(self, action: CreateFact) -> None:
-        fact = action.fact
+        fact = self.final.get(action.fact.id, action.fact)
         self.write_fact(
             "insert_fact", {**rows.fact_params(fact), "norm_hash": action.norm_hash}, fact
         )
@@ -112,6 +126,8 @@ class _Writer:
             raise IntegrityViolation(
                 f"a revision of fact {before.id} may not change its id, project or subject"
             )
+        if after.id in self.final:  # inserted in its final version already
+            return
         params = rows.fact_params(after)
         params.update({f"was_{k}": v for k, v in rows.fact_params(before).items() if k != "id"})
         if self.write_fact("update_fact", params, after) == 0:

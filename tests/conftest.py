@@ -1,9 +1,15 @@
 """Shared fixtures: a settable clock, and a Memory on a temporary SQLite file with the
-deterministic hashing embedder (tests that need the real model say so with `model`)."""
+deterministic hashing embedder (tests that need the real model say so with `model`).
+
+Processes the tests start (`distill`, `python -m distill`) run the code of this checkout:
+`pytest_configure` puts it first on `PYTHONPATH`, which they inherit. Without it they would
+import whichever checkout the package was installed from in editable mode.
+"""
 
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,6 +23,13 @@ from tests.postgres import make_postgres_database, postgres_database, postgres_s
 
 # PostgreSQL fixtures, for every test directory.
 __all__ = ["make_postgres_database", "postgres_database", "postgres_server"]
+
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    paths = [str(CHECKOUT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    os.environ["PYTHONPATH"] = os.pathsep.join(paths)
 
 
 class FakeClock:

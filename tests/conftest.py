@@ -20,9 +20,10 @@ import pytest
 from distill import Memory
 from distill.adapters.embed.hashing import HashingEmbedder
 from tests.postgres import make_postgres_database, postgres_database, postgres_server
+from tests.processes import processes
 
-# PostgreSQL fixtures, for every test directory.
-__all__ = ["make_postgres_database", "postgres_database", "postgres_server"]
+# PostgreSQL fixtures and real `distill` processes, for every test directory.
+__all__ = ["make_postgres_database", "postgres_database", "postgres_server", "processes"]
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 

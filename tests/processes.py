@@ -34,7 +34,8 @@ class Proc:
         return self.popen.pid
 
     def text(self) -> str:
-        self.handle.flush()
+        if not self.handle.closed:
+            self.handle.flush()
         return self.log.read_text(errors="replace")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
@@ -29,7 +30,7 @@ from distill.core.plan import (
     ReviseConflict,
     ReviseFact,
 )
-from distill.errors import IntegrityViolation, InvalidInput, NotFound, StoreError
+from distill.errors import DistillError, IntegrityViolation, InvalidInput, NotFound, StoreError
 from distill.ports import LLMUsage, Neighbour, Store
 from tests.factories import (
     PROJECT,
@@ -289,6 +290,40 @@ def test_heartbeat_keeps_a_running_job_from_being_reclaimed(store: Store) -> Non
     assert store.reclaim_stalled(at(30), stalled_before=at(10), max_attempts=3) == 0
     assert store.job(job.id).status is JobStatus.RUNNING
     assert store.reclaim_stalled(at(40), stalled_before=at(25), max_attempts=3) == 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="being built: a claim has an owner, and a store that lost its claim (taken over "
+    "by another after its lease expired) cannot finish, fail or release the job; the test "
+    "will need the owner's handle (a claim token, or the store as owner: two stores in one "
+    "process are two owners) once the API has one",
+)
+def test_a_claim_taken_over_cannot_be_finished_by_its_old_owner(
+    open_store: Callable[[], Store],
+) -> None:
+    """`first` claims a job and stops beating; `second` finds the lease expired, reclaims
+    the job and claims it again. `first`, back from a long pause, must not write that job:
+    its finish and its failure are refused, its release changes nothing, and the job stays
+    `second`'s, who finishes it."""
+    first, second = open_store(), open_store()
+    append(first, make_event(subject="a"))
+    [job] = first.claim_jobs(T0, 1, 3)
+    assert second.reclaim_stalled(at(30), stalled_before=at(20), max_attempts=3) == 1
+    [again] = second.claim_jobs(at(30), 1, 3)
+    assert (again.id, again.attempts) == (job.id, 2)
+
+    with pytest.raises(DistillError):
+        first.finish_job(job.id, at(31))
+    with pytest.raises(DistillError):
+        first.fail_job(job.id, "late", at(31), retry_at=at(90))
+    with contextlib.suppress(DistillError):
+        first.release_jobs([job.id], at(31))
+
+    held = second.job(job.id)
+    assert (held.status, held.attempts, held.error) == (JobStatus.RUNNING, 2, None)
+    second.finish_job(job.id, at(32))
+    assert second.job(job.id).status is JobStatus.DONE
 
 
 def test_requeue_puts_done_and_failed_jobs_back_to_pending(store: Store) -> None:

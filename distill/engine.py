@@ -145,8 +145,8 @@ class Engine:
     ) -> None:
         now = self.clock.now()
         report.claims(self.store.reclaim(now, now - LEASE, MAX_ATTEMPTS))
-        for line in report.claim_notes():
-            log.warning("%s", line)
+        for line in report.claim_notes():  # the CLI and the worker show them
+            log.info("%s", line)
         counts = self.store.counts(None).jobs_by_status
         total = counts.get("pending", 0) + counts.get("failed", 0)
         done = 0
@@ -298,7 +298,7 @@ class Engine:
                         report.count_llm(usage)
                 if stop is not None:
                     self._release(rest[1:], report)
-                    report.stopped_by_provider = _stopped(stop, len(rest) - 1)
+                    report.stopped_by_provider = _stopped(stop)
                     log.error("%s", report.stopped_by_provider)
                     return prepared, True
         except BaseException:  # interrupted (Ctrl-C): nothing of this batch will be decided
@@ -431,7 +431,7 @@ class Engine:
             report.errors.append(f"job {job.id} ({job.project}/{job.subject}): {message}")
 
 
-def _stopped(exc: Exception, left: int) -> str:
+def _stopped(exc: Exception) -> str:
     """Why the provider ended the run, in one line a person can act on."""
     if isinstance(exc, ProviderTimeout):
         why = f"the provider did not answer: {exc}"
@@ -440,8 +440,8 @@ def _stopped(exc: Exception, left: int) -> str:
     else:
         why = f"the provider failed {OUTAGE_AFTER} jobs in a row: {exc}"
     return (
-        f"stopped the run: {why}; the events of {left + 1} job(s) are kept (the failed one "
-        "retried after a backoff, the others pending) and the next run takes them up"
+        f"stopped the run: {why}; every event is kept: the failed job is retried after a "
+        "backoff, and the jobs not started are pending for the next run"
     )
 
 

@@ -48,20 +48,25 @@ class Report:
         self.jobs_held = sum(c.jobs for c in found.held)
         self.held_by = [c.owner.describe() for c in found.held]
 
+    def reclaim_note(self) -> str | None:
+        if not self.jobs_reclaimed:
+            return None
+        return (
+            f"reclaimed {self.jobs_reclaimed} job(s) from a run that is no longer running "
+            f"({'; '.join(self.reclaimed_from)})"
+        )
+
+    def held_note(self) -> str | None:
+        if not self.jobs_held:
+            return None
+        return (
+            f"{self.jobs_held} job(s) are being consolidated by another run "
+            f"({', '.join(self.held_by)}); left to it"
+        )
+
     def claim_notes(self) -> list[str]:
         """What the run found of other runs, in lines a person reads."""
-        notes = []
-        if self.jobs_reclaimed:
-            notes.append(
-                f"reclaimed {self.jobs_reclaimed} job(s) from a run that is no longer running "
-                f"({'; '.join(self.reclaimed_from)})"
-            )
-        if self.jobs_held:
-            notes.append(
-                f"{self.jobs_held} job(s) are being consolidated by another run "
-                f"({', '.join(self.held_by)}); left to it"
-            )
-        return notes
+        return [n for n in (self.reclaim_note(), self.held_note()) if n]
 
     @property
     def idle(self) -> bool:

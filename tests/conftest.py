@@ -1,5 +1,10 @@
 """Shared fixtures: a settable clock, and a Memory on a temporary SQLite file with the
-deterministic hashing embedder (tests that need the real model say so with `model`)."""
+deterministic hashing embedder (tests that need the real model say so with `model`).
+
+Processes the tests start (`distill`, `python -m distill`) run the code of this checkout:
+`pytest_configure` puts it first on `PYTHONPATH`, which they inherit. Without it they would
+import whichever checkout the package was installed from in editable mode.
+"""
 
 from __future__ import annotations
 
@@ -15,14 +20,17 @@ import pytest
 from distill import Memory
 from distill.adapters.embed.hashing import HashingEmbedder
 from tests.postgres import make_postgres_database, postgres_database, postgres_server
+from tests.processes import processes
 
-# Processes the tests start (`distill` in a subprocess) import the code under test, not
-# whichever checkout the package was installed from (another worktree, say).
-ROOT = Path(__file__).resolve().parent.parent
-os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+# PostgreSQL fixtures and real `distill` processes, for every test directory.
+__all__ = ["make_postgres_database", "postgres_database", "postgres_server", "processes"]
 
-# PostgreSQL fixtures, for every test directory.
-__all__ = ["make_postgres_database", "postgres_database", "postgres_server"]
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    paths = [str(CHECKOUT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    os.environ["PYTHONPATH"] = os.pathsep.join(paths)
 
 
 class FakeClock:

@@ -9,18 +9,22 @@ response is taken from the script in order (or the `default` when the script is 
         llm = OpenAILLM("m", base_url=server.url + "/v1", retry=NO_WAIT)
 
 A reply can also be a callable that receives the recorded request and returns a Reply, so a
-scripted model can answer by what the prompt says.
+scripted model can answer by what the prompt says: `Model(rule)` answers each message of an
+extraction prompt with the facts `rule(text)` gives. `Held(reply)` keeps a request waiting
+until the test releases it, and says when one arrived (a slow model, to kill or starve a run
+while it waits). `SilentServer` accepts connections and never answers (a stuck provider).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -273,3 +277,95 @@ def anthropic_error(
     return Reply(
         status, {"type": "error", "error": {"type": kind, "message": message}}, headers or {}
     )
+
+
+# -- a scripted model that reads its prompt --------------------------------------------------------
+
+_MESSAGE = re.compile(r"^\[(\d+)\] (\S+) from ([^\n]*)\n([^\n]*)", re.MULTILINE)
+Rule = Callable[[str], list[dict[str, Any]]]
+
+
+def prompt_of(request: Request) -> str:
+    content = request.body["messages"][1]["content"]
+    assert isinstance(content, str)
+    return str(content)
+
+
+def messages_in(request: Request) -> list[tuple[int, str]]:
+    """The numbered messages a request shows the model: (number, text)."""
+    return [(int(m.group(1)), m.group(4)) for m in _MESSAGE.finditer(prompt_of(request))]
+
+
+class Model:
+    """An OpenAI-compatible model as a callable script: for each message of the prompt it
+    answers the facts `rule(text)` gives, numbered with that message. Every reply reports a
+    different usage, recorded so tests can compare the run's accounting with it. `delay`
+    seconds pass before each answer (a slow model)."""
+
+    def __init__(self, rule: Rule, delay: float = 0.0) -> None:
+        self.rule = rule
+        self.delay = delay
+        self.usage: list[tuple[int, int]] = []
+
+    def __call__(self, request: Request) -> Reply:
+        facts = [
+            {"message": number, **fact}
+            for number, text in messages_in(request)
+            for fact in self.rule(text)
+        ]
+        usage = (200 + 13 * len(self.usage), 30 + 7 * len(self.usage))
+        self.usage.append(usage)
+        return replace(openai_reply(json.dumps({"facts": facts}), *usage), delay=self.delay)
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(p for p, _ in self.usage)
+
+    @property
+    def completion_tokens(self) -> int:
+        return sum(c for _, c in self.usage)
+
+
+def memory_of(text: str) -> list[dict[str, Any]]:
+    """Every message is one free-text memory, quoted whole as its evidence."""
+    return [{"kind": "memory", "text": text, "action": "create", "evidence_span": text}]
+
+
+class Held:
+    """A scripted reply that keeps its request waiting until `release()` (or `longest`
+    seconds), then answers with `then`. `arrived` is set as soon as the request is in."""
+
+    def __init__(self, then: Script, longest: float = 60.0) -> None:
+        self.then = then
+        self.longest = longest
+        self.arrived = threading.Event()
+        self.released = threading.Event()
+
+    def __call__(self, request: Request) -> Reply:
+        self.arrived.set()
+        self.released.wait(self.longest)
+        return self.then(request) if callable(self.then) else self.then
+
+    def release(self) -> None:
+        self.released.set()
+
+
+class SilentServer:
+    """A port on 127.0.0.1 that accepts connections (the kernel completes them, up to the
+    backlog) and never reads nor answers: a provider that hangs. No thread involved."""
+
+    def __init__(self, backlog: int = 64) -> None:
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._socket.bind(("127.0.0.1", 0))
+        self._socket.listen(backlog)
+
+    @property
+    def url(self) -> str:
+        host, port = self._socket.getsockname()[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> SilentServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._socket.close()

@@ -7,6 +7,7 @@ Readable tables by default, JSON with `--json`. Errors print `Error: ...` on std
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,7 +26,7 @@ from distill.errors import DistillError, InvalidInput
 from distill.extractors import EXTRACTORS
 from distill.memory import Memory, explain_validation, open_store
 from distill.service.eval_command import eval_cmd
-from distill.service.terminal import build_llm, err, out
+from distill.service.terminal import build_llm, configure_logging, err, out
 from distill.service.worker_command import worker
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -93,6 +94,12 @@ def json_option(func: F) -> F:
     type=click.FloatRange(min=1),
     help="Seconds one model request may take.",
 )
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Log what the engine and the providers do (retries, reclaims, rejections) on stderr.",
+)
 @click.version_option(package_name="distill")
 @click.pass_context
 def cli(
@@ -104,9 +111,12 @@ def cli(
     llm_model: str | None,
     llm_base_url: str | None,
     llm_timeout: float | None,
+    verbose: bool,
 ) -> None:
     """Distill: memory consolidation for AI agents. Events in, durable facts out."""
+    configure_logging(logging.INFO if verbose else None)
     ctx.obj = {
+        "verbose": verbose,
         "db": db,
         "embedder": embedder,
         "extractor": extractor,
@@ -248,7 +258,8 @@ def consolidate(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
     if report.stopped_by_provider:
         err.print(report.stopped_by_provider)
     if report.idle:
-        out.print("nothing to consolidate: no events are waiting")
+        if not report.jobs_held:  # else the line above said where the waiting work is
+            out.print("nothing to consolidate: no events are waiting")
         return
     table = Table(title="dry run: nothing was written" if dry_run else "consolidation")
     table.add_column("counter")
@@ -259,8 +270,12 @@ def consolidate(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
     out.print(table)
     for rejection in report.rejections:
         out.print(f"rejected ({rejection.reason}): {rejection.detail}")
-    for error in report.errors:
-        err.print(f"failed: {error}")
+    if report.stopped_by_provider:  # the one line above says why; `status` lists the jobs
+        if report.jobs_failed:
+            err.print(f"{report.jobs_failed} job(s) failed: distill status shows their errors")
+    else:
+        for error in report.errors:
+            err.print(f"failed: {error}")
     if dry_run:
         for action in report.actions:
             out.print(f"  {action['action']:<20} {action['reason']}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import platform
 import subprocess
 from collections.abc import Iterator
@@ -58,7 +57,9 @@ def eval_cmd(
     """Measure consolidation on public datasets: timelines, numeric-updates, pairs, locomo,
     scenarios, or all. Prints a table per suite and writes a JSON result."""
     names = list(SUITES) if suite == "all" else [suite]
-    with _progress(enabled=not as_json) as progress, _engine_logs_quiet():
+    # The suites provoke failures on purpose (a 429, a malformed answer) and report them in
+    # their tables; the engine's logs about them stay quiet unless --verbose asks for them.
+    with _progress(enabled=not as_json) as progress:
         context = EvalContext(
             data_dir=(data_dir or default_data_dir()).resolve(),
             limit=limit,
@@ -193,19 +194,6 @@ def summary_table(results: list[SuiteResult]) -> Table:
     for r in results:
         table.add_row(*r.summary_row())
     return table
-
-
-@contextmanager
-def _engine_logs_quiet() -> Iterator[None]:
-    """Suites provoke failures on purpose (a 429, a malformed answer) and report them in their
-    tables; the engine's warnings about them would only interleave with the output."""
-    logger = logging.getLogger("distill")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
 
 
 @contextmanager

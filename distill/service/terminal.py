@@ -1,8 +1,11 @@
-"""What every command shares: the two consoles, and the model the options configure."""
+"""What every command shares: the two consoles, logging, and the model the options
+configure."""
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
 from typing import Any
 
 import click
@@ -18,3 +21,21 @@ def build_llm(ctx: click.Context) -> Any:
     """The configured model. The key comes from the environment only: an option would show
     it in `ps` and the shell's history."""
     return make_llm(api_key=os.environ.get("DISTILL_LLM_API_KEY") or None, **ctx.obj["llm"])
+
+
+def configure_logging(level: int | None) -> None:
+    """Where the engine's and the providers' log records go: stderr from `level` up, or
+    nowhere (`None`). A command prints what a person needs from its result (a run's report
+    says which jobs failed and why a provider ended it), so by default its logs stay quiet;
+    `--verbose` shows them, and the long-running worker keeps its warnings."""
+    logger = logging.getLogger("distill")
+    for handler in list(logger.handlers):
+        logger.removeHandler(handler)
+    logger.propagate = False
+    if level is None:
+        logger.addHandler(logging.NullHandler())
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(level)

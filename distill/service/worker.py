@@ -115,6 +115,8 @@ class Worker:
                     self._stop.wait(ERROR_PAUSE)
                     continue
                 self.totals.add(report)
+                if note := report.reclaim_note():  # not the held jobs: every poll would say so
+                    log.warning("%s", note)
                 if self.on_run is not None and (report.jobs_done or report.jobs_failed):
                     self.on_run(report)
                 if report.stopped_by_provider and not self._stop.is_set():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 from typing import Any
 
@@ -10,7 +11,7 @@ import click
 from distill.adapters.llm import close_llm
 from distill.memory import Memory
 from distill.report import Report
-from distill.service.terminal import build_llm, err
+from distill.service.terminal import build_llm, configure_logging, err
 from distill.service.worker import Worker
 
 
@@ -59,6 +60,9 @@ def worker(
     runner = Worker(
         open_memory, concurrency=concurrency, interval=interval, on_run=announce, settle=settle
     )
+    # A worker runs unattended: its warnings (failed jobs, reclaimed ones, a database that
+    # went away) are its log.
+    configure_logging(logging.INFO if ctx.obj["verbose"] else logging.WARNING)
     runner.stop_on_signals()
     err.print(f"distill worker: {concurrency} thread(s), polling every {interval:g} s")
     try:

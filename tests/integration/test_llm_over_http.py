@@ -32,7 +32,18 @@ from distill.adapters.llm.openai import OpenAILLM
 from distill.core.models import FactStatus, JobStatus
 from distill.engine import MAX_ATTEMPTS
 from tests.factories import at
-from tests.llm_server import Reply, Request, ScriptedServer, openai_error, openai_reply
+from tests.llm_server import (
+    Model,
+    Reply,
+    Request,
+    Rule,
+    ScriptedServer,
+    memory_of,
+    messages_in,
+    openai_error,
+    openai_reply,
+    prompt_of,
+)
 
 if TYPE_CHECKING:
     from tests.conftest import FakeClock
@@ -40,9 +51,7 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.http
 
 MemoryFactory = Callable[..., Memory]
-Rule = Callable[[str], list[dict[str, Any]]]
 
-_MESSAGE = re.compile(r"^\[(\d+)\] (\S+) from ([^\n]*)\n([^\n]*)", re.MULTILINE)
 NO_WAIT = RetryPolicy(attempts=3, sleep=lambda seconds: None)
 DISTILL = Path(sys.executable).parent / "distill"
 SECRET = "sk-very-secret"
@@ -51,56 +60,12 @@ SECRET = "sk-very-secret"
 # -- a scripted model that reads its prompt --------------------------------------------------------
 
 
-def prompt_of(request: Request) -> str:
-    content = request.body["messages"][1]["content"]
-    assert isinstance(content, str)
-    return str(content)
-
-
-def messages_in(request: Request) -> list[tuple[int, str]]:
-    """The numbered messages a request shows the model: (number, text)."""
-    return [(int(m.group(1)), m.group(4)) for m in _MESSAGE.finditer(prompt_of(request))]
-
-
 def known_facts_in(request: Request) -> list[str]:
     """The lines of the prompt's "Known facts" section."""
     prompt = prompt_of(request)
     section = prompt.split("Known facts about", 1)[1].split("\n", 1)[1]
     section = section.split("Messages, oldest first:", 1)[0]
     return [line for line in section.splitlines() if line.strip()]
-
-
-class Model:
-    """An OpenAI-compatible model as a callable script: for each message of the prompt it
-    answers the facts `rule(text)` gives, numbered with that message. Every reply reports a
-    different usage, recorded so tests can compare the run's accounting with it."""
-
-    def __init__(self, rule: Rule) -> None:
-        self.rule = rule
-        self.usage: list[tuple[int, int]] = []
-
-    def __call__(self, request: Request) -> Reply:
-        facts = [
-            {"message": number, **fact}
-            for number, text in messages_in(request)
-            for fact in self.rule(text)
-        ]
-        usage = (200 + 13 * len(self.usage), 30 + 7 * len(self.usage))
-        self.usage.append(usage)
-        return openai_reply(json.dumps({"facts": facts}), *usage)
-
-    @property
-    def prompt_tokens(self) -> int:
-        return sum(p for p, _ in self.usage)
-
-    @property
-    def completion_tokens(self) -> int:
-        return sum(c for _, c in self.usage)
-
-
-def memory_of(text: str) -> list[dict[str, Any]]:
-    """Every message is one free-text memory, quoted whole as its evidence."""
-    return [{"kind": "memory", "text": text, "action": "create", "evidence_span": text}]
 
 
 def state(

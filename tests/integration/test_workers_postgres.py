@@ -2,8 +2,8 @@
 they scale out (SCENARIOS 43; DESIGN "Jobs, worker, scheduling" and "Storage").
 
 Every worker here is a real process: `distill worker` run as a user runs it (clean
-environment, hashing embedder), except in the crash test, whose worker is a small Python
-program that stops inside a job's transaction so that it can be killed there. Results are
+environment, hashing embedder); in the crash test it stops inside a job's transaction so
+that it can be killed there (`tests/processes.py`, `STOPPING_DISTILL`). Results are
 compared, through a projection without ids or wall-clock times, with a single `Memory` that
 consolidated the same events, added in the same order, one `consolidate()` per wave.
 
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -25,194 +24,35 @@ import time
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from distill import Memory
 from tests.postgres import database_url
+from tests.processes import Proc, Processes, stopping_distill, wait_until
+from tests.workload import (
+    assert_every_job_done_once,
+    assert_never_two_active,
+    canonical,
+    event,
+    families,
+    jobs_by_status,
+    query,
+    single_worker_run,
+    unfinished,
+    waves,
+)
 
 psycopg = pytest.importorskip("psycopg")
 
-DISTILL = Path(sys.executable).parent / "distill"
-T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 SUBJECTS = 20
 PER_SUBJECT = 50  # 20 x 50 = 1,000 events
-REPEAT = range(0, 7)  # one value said again and again: one fact, reinforced
-CHANGE = range(7, 14)  # a new value every 10 events, stated as a supersede
-CONFLICT = range(14, 20)  # alice says Acme, bob says Globex, both as creates
-
-
-# -- the events ------------------------------------------------------------------------------------
-def event(i: int) -> dict[str, Any]:
-    """Event i of 1,000: subject i % 20, its k-th event, one minute after event i - 1."""
-    s, k = i % SUBJECTS, i // SUBJECTS
-    source = "api"
-    if s in REPEAT:
-        claim = {"predicate": "favorite_color", "value": {"color": "blue"}, "action": "create"}
-    elif s in CHANGE:
-        value = {"city": f"city-{k // 10}"}
-        claim = {"predicate": "home_city", "value": value, "action": "supersede"}
-    else:
-        source = "alice" if k % 2 == 0 else "bob"
-        name = "Acme" if k % 2 == 0 else "Globex"
-        claim = {"predicate": "employer", "value": {"name": name}, "action": "create"}
-    return {
-        "subject": f"s{s:02d}",
-        "text": f"statement {k} of s{s:02d}",
-        "source": source,
-        "occurred_at": (T0 + timedelta(minutes=i)).isoformat(),
-        "idempotency_key": f"ev-{i:04d}",
-        "claims": [claim],
-    }
-
-
-def waves(total: int, count: int) -> list[list[dict[str, Any]]]:
-    """`total` events in `count` waves, in order; every wave after the first also replays
-    ten events of the wave before it (same idempotency key: no new event)."""
-    size = total // count
-    out = []
-    for w in range(count):
-        fresh = [event(i) for i in range(w * size, (w + 1) * size)]
-        replays = [event(i) for i in range((w - 1) * size, (w - 1) * size + 10)] if w else []
-        out.append(fresh + replays)
-    return out
-
-
-def single_worker_run(url: str, all_waves: list[list[dict[str, Any]]]) -> None:
-    """The reference: one Memory, the same events in the same order, a run per wave."""
-    with Memory(url, embedder="hashing") as mem:
-        for wave in all_waves:
-            mem.add_events(wave)
-            report = mem.consolidate()
-            assert report.jobs_failed == 0, report.errors
-
-
-# -- reading the database --------------------------------------------------------------------------
-def query(url: str, sql: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
-    with psycopg.connect(url, autocommit=True) as conn:
-        return list(conn.execute(sql, params or {}).fetchall())
-
-
-def jobs_by_status(url: str) -> dict[str, int]:
-    return dict(query(url, "SELECT status, count(*) FROM jobs GROUP BY status"))
-
-
-def unfinished(url: str) -> int:
-    counts = jobs_by_status(url)
-    return sum(n for status, n in counts.items() if status != "done")
-
-
-FACTS = """
-SELECT f.subject, f.kind, f.predicate, f.qualifiers::text, f.value::text, f.text, f.status,
-       f.reinforcement_count, f.valid_from, f.valid_to, f.last_reinforced_at,
-       ARRAY(SELECT e.idempotency_key
-             FROM jsonb_array_elements_text(f.source_event_ids) AS s(id)
-             JOIN events e ON e.id = s.id ORDER BY 1) AS sources,
-       (SELECT p.value::text FROM facts p WHERE p.id = f.supersedes_id) AS supersedes
-FROM facts f
-"""
-CONFLICTS = """
-SELECT c.subject, c.kind, c.status, c.identity_key,
-       ARRAY(SELECT f.value::text || ' ' || f.status
-             FROM jsonb_array_elements_text(c.member_ids) AS m(id)
-             JOIN facts f ON f.id = m.id ORDER BY 1) AS members
-FROM conflicts c
-"""
-
-
-def canonical(url: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    """Every fact and conflict set, without ids or wall-clock times (recorded_at and the
-    like differ between runs): what a user sees, and the events behind each fact."""
-    return sorted(query(url, FACTS), key=repr), sorted(query(url, CONFLICTS), key=repr)
-
-
-def assert_every_job_done_once(url: str, events: int) -> None:
-    assert jobs_by_status(url) == {"done": query(url, "SELECT count(*) FROM jobs")[0][0]}
-    assert query(url, "SELECT count(*) FROM events")[0][0] == events  # none lost, none doubled
-    twice = "SELECT event_id, count(*) FROM job_events GROUP BY event_id HAVING count(*) <> 1"
-    assert query(url, twice) == []  # each event belongs to exactly one job
-    assert query(url, "SELECT count(DISTINCT event_id) FROM job_events")[0][0] == events
-    # Each (event, claim) was decided exactly once: one observation, none missing.
-    seen = "SELECT event_id, claim_hash FROM observations GROUP BY 1, 2 HAVING count(*) > 1"
-    assert query(url, seen) == []
-    assert query(url, "SELECT count(DISTINCT event_id) FROM observations")[0][0] == events
-
-
-def assert_never_two_active(url: str) -> None:
-    doubles = """
-        SELECT project, subject, identity_key, count(*) FROM facts
-        WHERE status = 'active' AND kind = 'state'
-        GROUP BY project, subject, identity_key HAVING count(*) > 1
-    """
-    assert query(url, doubles) == []
-
-
-# -- processes -------------------------------------------------------------------------------------
-@dataclass
-class Proc:
-    popen: subprocess.Popen[bytes]
-    log: Path
-    handle: IO[bytes]
-
-    def text(self) -> str:
-        self.handle.flush()
-        return self.log.read_text(errors="replace")
-
-
-@dataclass
-class Processes:
-    """Processes started by a test; each is killed (if still running) and reaped at the end."""
-
-    tmp: Path
-    env: dict[str, str]
-    started: list[Proc] = field(default_factory=list)
-
-    def start(self, args: list[str], name: str) -> Proc:
-        log = self.tmp / f"{name}-{len(self.started)}.log"
-        handle = log.open("wb")
-        popen = subprocess.Popen(
-            args, stdout=handle, stderr=subprocess.STDOUT, env=self.env, cwd=self.tmp
-        )
-        proc = Proc(popen, log, handle)
-        self.started.append(proc)
-        return proc
-
-    def worker(self, url: str, *options: str) -> Proc:
-        return self.start([str(DISTILL), "--db", url, "worker", *options], "worker")
-
-    def finish(self, proc: Proc, timeout: float = 60) -> int:
-        code = proc.popen.wait(timeout=timeout)
-        proc.handle.close()
-        return code
-
-    def close(self) -> None:
-        for proc in self.started:
-            if proc.popen.poll() is None:
-                proc.popen.kill()
-            proc.popen.wait(timeout=30)
-            proc.handle.close()
-
-
-@pytest.fixture
-def processes(tmp_path: Path) -> Iterator[Processes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DISTILL_")}
-    env.update(DISTILL_EMBEDDER="hashing", HOME=str(tmp_path / "home"), NO_COLOR="1")
-    procs = Processes(tmp_path, env)
-    yield procs
-    procs.close()
-
-
-def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.1)
+# Repeats (one fact, reinforced), changes (a supersede chain), two sources disagreeing.
+REPEAT, CHANGE, CONFLICT = families(SUBJECTS)
 
 
 # -- 1. races --------------------------------------------------------------------------------------
@@ -287,28 +127,6 @@ def test_four_worker_processes_race_over_shared_subjects_like_one_worker(
 
 
 # -- 2. a worker killed inside a job ---------------------------------------------------------------
-# A worker whose store stops for good right after writing the job of one subject, before that
-# transaction commits, after saying so in a marker file: the test kills it there with SIGKILL.
-STOPPING_WORKER = """
-import json, pathlib, sys, time
-from distill import Memory
-from distill.adapters.store.postgres import PostgresStore
-from distill.service.worker import Worker
-
-url, subject, marker = sys.argv[1:4]
-apply = PostgresStore.apply
-
-def apply_then_stop(self, plan, job_id, audit):
-    apply(self, plan, job_id, audit)
-    if any(entry.subject == subject for entry in audit):
-        pathlib.Path(marker).write_text(json.dumps([job_id, len(audit)]))
-        time.sleep(600)
-
-PostgresStore.apply = apply_then_stop
-Worker(lambda: Memory(url, embedder="hashing")).run(once=True)
-"""
-
-
 ADVISORY_LOCKS = """
 SELECT count(*) FROM pg_locks
 WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database
@@ -331,9 +149,7 @@ def test_a_worker_killed_inside_a_job_leaves_no_partial_write_and_the_job_is_red
     with Memory(url, embedder="hashing") as agent:
         agent.add_events(all_waves[0])
     marker = tmp_path / "inside-the-transaction"
-    crashing = processes.start(
-        [sys.executable, "-c", STOPPING_WORKER, url, victim, str(marker)], "crashing"
-    )
+    crashing = stopping_distill(processes, victim, marker, url, "worker", "--once")
     wait_until(lambda: marker.exists() or crashing.popen.poll() is not None, 60, "the marker")
     assert marker.exists(), crashing.text()
     job_id, writes = json.loads(marker.read_text())

@@ -218,7 +218,7 @@ def _run_all(
 def run(ctx: EvalContext) -> SuiteResult:
     cases = ctx.take(load_cases(CASES_FILE))
     results = _run_all(cases, ctx.shared_embedder(), ctx.progress)
-    embedder = ctx.embedder if isinstance(ctx.embedder, str) else type(ctx.embedder).__name__
+    embedder = ctx.embedder if isinstance(ctx.embedder, str) else ctx.embedder.model_id
     return summarise(results, cases, CASES_FILE, embedder)
 
 

@@ -81,8 +81,8 @@ def make_events(n: int, seed: int = 7) -> list[dict[str, Any]]:
 def run_round(n: int, embedder_name: str) -> dict[str, Any]:
     """One round, in its own process: consolidate a fresh store, then embed the same texts
     with a fresh embedder, so that both sides see the same machine state."""
-    from distill.adapters.embed import make_embedder
     from distill.core.identity import identity_text
+    from distill.memory import make_embedder
 
     events = make_events(n)
     texts = {e["text"] for e in events}

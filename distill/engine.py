@@ -27,6 +27,7 @@ from distill.core.working import Candidate
 from distill.errors import (
     ClaimLost,
     DistillError,
+    EmbeddingMismatch,
     MalformedAnswer,
     ProviderError,
     ProviderTimeout,
@@ -103,7 +104,7 @@ class Engine:
         embedder: Embedder,
         extraction: Extraction,
         clock: Clock,
-        max_distance: float,
+        max_distance: float | None,
         new_id: Callable[[], str] | None = None,
         embed_events: bool = False,
     ) -> None:
@@ -402,11 +403,27 @@ class Engine:
         for start in range(0, len(missing), self.embedder.max_batch):
             chunk = missing[start : start + self.embedder.max_batch]
             rows = self.embedder.embed_batch(chunk)
+            if rows.shape != (len(chunk), self.embedder.dimension):
+                raise EmbeddingMismatch(
+                    f"the embedder {model} returned vectors of shape {rows.shape} for "
+                    f"{len(chunk)} texts, but says its vectors have {self.embedder.dimension} "
+                    "values"
+                )
             fresh.update({hashes[t]: rows[i] for i, t in enumerate(chunk)})
         if fresh:
             self.store.cache_embeddings(model, fresh)
         cached.update(fresh)
-        return {t: np.asarray(cached[hashes[t]], dtype=np.float32) for t in texts}
+        found = {t: np.asarray(cached[hashes[t]], dtype=np.float32) for t in texts}
+        sizes = {len(v) for v in found.values()}
+        if len(sizes) > 1:
+            # The cache holds another model's vectors under this id (a server that now serves
+            # another model under the same name): any distance between them would be wrong.
+            raise EmbeddingMismatch(
+                f"vectors of {sorted(sizes)} values are stored under the one embedder id "
+                f"{model!r}: two models have used this id. Give the new model its own id "
+                "(model_id=...) or go back to the model the store was filled with"
+            )
+        return found
 
     # -- failures ------------------------------------------------------------------------------
     def _fail(self, job: Job, exc: Exception, report: Report) -> None:

@@ -2,7 +2,9 @@
 
     DistillError
     ├── ConfigurationError      bad arguments or environment; raised at construction
-    │   └── MissingDependency   an optional extra is not installed (the message has the pip line)
+    │   ├── MissingDependency   an optional extra is not installed (the message has the pip line)
+    │   └── EmbeddingMismatch   vectors of two embedding models were about to be compared (two
+    │                           models under one model id): found when used, not when built
     ├── InvalidInput            a malformed event, claim or JSONL line (nothing was written)
     ├── NotFound                no such fact, conflict or event in this project
     ├── InvalidOperation        the request is well-formed but not allowed in the current state
@@ -34,6 +36,10 @@ class ConfigurationError(DistillError):
 
 class MissingDependency(ConfigurationError):
     """An optional dependency is not installed."""
+
+
+class EmbeddingMismatch(ConfigurationError):
+    """Vectors of different sizes under one model id: a distance between them would be wrong."""
 
 
 class InvalidInput(DistillError):

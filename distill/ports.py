@@ -39,11 +39,20 @@ class Clock(Protocol):
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Turns texts into L2-normalised float32 vectors of `dimension` values."""
+    """Turns texts into L2-normalised float32 vectors of `dimension` values.
+
+    `model_id` names the vector space: the store keys vectors and cached embeddings by it,
+    and the semantic-match threshold is calibrated per model id.
+    """
 
     model_id: str
-    dimension: int
     max_batch: int
+
+    @property
+    def dimension(self) -> int:
+        """The size of every vector. A model behind a server may learn it from its first
+        answer (asking for it first costs one request)."""
+        ...
 
     def embed_batch(self, texts: Sequence[str]) -> Vector:
         """One row per text, L2-normalised, shape (len(texts), dimension)."""

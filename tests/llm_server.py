@@ -13,6 +13,9 @@ scripted model can answer by what the prompt says: `Model(rule)` answers each me
 extraction prompt with the facts `rule(text)` gives. `Held(reply)` keeps a request waiting
 until the test releases it, and says when one arrived (a slow model, to kill or starve a run
 while it waits). `SilentServer` accepts connections and never answers (a stuck provider).
+An embeddings server computes its vectors from the texts it is sent (`openai_embeddings`,
+`ollama_embeddings`); `routes` answers by path, so one server can serve
+`/v1/chat/completions` and `/v1/embeddings` together.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -369,3 +372,93 @@ class SilentServer:
 
     def __exit__(self, *exc: object) -> None:
         self._socket.close()
+
+
+# -- embeddings ----------------------------------------------------------------------------------
+
+Embed = Callable[[str], Sequence[float]]
+
+
+def routes(table: dict[str, Script]) -> Callable[[Request], Reply]:
+    """A script that answers by path (the query string ignored), 404 for any other path:
+    one server can then speak chat and embeddings at once, as a real one does."""
+
+    def answer(request: Request) -> Reply:
+        step = table.get(request.path.split("?", 1)[0])
+        if step is None:
+            return Reply(404, {"error": {"message": f"no route {request.path}"}})
+        return step(request) if callable(step) else step
+
+    return answer
+
+
+def _inputs(request: Request) -> list[str]:
+    given = request.body.get("input") if isinstance(request.body, dict) else None
+    return [given] if isinstance(given, str) else list(given or [])
+
+
+def openai_embeddings(
+    embed: Embed, reverse: bool = False, model: str = "test-embed"
+) -> Callable[[Request], Reply]:
+    """A `/v1/embeddings` server: one vector per input, computed by `embed`, with its
+    `index`. `reverse` sends them last first, as a server may (the index says where each
+    goes)."""
+
+    def answer(request: Request) -> Reply:
+        vectors = [list(map(float, embed(text))) for text in _inputs(request)]
+        return openai_embedding_reply(vectors, reverse=reverse, model=model)
+
+    return answer
+
+
+def openai_embedding_reply(
+    vectors: Sequence[Sequence[float]],
+    reverse: bool = False,
+    model: str = "test-embed",
+    indices: Sequence[int | None] | None = None,
+) -> Reply:
+    """A `/v1/embeddings` success as OpenAI sends it (`encoding_format: float`)."""
+    numbers = indices if indices is not None else range(len(vectors))
+    numbered = list(zip(numbers, vectors, strict=True))
+    if reverse:
+        numbered.reverse()
+    data = []
+    for index, vector in numbered:
+        item: dict[str, Any] = {"object": "embedding", "embedding": list(vector)}
+        if index is not None:
+            item["index"] = index
+        data.append(item)
+    return Reply(
+        200,
+        {
+            "object": "list",
+            "data": data,
+            "model": model,
+            "usage": {"prompt_tokens": 8 * len(vectors), "total_tokens": 8 * len(vectors)},
+        },
+    )
+
+
+def ollama_embeddings(embed: Embed, model: str = "nomic-embed-text") -> Callable[[Request], Reply]:
+    """An `/api/embed` server: one vector per input, in input order, as Ollama answers."""
+
+    def answer(request: Request) -> Reply:
+        return ollama_embed_reply([list(map(float, embed(t))) for t in _inputs(request)], model)
+
+    return answer
+
+
+def ollama_embed_reply(
+    vectors: Sequence[Sequence[float]], model: str = "nomic-embed-text"
+) -> Reply:
+    """An `/api/embed` success."""
+    return Reply(
+        200,
+        {
+            "model": model,
+            "embeddings": [list(v) for v in vectors],
+            "total_duration": 1_000_000,
+            "load_duration": 1_000,
+            "prompt_eval_count": 8 * len(vectors),
+        },
+    )

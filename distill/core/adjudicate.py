@@ -49,13 +49,11 @@ from distill.core.working import (
     without_nulls,
 )
 
-# Cosine distance between the identity texts of two facts (`identity_text`: predicate and
-# value) at or under which they are one attribute. Calibrated by scripts/calibrate_threshold.py
-# on 54 same-attribute and 58 different-attribute pairs with the default embedder: 0.12 is the
-# largest value with no false merge (the closest different pair sits at 0.1203), and merges
-# 14 of 54 paraphrases. Higher values trade misses for false merges: 0.27 merges 9 of 58
-# different pairs ("home city: Lyon" / "birth city: Lyon" at 0.270).
-SEMANTIC_MATCH_MAX_DISTANCE = 0.12
+# The cosine distance between the identity texts of two facts (`identity_text`: predicate and
+# value) at or under which they are one attribute is a property of the embedding model, not of
+# this pass: the caller gives the one calibrated for its embedder (the registry
+# distill/adapters/embed/calibrations.json, measured by scripts/calibrate_threshold.py), or
+# None for an embedder with no calibration, which turns matching by meaning off.
 # How many nearest active facts are considered for a semantic identity match.
 NEIGHBOURS = 5
 
@@ -68,7 +66,7 @@ class Adjudicator(LateArrivals):
         snapshot: Snapshot,
         now: datetime,
         new_id: Callable[[], str],
-        max_distance: float = SEMANTIC_MATCH_MAX_DISTANCE,
+        max_distance: float | None = None,
     ) -> None:
         super().__init__(snapshot, now, new_id)
         self.max_distance = max_distance
@@ -217,6 +215,8 @@ class Adjudicator(LateArrivals):
     def _nearest(
         self, predicate: str, value: dict[str, Any], qualifiers: dict[str, Any]
     ) -> tuple[Fact, float] | None:
+        if self.max_distance is None:  # an uncalibrated embedder: no matching by meaning
+            return None
         text = identity_text(predicate, value)
         wanted = qualifiers_of_key(identity_key(predicate, qualifiers))
         options: list[tuple[float, str]] = []

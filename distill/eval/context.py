@@ -14,8 +14,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from distill.adapters.embed import make_embedder
 from distill.errors import ConfigurationError
-from distill.memory import Memory, make_embedder
+from distill.memory import Memory
 from distill.ports import Embedder
 
 Progress = Callable[[str, int, int], None]

@@ -8,7 +8,7 @@ Two tiers decide "same fact" without a model in the loop:
   two sentences are added as two events and consolidated; the pair is merged when the
   second statement reinforced the memory of the first.
 * the identity tier: a state claim is filed under an existing fact whose identity text is
-  within `SEMANTIC_MATCH_MAX_DISTANCE` (cosine) unless a guard of `identity.veto` tells the
+  within the embedder's calibrated threshold (cosine) unless a guard of `identity.veto` tells the
   predicates apart. A sentence longer than a predicate may be (80 characters) cannot go
   through `Memory` as a predicate, so this tier is probed with the adjudicator's own rule:
   each sentence is made the predicate an extractor could have named after it
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from distill.core.adjudicate import SEMANTIC_MATCH_MAX_DISTANCE
+from distill.adapters.embed.calibrations import match_distance
 from distill.core.identity import GUARDS, identity_text, normalise_text
 from distill.core.models import normalise_predicate
 from distill.eval.context import EvalContext
@@ -75,10 +75,13 @@ class Outcome:
     distance: float = 2.0
     vetoed_by: set[str] = field(default_factory=set)  # guards that object to the match
     overlap: float = 0.0
+    threshold: float | None = None  # the embedder's calibrated one; None: the tier is off
 
     def identity_merged(self, guards: Iterable[str]) -> bool:
         """Matched by the identity tier with only `guards` in force."""
-        close = round(self.distance, 6) <= SEMANTIC_MATCH_MAX_DISTANCE
+        if self.threshold is None:
+            return False
+        close = round(self.distance, 6) <= self.threshold
         return close and not self.vetoed_by.intersection(guards)
 
     @property
@@ -190,13 +193,17 @@ def jaccard(a: str, b: str) -> float:
 def measure(ctx: EvalContext, pairs: list[Pair], label: str) -> list[Outcome]:
     """Every tier on every pair."""
     merged = text_tier(ctx, pairs, f"{label}: text tier")
+    embedder = ctx.shared_embedder()
     matched = identity_tier(
-        ctx.shared_embedder(),
+        embedder,
         pairs,
         lambda done, total: ctx.progress(f"{label}: embedding", done, total),
     )
+    threshold = match_distance(embedder)
     return [
-        Outcome(text_merged=m, distance=d, vetoed_by=v, overlap=jaccard(p.a, p.b))
+        Outcome(
+            text_merged=m, distance=d, vetoed_by=v, overlap=jaccard(p.a, p.b), threshold=threshold
+        )
         for p, m, (d, v) in zip(pairs, merged, matched, strict=True)
     ]
 
@@ -316,6 +323,8 @@ def summarise(ctx: EvalContext, m: Measured) -> SuiteResult:
     contradictions, negations = sets["contradiction"], sets["negation (no/not on one side)"]
     paraphrases = sets["paraphrase (entailment both ways)"]
     bands = sts_bands(m.sts)
+    threshold = match_distance(ctx.shared_embedder())
+    within = f"distance ≤ {threshold:g}" if threshold is not None else "no calibrated threshold"
     metrics = [
         Metric.at_most(
             f"{where}: contradiction pairs merged",
@@ -342,7 +351,7 @@ def summarise(ctx: EvalContext, m: Measured) -> SuiteResult:
         Metric.info(
             f"{where}: contradiction pairs merged by the embedder alone",
             share(contradictions, lambda o: o.identity_merged(())),
-            f"distance ≤ {SEMANTIC_MATCH_MAX_DISTANCE:g}, no guard",
+            f"{within}, no guard",
         ),
         Metric.info(
             f"{sts_where}: pairs scored 4–5 merged",
@@ -371,7 +380,7 @@ def summarise(ctx: EvalContext, m: Measured) -> SuiteResult:
         ],
         notes=NOTES,
         params={
-            "max_distance": SEMANTIC_MATCH_MAX_DISTANCE,
+            "max_distance": threshold,
             "guards": list(GUARDS),
             "sick_sets": list(m.sick_splits),
             "sts_files": list(m.sts_files),
@@ -387,8 +396,8 @@ NOTES = [
     f"baseline (jaccard: Jaccard ≥ {JACCARD_MERGE:g} on word sets).",
     "Merged = taken for one fact by an automatic tier: the text tier (the second sentence "
     "reinforced the memory of the first, measured through Memory) or the identity tier "
-    "(distance of the identity texts ≤ "
-    f"{SEMANTIC_MATCH_MAX_DISTANCE:g} and no guard of identity.veto objecting).",
+    "(distance of the identity texts within the embedder's calibrated threshold, "
+    "params.max_distance, and no guard of identity.veto objecting).",
     "The identity tier is probed with the adjudicator's rule rather than through Memory: "
     "each sentence is taken as the predicate an extractor could name after it, and some "
     "sentences exceed the 80-character predicate limit. The rule is the one "

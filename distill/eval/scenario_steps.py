@@ -34,7 +34,6 @@ from typing import Any
 from distill import errors
 from distill.adapters.embed.hashing import HashingEmbedder, vectors_at_distance
 from distill.adapters.llm.fake import FakeLLM
-from distill.core.adjudicate import SEMANTIC_MATCH_MAX_DISTANCE
 from distill.core.identity import identity_text
 from distill.core.models import ConflictSet, Event, Fact
 from distill.memory import Memory
@@ -45,6 +44,10 @@ from distill.report import Report
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 CLOCK_START = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
 EMBED_DIMENSION = 256
+# Cosine distance: the semantic-match threshold of a case that places its own vectors and
+# names none. The distances it gives ("threshold + 0.001") are relative to this value and its
+# memory is built with it, whatever the registry says of the hashing embedder.
+CASE_MAX_DISTANCE = 0.12
 
 # The keys each action and each check accepts (`raises`/`message_contains` on any action).
 ACTIONS: dict[str, set[str]] = {
@@ -487,4 +490,4 @@ def id_factory() -> Callable[[], str]:
 
 
 def threshold_of(options: Mapping[str, Any]) -> float:
-    return float(options.get("max_distance", SEMANTIC_MATCH_MAX_DISTANCE))
+    return float(options.get("max_distance", CASE_MAX_DISTANCE))

@@ -16,13 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from distill.core.adjudicate import SEMANTIC_MATCH_MAX_DISTANCE
+from distill.adapters.embed import make_embedder
 from distill.errors import ConfigurationError
 from distill.eval.context import EvalContext, Progress
 from distill.eval.results import Dataset, Metric, SuiteResult, Table
 from distill.eval.scenario_steps import (
     ACTIONS,
     ANY_ACTION,
+    CASE_MAX_DISTANCE,
     CHECKS,
     REQUIRED,
     CaseFailed,
@@ -35,7 +36,6 @@ from distill.eval.scenario_steps import (
     make_llm,
     threshold_of,
 )
-from distill.memory import make_embedder
 from distill.ports import Embedder
 
 NAME = "scenarios"
@@ -131,7 +131,7 @@ def _memory_problem(memory: Any) -> str:
         if not isinstance(pair, dict) or pair.keys() != {"distance", "a", "b"}:
             return 'each of `vectors` is {"distance": ..., "a": [predicate, value], "b": [...]}'
         try:
-            distance(pair["distance"], SEMANTIC_MATCH_MAX_DISTANCE)
+            distance(pair["distance"], CASE_MAX_DISTANCE)
         except (TypeError, ValueError) as exc:
             return f"vectors: {exc}"
     llm = memory.get("llm", {})
@@ -171,6 +171,7 @@ def run_case(case: Mapping[str, Any], embedder: Embedder) -> CaseResult:
         options["llm"] = make_llm(options["llm"])
     if pairs:
         embedder = distance_embedder(pairs, threshold_of(options))
+        options.setdefault("max_distance", threshold_of(options))
     ctx = EvalContext(data_dir=Path("."), embedder=embedder)
     new_id = id_factory()
     try:
@@ -217,7 +218,7 @@ def _run_all(
 def run(ctx: EvalContext) -> SuiteResult:
     cases = ctx.take(load_cases(CASES_FILE))
     results = _run_all(cases, ctx.shared_embedder(), ctx.progress)
-    embedder = ctx.embedder if isinstance(ctx.embedder, str) else type(ctx.embedder).__name__
+    embedder = ctx.embedder if isinstance(ctx.embedder, str) else ctx.embedder.model_id
     return summarise(results, cases, CASES_FILE, embedder)
 
 

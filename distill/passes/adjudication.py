@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from distill.core.adjudicate import NEIGHBOURS, SEMANTIC_MATCH_MAX_DISTANCE, Adjudicator
+from distill.core.adjudicate import NEIGHBOURS, Adjudicator
 from distill.core.identity import (
     content_hash,
     identity_key,
@@ -67,7 +67,9 @@ class Adjudication:
     name = "adjudicate"
     cap: int | None = None  # a job is decided whole, or not at all
 
-    def __init__(self, max_distance: float = SEMANTIC_MATCH_MAX_DISTANCE) -> None:
+    def __init__(self, max_distance: float | None = None) -> None:
+        """`max_distance`: the embedder's calibrated semantic-match threshold; None (an
+        uncalibrated embedder) matches by exact predicate and learned aliases only."""
         self.max_distance = max_distance
 
     def decide(self, snapshot: AdjudicationSnapshot, context: Context) -> PassResult:
@@ -96,7 +98,8 @@ class Adjudication:
 
         facts: dict[str, Fact] = {}
         neighbours: dict[str, Neighbourhood] = {}
-        if identity and work.vector_model is not None:
+        # Without a threshold nothing is matched by meaning: the neighbours would go unused.
+        if identity and work.vector_model is not None and self.max_distance is not None:
             texts = sorted(identity)
             matrix = np.stack([identity[t] for t in texts])
             found = store.nearest_facts(project, subject, matrix, NEIGHBOURS, work.vector_model)

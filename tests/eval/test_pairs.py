@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from distill import Memory
-from distill.core.adjudicate import SEMANTIC_MATCH_MAX_DISTANCE
+from distill.adapters.embed import make_embedder
+from distill.adapters.embed.calibrations import match_distance
 from distill.core.identity import identity_text
 from distill.eval import EvalContext, default_data_dir, run_suite
 from distill.eval.pairs import read_sts
-from distill.memory import make_embedder
 
 SICK_HEADER = [
     "pair_ID",
@@ -200,7 +200,9 @@ def test_always_and_never_are_kept_apart_by_the_negation_guard(tmp_path: Path) -
             for p in ("always_publishes_on_monday", "never_publishes_on_monday")
         ]
         va, vb = embedder.embed_batch(texts)
-        assert 1.0 - float(np.dot(va, vb)) <= SEMANTIC_MATCH_MAX_DISTANCE
+        threshold = match_distance(embedder)
+        assert threshold is not None
+        assert 1.0 - float(np.dot(va, vb)) <= threshold
         when = datetime(2025, 1, 1, tzinfo=UTC)
         for subject, predicates in [
             ("alice", ("always_publishes_on_monday", "never_publishes_on_monday")),

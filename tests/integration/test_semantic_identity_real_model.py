@@ -1,7 +1,8 @@
 """SCENARIOS A5, A7 and A8 with the real local embedder and the calibrated threshold.
 
 The unit tests place predicates at chosen distances; these show what the shipped model and
-`SEMANTIC_MATCH_MAX_DISTANCE` do with real predicate names. Each test measures the distance
+its calibrated threshold (distill/adapters/embed/calibrations.json) do with real predicate
+names. Each test measures the distance
 first, so a failure says which side of the threshold the model put the pair.
 
 A5 and A8 use pairs from the calibration set that the calibrated threshold merges. The
@@ -21,8 +22,8 @@ import numpy as np
 import pytest
 
 from distill import Memory
+from distill.adapters.embed.calibrations import calibration_for
 from distill.adapters.embed.local import LocalEmbedder
-from distill.core.adjudicate import SEMANTIC_MATCH_MAX_DISTANCE
 from distill.core.identity import identity_text
 from distill.core.models import Fact, FactStatus
 from distill.engine import Report
@@ -32,6 +33,9 @@ pytestmark = pytest.mark.model
 MemoryFactory = Callable[..., Memory]
 
 SUBJECT = "u1"
+_RECORDED = calibration_for(LocalEmbedder.model_id)
+assert _RECORDED is not None, "the local embedder has no entry in calibrations.json"
+THRESHOLD = _RECORDED.max_distance
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
 
@@ -85,8 +89,8 @@ def test_supersede_under_a_paraphrased_name_learns_the_alias(
     say(mem, new, days=30, action="supersede")
     report = mem.consolidate()
 
-    why = f"distance {measured:.4f}, threshold {SEMANTIC_MATCH_MAX_DISTANCE}"
-    assert measured <= SEMANTIC_MATCH_MAX_DISTANCE, why
+    why = f"distance {measured:.4f}, threshold {THRESHOLD}"
+    assert measured <= THRESHOLD, why
     assert learned_aliases(report) == [("contact_number", "phone_number")], why
     assert report.superseded == 1, why
     active = mem.facts(subject=SUBJECT)
@@ -110,8 +114,8 @@ def test_bike_count_and_car_count_stay_apart(
     say(mem, cars, days=1)
     second = mem.consolidate()
 
-    why = f"distance {measured:.4f}, threshold {SEMANTIC_MATCH_MAX_DISTANCE}"
-    assert measured > SEMANTIC_MATCH_MAX_DISTANCE, why
+    why = f"distance {measured:.4f}, threshold {THRESHOLD}"
+    assert measured > THRESHOLD, why
     assert learned_aliases(first, second) == [], why
     active = mem.facts(subject=SUBJECT)
     assert sorted((f.predicate, f.value) for f in active) == [
@@ -136,7 +140,7 @@ def test_bike_count_and_car_count_with_equal_values_stay_apart(
     say(mem, cars, days=1)
     report = mem.consolidate()
 
-    why = f"distance {measured:.4f}, threshold {SEMANTIC_MATCH_MAX_DISTANCE}"
+    why = f"distance {measured:.4f}, threshold {THRESHOLD}"
     assert (report.created, report.reinforced) == (1, 0), why
     assert learned_aliases(report) == [], why
     assert len(mem.facts(subject=SUBJECT)) == 2, why
@@ -156,8 +160,8 @@ def test_same_value_under_a_paraphrased_name_is_one_fact(
     say(mem, preferred, days=1)
     report = mem.consolidate()
 
-    why = f"distance {measured:.4f}, threshold {SEMANTIC_MATCH_MAX_DISTANCE}"
-    assert measured <= SEMANTIC_MATCH_MAX_DISTANCE, why
+    why = f"distance {measured:.4f}, threshold {THRESHOLD}"
+    assert measured <= THRESHOLD, why
     assert (report.reinforced, report.created) == (1, 0), why
     rows = every_fact(mem)
     assert len(rows) == 1, why

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from distill import Memory
+from distill.adapters.embed.calibrations import calibration_for
 from distill.adapters.embed.hashing import HashingEmbedder, vectors_at_distance
-from distill.core.adjudicate import SEMANTIC_MATCH_MAX_DISTANCE
 from distill.core.identity import identity_text
 from distill.core.models import Event, FactKind, FactStatus, JobStatus
 from distill.engine import Report
@@ -33,8 +33,12 @@ def learned_aliases(*reports: Report) -> list[dict[str, Any]]:
     return [a["after"] for r in reports for a in r.actions if a["action"] == "learn_alias"]
 
 
+# The threshold these tests' Memory runs with: the hashing embedder's entry in the registry.
+_RECORDED = calibration_for(HashingEmbedder().model_id)
+assert _RECORDED is not None, "the hashing embedder has no entry in calibrations.json"
+THRESHOLD = _RECORDED.max_distance
 # A distance well within the calibrated threshold, whatever it is calibrated to.
-CLOSE = SEMANTIC_MATCH_MAX_DISTANCE / 2
+CLOSE = THRESHOLD / 2
 
 
 def identity_texts(predicate: str, value: dict[str, Any]) -> set[str]:
@@ -271,7 +275,7 @@ def test_alias_resolves_later_events_whatever_their_distance(
     for a in identity_texts(canonical, {"time": "25:50"}):
         for b in identity_texts(*third):
             va, vb = plain.embed_batch([a, b])
-            assert 1.0 - float(np.dot(va, vb)) > SEMANTIC_MATCH_MAX_DISTANCE
+            assert 1.0 - float(np.dot(va, vb)) > THRESHOLD
     later = make_memory(embedder=plain)
     e3 = say(later, *third, when=at(days=60), action="supersede")
     report = later.consolidate()
@@ -310,7 +314,7 @@ PACE_OLD = ("running_pace", {"min_per_km": 5.5})
 PACE_NEW = ("run_pace", {"min_per_km": 5.0})
 
 
-@pytest.mark.parametrize("threshold", [SEMANTIC_MATCH_MAX_DISTANCE, 0.27])
+@pytest.mark.parametrize("threshold", [THRESHOLD, 0.27])
 def test_predicates_exactly_at_the_threshold_are_one_identity(
     make_memory: MemoryFactory, threshold: float
 ) -> None:
@@ -331,7 +335,7 @@ def test_predicates_exactly_at_the_threshold_are_one_identity(
     assert len(mem.conflicts(subject=SUBJECT)) == 1
 
 
-@pytest.mark.parametrize("threshold", [SEMANTIC_MATCH_MAX_DISTANCE, 0.27])
+@pytest.mark.parametrize("threshold", [THRESHOLD, 0.27])
 def test_predicates_just_above_the_threshold_are_separate(
     make_memory: MemoryFactory, threshold: float
 ) -> None:

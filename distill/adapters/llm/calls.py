@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from distill.errors import (
@@ -62,6 +63,30 @@ class RetryPolicy:
         return float(min(wait, self.max_delay))
 
 
+class Described(Protocol):
+    """What an error message names: every provider, chat model or embedder, has both."""
+
+    model_id: str
+    base_url: str
+
+
+def openai_api_key(api_key: str | None, base_url: str | None, what: str) -> str | None:
+    """The key for an OpenAI-compatible server: the one given, else ``DISTILL_LLM_API_KEY``,
+    else ``OPENAI_API_KEY`` when talking to OpenAI itself. OPENAI_API_KEY is OpenAI's: it is
+    not sent to another server unless asked to. No key and no base_url fails here."""
+    key = (
+        api_key
+        or os.environ.get(KEY_VARIABLE)
+        or (os.environ.get("OPENAI_API_KEY") if base_url is None else None)
+    )
+    if not key and base_url is None:
+        raise ConfigurationError(
+            f"{what} needs an API key ({KEY_VARIABLE} or OPENAI_API_KEY), "
+            "or a base_url for a local server that needs none"
+        )
+    return key or None
+
+
 class HTTPProvider:
     """What the three HTTP providers share: one chat call, retried by the same policy.
 
@@ -101,7 +126,7 @@ class HTTPProvider:
 
 
 @contextmanager
-def sdk_errors(sdk: Any, provider: HTTPProvider, hint: str, secret: str | None) -> Iterator[None]:
+def sdk_errors(sdk: Any, provider: Described, hint: str, secret: str | None) -> Iterator[None]:
     """Translate the errors of a Stainless-generated SDK (OpenAI's and Anthropic's share one
     exception tree) into Distill's, inside the `with` block."""
     try:
@@ -123,6 +148,36 @@ def sdk_errors(sdk: Any, provider: HTTPProvider, hint: str, secret: str | None) 
         ) from exc
     except (sdk.APIResponseValidationError, json.JSONDecodeError) as exc:
         # A 200 whose body is not the API's JSON: a proxy's page, a half-written answer.
+        raise MalformedAnswer(f"{provider.model_id}: unreadable response ({exc})") from exc
+
+
+@contextmanager
+def ollama_errors(
+    sdk: Any, httpx: Any, provider: Described, model: str, secret: str | None
+) -> Iterator[None]:
+    """Translate the errors of Ollama's SDK (and of the httpx client under it) into
+    Distill's, inside the `with` block."""
+    try:
+        yield
+    except sdk.ResponseError as exc:
+        raise status_error(
+            provider.model_id,
+            exc.status_code,
+            str(exc.error),
+            hint=f"has the model been pulled? ollama pull {model}",
+            secret=secret,
+        ) from exc
+    except httpx.TimeoutException as exc:
+        raise ProviderTimeout(f"{provider.model_id}: request timed out") from exc
+    except (ConnectionError, httpx.TransportError) as exc:
+        raise TransientProviderError(
+            f"{provider.model_id}: cannot reach Ollama at {provider.base_url} "
+            f"(is `ollama serve` running?): {exc}"
+        ) from exc
+    except (httpx.HTTPError, sdk.RequestError) as exc:  # redirects, refused requests
+        raise ProviderError(f"{provider.model_id}: {type(exc).__name__}: {exc}") from exc
+    except (ValueError, TypeError, AttributeError) as exc:
+        # A body that is not Ollama's JSON (the SDK fails to read even its error bodies).
         raise MalformedAnswer(f"{provider.model_id}: unreadable response ({exc})") from exc
 
 

@@ -16,16 +16,10 @@ from distill.adapters.llm.calls import (
     RetryPolicy,
     chat,
     display_url,
-    status_error,
+    ollama_errors,
 )
 from distill.core.extraction import estimate_tokens
-from distill.errors import (
-    MalformedAnswer,
-    MissingDependency,
-    ProviderError,
-    ProviderTimeout,
-    TransientProviderError,
-)
+from distill.errors import MalformedAnswer, MissingDependency
 from distill.ports import Completion
 
 DEFAULT_HOST = "http://localhost:11434"
@@ -86,7 +80,7 @@ class OllamaLLM(HTTPProvider):
     def _call(self, system: str, prompt: str, schema: dict[str, Any] | None) -> Completion:
         sdk, httpx = self._sdk, self._httpx
         messages = chat(system, prompt)
-        try:
+        with ollama_errors(sdk, httpx, self, self.model, self._secret):
             response = self._client.chat(
                 model=self.model,
                 messages=messages,
@@ -95,26 +89,6 @@ class OllamaLLM(HTTPProvider):
                 options={"temperature": self.temperature, "num_predict": self.max_tokens},
                 keep_alive=self.keep_alive,
             )
-        except sdk.ResponseError as exc:
-            raise status_error(
-                self.model_id,
-                exc.status_code,
-                str(exc.error),
-                hint=f"has the model been pulled? ollama pull {self.model}",
-                secret=self._secret,
-            ) from exc
-        except httpx.TimeoutException as exc:
-            raise ProviderTimeout(f"{self.model_id}: request timed out") from exc
-        except (ConnectionError, httpx.TransportError) as exc:
-            raise TransientProviderError(
-                f"{self.model_id}: cannot reach Ollama at {self.base_url} "
-                f"(is `ollama serve` running?): {exc}"
-            ) from exc
-        except (httpx.HTTPError, sdk.RequestError) as exc:  # redirects, refused requests
-            raise ProviderError(f"{self.model_id}: {type(exc).__name__}: {exc}") from exc
-        except (ValueError, TypeError, AttributeError) as exc:
-            # A body that is not Ollama's JSON (the SDK fails to read even its error bodies).
-            raise MalformedAnswer(f"{self.model_id}: unreadable response ({exc})") from exc
         try:
             text = response.message.content or ""
         except AttributeError as exc:

@@ -9,19 +9,18 @@ and that form is kept for the rest of the session.
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any, Literal
 
 from distill.adapters.llm.calls import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_TIMEOUT,
-    KEY_VARIABLE,
     HTTPProvider,
     RetryPolicy,
     chat,
     display_url,
     error_detail,
+    openai_api_key,
     sdk_errors,
 )
 from distill.core.extraction import estimate_tokens
@@ -70,19 +69,8 @@ class OpenAILLM(HTTPProvider):
             raise MissingDependency(
                 "the openai provider needs the OpenAI SDK: pip install 'distill[openai]'"
             ) from exc
-        # OPENAI_API_KEY is OpenAI's: it is not sent to another server unless asked to.
-        key = (
-            api_key
-            or os.environ.get(KEY_VARIABLE)
-            or (os.environ.get("OPENAI_API_KEY") if base_url is None else None)
-        )
-        if not key and base_url is None:
-            raise ConfigurationError(
-                f"the openai provider needs an API key ({KEY_VARIABLE} or OPENAI_API_KEY), "
-                "or a base_url for a local server that needs none"
-            )
-        self._secret = key or None
-        key = key or "unused"  # local servers ignore it; the SDK insists on one
+        self._secret = openai_api_key(api_key, base_url, "the openai provider")
+        key = self._secret or "unused"  # local servers ignore it; the SDK insists on one
         if structured not in ("auto", "json_schema", "json_object", "none"):
             raise ConfigurationError(f"unknown structured output form {structured!r}")
         self._sdk = openai

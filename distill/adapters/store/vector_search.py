@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from distill.errors import EmbeddingMismatch
 from distill.ports import Neighbour
 
 
@@ -23,10 +24,17 @@ def exact_nearest(
 ) -> list[list[Neighbour]]:
     """For each row of `queries`, up to `k` of `ids` nearest first, ties broken by id.
 
-    `matrix` holds one L2-normalised row per id; `queries` is (m, dim).
+    `matrix` holds one L2-normalised row per id; `queries` is (m, dim). Rows of another size
+    come from another model: comparing them is refused, not broadcast or truncated.
     """
     if k <= 0 or not ids:
         return [[] for _ in range(len(queries))]
+    if matrix.ndim != 2 or queries.ndim != 2 or matrix.shape[1] != queries.shape[1]:
+        raise EmbeddingMismatch(
+            f"cannot compare query vectors of shape {queries.shape} with stored vectors of "
+            f"shape {matrix.shape}: they come from two embedding models. Search with the "
+            "embedder the facts were stored with"
+        )
     distances = 1.0 - queries.astype(np.float32) @ matrix.astype(np.float32).T
     id_rank = np.argsort(np.argsort(np.asarray(ids, dtype=object), kind="stable"), kind="stable")
     results: list[list[Neighbour]] = []

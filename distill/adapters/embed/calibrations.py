@@ -1,0 +1,171 @@
+"""The semantic-match threshold of each embedder, as measured: a registry keyed by `model_id`.
+
+A new claim is filed under an existing fact of another predicate when the cosine distance of
+their identity texts is at most a threshold. That distance is a property of one model: the
+same pair of texts is 0.12 apart for all-MiniLM-L6-v2 and 0.03 for multilingual-e5-small,
+whose distances are compressed. So the threshold is not a constant of the engine but an entry
+per embedder in ``calibrations.json`` (shipped next to this module), written by
+``scripts/calibrate_threshold.py --record`` with the numbers behind it: the false merges and
+missed paraphrases on the hand-written pairs at that threshold, the pairs file's hash, the
+date and the command.
+
+An embedder with no entry gets no threshold: matching by meaning is off for it (exact
+predicate and learned aliases still work) and one warning says which command calibrates it.
+Guessing another model's number would either merge different attributes (a false merge can
+hide a real value) or never match at all, silently; off and said is the honest default.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import tempfile
+import threading
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from distill.errors import ConfigurationError
+from distill.ports import Embedder
+
+log = logging.getLogger("distill.embed")
+
+REGISTRY = Path(__file__).with_name("calibrations.json")
+SCRIPT = "python scripts/calibrate_threshold.py"
+_COMMENT = (
+    "Semantic-match thresholds per embedder model_id, written by "
+    "scripts/calibrate_threshold.py --record. max_distance is a cosine distance; the counts "
+    "are the pairs of scripts/calibration_pairs.json (pairs_sha256) merged wrongly or missed "
+    "at that threshold. An embedder missing here matches by exact predicate and aliases only."
+)
+
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """One embedder's threshold and the measurement it was chosen from."""
+
+    model_id: str
+    max_distance: float  # cosine distance at or under which two identity texts are one attribute
+    false_merges: int  # different-attribute pairs that would merge at max_distance
+    different_pairs: int
+    misses: int  # same-attribute pairs that would not merge at max_distance
+    same_pairs: int
+    closest_different: float  # distance of the closest different pair no guard vetoes
+    chosen_by: str  # the rule that gave max_distance, or "given" with the reason in `note`
+    pairs_sha256: str
+    measured_on: str  # ISO date
+    command: str
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.max_distance <= 2.0:
+            raise ConfigurationError(
+                f"calibration of {self.model_id!r}: max_distance {self.max_distance} is not "
+                "a cosine distance between 0 and 2"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        del data["model_id"]  # the registry's key
+        if not data["note"]:
+            del data["note"]
+        return data
+
+    @classmethod
+    def from_dict(cls, model_id: str, data: dict[str, Any]) -> Calibration:
+        try:
+            return cls(model_id=model_id, **data)
+        except TypeError as exc:
+            raise ConfigurationError(f"calibration of {model_id!r} is malformed: {exc}") from exc
+
+    def summary(self) -> str:
+        return (
+            f"{self.max_distance:g} ({self.false_merges}/{self.different_pairs} false merges, "
+            f"{self.misses}/{self.same_pairs} missed, {self.measured_on})"
+        )
+
+
+def load(path: Path = REGISTRY) -> dict[str, Calibration]:
+    """Every calibration of a registry file, by model id."""
+    return dict(_load(str(path), _mtime(path)))
+
+
+@functools.lru_cache(maxsize=8)
+def _load(path: str, mtime: float) -> tuple[tuple[str, Calibration], ...]:
+    # Keyed by modification time too: a `--record` in this process is seen at once.
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return ()
+    except (OSError, ValueError) as exc:
+        raise ConfigurationError(f"cannot read the calibrations {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigurationError(f"{path}: expected an object keyed by model id")
+    return tuple(
+        (model_id, Calibration.from_dict(model_id, entry))
+        for model_id, entry in sorted(data.items())
+        if not model_id.startswith("_")
+    )
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def calibration_for(model_id: str, path: Path = REGISTRY) -> Calibration | None:
+    return load(path).get(model_id)
+
+
+def record(calibration: Calibration, path: Path = REGISTRY) -> None:
+    """Write (or replace) one embedder's entry; the others are kept as they are."""
+    entries = load(path)
+    entries[calibration.model_id] = calibration
+    document: dict[str, Any] = {"_comment": _COMMENT}
+    document.update({k: entries[k].to_dict() for k in sorted(entries)})
+    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    # Written beside the target and renamed over it: a reader never sees half a file.
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".calibrations-", suffix=".json")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def calibrate_command(embedder: Embedder) -> str:
+    """The command that measures and records this embedder's threshold. An adapter names its
+    own arguments of the script in `calibrate_args` (``("--embedder", "ollama", ...)``)."""
+    args = getattr(embedder, "calibrate_args", None)
+    if not args:
+        return f"{SCRIPT} --embedder NAME --record (see its --help)"
+    return " ".join([SCRIPT, *map(str, args), "--record"])
+
+
+def match_distance(embedder: Embedder, path: Path = REGISTRY) -> float | None:
+    """The calibrated threshold of `embedder`, or None (matching by meaning off) with one
+    warning per model id and process saying how to calibrate it."""
+    found = calibration_for(embedder.model_id, path)
+    if found is not None:
+        return found.max_distance
+    with _warned_lock:
+        first = embedder.model_id not in _warned
+        _warned.add(embedder.model_id)
+    if first:
+        log.warning(
+            "the embedder %s has no calibrated threshold, so claims are matched to facts by "
+            "exact predicate and learned aliases only, not by meaning. Calibrate it with `%s`, "
+            "or pass Memory(max_distance=...)",
+            embedder.model_id,
+            calibrate_command(embedder),
+        )
+    return None

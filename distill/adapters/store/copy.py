@@ -298,8 +298,6 @@ _UNCLAIMED = {
 
 @dataclass(frozen=True)
 class CopyReport:
-    source: str
-    target: str
     rows: dict[str, int] = field(default_factory=dict)  # per table, in copy order
     running_jobs_made_pending: int = 0
 
@@ -309,8 +307,6 @@ class CopyReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "source": self.source,
-            "target": self.target,
             "rows": dict(self.rows),
             "total_rows": self.total,
             "running_jobs_made_pending": self.running_jobs_made_pending,
@@ -358,7 +354,7 @@ def copy_store(source: SqlStore, target: SqlStore, progress: Progress | None = N
             target._events_stored(write)  # wake workers already waiting on the target
     if dims:
         target._vectors_written(dims)  # PostgreSQL: build the HNSW index of each dimension
-    return CopyReport(source.where, target.where, copied, released)
+    return CopyReport(copied, released)
 
 
 def read_pages(store: SqlStore, db: DB, table: Table) -> Iterator[list[dict[str, Any]]]:
@@ -467,10 +463,10 @@ def _check_columns(store: SqlStore, db: DB, role: str) -> None:
 
 def _check_empty(target: SqlStore, db: DB) -> None:
     counts = _row_counts(target, db)
-    held = [f"{counts[t.name]} {t.name}" for t in TABLES if counts[t.name]]
+    held = [f"{t.name}: {counts[t.name]}" for t in TABLES if counts[t.name]]
     if held:
         raise InvalidOperation(
-            f"the target database at {target.where} is not empty (it holds {', '.join(held)}); "
+            f"the target database at {target.where} is not empty (rows in {', '.join(held)}); "
             "copy into an empty PostgreSQL database or a new SQLite file; nothing was written"
         )
 

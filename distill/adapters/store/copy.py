@@ -428,9 +428,9 @@ def _check_version(store: SqlStore) -> None:
     version = store.schema_version()
     if version != latest:
         raise StoreError(
-            f"the database at {store.where} is at schema version {version}, but this distill "
-            f"writes version {latest}; copy with the distill that matches it; nothing was "
-            "written"
+            f"the database at {store.where} is at schema version {version}, not {latest}, the "
+            "version this distill writes: copy with a distill that knows its version (pip "
+            "install --upgrade distill), or run distill migrate on it; nothing was written"
         )
 
 

@@ -24,9 +24,12 @@ from distill.adapters.embed import EMBEDDERS, close_embedder
 from distill.adapters.llm import PROVIDERS, close_llm
 from distill.core.models import ConflictSet, EventIn, Fact
 from distill.errors import DistillError, InvalidInput
+from distill.export import event_fields
 from distill.extractors import EXTRACTORS
 from distill.memory import Memory, explain_validation, open_store
+from distill.service.copy_command import copy_cmd
 from distill.service.eval_command import eval_cmd
+from distill.service.export_command import export_cmd
 from distill.service.terminal import build_embedder, build_llm, configure_logging, err, out
 from distill.service.worker_command import worker
 
@@ -195,7 +198,8 @@ def emit(data: Any) -> None:
     "--file",
     "file",
     type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
-    help="A JSONL file (or - for stdin): one event object per line.",
+    help="A JSONL file (or - for stdin): one event object per line (an export's fact lines "
+    "are skipped).",
 )
 @json_option
 @click.pass_context
@@ -231,7 +235,8 @@ def event_from_flags(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Every line parsed before anything is written; a bad line names its number."""
+    """Every line parsed before anything is written; a bad line names its number. Lines of
+    `distill export` are read too: its events, and not its facts (see `distill.export`)."""
     stream = sys.stdin if str(path) == "-" else path.open(encoding="utf-8")
     items = []
     try:
@@ -246,7 +251,12 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
                 ) from exc
             if not isinstance(item, dict):
                 raise InvalidInput(f"{path}:{number}: expected a JSON object; nothing was added")
-            items.append((number, item))
+            try:
+                fields = event_fields(item)  # an export's lines: events typed, facts skipped
+            except InvalidInput as exc:
+                raise InvalidInput(f"{path}:{number}: {exc}; nothing was added") from exc
+            if fields is not None:
+                items.append((number, fields))
     finally:
         if stream is not sys.stdin:
             stream.close()
@@ -582,7 +592,9 @@ def demo(ctx: click.Context, as_json: bool) -> None:
         close_embedder(embedder)
 
 
+cli.add_command(copy_cmd)
 cli.add_command(eval_cmd)
+cli.add_command(export_cmd)
 cli.add_command(worker)
 
 

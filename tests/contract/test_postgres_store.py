@@ -77,15 +77,23 @@ def test_both_backends_define_the_same_query_names_but_the_documented_ones() -> 
     assert pg - sqlite == set(POSTGRES_ONLY)
 
 
-# The modules that name each backend's queries: the shared store and plan writer, and the
-# backend's own.
+# The modules that name each backend's queries: the shared store, plan writer and copy, and
+# the backend's own.
 QUERY_USERS = {
-    "postgres": ("sql_base.py", "sql_jobs.py", "sql_store.py", "plan_writer.py", "postgres.py"),
+    "postgres": (
+        "sql_base.py",
+        "sql_jobs.py",
+        "sql_store.py",
+        "plan_writer.py",
+        "copy.py",
+        "postgres.py",
+    ),
     "sqlite": (
         "sql_base.py",
         "sql_jobs.py",
         "sql_store.py",
         "plan_writer.py",
+        "copy.py",
         "sqlite.py",
         "sqlite_vectors.py",
     ),

@@ -535,3 +535,157 @@ SELECT pg_notify('distill_events', '');
 
 -- name: listen_events
 LISTEN distill_events;
+
+-- ---------------------------------------------------------------------------------------------
+-- copy: a whole store into an empty one (copy.py). Each table is read in pages in primary-key
+-- order (`after_*` are the last page's key, NULL for the first page); tables whose plain
+-- insert above writes every column are written with it, the others here. Vectors are read as
+-- double precision[]: float4 → float8 is exact, and so is float8's text form, so the copy
+-- gets back the very float32 values that were stored.
+
+-- name: copy_snapshot
+-- Every page of every table from one snapshot, however long the copy takes (the first
+-- statement of the transaction).
+SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY;
+
+-- name: copy_columns
+-- Every column of every table, so that a column the copy does not know stops it. The
+-- identity vector column, `embedding` here, is `vector` in SQLite and to the copy.
+SELECT table_name::text AS table_name,
+       CASE WHEN table_name = 'fact_vectors' AND column_name = 'embedding' THEN 'vector'
+            ELSE column_name::text END AS column_name
+FROM information_schema.columns
+WHERE table_schema = current_schema()
+ORDER BY table_name, ordinal_position;
+
+-- name: copy_row_counts
+SELECT 'events'::text AS table_name, count(*) AS n FROM events
+UNION ALL SELECT 'jobs', count(*) FROM jobs
+UNION ALL SELECT 'job_events', count(*) FROM job_events
+UNION ALL SELECT 'facts', count(*) FROM facts
+UNION ALL SELECT 'fact_sources', count(*) FROM fact_sources
+UNION ALL SELECT 'fact_vectors', count(*) FROM fact_vectors
+UNION ALL SELECT 'conflicts', count(*) FROM conflicts
+UNION ALL SELECT 'observations', count(*) FROM observations
+UNION ALL SELECT 'aliases', count(*) FROM aliases
+UNION ALL SELECT 'audit', count(*) FROM audit
+UNION ALL SELECT 'embedding_cache', count(*) FROM embedding_cache
+UNION ALL SELECT 'extractions', count(*) FROM extractions;
+
+-- name: copy_read_events
+SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
+       idempotency_key, embedding::real[]::double precision[] AS embedding, embedding_model
+FROM events
+WHERE %(after_id)s::text IS NULL OR id > %(after_id)s
+ORDER BY id
+LIMIT %(limit)s;
+
+-- name: copy_write_events
+INSERT INTO events (
+    id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
+    idempotency_key, embedding, embedding_model
+) VALUES (
+    %(id)s, %(project)s, %(subject)s, %(text)s, %(occurred_at)s, %(recorded_at)s, %(source)s,
+    %(trust)s, %(claims)s, %(idempotency_key)s, %(embedding)s::vector, %(embedding_model)s
+);
+
+-- name: copy_read_jobs
+SELECT id, project, subject, status, attempts, error, created_at, updated_at, not_before,
+       heartbeat_at, llm_calls, prompt_tokens, completion_tokens, claim_token, claim_host,
+       claim_pid, claim_started, claimed_at
+FROM jobs
+WHERE %(after_id)s::text IS NULL OR id > %(after_id)s
+ORDER BY id
+LIMIT %(limit)s;
+
+-- name: copy_write_jobs
+INSERT INTO jobs (
+    id, project, subject, status, attempts, error, created_at, updated_at, not_before,
+    heartbeat_at, llm_calls, prompt_tokens, completion_tokens, claim_token, claim_host,
+    claim_pid, claim_started, claimed_at
+) VALUES (
+    %(id)s, %(project)s, %(subject)s, %(status)s, %(attempts)s, %(error)s, %(created_at)s,
+    %(updated_at)s, %(not_before)s, %(heartbeat_at)s, %(llm_calls)s, %(prompt_tokens)s,
+    %(completion_tokens)s, %(claim_token)s, %(claim_host)s, %(claim_pid)s, %(claim_started)s,
+    %(claimed_at)s
+);
+
+-- name: copy_read_job_events
+SELECT job_id, event_id FROM job_events
+WHERE %(after_job_id)s::text IS NULL
+   OR (job_id, event_id) > (%(after_job_id)s::text, %(after_event_id)s::text)
+ORDER BY job_id, event_id
+LIMIT %(limit)s;
+
+-- name: copy_read_facts
+SELECT id, project, subject, kind, predicate, value, text, qualifiers, attribution, stated,
+       identity_key, status, valid_from, valid_to, recorded_at, retired_at, supersedes_id,
+       superseded_by, source_event_ids, reinforcement_count, last_reinforced_at, trust,
+       confidence, pinned, norm_hash
+FROM facts
+WHERE %(after_id)s::text IS NULL OR id > %(after_id)s
+ORDER BY id
+LIMIT %(limit)s;
+
+-- name: copy_read_fact_sources
+SELECT fact_id, event_id FROM fact_sources
+WHERE %(after_fact_id)s::text IS NULL
+   OR (fact_id, event_id) > (%(after_fact_id)s::text, %(after_event_id)s::text)
+ORDER BY fact_id, event_id
+LIMIT %(limit)s;
+
+-- name: copy_read_fact_vectors
+SELECT fact_id, project, subject, model_id, dim,
+       embedding::real[]::double precision[] AS vector
+FROM fact_vectors
+WHERE %(after_fact_id)s::text IS NULL OR fact_id > %(after_fact_id)s
+ORDER BY fact_id
+LIMIT %(limit)s;
+
+-- name: copy_read_conflicts
+SELECT id, project, subject, identity_key, kind, status, member_ids, reason, created_at,
+       resolved_at, kept_fact_id
+FROM conflicts
+WHERE %(after_id)s::text IS NULL OR id > %(after_id)s
+ORDER BY id
+LIMIT %(limit)s;
+
+-- name: copy_read_observations
+SELECT id, project, subject, event_id, fact_id, extractor, claim, claim_hash, source, trust,
+       occurred_at, outcome, reason
+FROM observations
+WHERE %(after_id)s::text IS NULL OR id > %(after_id)s
+ORDER BY id
+LIMIT %(limit)s;
+
+-- name: copy_read_aliases
+SELECT project, alias, canonical, distance, learned_at FROM aliases
+WHERE %(after_project)s::text IS NULL
+   OR (project, alias) > (%(after_project)s::text, %(after_alias)s::text)
+ORDER BY project, alias
+LIMIT %(limit)s;
+
+-- name: copy_read_audit
+SELECT id, project, subject, job_id, pass_name, action, reason, fact_id, before, after, at
+FROM audit
+WHERE %(after_id)s::text IS NULL OR id > %(after_id)s
+ORDER BY id
+LIMIT %(limit)s;
+
+-- name: copy_read_embedding_cache
+SELECT model_id, text_hash, vector FROM embedding_cache
+WHERE %(after_model_id)s::text IS NULL
+   OR (model_id, text_hash) > (%(after_model_id)s::text, %(after_text_hash)s::text)
+ORDER BY model_id, text_hash
+LIMIT %(limit)s;
+
+-- name: copy_read_extractions
+SELECT extractor, event_id, candidates, created_at FROM extractions
+WHERE %(after_extractor)s::text IS NULL
+   OR (extractor, event_id) > (%(after_extractor)s::text, %(after_event_id)s::text)
+ORDER BY extractor, event_id
+LIMIT %(limit)s;
+
+-- name: copy_write_extractions
+INSERT INTO extractions (extractor, event_id, candidates, created_at)
+VALUES (%(extractor)s, %(event_id)s, %(candidates)s, %(created_at)s);

@@ -488,3 +488,143 @@ VALUES (:extractor, :event_id, :candidates, :now);
 -- name: forget_extractions
 DELETE FROM extractions
 WHERE :project IS NULL OR event_id IN (SELECT id FROM events WHERE project = :project);
+
+-- ---------------------------------------------------------------------------------------------
+-- copy: a whole store into an empty one (copy.py). Each table is read in pages in primary-key
+-- order (`after_*` are the last page's key, NULL for the first page); tables whose plain
+-- insert above writes every column are written with it, the others here.
+
+-- name: copy_snapshot
+-- A read transaction in WAL mode sees one snapshot, taken at its first read: this read.
+SELECT count(*) AS n FROM schema_migrations;
+
+-- name: copy_columns
+-- Every column of every table, so that a column the copy does not know stops it.
+SELECT m.name AS table_name, c.name AS column_name
+FROM sqlite_master AS m, pragma_table_info(m.name) AS c
+WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite\_%' ESCAPE '\'
+ORDER BY m.name, c.cid;
+
+-- name: copy_row_counts
+SELECT 'events' AS table_name, count(*) AS n FROM events
+UNION ALL SELECT 'jobs', count(*) FROM jobs
+UNION ALL SELECT 'job_events', count(*) FROM job_events
+UNION ALL SELECT 'facts', count(*) FROM facts
+UNION ALL SELECT 'fact_sources', count(*) FROM fact_sources
+UNION ALL SELECT 'fact_vectors', count(*) FROM fact_vectors
+UNION ALL SELECT 'conflicts', count(*) FROM conflicts
+UNION ALL SELECT 'observations', count(*) FROM observations
+UNION ALL SELECT 'aliases', count(*) FROM aliases
+UNION ALL SELECT 'audit', count(*) FROM audit
+UNION ALL SELECT 'embedding_cache', count(*) FROM embedding_cache
+UNION ALL SELECT 'extractions', count(*) FROM extractions;
+
+-- name: copy_read_events
+SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
+       idempotency_key, embedding, embedding_model
+FROM events
+WHERE :after_id IS NULL OR id > :after_id
+ORDER BY id
+LIMIT :limit;
+
+-- name: copy_write_events
+INSERT INTO events (
+    id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
+    idempotency_key, embedding, embedding_model
+) VALUES (
+    :id, :project, :subject, :text, :occurred_at, :recorded_at, :source, :trust, :claims,
+    :idempotency_key, :embedding, :embedding_model
+);
+
+-- name: copy_read_jobs
+SELECT id, project, subject, status, attempts, error, created_at, updated_at, not_before,
+       heartbeat_at, llm_calls, prompt_tokens, completion_tokens, claim_token, claim_host,
+       claim_pid, claim_started, claimed_at
+FROM jobs
+WHERE :after_id IS NULL OR id > :after_id
+ORDER BY id
+LIMIT :limit;
+
+-- name: copy_write_jobs
+INSERT INTO jobs (
+    id, project, subject, status, attempts, error, created_at, updated_at, not_before,
+    heartbeat_at, llm_calls, prompt_tokens, completion_tokens, claim_token, claim_host,
+    claim_pid, claim_started, claimed_at
+) VALUES (
+    :id, :project, :subject, :status, :attempts, :error, :created_at, :updated_at, :not_before,
+    :heartbeat_at, :llm_calls, :prompt_tokens, :completion_tokens, :claim_token, :claim_host,
+    :claim_pid, :claim_started, :claimed_at
+);
+
+-- name: copy_read_job_events
+SELECT job_id, event_id FROM job_events
+WHERE :after_job_id IS NULL OR (job_id, event_id) > (:after_job_id, :after_event_id)
+ORDER BY job_id, event_id
+LIMIT :limit;
+
+-- name: copy_read_facts
+SELECT id, project, subject, kind, predicate, value, text, qualifiers, attribution, stated,
+       identity_key, status, valid_from, valid_to, recorded_at, retired_at, supersedes_id,
+       superseded_by, source_event_ids, reinforcement_count, last_reinforced_at, trust,
+       confidence, pinned, norm_hash
+FROM facts
+WHERE :after_id IS NULL OR id > :after_id
+ORDER BY id
+LIMIT :limit;
+
+-- name: copy_read_fact_sources
+SELECT fact_id, event_id FROM fact_sources
+WHERE :after_fact_id IS NULL OR (fact_id, event_id) > (:after_fact_id, :after_event_id)
+ORDER BY fact_id, event_id
+LIMIT :limit;
+
+-- name: copy_read_fact_vectors
+SELECT fact_id, project, subject, model_id, dim, vector FROM fact_vectors
+WHERE :after_fact_id IS NULL OR fact_id > :after_fact_id
+ORDER BY fact_id
+LIMIT :limit;
+
+-- name: copy_read_conflicts
+SELECT id, project, subject, identity_key, kind, status, member_ids, reason, created_at,
+       resolved_at, kept_fact_id
+FROM conflicts
+WHERE :after_id IS NULL OR id > :after_id
+ORDER BY id
+LIMIT :limit;
+
+-- name: copy_read_observations
+SELECT id, project, subject, event_id, fact_id, extractor, claim, claim_hash, source, trust,
+       occurred_at, outcome, reason
+FROM observations
+WHERE :after_id IS NULL OR id > :after_id
+ORDER BY id
+LIMIT :limit;
+
+-- name: copy_read_aliases
+SELECT project, alias, canonical, distance, learned_at FROM aliases
+WHERE :after_project IS NULL OR (project, alias) > (:after_project, :after_alias)
+ORDER BY project, alias
+LIMIT :limit;
+
+-- name: copy_read_audit
+SELECT id, project, subject, job_id, pass_name, action, reason, fact_id, before, after, at
+FROM audit
+WHERE :after_id IS NULL OR id > :after_id
+ORDER BY id
+LIMIT :limit;
+
+-- name: copy_read_embedding_cache
+SELECT model_id, text_hash, vector FROM embedding_cache
+WHERE :after_model_id IS NULL OR (model_id, text_hash) > (:after_model_id, :after_text_hash)
+ORDER BY model_id, text_hash
+LIMIT :limit;
+
+-- name: copy_read_extractions
+SELECT extractor, event_id, candidates, created_at FROM extractions
+WHERE :after_extractor IS NULL OR (extractor, event_id) > (:after_extractor, :after_event_id)
+ORDER BY extractor, event_id
+LIMIT :limit;
+
+-- name: copy_write_extractions
+INSERT INTO extractions (extractor, event_id, candidates, created_at)
+VALUES (:extractor, :event_id, :candidates, :created_at);

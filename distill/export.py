@@ -1,0 +1,67 @@
+"""The export format: a project's or a subject's events and facts as JSON Lines.
+
+Every line is one JSON object whose `"type"` says what it holds:
+
+- ``"event"``: the fields `add_event` takes (`subject`, `project`, `text`, `occurred_at`,
+  `source`, `trust`, `claims`, `idempotency_key`), plus the event's `id` in the exported
+  store (the id that fact lines' `source_event_ids` name). `distill add --file` reads these
+  lines as they are: it drops `type` and `id`, since a store gives its events its own ids,
+  and the idempotency key makes adding an exported event twice store it once.
+- ``"fact"``: the whole `Fact` model: every version of every identity, whatever its status
+  (active, candidate, superseded, retracted), with its validity, `supersedes_id` and
+  `superseded_by` links, sources and counters. `distill add --file` skips these lines: facts
+  are what consolidation derives from events, so a store rebuilt from an export's events
+  derives them again.
+
+Events come first, in (occurred_at, id) order, then facts by (subject, valid_from, id). A
+backup to restore into Distill as it was, ids and history included, is `distill copy`; an
+export is for reading the data elsewhere and for rebuilding a store from its evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from distill.core.models import Event, EventIn, Fact
+from distill.errors import InvalidInput
+from distill.ports import Store
+
+EVENT = "event"
+FACT = "fact"
+# Keys of an event line beyond `add_event`'s fields, which `add --file` drops.
+EVENT_EXTRA_KEYS = ("type", "id")
+
+
+def export_lines(
+    store: Store, project: str, subject: str | None = None
+) -> Iterator[dict[str, Any]]:
+    """The project's events and then its facts (one subject's only, if given), as lines."""
+    for event in store.iter_events(project):
+        if subject is None or event.subject == subject:
+            yield event_line(event)
+    for fact in store.facts(project, subject, include_retired=True, as_of=None):
+        yield fact_line(fact)
+
+
+def event_line(event: Event) -> dict[str, Any]:
+    dumped = event.model_dump(mode="json")
+    return {"type": EVENT, "id": event.id, **{name: dumped[name] for name in EventIn.model_fields}}
+
+
+def fact_line(fact: Fact) -> dict[str, Any]:
+    return {"type": FACT, **fact.model_dump(mode="json")}
+
+
+def event_fields(line: dict[str, Any]) -> dict[str, Any] | None:
+    """What `add --file` makes of one line: an event's fields, or None for a fact line. A
+    line without a `type` is an event's fields as they are (the format `add --file` always
+    read); a line of an unknown type is refused."""
+    if "type" not in line:
+        return line
+    kind = line["type"]
+    if kind == FACT:
+        return None
+    if kind == EVENT:
+        return {k: v for k, v in line.items() if k not in EVENT_EXTRA_KEYS}
+    raise InvalidInput(f'"type" is {kind!r}: a line holds an "event" or a "fact"')

@@ -1,7 +1,8 @@
 """Plans: what a pass proposes, as typed actions. Applying a plan is the only way to write.
 
 Every action names the pass that proposed it and a one-line reason; the applier turns each
-into an audit entry with the before and after state.
+into an audit entry (`audit_trail.stored`: what changed, not copies of rows). `describe_action`
+is the readable account of an action that a run's report lists, whole.
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ class Plan:
         self.actions.append(action)
 
 
-_OBSERVATION_SUMMARY = {"id", "event_id", "fact_id", "extractor", "outcome", "reason"}
+OBSERVATION_SUMMARY = {"id", "event_id", "fact_id", "extractor", "outcome", "reason"}
 
 
 def describe_action(action: Action) -> dict[str, Any]:
@@ -139,7 +140,7 @@ def describe_action(action: Action) -> dict[str, Any]:
         out["after"] = action.after.model_dump(mode="json")
     elif isinstance(action, RecordObservation):
         # The observation row holds the claim itself; the audit entry points at it.
-        out["after"] = action.observation.model_dump(mode="json", include=_OBSERVATION_SUMMARY)
+        out["after"] = action.observation.model_dump(mode="json", include=OBSERVATION_SUMMARY)
     else:
         out["after"] = action.alias.model_dump(mode="json")
     return out

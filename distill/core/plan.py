@@ -7,6 +7,7 @@ is the readable account of an action that a run's report lists, whole.
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,10 +30,24 @@ class CreateFact:
     norm_hash: str | None = None
     # Reuse the identity vector of another fact (a restated version of the same value).
     vector_from: str | None = None
+    # content_hash of the text `vector` embeds: the embedding cache's key, under which a store
+    # may keep the vector once for every fact that has it.
+    vector_text_hash: str | None = None
 
     @property
     def name(self) -> str:
         return "create_fact"
+
+    @property
+    def vector_key(self) -> str | None:
+        """What the identity vector is stored under: the hash of the text it embeds, or, for
+        a vector given without its text, of the vector's own bytes."""
+        if self.vector is None:
+            return None
+        if self.vector_text_hash is not None:
+            return self.vector_text_hash
+        data = np.ascontiguousarray(self.vector, dtype=np.float32).tobytes()
+        return "vector:" + hashlib.sha256(data).hexdigest()[:32]
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,7 @@ class _Deferred:
 
     def write(self, db: sqlite3.Connection) -> None:
         db.executemany(QUERIES["insert_fact_source"], self.sources)
+        db.executemany(QUERIES["cache_embedding"], self.vectors)  # the one copy of a vector
         db.executemany(QUERIES["insert_fact_vector"], self.vectors)
         db.executemany(QUERIES["copy_fact_vector"], self.copies)
         try:
@@ -95,6 +96,7 @@ def _create_fact(db: sqlite3.Connection, action: CreateFact, deferred: _Deferred
             "model_id": action.vector_model,
             "dim": int(vector.size),
             "vector": rows.to_blob(vector),
+            "text_hash": action.vector_key,
         }
     )
 

@@ -3,7 +3,8 @@
 Datetimes become fixed-width UTC text (``YYYY-MM-DDTHH:MM:SS.ffffff+00:00``) so that text
 order is time order; dicts and lists become canonical JSON (sorted keys), so the same model
 always gives the same row. That makes "the stored row still equals what was read" a plain
-comparison of parameters.
+comparison of parameters. A claim is stored without its null fields (every one of them
+defaults to null, so it reads back the same): they were a third of each event's claims.
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ def event_params(event: Event) -> Params:
         "recorded_at": ts(event.recorded_at),
         "source": event.source,
         "trust": _text(event.trust),
-        "claims": dumps([c.model_dump(mode="json") for c in event.claims]),
+        "claims": dumps([c.model_dump(mode="json", exclude_none=True) for c in event.claims]),
         "idempotency_key": event.idempotency_key,
     }
 
@@ -237,7 +238,7 @@ def observation_params(obs: Observation) -> Params:
         "event_id": obs.event_id,
         "fact_id": obs.fact_id,
         "extractor": obs.extractor,
-        "claim": dumps(obs.claim.model_dump(mode="json")),
+        "claim": dumps(obs.claim.model_dump(mode="json", exclude_none=True)),
         "claim_hash": obs.claim_hash,
         "source": obs.source,
         "trust": _text(obs.trust),

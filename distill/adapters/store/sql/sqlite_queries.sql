@@ -242,12 +242,14 @@ WHERE id = :id
 INSERT OR IGNORE INTO fact_sources (fact_id, event_id) VALUES (:fact_id, :event_id);
 
 -- name: insert_fact_vector
-INSERT INTO fact_vectors (fact_id, project, subject, model_id, dim, vector)
-VALUES (:fact_id, :project, :subject, :model_id, :dim, :vector);
+-- The vector itself is in embedding_cache under (model_id, text_hash): cache_embedding first.
+INSERT INTO fact_vectors (fact_id, project, subject, model_id, dim, text_hash)
+VALUES (:fact_id, :project, :subject, :model_id, :dim, :text_hash);
 
 -- name: copy_fact_vector
-INSERT INTO fact_vectors (fact_id, project, subject, model_id, dim, vector)
-SELECT :fact_id, project, subject, model_id, dim, vector FROM fact_vectors WHERE fact_id = :from_id;
+INSERT INTO fact_vectors (fact_id, project, subject, model_id, dim, text_hash)
+SELECT :fact_id, project, subject, model_id, dim, text_hash
+FROM fact_vectors WHERE fact_id = :from_id;
 
 -- name: fact_by_id
 SELECT * FROM facts WHERE id = :id;
@@ -281,8 +283,10 @@ WHERE project = :project AND subject = :subject
 ORDER BY valid_from, id;
 
 -- name: active_state_vectors
-SELECT v.fact_id, v.dim, v.vector
-FROM fact_vectors AS v JOIN facts AS f ON f.id = v.fact_id
+SELECT v.fact_id, v.dim, c.vector
+FROM fact_vectors AS v
+JOIN facts AS f ON f.id = v.fact_id
+JOIN embedding_cache AS c ON c.model_id = v.model_id AND c.text_hash = v.text_hash
 WHERE v.project = :project AND v.subject = :subject AND v.model_id = :model_id
   AND f.status = 'active' AND f.kind = 'state'
 ORDER BY v.fact_id;
@@ -292,8 +296,10 @@ SELECT COALESCE(MAX(seq), 0) AS seq FROM vector_changes;
 
 -- name: changed_vectors
 -- The facts of a subject logged after a point, and whether each is searched now.
-SELECT v.fact_id, v.vector, f.status = 'active' AND f.kind = 'state' AS live
-FROM fact_vectors AS v JOIN facts AS f ON f.id = v.fact_id
+SELECT v.fact_id, c.vector, f.status = 'active' AND f.kind = 'state' AS live
+FROM fact_vectors AS v
+JOIN facts AS f ON f.id = v.fact_id
+JOIN embedding_cache AS c ON c.model_id = v.model_id AND c.text_hash = v.text_hash
 WHERE v.model_id = :model_id AND v.dim = :dim
   AND v.fact_id IN (
       SELECT fact_id FROM vector_changes
@@ -421,7 +427,7 @@ SELECT * FROM (
 ) ORDER BY at, id;
 
 -- ---------------------------------------------------------------------------------------------
--- embedding cache
+-- embedding cache: also the one copy of every identity vector that fact_vectors names
 
 -- name: cached_embeddings
 SELECT text_hash, vector FROM embedding_cache

@@ -92,11 +92,16 @@ def test_a_claim_reads_back_as_given_without_its_null_fields_stored(
         "evidence_span": None,
     }
     event = mem.add_event(subject=SUBJECT, text="3 bikes", occurred_at=at(0), claims=[claim])
+    # A null inside a value is a statement (a supersede deletes that key): it is kept.
+    deleting = {"predicate": "home", "value": {"city": "Lyon", "street": None}}
+    other = mem.add_event(subject=SUBJECT, text="moved", occurred_at=at(1), claims=[deleting])
     mem.consolidate()
 
-    [stored] = mem.events([event.id])
+    [stored, stored_other] = mem.events([event.id, other.id])
     assert stored.claims == event.claims
-    [fact] = every_fact(mem)
+    assert stored_other.claims == other.claims
+    assert stored_other.claims[0].value == {"city": "Lyon", "street": None}
+    [fact] = [f for f in every_fact(mem) if f.predicate == "bike_count"]
     [observation] = mem.history(fact.id).observations
     assert observation.claim == event.claims[0]
     assert observation.claim.confidence == 0.5 and observation.claim.valid_from is None

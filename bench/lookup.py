@@ -5,8 +5,9 @@
 
 For each size N, one subject of one project gets N active state facts with an identity vector
 each: random unit vectors of dimension 384 (the default embedder's), written straight into a
-fresh SQLite file with the store's own `insert_fact` and `insert_fact_vector` statements
-(going through `Memory` would embed and adjudicate N events, hours at 1M). The lookups then go
+fresh SQLite file with the store's own statements (`insert_fact`, and `cache_embedding` and
+`insert_fact_vector` for the vector; going through `Memory` would embed and adjudicate N
+events, hours at 1M). The lookups then go
 through `SqliteStore.nearest_facts`, the method the engine calls, k = 5 (the adjudicator's
 NEIGHBOURS), one query per call: half are stored vectors moved a little (an attribute stated
 again in other words), half are random (a new attribute).
@@ -112,10 +113,12 @@ def load(path: Path, n: int, rng: np.random.Generator) -> np.ndarray:
                         "model_id": MODEL,
                         "dim": DIM,
                         "vector": vector.tobytes(),
+                        "text_hash": f"vector:{fact_id}",  # one vector per fact here
                     }
                 )
             with db:
                 db.executemany(QUERIES["insert_fact"], facts)
+                db.executemany(QUERIES["cache_embedding"], vectors)  # where the vectors live
                 db.executemany(QUERIES["insert_fact_vector"], vectors)
     finally:
         db.close()

@@ -54,6 +54,7 @@ BENCHES = [
         ("--events", "200", "--subjects", "20", "--repeat", "1", "--embedder", "hashing"),
     ),
     Bench("lookup", "lookup.py", (), ("--quick",)),
+    Bench("storage", "storage.py", (), ("--n", "2000", "--embedder", "hashing")),
 ]
 
 

@@ -10,6 +10,7 @@ m.facts(subject="u1")
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from distill.adapters.embed import close_embedder, make_embedder
 from distill.adapters.embed.calibrations import match_distance
 from distill.adapters.llm import close_llm, make_llm
 from distill.applier import apply_plan
-from distill.core import resolve
+from distill.core import audit_trail, resolve
 from distill.core.identity import canonical_json, content_hash
 from distill.core.models import (
     AuditEntry,
@@ -342,6 +343,10 @@ class Memory:
         audit = [entry for f in versions for entry in self.store.audit_for(f.id)]
         audit.sort(key=lambda e: (e.at, e.id))
         observations = [o for f in versions for o in self.store.observations_for(f.id)]
+        # Entries store what changed; each version's row and trail give them back whole.
+        audit = audit_trail.expand(
+            audit, {f.id: f for f in versions}, {}, {o.id: o for o in observations}
+        )
         return History(fact, versions, observations, audit)
 
     def conflicts(
@@ -357,7 +362,20 @@ class Memory:
         every action with its pass, job, reason, and before/after."""
         if limit < 1:
             raise InvalidInput("limit must be at least 1")
-        return self.store.audit(project, subject, limit)
+        entries = self.store.audit(project, subject, limit)
+        # Entries store what changed: the rows they point at give them back whole. The window
+        # holds every later entry of each fact and conflict set in it (they share a subject).
+        facts = {}
+        for fact_id in audit_trail.fact_ids(entries):
+            with contextlib.suppress(NotFound):
+                facts[fact_id] = self.store.fact(fact_id)
+        conflicts = {}
+        for conflict_id in audit_trail.conflict_ids(entries):
+            with contextlib.suppress(NotFound):
+                conflicts[conflict_id] = self.store.conflict(conflict_id)
+        wanted = audit_trail.observation_event_ids(entries)
+        observations = {o.id: o for o in self.store.observations_for_events(wanted)}
+        return audit_trail.expand(entries, facts, conflicts, observations)
 
     def jobs(self, project: str | None = None) -> list[Job]:
         return self.store.jobs(project)

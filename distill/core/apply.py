@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
+from distill.core.audit_trail import stored
 from distill.core.models import AuditEntry, Fact, FactKind, FactStatus
 from distill.core.passes import Scope
 from distill.core.plan import (
@@ -20,7 +21,6 @@ from distill.core.plan import (
     RecordObservation,
     ReviseConflict,
     ReviseFact,
-    describe_action,
     subject_of,
 )
 from distill.errors import IntegrityViolation, PinnedFact
@@ -82,10 +82,11 @@ def audit_entries(
     plan: Plan, scope: Scope, job_id: str | None, now: datetime, new_id: Callable[[], str]
 ) -> list[AuditEntry]:
     """One entry per action: who (pass, job), what (before/after), why (reason); then one per
-    rejected candidate, so that what was refused is as traceable as what was written."""
+    rejected candidate, so that what was refused is as traceable as what was written. Before
+    and after keep what changed, not copies of rows (see `audit_trail`)."""
     entries = []
     for action in plan.actions:
-        described = describe_action(action)
+        before, after = stored(action)
         project, subject = subject_of(action)
         fact_id: str | None = None
         if isinstance(action, CreateFact):
@@ -106,8 +107,8 @@ def audit_entries(
                 action=action.name,
                 reason=action.reason,
                 fact_id=fact_id,
-                before=described.get("before"),
-                after=described.get("after"),
+                before=before,
+                after=after,
                 at=now,
             )
         )

@@ -1,11 +1,13 @@
 """Plans: what a pass proposes, as typed actions. Applying a plan is the only way to write.
 
 Every action names the pass that proposed it and a one-line reason; the applier turns each
-into an audit entry with the before and after state.
+into an audit entry (`audit_trail.stored`: what changed, not copies of rows). `describe_action`
+is the readable account of an action that a run's report lists, whole.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,10 +30,23 @@ class CreateFact:
     norm_hash: str | None = None
     # Reuse the identity vector of another fact (a restated version of the same value).
     vector_from: str | None = None
+    # content_hash of the text `vector` embeds: the embedding cache's key, under which a store
+    # may keep the vector once for every fact that has it.
+    vector_text_hash: str | None = None
 
     @property
     def name(self) -> str:
         return "create_fact"
+
+    @property
+    def vector_key(self) -> str | None:
+        """What the identity vector is stored under: the hash of the text it embeds, or, for
+        a vector given without its text, of the vector's own bytes."""
+        if self.vector is None:
+            return None
+        if self.vector_text_hash is not None:
+            return self.vector_text_hash
+        return vector_digest(self.vector)
 
 
 @dataclass(frozen=True)
@@ -94,6 +109,12 @@ class LearnAlias:
         return "learn_alias"
 
 
+def vector_digest(vector: npt.ArrayLike) -> str:
+    """A key for a vector given without its text: the hash of its float32 bytes."""
+    data = np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+    return "vector:" + hashlib.sha256(data).hexdigest()[:32]
+
+
 Action = CreateFact | ReviseFact | OpenConflict | ReviseConflict | RecordObservation | LearnAlias
 
 
@@ -118,7 +139,7 @@ class Plan:
         self.actions.append(action)
 
 
-_OBSERVATION_SUMMARY = {"id", "event_id", "fact_id", "extractor", "outcome", "reason"}
+OBSERVATION_SUMMARY = {"id", "event_id", "fact_id", "extractor", "outcome", "reason"}
 
 
 def describe_action(action: Action) -> dict[str, Any]:
@@ -139,7 +160,7 @@ def describe_action(action: Action) -> dict[str, Any]:
         out["after"] = action.after.model_dump(mode="json")
     elif isinstance(action, RecordObservation):
         # The observation row holds the claim itself; the audit entry points at it.
-        out["after"] = action.observation.model_dump(mode="json", include=_OBSERVATION_SUMMARY)
+        out["after"] = action.observation.model_dump(mode="json", include=OBSERVATION_SUMMARY)
     else:
         out["after"] = action.alias.model_dump(mode="json")
     return out

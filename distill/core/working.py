@@ -356,6 +356,7 @@ class WorkingSet:
                 vector_model=self.s.vector_model if vector is not None else None,
                 norm_hash=norm_hash,
                 vector_from=vector_from,
+                vector_text_hash=content_hash(vector_text) if vector_text else None,
             )
         )
 

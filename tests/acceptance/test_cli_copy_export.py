@@ -23,12 +23,12 @@ TABLES = [
     "job_events",
     "facts",
     "fact_sources",
+    "embedding_cache",
     "fact_vectors",
     "conflicts",
     "observations",
     "aliases",
     "audit",
-    "embedding_cache",
     "extractions",
 ]
 

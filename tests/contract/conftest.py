@@ -8,14 +8,18 @@ do not change.
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from distill import Memory
+from distill.adapters.embed.hashing import HashingEmbedder
 from distill.adapters.store.sqlite import SqliteStore
 from distill.ports import Store
+from tests.conftest import FakeClock
 
 BACKENDS = ["sqlite", "postgres"]
 
@@ -94,3 +98,40 @@ def stamp_schema_version(backend: str, database: str) -> Callable[[int], None]:
         raise NotImplementedError(backend)
 
     return stamp
+
+
+@pytest.fixture
+def new_database(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> Callable[[str], str]:
+    """Another fresh database of the backend under test, by name."""
+
+    def make(name: str) -> str:
+        if backend == "sqlite":
+            return str(tmp_path / f"{name}.db")
+        return str(request.getfixturevalue("make_postgres_database")())
+
+    return make
+
+
+@pytest.fixture
+def open_memory() -> Iterator[Callable[[str], Memory]]:
+    """A Memory on a database (a path or URL, as `new_database` gives) with its own clock and
+    ids (id000000, id000001, ...), so that two memories fed the same steps make the same ids
+    at the same times."""
+    opened: list[Memory] = []
+
+    def make(database: str) -> Memory:
+        counter = itertools.count()
+        mem = Memory(
+            database,
+            embedder=HashingEmbedder(256),
+            clock=FakeClock(),
+            new_id=lambda: f"id{next(counter):06d}",
+        )
+        opened.append(mem)
+        return mem
+
+    yield make
+    for mem in opened:
+        mem.close()

@@ -159,8 +159,10 @@ def expected(store: SqliteStore, queries: Matrix, k: int) -> list[list[Neighbour
     """Exact search over what is active now, read past any index."""
     with store._tx(write=False) as db:
         found = db.execute(
-            "SELECT v.fact_id, v.vector FROM fact_vectors AS v JOIN facts AS f"
-            " ON f.id = v.fact_id WHERE f.status = 'active' AND f.kind = 'state'"
+            "SELECT v.fact_id, c.vector FROM fact_vectors AS v JOIN facts AS f"
+            " ON f.id = v.fact_id JOIN embedding_cache AS c"
+            " ON c.model_id = v.model_id AND c.text_hash = v.text_hash"
+            " WHERE f.status = 'active' AND f.kind = 'state'"
             " AND v.subject = ? ORDER BY v.fact_id",
             (SUBJECT,),
         ).fetchall()

@@ -49,6 +49,7 @@ import numpy.typing as npt
 from distill.adapters.store import rows
 from distill.adapters.store.sql_base import DB
 from distill.adapters.store.sql_store import SqlStore
+from distill.core.plan import vector_digest
 from distill.errors import IntegrityViolation, InvalidOperation, StoreError
 
 PAGE_ROWS = 1_000  # rows per read and per bulk insert: about 2 MB of events with 384-d vectors
@@ -176,6 +177,14 @@ TABLES: tuple[Table, ...] = (
         "insert_fact_source",
         {"fact_id": K.TEXT, "event_id": K.TEXT},
     ),
+    # Before fact_vectors: SQLite keeps a fact's identity vector in the cache.
+    Table(
+        "embedding_cache",
+        ("model_id", "text_hash"),
+        "copy_read_embedding_cache",
+        "cache_embedding",
+        {"model_id": K.TEXT, "text_hash": K.TEXT, "vector": K.BYTES},
+    ),
     Table(
         "fact_vectors",
         ("fact_id",),
@@ -187,6 +196,9 @@ TABLES: tuple[Table, ...] = (
             "subject": K.TEXT,
             "model_id": K.TEXT,
             "dim": K.INT,
+            # The text the vector embeds (the embedding cache's key; SQLite keeps the vector
+            # there). Rows written before it was recorded get a hash of the vector itself.
+            "text_hash": K.TEXT,
             "vector": K.VECTOR,
         },
     ),
@@ -263,13 +275,6 @@ TABLES: tuple[Table, ...] = (
         },
     ),
     Table(
-        "embedding_cache",
-        ("model_id", "text_hash"),
-        "copy_read_embedding_cache",
-        "cache_embedding",
-        {"model_id": K.TEXT, "text_hash": K.TEXT, "vector": K.BYTES},
-    ),
-    Table(
         "extractions",
         ("extractor", "event_id"),
         "copy_read_extractions",
@@ -342,7 +347,10 @@ def copy_store(source: SqlStore, target: SqlStore, progress: Progress | None = N
                 if table.name == "fact_vectors":
                     dims.update(int(row["dim"]) for row in page)
                 params = [_params(target, table, row) for row in page]
-                written = target._many(write, table.write, params)
+                if table.name == "fact_vectors":  # where the vector goes is the backend's
+                    written = target._store_vectors(write, params)
+                else:
+                    written = target._many(write, table.write, params)
                 if written != len(params):
                     raise IntegrityViolation(
                         f"{table.name}: the target took {written} of {len(params)} rows; "
@@ -381,6 +389,8 @@ def read_pages(store: SqlStore, db: DB, table: Table) -> Iterator[list[dict[str,
 def _params(target: SqlStore, table: Table, row: dict[str, Any]) -> dict[str, Any]:
     """A neutral row as the target's parameters: only vectors need the target's encoding."""
     params = dict(row)
+    if table.name == "fact_vectors" and params["text_hash"] is None:
+        params["text_hash"] = vector_digest(params["vector"])
     for column, kind in table.columns.items():
         if kind is Kind.VECTOR and params[column] is not None:
             params[column] = target._vector_param(params[column])

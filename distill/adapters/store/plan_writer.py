@@ -71,7 +71,7 @@ class _Writer:
     def flush(self) -> None:
         many = self.store._many
         many(self.db, "insert_fact_source", self.sources)
-        many(self.db, "insert_fact_vector", self.vectors)
+        self.store._store_vectors(self.db, self.vectors)
         many(self.db, "copy_fact_vector", self.copies)
         try:
             many(self.db, "insert_observation", self.observations)
@@ -117,6 +117,7 @@ class _Writer:
                 "model_id": action.vector_model,
                 "dim": int(vector.size),
                 "vector": self.store._vector_param(vector),
+                "text_hash": action.vector_key,
             }
         )
 

@@ -10,6 +10,9 @@ Reading: both drivers are set up to hand JSON columns back as text (`loads` pars
 numbers and booleans as Python values; SQLite returns instants as the text written above,
 psycopg as aware datetimes, and `as_time` takes either. Vectors are the one column whose
 encoding really differs (a BLOB, or pgvector's text form): each store encodes its own.
+
+A claim is stored without its null fields (every one of them defaults to null, so it reads
+back the same): they were a third of each event's claims.
 """
 
 from __future__ import annotations
@@ -106,7 +109,7 @@ def event_params(event: Event) -> Params:
         "recorded_at": ts(event.recorded_at),
         "source": event.source,
         "trust": _text(event.trust),
-        "claims": dumps([c.model_dump(mode="json") for c in event.claims]),
+        "claims": dumps([c.model_dump(mode="json", exclude_none=True) for c in event.claims]),
         "idempotency_key": event.idempotency_key,
     }
 
@@ -257,7 +260,7 @@ def observation_params(obs: Observation) -> Params:
         "event_id": obs.event_id,
         "fact_id": obs.fact_id,
         "extractor": obs.extractor,
-        "claim": dumps(obs.claim.model_dump(mode="json")),
+        "claim": dumps(obs.claim.model_dump(mode="json", exclude_none=True)),
         "claim_hash": obs.claim_hash,
         "source": obs.source,
         "trust": _text(obs.trust),

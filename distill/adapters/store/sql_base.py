@@ -127,6 +127,11 @@ class SqlBase(ABC):
         """New events were stored in this transaction: wake whoever waits for them."""
         return None  # nothing to do unless the backend says otherwise
 
+    def _store_vectors(self, db: DB, params: list[dict[str, Any]]) -> int:
+        """Store the identity vectors of facts (fact id, model, text hash, vector); returns
+        how many facts got one."""
+        return self._many(db, "insert_fact_vector", params)
+
     def _vectors_written(self, dims: set[int]) -> None:
         """A plan stored identity vectors of these dimensions."""
         return None  # nothing to do unless the backend says otherwise

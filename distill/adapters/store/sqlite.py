@@ -59,6 +59,13 @@ class SqliteStore(SqlStore):
             return 0
         return int(db.executemany(self.queries[query], params).rowcount)  # type: ignore[attr-defined]
 
+    def _store_vectors(self, db: DB, params: list[dict[str, Any]]) -> int:
+        # A vector is stored once, in the embedding cache under (model, text hash), where the
+        # engine already put it; the fact's row names it. Written again here (a no-op when
+        # present) so that a plan never names a vector the cache lacks.
+        self._many(db, "cache_embedding", params)
+        return self._many(db, "insert_fact_vector", params)
+
     def _vector_param(self, vector: Vector) -> bytes:
         return rows.to_blob(vector)
 

@@ -306,12 +306,15 @@ INSERT INTO fact_sources (fact_id, event_id) VALUES (%(fact_id)s, %(event_id)s)
 ON CONFLICT DO NOTHING;
 
 -- name: insert_fact_vector
-INSERT INTO fact_vectors (fact_id, project, subject, model_id, dim, embedding)
-VALUES (%(fact_id)s, %(project)s, %(subject)s, %(model_id)s, %(dim)s, %(vector)s::vector);
+INSERT INTO fact_vectors (fact_id, project, subject, model_id, dim, embedding, text_hash)
+VALUES (
+    %(fact_id)s, %(project)s, %(subject)s, %(model_id)s, %(dim)s, %(vector)s::vector,
+    %(text_hash)s
+);
 
 -- name: copy_fact_vector
-INSERT INTO fact_vectors (fact_id, project, subject, model_id, dim, embedding)
-SELECT %(fact_id)s, project, subject, model_id, dim, embedding
+INSERT INTO fact_vectors (fact_id, project, subject, model_id, dim, embedding, text_hash)
+SELECT %(fact_id)s, project, subject, model_id, dim, embedding, text_hash
 FROM fact_vectors WHERE fact_id = %(from_id)s;
 
 -- name: nearest_state_facts
@@ -550,13 +553,16 @@ SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY;
 
 -- name: copy_columns
 -- Every column of every table, so that a column the copy does not know stops it. The
--- identity vector column, `embedding` here, is `vector` in SQLite and to the copy.
-SELECT table_name::text AS table_name,
-       CASE WHEN table_name = 'fact_vectors' AND column_name = 'embedding' THEN 'vector'
-            ELSE column_name::text END AS column_name
-FROM information_schema.columns
-WHERE table_schema = current_schema()
-ORDER BY table_name, ordinal_position;
+-- identity vector column, `embedding` here, is `vector` to the copy.
+SELECT table_name, column_name FROM (
+    SELECT table_name::text AS table_name,
+           CASE WHEN table_name = 'fact_vectors' AND column_name = 'embedding' THEN 'vector'
+                ELSE column_name::text END AS column_name,
+           ordinal_position::integer AS n
+    FROM information_schema.columns
+    WHERE table_schema = current_schema()
+) AS columns
+ORDER BY table_name, n;
 
 -- name: copy_row_counts
 SELECT 'events'::text AS table_name, count(*) AS n FROM events
@@ -635,7 +641,7 @@ ORDER BY fact_id, event_id
 LIMIT %(limit)s;
 
 -- name: copy_read_fact_vectors
-SELECT fact_id, project, subject, model_id, dim,
+SELECT fact_id, project, subject, model_id, dim, text_hash,
        embedding::real[]::double precision[] AS vector
 FROM fact_vectors
 WHERE %(after_fact_id)s::text IS NULL OR fact_id > %(after_fact_id)s

@@ -280,12 +280,14 @@ WHERE id = :id
 INSERT OR IGNORE INTO fact_sources (fact_id, event_id) VALUES (:fact_id, :event_id);
 
 -- name: insert_fact_vector
-INSERT INTO fact_vectors (fact_id, project, subject, model_id, dim, vector)
-VALUES (:fact_id, :project, :subject, :model_id, :dim, :vector);
+-- The vector itself is in embedding_cache under (model_id, text_hash): cache_embedding first.
+INSERT INTO fact_vectors (fact_id, project, subject, model_id, dim, text_hash)
+VALUES (:fact_id, :project, :subject, :model_id, :dim, :text_hash);
 
 -- name: copy_fact_vector
-INSERT INTO fact_vectors (fact_id, project, subject, model_id, dim, vector)
-SELECT :fact_id, project, subject, model_id, dim, vector FROM fact_vectors WHERE fact_id = :from_id;
+INSERT INTO fact_vectors (fact_id, project, subject, model_id, dim, text_hash)
+SELECT :fact_id, project, subject, model_id, dim, text_hash
+FROM fact_vectors WHERE fact_id = :from_id;
 
 -- name: fact_by_id
 SELECT * FROM facts WHERE id = :id;
@@ -324,8 +326,10 @@ WHERE project = :project AND subject = :subject
 ORDER BY valid_from, id;
 
 -- name: active_state_vectors
-SELECT v.fact_id, v.dim, v.vector
-FROM fact_vectors AS v JOIN facts AS f ON f.id = v.fact_id
+SELECT v.fact_id, v.dim, c.vector
+FROM fact_vectors AS v
+JOIN facts AS f ON f.id = v.fact_id
+JOIN embedding_cache AS c ON c.model_id = v.model_id AND c.text_hash = v.text_hash
 WHERE v.project = :project AND v.subject = :subject AND v.model_id = :model_id
   AND f.status = 'active' AND f.kind = 'state'
 ORDER BY v.fact_id;
@@ -335,8 +339,10 @@ SELECT COALESCE(MAX(seq), 0) AS seq FROM vector_changes;
 
 -- name: changed_vectors
 -- The facts of a subject logged after a point, and whether each is searched now.
-SELECT v.fact_id, v.vector, f.status = 'active' AND f.kind = 'state' AS live
-FROM fact_vectors AS v JOIN facts AS f ON f.id = v.fact_id
+SELECT v.fact_id, c.vector, f.status = 'active' AND f.kind = 'state' AS live
+FROM fact_vectors AS v
+JOIN facts AS f ON f.id = v.fact_id
+JOIN embedding_cache AS c ON c.model_id = v.model_id AND c.text_hash = v.text_hash
 WHERE v.model_id = :model_id AND v.dim = :dim
   AND v.fact_id IN (
       SELECT fact_id FROM vector_changes
@@ -464,7 +470,7 @@ SELECT * FROM (
 ) ORDER BY at, id;
 
 -- ---------------------------------------------------------------------------------------------
--- embedding cache
+-- embedding cache: also the one copy of every identity vector that fact_vectors names
 
 -- name: cached_embeddings
 SELECT text_hash, vector FROM embedding_cache
@@ -499,11 +505,16 @@ WHERE :project IS NULL OR event_id IN (SELECT id FROM events WHERE project = :pr
 SELECT count(*) AS n FROM schema_migrations;
 
 -- name: copy_columns
--- Every column of every table, so that a column the copy does not know stops it.
-SELECT m.name AS table_name, c.name AS column_name
-FROM sqlite_master AS m, pragma_table_info(m.name) AS c
-WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite\_%' ESCAPE '\'
-ORDER BY m.name, c.cid;
+-- Every column of every table, so that a column the copy does not know stops it. A fact's
+-- identity vector is the copy's `fact_vectors.vector`, though SQLite keeps it in the cache.
+SELECT table_name, column_name FROM (
+    SELECT m.name AS table_name, c.name AS column_name, c.cid AS n
+    FROM sqlite_master AS m, pragma_table_info(m.name) AS c
+    WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite\_%' ESCAPE '\'
+    UNION ALL
+    SELECT 'fact_vectors', 'vector', 1000
+)
+ORDER BY table_name, n;
 
 -- name: copy_row_counts
 SELECT 'events' AS table_name, count(*) AS n FROM events
@@ -579,9 +590,12 @@ ORDER BY fact_id, event_id
 LIMIT :limit;
 
 -- name: copy_read_fact_vectors
-SELECT fact_id, project, subject, model_id, dim, vector FROM fact_vectors
-WHERE :after_fact_id IS NULL OR fact_id > :after_fact_id
-ORDER BY fact_id
+-- The vector itself is the embedding cache's, under the row's (model_id, text_hash).
+SELECT v.fact_id, v.project, v.subject, v.model_id, v.dim, v.text_hash, c.vector
+FROM fact_vectors AS v
+JOIN embedding_cache AS c ON c.model_id = v.model_id AND c.text_hash = v.text_hash
+WHERE :after_fact_id IS NULL OR v.fact_id > :after_fact_id
+ORDER BY v.fact_id
 LIMIT :limit;
 
 -- name: copy_read_conflicts

@@ -1,0 +1,271 @@
+"""What a store keeps, and that a database of the previous schema version keeps all of it.
+
+Identity vectors are stored once per text on SQLite (the embedding cache is their one copy,
+fact rows name them) and once per fact on PostgreSQL (its HNSW index searches that column);
+either way every fact reads back its own vector. Claims are stored without their null fields
+and read back as given. A database at the previous schema version, holding what that version
+held, migrates and then reads exactly as a database made by this version.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from distill import Memory
+from distill.adapters.store.queries import load_migrations, load_queries
+from distill.core.identity import identity_text
+from distill.core.models import FactStatus
+from distill.core.plan import CreateFact, Plan
+from distill.ports import Store
+from tests.contract.life import a_life
+from tests.factories import PROJECT, make_fact
+from tests.unit.scenario_support import SUBJECT, at, every_fact, say
+
+MODEL = "test-model"
+DIM = 8
+
+
+def unit(*values: float) -> np.ndarray:
+    vector = np.zeros(DIM, dtype=np.float32)
+    vector[: len(values)] = values
+    return vector / np.linalg.norm(vector)
+
+
+def create(store: Store, vector: np.ndarray, text_hash: str | None = None, **fact: Any) -> str:
+    made = make_fact(**fact)
+    action = CreateFact(made, "new", vector=vector, vector_model=MODEL, vector_text_hash=text_hash)
+    store.apply(Plan(actions=[action]), None, [])
+    return made.id
+
+
+def nearest(store: Store, vector: np.ndarray, k: int = 10) -> dict[str, float]:
+    [found] = store.nearest_facts(PROJECT, make_fact().subject, vector, k, MODEL)
+    return {n.fact_id: round(n.distance, 6) for n in found}
+
+
+def sqlite_count(database: str, query: str) -> int:
+    db = sqlite3.connect(database)
+    try:
+        return int(db.execute(query).fetchone()[0])
+    finally:
+        db.close()
+
+
+# -- vectors ---------------------------------------------------------------------------------------
+def test_every_fact_reads_back_its_own_vector_and_sqlite_keeps_each_text_once(
+    store: Store, backend: str, database: str
+) -> None:
+    three, four = unit(1, 0), unit(0, 1)
+    made = [create(store, three, "three", value={"count": 3}, predicate=f"p{i}") for i in range(3)]
+    given = create(store, four, value={"count": 4}, predicate="q")  # no text: keyed by bytes
+    copied = make_fact(value={"count": 3}, predicate="r")
+    store.apply(Plan([CreateFact(copied, "again", vector_from=made[0])]), None, [])
+
+    near_three = nearest(store, three)
+    assert {fact_id: near_three[fact_id] for fact_id in [*made, copied.id]} == dict.fromkeys(
+        [*made, copied.id], 0.0
+    )
+    assert nearest(store, four)[given] == 0.0
+    if backend == "sqlite":  # PostgreSQL keeps a vector per fact, for its HNSW index
+        assert sqlite_count(database, "SELECT count(*) FROM fact_vectors") == 5
+        assert sqlite_count(database, "SELECT count(*) FROM embedding_cache") == 2
+        assert store.cached_embeddings(MODEL, ["three"]).keys() == {"three"}
+
+
+# -- claims ----------------------------------------------------------------------------------------
+def test_a_claim_reads_back_as_given_without_its_null_fields_stored(
+    open_memory: Callable[[str], Memory], new_database: Callable[[str], str]
+) -> None:
+    mem = open_memory(new_database("claims"))
+    claim = {
+        "predicate": "bike_count",
+        "value": {"count": 3},
+        "action": "supersede",
+        "confidence": 0.5,
+        "qualifiers": {},
+        "valid_from": None,
+        "evidence_span": None,
+    }
+    event = mem.add_event(subject=SUBJECT, text="3 bikes", occurred_at=at(0), claims=[claim])
+    # A null inside a value is a statement (a supersede deletes that key): it is kept.
+    deleting = {"predicate": "home", "value": {"city": "Lyon", "street": None}}
+    other = mem.add_event(subject=SUBJECT, text="moved", occurred_at=at(1), claims=[deleting])
+    mem.consolidate()
+
+    [stored, stored_other] = mem.events([event.id, other.id])
+    assert stored.claims == event.claims
+    assert stored_other.claims == other.claims
+    assert stored_other.claims[0].value == {"city": "Lyon", "street": None}
+    [fact] = [f for f in every_fact(mem) if f.predicate == "bike_count"]
+    [observation] = mem.history(fact.id).observations
+    assert observation.claim == event.claims[0]
+    assert observation.claim.confidence == 0.5 and observation.claim.valid_from is None
+
+
+# -- migration -------------------------------------------------------------------------------------
+# How the previous version held what this one moved, by backend: the query that fills one of
+# its tables from a database of this version (attached as `now`), where a plain copy of the
+# shared columns would not do.
+SQLITE_PREVIOUS = {
+    # Version 3 kept each fact's vector in its own row; vectors given without a text (keyed
+    # by their bytes here) were never in the cache.
+    "fact_vectors": """
+        SELECT v.fact_id, v.project, v.subject, v.model_id, v.dim, c.vector
+        FROM now.fact_vectors AS v
+        JOIN now.embedding_cache AS c ON c.model_id = v.model_id AND c.text_hash = v.text_hash
+    """,
+    "embedding_cache": """
+        SELECT model_id, text_hash, vector FROM now.embedding_cache
+        WHERE text_hash NOT LIKE 'vector:%'
+    """,
+}
+# Tables in an order that satisfies their foreign keys, for PostgreSQL's row-by-row checks.
+POSTGRES_TABLES = [
+    "events",
+    "jobs",
+    "job_events",
+    "facts",
+    "fact_sources",
+    "fact_vectors",
+    "conflicts",
+    "observations",
+    "aliases",
+    "audit",
+    "embedding_cache",
+    "extractions",
+]
+
+
+def sqlite_previous_version(old: str, now: str) -> None:
+    db = sqlite3.connect(old)
+    try:
+        db.execute(load_queries("sqlite")["create_migrations_table"])
+        for migration in load_migrations("sqlite")[:-1]:
+            db.executescript(migration.sql)
+            db.execute(
+                "INSERT INTO schema_migrations VALUES (?, '2025-01-01T00:00:00.000000+00:00')",
+                (migration.version,),
+            )
+        db.commit()
+        db.execute("ATTACH DATABASE ? AS now", (now,))
+        tables = [
+            name
+            for (name,) in db.execute("SELECT name FROM main.sqlite_schema WHERE type = 'table'")
+            if name not in ("schema_migrations", "sqlite_sequence")
+        ]
+        # The change log last, as it was: copying fact_vectors fired its triggers.
+        tables.sort(key=lambda name: name == "vector_changes")
+        for table in tables:
+            db.execute(f"DELETE FROM main.{table}")
+            columns = [r[1] for r in db.execute(f"PRAGMA main.table_info({table})")]
+            shared = ", ".join(columns)
+            select = SQLITE_PREVIOUS.get(table, f"SELECT {shared} FROM now.{table}")
+            db.execute(f"INSERT INTO main.{table} ({shared}) {select}")
+        db.commit()
+    finally:
+        db.close()
+
+
+def postgres_previous_version(old: str, now: str) -> None:
+    import psycopg
+
+    with psycopg.connect(old, autocommit=True) as target, psycopg.connect(now) as source:
+        target.execute(load_queries("postgres")["create_migrations_table"])
+        for migration in load_migrations("postgres")[:-1]:
+            target.execute(migration.sql.encode())
+            target.execute(
+                "INSERT INTO schema_migrations (version, applied_at) VALUES (%s, now())",
+                (migration.version,),
+            )
+        listed = "SELECT table_name, column_name FROM information_schema.columns"
+        columns: dict[str, list[str]] = {}
+        for table, column in target.execute(listed + " WHERE table_schema = 'public'"):
+            columns.setdefault(table, []).append(column)
+        assert set(columns) - {"schema_migrations"} == set(POSTGRES_TABLES)
+        for table in POSTGRES_TABLES:
+            shared = ", ".join(columns[table])
+            with (
+                source.cursor().copy(f"COPY (SELECT {shared} FROM {table}) TO STDOUT") as out,
+                target.cursor().copy(f"COPY {table} ({shared}) FROM STDIN") as into,
+            ):
+                for block in out:
+                    into.write(block)
+
+
+def read_everything(mem: Memory) -> dict[str, Any]:
+    """Every read a user has, and the engine's lookups, over everything the database holds."""
+    facts = mem.facts(subject=None, include_retired=True)
+    dumped = [f.model_dump(mode="json") for f in facts]
+    queries = {
+        f.id: mem.embedder.embed_batch([identity_text(f.predicate, f.value)])[0]
+        for f in facts
+        if f.predicate and f.value is not None and f.status is FactStatus.ACTIVE
+    }
+    return {
+        "facts": dumped,
+        "histories": {
+            f.id: {
+                "versions": [v.model_dump(mode="json") for v in h.versions],
+                "observations": [o.model_dump(mode="json") for o in h.observations],
+                "audit": [a.model_dump(mode="json") for a in h.audit],
+            }
+            for f in facts
+            for h in [mem.history(f.id)]
+        },
+        "audit": [a.model_dump(mode="json") for a in mem.audit(limit=100_000)],
+        "conflicts": [c.model_dump(mode="json") for c in mem.conflicts(status=None)],
+        "jobs": [j.model_dump(mode="json") for j in mem.jobs()],
+        "events": [
+            e.model_dump(mode="json")
+            for e in mem.events([i for f in facts for i in f.source_event_ids])
+        ],
+        "by_source": [  # the lookup adjudication makes, through fact_sources
+            f.id
+            for f in mem.store.facts_with_sources(
+                PROJECT, SUBJECT, sorted({i for f in facts for i in f.source_event_ids})
+            )
+        ],
+        "nearest": {
+            fact_id: mem.store.nearest_facts(PROJECT, SUBJECT, q, 5, mem.embedder.model_id)
+            for fact_id, q in queries.items()
+        },
+        "counts": mem.status().to_dict() | {"database": None},
+    }
+
+
+def test_a_database_at_the_previous_version_migrates_and_reads_the_same(
+    backend: str,
+    open_memory: Callable[[str], Memory],
+    new_database: Callable[[str], str],
+) -> None:
+    now_database = new_database("now")
+    now = open_memory(now_database)
+    a_life(now)
+    for minute, city in enumerate(("Lyon", "Oslo", "Lyon"), start=20):
+        say(now, "home_city", {"city": city}, when=at(minute), action="supersede")
+        now.consolidate()
+    hand_made = make_fact(subject=SUBJECT, predicate="shoe_size", value={"eu": 44})
+    vector = np.zeros(256, dtype=np.float32)
+    vector[3] = 1.0
+    now.store.apply(
+        Plan([CreateFact(hand_made, "given", vector=vector, vector_model=now.embedder.model_id)]),
+        None,
+        [],
+    )
+    expected = read_everything(now)
+    assert expected["nearest"] and expected["audit"]
+
+    old = new_database("old")
+    copy = sqlite_previous_version if backend == "sqlite" else postgres_previous_version
+    copy(old, now_database)
+    migrated = open_memory(old)
+
+    assert migrated.store.schema_version() == load_migrations(backend)[-1].version
+    assert read_everything(migrated) == expected
+    [found] = migrated.store.nearest_facts(PROJECT, SUBJECT, vector, 1, now.embedder.model_id)
+    assert found[0].fact_id == hand_made.id and found[0].distance == pytest.approx(0.0, abs=1e-6)

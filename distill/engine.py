@@ -52,10 +52,6 @@ RETRY_BASE = timedelta(seconds=30)  # backoff: 30 s, 60 s, 120 s, 240 s between 
 LEASE = timedelta(seconds=60)
 HEARTBEAT_EVERY_S = 15.0
 CLAIM_BATCH = 32  # jobs claimed per round trip
-# The first batch of a pipelined run is smaller: nothing can be decided until it is extracted
-# and embedded, so a small one lets deciding start early and overlap the embedding of the
-# next (at 1-2k events that was the whole difference between deciding after and during).
-FIRST_CLAIM_BATCH = 4
 OUTAGE_AFTER = 3  # jobs failed in a row by a provider, after its own retries, that end a run
 # Actions described in the report of a real run; the audit log has all of them. A dry run's
 # report lists every action: the plan is its whole point.
@@ -182,7 +178,7 @@ class Engine:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="distill-prepare")
         pool = self._pool
-        upcoming = pool.submit(self._next_batch, report, FIRST_CLAIM_BATCH)
+        upcoming = pool.submit(self._next_batch, report)
         try:
             while (batch := upcoming.result()) is not None:
                 if not batch.stopped:
@@ -219,11 +215,11 @@ class Engine:
         with report.lock:
             report.jobs_released += len(job_ids)
 
-    def _next_batch(self, report: Report, limit: int = CLAIM_BATCH) -> Batch | None:
+    def _next_batch(self, report: Report) -> Batch | None:
         """Claim due jobs, extract them, and embed what they need, a call per step."""
         if self._stop.is_set():
             return None
-        jobs = self.store.claim_jobs(self.clock.now(), limit, MAX_ATTEMPTS)
+        jobs = self.store.claim_jobs(self.clock.now(), CLAIM_BATCH, MAX_ATTEMPTS)
         if not jobs:
             return None
         loaded = [

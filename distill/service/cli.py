@@ -21,6 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from distill.adapters.embed import EMBEDDERS, close_embedder
+from distill.adapters.embed.calibrations import uncalibrated
 from distill.adapters.llm import PROVIDERS, close_llm
 from distill.core.models import ConflictSet, EventIn, Fact
 from distill.errors import DistillError, InvalidInput
@@ -283,6 +284,8 @@ def consolidate(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
         progress_bar("consolidating", enabled=not as_json) as tick,
     ):
         report = mem.consolidate(dry_run=dry_run, progress=tick)
+        if mem.max_distance is None:  # said even with --json: it changes what runs decide
+            err.print(uncalibrated(mem.embedder))
     if as_json:
         emit(report.to_dict())
         return

@@ -33,7 +33,7 @@ import pytest
 
 from distill import Memory
 from distill.adapters.llm.openai import OpenAILLM
-from distill.engine import FIRST_CLAIM_BATCH, LEASE
+from distill.engine import LEASE
 from tests.llm_server import Held, Model, ScriptedServer, memory_of
 from tests.processes import Proc, Processes, stopping_distill, wait_until
 from tests.workload import (
@@ -68,9 +68,7 @@ def noted_event(i: int, subjects: int = SUBJECTS) -> dict[str, Any]:
 
 
 WORKLOAD = [noted_event(i) for i in range(EVENTS)]
-# A small workload, for runs that meet a live or a dead one: as many subjects (one job each)
-# as a run's first claim takes, so that a run held by its model holds every job.
-BUSY_SUBJECTS = FIRST_CLAIM_BATCH
+BUSY_SUBJECTS = 6  # a small workload, for runs that meet a live or a dead one
 BUSY_EVENTS = [noted_event(i, BUSY_SUBJECTS) for i in range(60)]
 
 
@@ -321,7 +319,7 @@ def test_memory_consolidate_finishes_at_once_what_a_killed_run_left(
 ) -> None:
     """The same through the Python API: a `distill consolidate` killed while the model holds
     its request, then `Memory.consolidate()` in the test's own process. One call finishes
-    every job (reclaimed at once) and the state equals an uncrashed run's."""
+    all six jobs (reclaimed at once) and the state equals an uncrashed run's."""
     db = seeded(make_database(), BUSY_EVENTS)
     crashed = processes.distill(db, "consolidate", name="crashed")
     wait_until(
@@ -348,9 +346,9 @@ def test_memory_consolidate_finishes_at_once_what_a_killed_run_left(
 
 
 # -- 2. a PostgreSQL worker cut off from the server ------------------------------------------------
-CUT_SUBJECTS = FIRST_CLAIM_BATCH
+CUT_SUBJECTS = 10
 CUT_EVENTS = [noted_event(i, CUT_SUBJECTS) for i in range(200)]
-AFTERMATH_S = 3  # what the cut-off worker may do once answered: decide its few small jobs
+AFTERMATH_S = 3  # what the cut-off worker may do once answered: decide ten small jobs
 # B may meet the cut in the middle of a run: it pauses ERROR_PAUSE (5 s), then polls again.
 TAKEOVER_BOUND_S = 20
 
@@ -409,7 +407,7 @@ def test_a_worker_cut_off_from_postgresql_loses_its_jobs_to_another_at_once(
 def test_a_run_leaves_the_jobs_of_a_live_run_alone_and_says_so(
     make_database: Callable[[], str], processes: Processes, held: Held
 ) -> None:
-    """Run A has claimed every job and waits for the model. Run B on the same database
+    """Run A has claimed all six jobs and waits for the model. Run B on the same database
     takes none of them (all still running, each claimed once), exits 0, and prints exactly
     one line saying how many jobs another run is consolidating. `distill status` meanwhile
     shows the running jobs with their owner: A's pid and this host. Once the model answers,

@@ -161,11 +161,14 @@ def match_distance(embedder: Embedder, path: Path = REGISTRY) -> float | None:
         first = embedder.model_id not in _warned
         _warned.add(embedder.model_id)
     if first:
-        log.warning(
-            "the embedder %s has no calibrated threshold, so claims are matched to facts by "
-            "exact predicate and learned aliases only, not by meaning. Calibrate it with `%s`, "
-            "or pass Memory(max_distance=...)",
-            embedder.model_id,
-            calibrate_command(embedder),
-        )
+        log.warning("%s", uncalibrated(embedder))
     return None
+
+
+def uncalibrated(embedder: Embedder) -> str:
+    """What matching does for an embedder without a calibration, and how to give it one."""
+    return (
+        f"the embedder {embedder.model_id} has no calibrated threshold, so claims are matched "
+        "to facts by exact predicate and learned aliases only, not by meaning. Calibrate it "
+        f"with `{calibrate_command(embedder)}`, or pass Memory(max_distance=...)"
+    )

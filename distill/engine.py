@@ -1,8 +1,11 @@
-"""Orchestration: claim jobs → extract → embed → (lock) load → adjudicate → validate → apply.
+"""Orchestration: claim jobs → extract → embed → run the adjudication pass on each job.
 
-Slow work (LLM calls, embeddings) happens before the subject's write lock is taken; every
-decision is made under it, on state read under it. Each job is its own transaction: a
-failure rolls back that job only, records the error and leaves its events intact.
+Slow work (LLM calls, embeddings) happens before the subject's write lock is taken, on a
+second thread that prepares the next batch while this one is decided; every decision is
+made under the lock, on state read under it (`passes.run_pass`: load, decide, apply). Each
+job is its own transaction, which also marks the job done: a failure rolls back that job
+only, records the error and leaves its events intact, and a job taken back by another run
+meanwhile is not written at all. A thread beats the heartbeat of the jobs a run holds.
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ RETRY_BASE = timedelta(seconds=30)  # backoff: 30 s, 60 s, 120 s, 240 s between 
 # miss four beats in a row to lose them.
 LEASE = timedelta(seconds=60)
 HEARTBEAT_EVERY_S = 15.0
-CLAIM_BATCH = 32  # jobs claimed per round trip
+CLAIM_BATCH = 32  # jobs claimed per round trip (16 measured no better: BENCHMARKS.md)
 OUTAGE_AFTER = 3  # jobs failed in a row by a provider, after its own retries, that end a run
 # Actions described in the report of a real run; the audit log has all of them. A dry run's
 # report lists every action: the plan is its whole point.
@@ -111,7 +114,6 @@ class Engine:
         self.embedder = embedder
         self.extraction = extraction
         self.clock = clock
-        self.max_distance = max_distance
         self.adjudication = Adjudication(max_distance)
         self.new_id = new_id or ids.new_id
         self.answers = ModelAnswers(store, extraction, self.embed, embedder.model_id, clock)

@@ -26,7 +26,7 @@ from distill.adapters.embed.calibrations import match_distance
 from distill.adapters.llm import close_llm, make_llm
 from distill.applier import apply_plan
 from distill.core import audit_trail, resolve
-from distill.core.identity import canonical_json, content_hash
+from distill.core.identity import canonical_json, content_hash, identity_text
 from distill.core.models import (
     AuditEntry,
     ConflictSet,
@@ -44,8 +44,10 @@ from distill.core.plan import Plan
 from distill.engine import Engine
 from distill.errors import ConfigurationError, InvalidInput, MissingDependency, NotFound
 from distill.extractors import BATCH_EVENTS, BATCH_TOKENS, make_extraction
-from distill.ports import LLM, Clock, Embedder, Store, StoreCounts
+from distill.ports import LLM, Clock, Embedder, IdentityVector, Store, StoreCounts
 from distill.report import Report
+
+REEMBED_PAGE = 500  # facts embedded again per store round trip (and per embedding call)
 
 
 class SystemClock:
@@ -298,6 +300,30 @@ class Memory:
         if reextract:
             self.store.forget_extractions(project)
         return self.store.requeue_jobs(project, self.clock.now())
+
+    def reembed(self, project: str | None = None) -> int:
+        """Embed again, with this Memory's embedder, the identity of every active state fact
+        whose vector another model made (or that has none), so that claims are matched by
+        meaning to facts stored before a switch of embedders. Vectors of two models are
+        never compared: until this runs, those facts are found by exact predicate and
+        learned aliases only. Returns how many facts were embedded again."""
+        model = self.embedder.model_id
+        done, after = 0, None
+        while page := self.store.facts_to_reembed(model, project, after, REEMBED_PAGE):
+            texts = {f.id: identity_text(f.predicate or "", f.value) for f in page}
+            vectors = self.engine.embed(sorted(set(texts.values())))
+            self.store.replace_identity_vectors(
+                model,
+                [
+                    IdentityVector(
+                        f.id, f.project, f.subject, content_hash(texts[f.id]), vectors[texts[f.id]]
+                    )
+                    for f in page
+                ],
+            )
+            done += len(page)
+            after = page[-1].id
+        return done
 
     # -- reading ----------------------------------------------------------------------------------
     def facts(

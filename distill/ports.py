@@ -105,6 +105,17 @@ class Neighbour:
 
 
 @dataclass(frozen=True)
+class IdentityVector:
+    """A fact's identity vector: what `nearest_facts` searches for the fact."""
+
+    fact_id: str
+    project: str
+    subject: str
+    text_hash: str  # the content hash of the identity text it embeds
+    vector: Vector
+
+
+@dataclass(frozen=True)
 class StoreCounts:
     events: int
     facts_by_status: dict[str, int]
@@ -282,6 +293,17 @@ class Store(Protocol):
 
     def observations_for_events(self, event_ids: Sequence[str]) -> list[Observation]:
         """Every observation recorded for these events."""
+        ...
+
+    def facts_to_reembed(
+        self, model_id: str, project: str | None, after_id: str | None, limit: int
+    ) -> list[Fact]:
+        """Active state facts (of one project, or all) whose identity vector is missing or
+        was made by another model than `model_id`, in id order after `after_id`."""
+        ...
+
+    def replace_identity_vectors(self, model_id: str, vectors: Sequence[IdentityVector]) -> None:
+        """Give these facts identity vectors made by `model_id`, in place of any other."""
         ...
 
     # -- writes (inside `serialised`) --------------------------------------------------------

@@ -22,16 +22,25 @@ from rich.table import Table
 
 from distill.adapters.embed import EMBEDDERS, close_embedder
 from distill.adapters.embed.calibrations import uncalibrated
-from distill.adapters.llm import PROVIDERS, close_llm
+from distill.adapters.llm import PROVIDERS
 from distill.core.models import ConflictSet, EventIn, Fact
 from distill.errors import DistillError, InvalidInput
 from distill.export import event_fields
 from distill.extractors import EXTRACTORS
-from distill.memory import Memory, explain_validation, open_store
+from distill.memory import explain_validation
 from distill.service.copy_command import copy_cmd
 from distill.service.eval_command import eval_cmd
 from distill.service.export_command import export_cmd
-from distill.service.terminal import build_embedder, build_llm, configure_logging, err, out
+from distill.service.maintenance_command import migrate, reembed, replay
+from distill.service.terminal import (
+    build_embedder,
+    configure_logging,
+    emit,
+    err,
+    json_option,
+    memory,
+    out,
+)
 from distill.service.worker_command import worker
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -61,12 +70,6 @@ Environment:
                         printed); OPENAI_API_KEY / ANTHROPIC_API_KEY also work
   DISTILL_LLM_TIMEOUT   seconds one model request may take (default 120)
 """
-
-
-def json_option(func: F) -> F:
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")(
-        func
-    )
 
 
 @click.group(epilog=ENVIRONMENT)
@@ -150,34 +153,6 @@ def cli(
             **({"timeout": llm_timeout} if llm_timeout else {}),
         },
     }
-
-
-@contextmanager
-def memory(ctx: click.Context, with_llm: bool = False) -> Iterator[Memory]:
-    """The Memory a command works on. Only consolidation builds the model: importing a
-    provider's SDK takes a second or two, and reading the store must not depend on it."""
-    llm = build_llm(ctx) if with_llm else None
-    try:
-        embedder = build_embedder(ctx)
-        try:
-            mem = Memory(
-                ctx.obj["db"],
-                embedder=embedder,
-                llm=llm,
-                extractor=ctx.obj["extractor"] if with_llm else "auto",
-            )
-            try:
-                yield mem
-            finally:
-                mem.close()
-        finally:
-            close_embedder(embedder)
-    finally:
-        close_llm(llm)
-
-
-def emit(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
 # -- add ---------------------------------------------------------------------------------------
@@ -546,42 +521,6 @@ def status(ctx: click.Context, as_json: bool) -> None:
 
 
 @cli.command()
-@click.option("--project", help="Only this project.")
-@click.option(
-    "--reextract",
-    is_flag=True,
-    help="Forget the model's kept answers first, so the next run asks it again.",
-)
-@json_option
-@click.pass_context
-def replay(ctx: click.Context, project: str | None, reextract: bool, as_json: bool) -> None:
-    """Put finished and failed jobs back to pending; replaying changes nothing already known."""
-    with memory(ctx) as mem:
-        count = mem.replay(project, reextract=reextract)
-    if as_json:
-        emit({"requeued": count})
-    else:
-        out.print(f"{count} job(s) back to pending")
-
-
-@cli.command()
-@json_option
-@click.pass_context
-def migrate(ctx: click.Context, as_json: bool) -> None:
-    """Bring the database's schema up to date (every command does it on opening; run this
-    once before starting several workers on a new database, or to check a deployment)."""
-    store, where = open_store(ctx.obj["db"])
-    try:
-        version = store.schema_version()
-    finally:
-        store.close()
-    if as_json:
-        emit({"database": where, "schema_version": version})
-    else:
-        out.print(f"{where}: schema at version {version}, up to date")
-
-
-@cli.command()
 @json_option
 @click.pass_context
 def demo(ctx: click.Context, as_json: bool) -> None:
@@ -598,6 +537,9 @@ def demo(ctx: click.Context, as_json: bool) -> None:
 cli.add_command(copy_cmd)
 cli.add_command(eval_cmd)
 cli.add_command(export_cmd)
+cli.add_command(migrate)
+cli.add_command(reembed)
+cli.add_command(replay)
 cli.add_command(worker)
 
 

@@ -1,18 +1,22 @@
-"""What every command shares: the two consoles, logging, and the models the options
-configure."""
+"""What every command shares: the two consoles, logging, the models the options configure,
+the Memory a command works on, and JSON output."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 import click
 from rich.console import Console
 
-from distill.adapters.embed import make_embedder
-from distill.adapters.llm import make_llm
+from distill.adapters.embed import close_embedder, make_embedder
+from distill.adapters.llm import close_llm, make_llm
+from distill.memory import Memory
 from distill.ports import Embedder
 
 out = Console(highlight=False, soft_wrap=True)
@@ -47,3 +51,40 @@ def configure_logging(level: int | None) -> None:
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logger.addHandler(handler)
     logger.setLevel(level)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def json_option(func: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")(
+        func
+    )
+
+
+@contextmanager
+def memory(ctx: click.Context, with_llm: bool = False) -> Iterator[Memory]:
+    """The Memory a command works on. Only consolidation builds the model: importing a
+    provider's SDK takes a second or two, and reading the store must not depend on it."""
+    llm = build_llm(ctx) if with_llm else None
+    try:
+        embedder = build_embedder(ctx)
+        try:
+            mem = Memory(
+                ctx.obj["db"],
+                embedder=embedder,
+                llm=llm,
+                extractor=ctx.obj["extractor"] if with_llm else "auto",
+            )
+            try:
+                yield mem
+            finally:
+                mem.close()
+        finally:
+            close_embedder(embedder)
+    finally:
+        close_llm(llm)
+
+
+def emit(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))

@@ -676,3 +676,11 @@ def test_migrate_reports_the_schema_version_and_is_idempotent(tmp_path: Path) ->
 
     assert first == second
     assert first["schema_version"] >= 2 and first["database"] == str(cli.db)
+
+
+def test_reembed_says_how_many_facts_it_embedded_again(cli: Cli) -> None:
+    cli.add_claim("language", {"lang": "fr"}, "2024-05-01T10:00:00Z")
+    cli.ok("consolidate")
+    done = cli.ok_json("reembed")
+    assert done["reembedded"] == 0  # the facts were embedded by this same embedder
+    assert done["embedder"]

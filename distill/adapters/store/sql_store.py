@@ -32,7 +32,7 @@ from distill.core.models import (
 )
 from distill.core.plan import Plan
 from distill.errors import NotFound
-from distill.ports import LLMUsage, Neighbour, StoreCounts, Vector
+from distill.ports import IdentityVector, LLMUsage, Neighbour, StoreCounts, Vector
 
 EVENT_PAGE_SIZE = 500  # rows per read transaction when iterating over every event
 
@@ -112,6 +112,32 @@ class SqlStore(SqlJobs):
         """Active state facts of the subject, most recently reinforced first."""
         params = {"project": project, "subject": subject, "limit": limit}
         return [rows.fact_from_row(r) for r in self._read("active_facts", params)]
+
+    def facts_to_reembed(
+        self, model_id: str, project: str | None, after_id: str | None, limit: int
+    ) -> list[Fact]:
+        params = {"model_id": model_id, "project": project, "after_id": after_id, "limit": limit}
+        return [rows.fact_from_row(r) for r in self._read("facts_to_reembed", params)]
+
+    def replace_identity_vectors(self, model_id: str, vectors: Sequence[IdentityVector]) -> None:
+        if not vectors:
+            return
+        params = [
+            {
+                "fact_id": v.fact_id,
+                "project": v.project,
+                "subject": v.subject,
+                "model_id": model_id,
+                "dim": int(np.asarray(v.vector).size),
+                "text_hash": v.text_hash,
+                "vector": self._vector_param(v.vector),
+            }
+            for v in vectors
+        ]
+        with self._tx() as db:
+            self._many(db, "delete_fact_vector", [{"fact_id": v.fact_id} for v in vectors])
+            self._store_vectors(db, params)
+        self._vectors_written({p["dim"] for p in params})
 
     # -- writes ------------------------------------------------------------------------------------
     def apply(self, plan: Plan, job_id: str | None, audit: Sequence[AuditEntry]) -> None:

@@ -371,6 +371,20 @@ WHERE project = %(project)s AND subject = %(subject)s
   AND id IN (SELECT fact_id FROM fact_sources WHERE event_id = ANY(%(event_ids)s::text[]))
 ORDER BY valid_from, id;
 
+-- name: facts_to_reembed
+-- Active state facts whose identity vector is missing or was made by another model.
+SELECT f.* FROM facts AS f LEFT JOIN fact_vectors AS v ON v.fact_id = f.id
+WHERE f.status = 'active' AND f.kind = 'state'
+  AND (%(project)s::text IS NULL OR f.project = %(project)s)
+  AND (v.fact_id IS NULL OR v.model_id != %(model_id)s)
+  AND (%(after_id)s::text IS NULL OR f.id > %(after_id)s)
+ORDER BY f.id
+LIMIT %(limit)s;
+
+-- name: delete_fact_vector
+-- A vector is derived data: replaced when the facts are embedded again by another model.
+DELETE FROM fact_vectors WHERE fact_id = %(fact_id)s;
+
 -- name: active_facts
 SELECT * FROM facts
 WHERE project = %(project)s AND subject = %(subject)s AND status = 'active' AND kind = 'state'

@@ -348,6 +348,20 @@ WHERE v.model_id = :model_id AND v.dim = :dim
       SELECT fact_id FROM vector_changes
       WHERE project = :project AND subject = :subject AND seq > :after);
 
+-- name: facts_to_reembed
+-- Active state facts whose identity vector is missing or was made by another model.
+SELECT f.* FROM facts AS f LEFT JOIN fact_vectors AS v ON v.fact_id = f.id
+WHERE f.status = 'active' AND f.kind = 'state'
+  AND (:project IS NULL OR f.project = :project)
+  AND (v.fact_id IS NULL OR v.model_id != :model_id)
+  AND (:after_id IS NULL OR f.id > :after_id)
+ORDER BY f.id
+LIMIT :limit;
+
+-- name: delete_fact_vector
+-- A vector is derived data: replaced when the facts are embedded again by another model.
+DELETE FROM fact_vectors WHERE fact_id = :fact_id;
+
 -- name: active_facts
 SELECT * FROM facts
 WHERE project = :project AND subject = :subject AND status = 'active' AND kind = 'state'

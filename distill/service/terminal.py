@@ -39,18 +39,19 @@ def configure_logging(level: int | None) -> None:
     """Where the engine's and the providers' log records go: stderr from `level` up, or
     nowhere (`None`). A command prints what a person needs from its result (a run's report
     says which jobs failed and why a provider ended it), so by default its logs stay quiet;
-    `--verbose` shows them, and the long-running worker keeps its warnings."""
+    `--verbose` shows them, and the long-running worker keeps its warnings. Records still
+    reach handlers an embedding application installed above (propagation is left on)."""
     logger = logging.getLogger("distill")
-    for handler in list(logger.handlers):
+    for handler in [h for h in logger.handlers if getattr(h, "distill_cli", False)]:
         logger.removeHandler(handler)
-    logger.propagate = False
-    if level is None:
-        logger.addHandler(logging.NullHandler())
-        return
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logger.addHandler(handler)
-    logger.setLevel(level)
+    # A handler of its own, even a null one, keeps Python's last-resort printer away.
+    mine: logging.Handler = logging.NullHandler()
+    if level is not None:
+        mine = logging.StreamHandler(sys.stderr)
+        mine.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logger.setLevel(level)
+    mine.distill_cli = True  # type: ignore[attr-defined]
+    logger.addHandler(mine)
 
 
 F = TypeVar("F", bound=Callable[..., Any])

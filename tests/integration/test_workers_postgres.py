@@ -139,10 +139,10 @@ def test_a_worker_killed_inside_a_job_leaves_no_partial_write_and_the_job_is_red
 ) -> None:
     """A worker SIGKILLed after writing one job's facts, observations and audit but before
     its commit leaves none of them (one transaction per job: no partial write); the other
-    jobs it had finished stay done. The stalled job is reclaimed by the next worker: the
-    test moves the jobs' heartbeat_at 11 minutes into the past with SQL instead of waiting
-    STALLED_AFTER (10 minutes). A fresh `distill worker --once` then finishes every job, the
-    killed one on its second attempt, and the state equals an uncrashed run's."""
+    jobs it had finished stay done. The next worker takes its job back at once (the dead
+    worker's process is gone, and so is its session: no lease to wait for): a fresh `distill worker --once`
+    finishes every job, the killed one on its second attempt, and the state equals an
+    uncrashed run's."""
     url, reference = make_postgres_database(), make_postgres_database()
     all_waves = waves(400, 1)
     victim = "s12"  # a subject whose values change: its job writes facts, retirements, audit
@@ -190,11 +190,6 @@ def test_a_worker_killed_inside_a_job_leaves_no_partial_write_and_the_job_is_red
     assert jobs_by_status(url).get("done", 0) == done_before  # finished jobs stay finished
     assert query(url, "SELECT count(*) FROM events")[0][0] == 400
 
-    # Pretend STALLED_AFTER has passed for whatever the dead worker held.
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(
-            "UPDATE jobs SET heartbeat_at = now() - interval '11 minutes' WHERE status = 'running'"
-        )
     again = processes.worker(url, "--once")
     assert processes.finish(again) == 0, again.text()
     assert query(url, status, {"job": job_id}) == [("done", 2)]

@@ -140,9 +140,9 @@ def test_a_worker_killed_inside_a_job_leaves_no_partial_write_and_the_job_is_red
     """A worker SIGKILLed after writing one job's facts, observations and audit but before
     its commit leaves none of them (one transaction per job: no partial write); the other
     jobs it had finished stay done. The next worker takes its job back at once (the dead
-    worker's process is gone, and so is its session: no lease to wait for): a fresh `distill worker --once`
-    finishes every job, the killed one on its second attempt, and the state equals an
-    uncrashed run's."""
+    worker's process is gone, and so is its session: no lease to wait for): a fresh
+    `distill worker --once` finishes every job, the killed one on its second attempt, and
+    the state equals an uncrashed run's."""
     url, reference = make_postgres_database(), make_postgres_database()
     all_waves = waves(400, 1)
     victim = "s12"  # a subject whose values change: its job writes facts, retirements, audit

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -115,6 +116,7 @@ class Engine:
         self.extraction = extraction
         self.clock = clock
         self.adjudication = Adjudication(max_distance)
+        self._heartbeat = _Heartbeat(store, clock)
         self.new_id = new_id or ids.new_id
         self.answers = ModelAnswers(store, extraction, self.embed, embedder.model_id, clock)
 
@@ -130,7 +132,7 @@ class Engine:
         report = Report(dry_run=dry_run)
         self._stop = stop or threading.Event()
         if not dry_run:
-            with _Heartbeat(self.store, self.clock):
+            with self._heartbeat.during_run():
                 self._run(report, progress, pipelined=True)
             return report
         # A dry run is a real run inside one transaction that is always rolled back, so the
@@ -196,7 +198,8 @@ class Engine:
             raise
 
     def close(self) -> None:
-        """Stop the preparation thread (before the store it uses is closed)."""
+        """Stop the preparation and heartbeat threads (before the store they use is closed)."""
+        self._heartbeat.close()
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
@@ -236,6 +239,8 @@ class Engine:
         )
         try:
             vectors = self.embed(texts)
+        except TransientProviderError as exc:
+            return self._embedder_down(exc, [job.id for job, _ in loaded], report)
         except Exception as exc:
             for job, _ in loaded:
                 self._fail(job, exc, report)
@@ -245,11 +250,26 @@ class Engine:
         try:
             wanted = {t for p in prepared for t in p.identity_texts()} - vectors.keys()
             vectors.update(self.embed(sorted(wanted)))
+        except TransientProviderError as exc:  # the model's answers are kept: nothing is lost
+            return self._embedder_down(exc, [p.job.id for p in prepared], report)
         except Exception as exc:
             for p in prepared:
                 self._fail(p.job, exc, report)
             return Batch([], {}, stopped)
         return Batch(prepared, vectors, stopped)
+
+    def _embedder_down(
+        self, exc: TransientProviderError, job_ids: list[str], report: Report
+    ) -> Batch:
+        """An embedding server that is down or rate limiting would fail every job the same
+        way: the batch goes back to pending, untouched, and the run stops."""
+        self._release(job_ids, report)
+        report.stopped_by_provider = (
+            f"stopped the run: the embedder failed: {exc}; every event is kept: the jobs are "
+            "pending for the next run"
+        )
+        log.error("%s", report.stopped_by_provider)
+        return Batch([], {}, True)
 
     def _prepare_all(
         self,
@@ -370,7 +390,7 @@ class Engine:
                 )
             # In the job's transaction: if the job was taken back from this run meanwhile,
             # finishing it fails and everything the job wrote is rolled back with it.
-            self.store.finish_job(job.id, self.clock.now())
+            self.store.finish_job(job.id, self.clock.now(), attempts=job.attempts)
 
         work = JobWork(p.events, p.candidates, p.rejections, vectors, self.embedder.model_id)
         result = run_pass(
@@ -437,7 +457,7 @@ class Engine:
         else:
             log.error("job %s failed: %s", job.id, message)
         try:
-            self.store.fail_job(job.id, message, now, retry_at)
+            self.store.fail_job(job.id, message, now, retry_at, attempts=job.attempts)
         except ClaimLost as lost:  # another run holds it now and will do it again
             log.warning("%s", lost)
             return
@@ -462,24 +482,40 @@ def _stopped(exc: Exception) -> str:
 
 class _Heartbeat:
     """Marks the jobs a run holds as alive every HEARTBEAT_EVERY_S, from a thread of its own,
-    while the run waits on a model or decides: a slow run is never mistaken for a dead one."""
+    while the run waits on a model or decides: a slow run is never mistaken for a dead one.
+    One thread for the engine's life (it beats only during runs): a store keeps a connection
+    per thread, and a worker runs thousands of times."""
 
     def __init__(self, store: Store, clock: Clock) -> None:
         self._store = store
         self._clock = clock
+        self._running = threading.Event()
         self._done = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name="distill-heartbeat", daemon=True)
+        self._thread: threading.Thread | None = None
 
-    def __enter__(self) -> _Heartbeat:
-        self._thread.start()
-        return self
+    @contextmanager
+    def during_run(self) -> Iterator[None]:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._beat, name="distill-heartbeat", daemon=True
+            )
+            self._thread.start()
+        self._running.set()
+        try:
+            yield
+        finally:
+            self._running.clear()
 
-    def __exit__(self, *exc: object) -> None:
+    def close(self) -> None:
         self._done.set()
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
 
     def _beat(self) -> None:
         while not self._done.wait(HEARTBEAT_EVERY_S):
+            if not self._running.is_set():
+                continue
             try:
                 self._store.heartbeat(self._clock.now())
             except DistillError as exc:  # the next beat tries again; the lease is 4 beats

@@ -222,13 +222,20 @@ class Store(Protocol):
         """Mark every job this store has claimed and holds as still being worked on."""
         ...
 
-    def finish_job(self, job_id: str, now: datetime) -> None:
+    def finish_job(self, job_id: str, now: datetime, attempts: int | None = None) -> None:
         """Mark a job this store holds done; `ClaimLost` if it was taken back meanwhile (so a
-        caller inside the job's transaction rolls its writes back)."""
+        caller inside the job's transaction rolls its writes back). `attempts`, the job's
+        count when it was claimed, names the claim: a job taken back and claimed again by
+        the same store is not the same claim."""
         ...
 
     def fail_job(
-        self, job_id: str, error: str, now: datetime, retry_at: datetime | None
+        self,
+        job_id: str,
+        error: str,
+        now: datetime,
+        retry_at: datetime | None,
+        attempts: int | None = None,
     ) -> None: ...
     def release_jobs(self, job_ids: Sequence[str], now: datetime) -> None:
         """Put jobs this store claimed and never started back to pending."""

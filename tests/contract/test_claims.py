@@ -138,3 +138,22 @@ def test_a_claimers_heartbeat_renews_only_its_own_claims(
     assert found.stalled == 1
     assert first.job(mine).status is JobStatus.RUNNING
     assert first.job(theirs).status is JobStatus.PENDING
+
+
+def test_a_job_taken_back_and_claimed_again_by_the_same_store_is_a_new_claim(
+    store: Store,
+) -> None:
+    """A decision made under the first claim cannot finish the job once it was taken back
+    and claimed again, even by the same store: the attempt names the claim."""
+    job_id = append(store, "a")
+    [first] = store.claim_jobs(T0, 10, 5)
+    assert store.reclaim(at(5), stalled_before=at(2), max_attempts=5).stalled == 1
+    [again] = store.claim_jobs(at(5), 10, 5)
+    assert again.attempts == first.attempts + 1
+
+    with pytest.raises(ClaimLost):
+        store.finish_job(job_id, at(6), attempts=first.attempts)
+    with pytest.raises(ClaimLost):
+        store.fail_job(job_id, "late", at(6), None, attempts=first.attempts)
+    store.finish_job(job_id, at(7), attempts=again.attempts)
+    assert store.job(job_id).status is JobStatus.DONE

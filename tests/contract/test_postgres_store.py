@@ -47,6 +47,7 @@ POSTGRES_ONLY = {
     "hold_claims_lock": "a session lock per store, freed when its connection dies; SQLite "
     "claimers are watched by process and heartbeat",
     "try_claims_lock": "whether a claimer's session lock is free (its connection is gone)",
+    "release_claims_lock": "lets go of a claimer's lock taken to see that it was free",
 }
 
 

@@ -8,19 +8,23 @@ between a job's extraction and its decision.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from distill import engine
+from distill.adapters.embed.hashing import HashingEmbedder
 from distill.adapters.llm.fake import FakeLLM
 from distill.core.models import JobStatus
 from distill.engine import LEASE, MAX_ATTEMPTS
+from distill.errors import ProviderTimeout
 from tests.factories import at
 
 if TYPE_CHECKING:
     from tests.conftest import FakeClock, MemoryFactory
 
+BIKES = {"predicate": "bike_count", "value": {"count": 3}}
 ANSWER = '{"facts": [{"text": "likes green tea", "evidence_span": "I like green tea"}]}'
 
 
@@ -97,3 +101,39 @@ def test_a_run_reports_jobs_taken_back_from_a_stale_claim(
 def test_a_run_with_nothing_to_do_is_idle(make_memory: MemoryFactory) -> None:
     report = make_memory().consolidate()
     assert report.idle and report.claim_notes() == []
+
+
+def test_a_worker_runs_many_times_on_a_bounded_number_of_connections(
+    make_memory: MemoryFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The heartbeat thread lives as long as the engine, not a run: a store keeps one
+    connection per thread, so a thread per run would leak one connection a run."""
+    monkeypatch.setattr(engine, "HEARTBEAT_EVERY_S", 0.01)
+    mem = make_memory()
+    for i in range(15):
+        mem.add_event(subject="alice", text=f"I like tea number {i}", occurred_at=at(i))
+        mem.consolidate()
+        time.sleep(0.03)  # let the thread beat during and between runs
+    assert len(mem.store._connections._opened) <= 3  # type: ignore[attr-defined]
+
+
+def test_an_embedder_that_is_down_stops_the_run_and_fails_no_job(
+    make_memory: MemoryFactory,
+) -> None:
+    """An embedding server that does not answer would fail every job the same way: the
+    claimed jobs go back to pending, untouched, and the run says why it stopped."""
+
+    class Down(HashingEmbedder):
+        def embed_batch(self, texts: Sequence[str]) -> Any:
+            raise ProviderTimeout("embeddings at http://127.0.0.1:9/v1 did not answer")
+
+    mem = make_memory(embedder=Down(256), max_distance=0.12)
+    for s in range(3):
+        mem.add_event(subject=f"s{s}", text="I have 3 bikes", occurred_at=at(s), claims=[BIKES])
+
+    report = mem.consolidate()
+
+    assert (report.jobs_done, report.jobs_failed, report.jobs_released) == (0, 0, 3)
+    assert "the embedder failed" in report.stopped_by_provider
+    assert {j.status for j in mem.jobs()} == {JobStatus.PENDING}
+    assert all(j.attempts == 0 for j in mem.jobs())

@@ -29,9 +29,11 @@ import psutil
 
 from distill.ports import Owner
 
-# How far two readings of one process's start time may differ (seconds): the clock ticks
-# behind it are 10 ms, and a float stored as text may lose its last digits.
-START_TIME_TOLERANCE_S = 0.05
+# How far two readings of one process's start time may differ (seconds). The reading is the
+# boot time plus the process's start ticks, and the boot time is derived from the wall clock,
+# so a clock step (NTP) moves it for every process; a new process with the same pid within
+# two seconds of the dead one's start is far less likely than a small step.
+START_TIME_TOLERANCE_S = 2.0
 
 
 def this_process(token: str | None = None) -> Owner:

@@ -151,9 +151,14 @@ class PostgresStore(SqlStore):
             self._holder.execute(self.queries["hold_claims_lock"], key)
 
     def _session_gone(self, token: str) -> bool:
+        # A session-level try-lock, let go at once: a transaction-level one taken inside a
+        # long transaction (a dry run) would be held, and block the claimer, until it ends.
+        key = {"key": lock_key("claims", token)}
         with self._tx() as db:
-            row = db.execute(self.queries["try_claims_lock"], {"key": lock_key("claims", token)})
-            return bool(row.fetchone()["free"])
+            free = bool(db.execute(self.queries["try_claims_lock"], key).fetchone()["free"])
+            if free:
+                db.execute(self.queries["release_claims_lock"], key)
+        return free
 
     # -- new events --------------------------------------------------------------------------------
     def _events_stored(self, db: DB) -> None:

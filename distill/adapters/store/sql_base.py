@@ -140,9 +140,10 @@ class SqlBase(ABC):
         """Before claiming: make sure others can tell that this store is alive."""
         return None  # without sessions to watch, the process and the heartbeat tell
 
-    def _session_gone(self, token: str) -> bool:
-        """Whether the connection of the store that made claims under `token` is gone."""
-        return False  # unknown without sessions: the lease decides
+    def _session_gone(self, token: str) -> bool | None:
+        """Whether the connection of the store that made claims under `token` is gone; None
+        when the backend cannot tell (then the claimer's process, or the lease, decides)."""
+        return None
 
     def wait_for_events(self, timeout: float, stop: threading.Event) -> bool:
         """Without notifications: wait out the timeout (or the stop); the caller polls."""

@@ -114,13 +114,15 @@ class SqlJobs(SqlBase):
         return claims
 
     def _claimer_gone(self, owner: Owner) -> bool:
-        """Whether the owner of a claim is known to be gone: its process, on this host, or
-        its session, where the backend can tell. Unknown owners are left to the lease."""
+        """Whether the owner of a claim is known to be gone: its session, where the backend
+        can tell (that covers every host, and a live process whose connection died), else its
+        process, on this host. Unknown owners are left to the lease."""
         if not owner.token:
             return False
-        if owner.host == self.owner.host and not process_alive(owner.pid, owner.started):
-            return True
-        return self._session_gone(owner.token)
+        session_gone = self._session_gone(owner.token)
+        if session_gone is not None:
+            return session_gone
+        return owner.host == self.owner.host and not process_alive(owner.pid, owner.started)
 
     def earlier_open_job(self, job_id: str) -> bool:
         return bool(self._read("earlier_open_job", {"id": job_id}))
@@ -129,13 +131,20 @@ class SqlJobs(SqlBase):
         """Mark every job this store holds as still being worked on."""
         self._write("heartbeat", {"token": self.owner.token, "now": rows.ts(now)})
 
-    def finish_job(self, job_id: str, now: datetime) -> None:
+    def finish_job(self, job_id: str, now: datetime, attempts: int | None = None) -> None:
         params = {"id": job_id, "now": rows.ts(now), "token": self.owner.token}
-        self._claimed_job("finish_job", params)
+        self._claimed_job("finish_job", {**params, "attempts": attempts})
 
-    def fail_job(self, job_id: str, error: str, now: datetime, retry_at: datetime | None) -> None:
+    def fail_job(
+        self,
+        job_id: str,
+        error: str,
+        now: datetime,
+        retry_at: datetime | None,
+        attempts: int | None = None,
+    ) -> None:
         params = {"id": job_id, "error": error, "now": rows.ts(now), "retry_at": rows.ts(retry_at)}
-        self._claimed_job("fail_job", {**params, "token": self.owner.token})
+        self._claimed_job("fail_job", {**params, "token": self.owner.token, "attempts": attempts})
 
     def _claimed_job(self, query: str, params: dict[str, Any]) -> None:
         """Change a job this store holds; raise `ClaimLost` if it holds it no longer."""

@@ -132,19 +132,22 @@ SET status = 'running', attempts = attempts + 1, heartbeat_at = %(now)s, updated
 WHERE id = ANY(%(ids)s::text[]);
 
 -- name: finish_job
--- Only by the store that holds the claim: a job reclaimed from it is someone else's now.
+-- Only by the store that holds the claim, and for the claim it was decided under (the
+-- attempt): a job reclaimed from it is someone else's now, even if claimed again by it.
 UPDATE jobs
 SET status = 'done', error = NULL, not_before = NULL, heartbeat_at = NULL,
     updated_at = %(now)s, claim_token = NULL, claim_host = NULL, claim_pid = NULL, claim_started = NULL,
     claimed_at = NULL
-WHERE id = %(id)s AND status = 'running' AND claim_token = %(token)s;
+WHERE id = %(id)s AND status = 'running' AND claim_token = %(token)s
+  AND (%(attempts)s::integer IS NULL OR attempts = %(attempts)s);
 
 -- name: fail_job
 UPDATE jobs
 SET status = 'failed', error = %(error)s, not_before = %(retry_at)s, heartbeat_at = NULL,
     updated_at = %(now)s, claim_token = NULL, claim_host = NULL, claim_pid = NULL, claim_started = NULL,
     claimed_at = NULL
-WHERE id = %(id)s AND status = 'running' AND claim_token = %(token)s;
+WHERE id = %(id)s AND status = 'running' AND claim_token = %(token)s
+  AND (%(attempts)s::integer IS NULL OR attempts = %(attempts)s);
 
 -- name: release_jobs
 UPDATE jobs
@@ -539,8 +542,11 @@ WHERE %(project)s::text IS NULL
 
 -- name: try_claims_lock
 -- Free when no session holds the claimer's lock: its connection, and so its claim, is gone.
--- Taken for this transaction only, so it is let go at once.
-SELECT pg_try_advisory_xact_lock(%(key)s) AS free;
+-- Taken by this session when free, and let go at once (release_claims_lock).
+SELECT pg_try_advisory_lock(%(key)s) AS free;
+
+-- name: release_claims_lock
+SELECT pg_advisory_unlock(%(key)s);
 
 -- name: hold_claims_lock
 -- Held by a store's own connection for as long as it is connected.

@@ -108,19 +108,22 @@ SET status = 'running', attempts = attempts + 1, heartbeat_at = :now, updated_at
 WHERE id IN (SELECT value FROM json_each(:ids));
 
 -- name: finish_job
--- Only by the store that holds the claim: a job reclaimed from it is someone else's now.
+-- Only by the store that holds the claim, and for the claim it was decided under (the
+-- attempt): a job reclaimed from it is someone else's now, even if claimed again by it.
 UPDATE jobs
 SET status = 'done', error = NULL, not_before = NULL, heartbeat_at = NULL, updated_at = :now,
     claim_token = NULL, claim_host = NULL, claim_pid = NULL, claim_started = NULL,
     claimed_at = NULL
-WHERE id = :id AND status = 'running' AND claim_token = :token;
+WHERE id = :id AND status = 'running' AND claim_token = :token
+  AND (:attempts IS NULL OR attempts = :attempts);
 
 -- name: fail_job
 UPDATE jobs
 SET status = 'failed', error = :error, not_before = :retry_at, heartbeat_at = NULL,
     updated_at = :now, claim_token = NULL, claim_host = NULL, claim_pid = NULL, claim_started = NULL,
     claimed_at = NULL
-WHERE id = :id AND status = 'running' AND claim_token = :token;
+WHERE id = :id AND status = 'running' AND claim_token = :token
+  AND (:attempts IS NULL OR attempts = :attempts);
 
 -- name: release_jobs
 UPDATE jobs

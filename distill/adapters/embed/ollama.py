@@ -10,15 +10,13 @@ Ollama's ``:latest``, and is identified as such, so both spellings share their v
 from __future__ import annotations
 
 import contextlib
-import os
 from typing import Any
 from urllib.parse import urlsplit
 
 from distill.adapters.embed.remote import DEFAULT_MAX_BATCH, DEFAULT_TIMEOUT, RemoteEmbedder
-from distill.adapters.llm.calls import KEY_VARIABLE, RetryPolicy, display_url, ollama_errors
+from distill.adapters.llm.calls import RetryPolicy, display_url, ollama_client, ollama_errors
 from distill.errors import ConfigurationError, MalformedAnswer, MissingDependency
 
-DEFAULT_HOST = "http://localhost:11434"
 DEFAULT_MODEL = "nomic-embed-text"
 
 
@@ -69,11 +67,7 @@ class OllamaEmbedder(RemoteEmbedder):
         super().__init__(None)
         self._sdk = ollama
         self._httpx = httpx
-        host = (base_url or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST).rstrip("/")
-        key = api_key or os.environ.get(KEY_VARIABLE)
-        self._secret = key
-        headers = {"Authorization": f"Bearer {key}"} if key else None
-        self._client = ollama.Client(host=host, timeout=timeout, headers=headers)
+        self._client, _, self._secret = ollama_client(ollama, api_key, base_url, timeout)
         # As the SDK parsed it: OLLAMA_HOST may be "localhost" or "0.0.0.0:11434".
         url = str(self._client._client.base_url)
         self.base_url = display_url(url).rstrip("/")

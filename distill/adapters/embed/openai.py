@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from distill.adapters.embed.remote import DEFAULT_MAX_BATCH, DEFAULT_TIMEOUT, RemoteEmbedder
-from distill.adapters.llm.calls import RetryPolicy, display_url, openai_api_key, sdk_errors
+from distill.adapters.llm.calls import RetryPolicy, display_url, openai_client, sdk_errors
 from distill.errors import ConfigurationError, MalformedAnswer, MissingDependency
 
 DEFAULT_MODEL = "text-embedding-3-small"
@@ -71,14 +71,9 @@ class OpenAIEmbedder(RemoteEmbedder):
         if max_batch < 1:
             raise ConfigurationError(f"max_batch must be at least 1, got {max_batch}")
         super().__init__(dimensions)
-        self._secret = openai_api_key(api_key, base_url, "the openai embedder")
         self._sdk = openai
-        # Retries are ours, the same for every provider; the SDK's are switched off.
-        self._client = openai.OpenAI(
-            api_key=self._secret or "unused",  # local servers ignore it; the SDK insists
-            base_url=base_url,
-            timeout=timeout,
-            max_retries=0,
+        self._client, self._secret = openai_client(
+            openai, api_key, base_url, timeout, "the openai embedder"
         )
         self.model = model
         self.dimensions = dimensions

@@ -87,6 +87,36 @@ def openai_api_key(api_key: str | None, base_url: str | None, what: str) -> str 
     return key or None
 
 
+OLLAMA_DEFAULT_HOST = "http://localhost:11434"
+
+
+def openai_client(
+    sdk: Any, api_key: str | None, base_url: str | None, timeout: float, what: str
+) -> tuple[Any, str | None]:
+    """An OpenAI SDK client with the key rule of `openai_api_key`, and that key. Retries are
+    ours, the same for every provider: the SDK's are switched off."""
+    key = openai_api_key(api_key, base_url, what)
+    client = sdk.OpenAI(
+        api_key=key or "unused",  # local servers ignore it; the SDK insists on one
+        base_url=base_url,
+        timeout=timeout,
+        max_retries=0,
+    )
+    return client, key
+
+
+def ollama_client(
+    sdk: Any, api_key: str | None, base_url: str | None, timeout: float
+) -> tuple[Any, str, str | None]:
+    """An Ollama SDK client, the host it talks to (the given one, else OLLAMA_HOST, else
+    localhost) and the bearer key sent to it, if any (a proxy in front of Ollama may want
+    one)."""
+    host = (base_url or os.environ.get("OLLAMA_HOST") or OLLAMA_DEFAULT_HOST).rstrip("/")
+    key = api_key or os.environ.get(KEY_VARIABLE)
+    headers = {"Authorization": f"Bearer {key}"} if key else None
+    return sdk.Client(host=host, timeout=timeout, headers=headers), host, key
+
+
 class HTTPProvider:
     """What the three HTTP providers share: one chat call, retried by the same policy.
 

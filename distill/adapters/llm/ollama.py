@@ -5,24 +5,22 @@ matters most for the small models people run on a laptop."""
 from __future__ import annotations
 
 import contextlib
-import os
 from typing import Any
 
 from distill.adapters.llm.calls import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_TIMEOUT,
-    KEY_VARIABLE,
     HTTPProvider,
     RetryPolicy,
     chat,
     display_url,
+    ollama_client,
     ollama_errors,
 )
 from distill.core.extraction import estimate_tokens
 from distill.errors import MalformedAnswer, MissingDependency
 from distill.ports import Completion
 
-DEFAULT_HOST = "http://localhost:11434"
 DEFAULT_MODEL = "llama3.2"
 
 
@@ -63,12 +61,8 @@ class OllamaLLM(HTTPProvider):
             ) from exc
         self._sdk = ollama
         self._httpx = httpx
-        host = (base_url or os.environ.get("OLLAMA_HOST") or DEFAULT_HOST).rstrip("/")
+        self._client, host, self._secret = ollama_client(ollama, api_key, base_url, timeout)
         self.base_url = display_url(host)
-        key = api_key or os.environ.get(KEY_VARIABLE)
-        self._secret = key
-        headers = {"Authorization": f"Bearer {key}"} if key else None
-        self._client = ollama.Client(host=host, timeout=timeout, headers=headers)
         self.model = model
         self.model_id = f"ollama/{model}"
         self.retry = retry or RetryPolicy()

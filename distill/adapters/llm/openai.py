@@ -20,7 +20,7 @@ from distill.adapters.llm.calls import (
     chat,
     display_url,
     error_detail,
-    openai_api_key,
+    openai_client,
     sdk_errors,
 )
 from distill.core.extraction import estimate_tokens
@@ -69,13 +69,12 @@ class OpenAILLM(HTTPProvider):
             raise MissingDependency(
                 "the openai provider needs the OpenAI SDK: pip install 'distill[openai]'"
             ) from exc
-        self._secret = openai_api_key(api_key, base_url, "the openai provider")
-        key = self._secret or "unused"  # local servers ignore it; the SDK insists on one
         if structured not in ("auto", "json_schema", "json_object", "none"):
             raise ConfigurationError(f"unknown structured output form {structured!r}")
         self._sdk = openai
-        # Retries are ours, the same for every provider; the SDK's are switched off.
-        self._client = openai.OpenAI(api_key=key, base_url=base_url, timeout=timeout, max_retries=0)
+        self._client, self._secret = openai_client(
+            openai, api_key, base_url, timeout, "the openai provider"
+        )
         self.model = model
         self.model_id = f"openai/{model}"
         self.base_url = display_url(str(self._client.base_url))

@@ -41,7 +41,8 @@ from distill.errors import (
 from distill.extractors import Extraction, from_claims, from_llm_answer, from_text
 from distill.model_answers import ModelAnswers
 from distill.passes import run_pass
-from distill.passes.adjudication import Adjudication, JobWork, identity_text_of
+from distill.core.attribute_match import Bands
+from distill.passes.adjudication import Adjudication, JobWork, identity_texts_of
 from distill.ports import Clock, Embedder, LLMUsage, Store, Vector
 from distill.report import Report
 
@@ -81,7 +82,7 @@ class Prepared:
     rejections: list[Rejection]
 
     def identity_texts(self) -> set[str]:
-        return {t for t in map(identity_text_of, self.candidates) if t is not None}
+        return {t for c in self.candidates for t in identity_texts_of(c)}
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ class Engine:
         embedder: Embedder,
         extraction: Extraction,
         clock: Clock,
-        max_distance: float | None,
+        bands: Bands,
         new_id: Callable[[], str] | None = None,
         embed_events: bool = False,
     ) -> None:
@@ -115,7 +116,7 @@ class Engine:
         self.embedder = embedder
         self.extraction = extraction
         self.clock = clock
-        self.adjudication = Adjudication(max_distance)
+        self.adjudication = Adjudication(bands)
         self._heartbeat = _Heartbeat(store, clock)
         self.new_id = new_id or ids.new_id
         self.answers = ModelAnswers(store, extraction, self.embed, embedder.model_id, clock)

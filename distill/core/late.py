@@ -39,13 +39,15 @@ class LateArrivals(WorkingSet):
         self,
         c: Candidate,
         versions: list[Fact],
-        t: datetime,
+        at: tuple[datetime, str],
         ident: Identity,
     ) -> Decision:
-        """A claim about a time before the current version began: file it into history."""
-        where = timeline.place(versions, t)
+        """A claim about a time before the current version began (or at the same instant,
+        with words that sort first): file it into history."""
+        t = at[0]
+        where = timeline.place(versions, at)
         following = where.following
-        assert following is not None  # t < head.valid_from
+        assert following is not None  # at < position(head)
         base = where.version
         value = self._next_value(base, c.claim) if base else without_nulls(c.claim.value or {})
         if base is not None and values_equal(value, base.value):
@@ -62,7 +64,7 @@ class LateArrivals(WorkingSet):
             return self._reinforce(following, c, "same value as a pinned fact")
         if any(f.pinned for f in around):
             return self._conflict(c, following, ident, value, "pinned fact")
-        later = [s for s in self.s.support.get(base.id, ()) if s.at > t] if base else []
+        later = self._restated_after(base, at) if base else []
         if base is not None and later:
             return self._change_inside(c, base, later, ident, value, following)
         if values_equal(value, following.value):
@@ -98,16 +100,23 @@ class LateArrivals(WorkingSet):
         self._revise(
             following, "link", "an older version was filed before it", supersedes_id=fact.id
         )
-        self._carry_forward_from(fact, [v for v in versions if v.valid_from > t])
+        self._carry_forward_from(fact, [v for v in versions if timeline.position(v) > at])
         return Decision(Outcome.HISTORICAL, fact.id, "older state filed into history")
+
+    def _restated_after(self, version: Fact, at: tuple[datetime, str]) -> list[Support]:
+        """The supporting statements of `version` that come after position `at` in world time
+        (a restatement at the same instant sorts by the version's words, as versions do)."""
+        words = timeline.position(version)[1]
+        return [s for s in self.s.support.get(version.id, ()) if (s.at, words) > at]
 
     def _first_of_competing_creates(self, c: Candidate, base: Fact | None, following: Fact) -> bool:
         """Two undated creates with different values conflict, and the earlier one is the
         active one: in order, the later create would have been held against it. So when the
-        earlier create arrives second, the facts swap places instead of becoming history."""
+        earlier create arrives second, the facts swap places instead of becoming history.
+        Two creates dated to the same instant are ordered by their words and treated alike."""
         return (
             c.claim.action is ClaimAction.CREATE
-            and c.claim.valid_from is None
+            and (c.claim.valid_from is None or self._time(c) == following.valid_from)
             and base is None
             and following.status is FactStatus.ACTIVE
             and following.supersedes_id is None
@@ -195,7 +204,8 @@ class LateArrivals(WorkingSet):
             **supported_by(early, version),
         )
         self._create(change, reason)
-        ends = version.valid_to if version.valid_to and version.valid_to > restart else None
+        # A restatement at the instant the version ended keeps the empty interval [t, t).
+        ends = version.valid_to if version.valid_to and version.valid_to >= restart else None
         restated = version.model_copy(
             update={
                 "id": restated_id,

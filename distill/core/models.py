@@ -87,8 +87,11 @@ class Claim(BaseModel):
     valid_from: datetime | None = None
     valid_to: datetime | None = None
     subject: str | None = None
+    # The predicate of a known fact this claim changes, when its extractor says so (a model
+    # shown the subject's known facts). Used only if it names an active fact of the subject.
+    updates: str | None = None
 
-    @field_validator("predicate")
+    @field_validator("predicate", "updates")
     @classmethod
     def _predicate(cls, raw: str | None) -> str | None:
         if raw is None:
@@ -220,6 +223,9 @@ class Fact(BaseModel):
 class ConflictKind(StrEnum):
     CONFLICT = "conflict"  # two values for one identity; nobody knows which is right
     QUARANTINE = "quarantine"  # a low-trust claim held until somebody looks at it
+    # Two facts under two predicate names that are probably one attribute: both stay active
+    # and are served as contested until resolved (keeping one teaches an alias).
+    IDENTITY = "identity"
 
 
 class ConflictStatus(StrEnum):
@@ -251,6 +257,8 @@ class Outcome(StrEnum):
     SUPERSEDED = "superseded"  # the candidate superseded an older fact
     HISTORICAL = "historical"  # an older state that arrived late, filed into the timeline
     CONFLICT = "conflict"
+    # A new fact under a name that probably means a known fact's attribute: both contested.
+    CONTESTED = "contested"
     QUARANTINED = "quarantined"
     RECLASSIFIED = "reclassified"
     REJECTED = "rejected"

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
-from distill.core.models import ConflictSet, ConflictStatus, Fact, FactStatus
-from distill.core.plan import Plan, ReviseConflict, ReviseFact
+from distill.core.models import Alias, ConflictKind, ConflictSet, ConflictStatus, Fact, FactStatus
+from distill.core.plan import LearnAlias, Plan, ReviseConflict, ReviseFact
 from distill.errors import AlreadyResolved, InvalidInput, PinnedFact
 
 
@@ -27,6 +27,11 @@ def resolve_conflict(
     set may hold only the candidate). A member that was only ever a candidate gets an empty
     validity interval: it was never true. With `keep=None` the held candidates are retracted
     and the active fact stays. A pinned fact is never superseded: unpin it first.
+
+    An identity set (two predicates that may name one attribute) resolved by keeping one
+    member says they are one: the other is superseded by it and its predicate is learned as
+    an alias of the kept one, so the next claim under that name is filed exactly. Resolved
+    with `keep=None` it says they are two attributes: both stay, the set is closed.
     """
     if conflict.status is not ConflictStatus.OPEN:
         raise AlreadyResolved(f"conflict {conflict.id} is already {conflict.status}")
@@ -79,6 +84,19 @@ def resolve_conflict(
             }
         )
         plan.add(ReviseFact(kept, after, "resolve", f"{reason}: kept", "api"))
+    if conflict.kind is ConflictKind.IDENTITY and kept is not None and kept.predicate:
+        for fact in losers:
+            if fact.predicate and fact.predicate != kept.predicate:
+                alias = Alias(
+                    project=conflict.project,
+                    alias=fact.predicate,
+                    canonical=kept.predicate,
+                    distance=0.0,
+                    learned_at=now,
+                )
+                plan.add(
+                    LearnAlias(alias, f"{reason}: '{fact.predicate}' means '{kept.predicate}'", "api")
+                )
     closed = conflict.model_copy(
         update={"status": ConflictStatus.RESOLVED, "resolved_at": now, "kept_fact_id": keep}
     )

@@ -4,6 +4,11 @@ The versions of a state identity (its active fact and the superseded ones before
 chain ordered by `valid_from`. Events may arrive in any order; these functions say where a
 claim about time `t` falls in that chain, so that late news is filed into history instead
 of overwriting the present.
+
+Two versions may start at the same instant (two spells dated to one year, two statements of
+one day): they are ordered by their stated content, so that the one whose words sort last is
+the later version, whichever arrived first (DESIGN invariant 8). The earlier of the two keeps
+an empty interval [t, t) in history; it is never served for any instant.
 """
 
 from __future__ import annotations
@@ -12,6 +17,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from typing import Any
+
+from distill.core.identity import canonical_json
 from distill.core.models import Fact, FactKind, FactStatus
 
 
@@ -32,13 +40,28 @@ def chain(facts: Iterable[Fact], key: str) -> list[Fact]:
         and f.kind is FactKind.STATE
         and f.status in (FactStatus.ACTIVE, FactStatus.SUPERSEDED)
     ]
-    return sorted(versions, key=lambda f: (f.valid_from, f.recorded_at, f.id))
+    return sorted(versions, key=lambda f: (position(f), f.recorded_at, f.id))
 
 
-def place(versions: list[Fact], t: datetime) -> Placement:
-    """Find the version whose interval [valid_from, next.valid_from) holds `t`."""
-    before = [v for v in versions if v.valid_from <= t]
-    after = [v for v in versions if v.valid_from > t]
+def stated_words(value: dict[str, Any] | None) -> str:
+    """What breaks a tie between versions that start at the same instant: the stated value,
+    in its one canonical spelling."""
+    return canonical_json(value or {})
+
+
+def position(version: Fact) -> tuple[datetime, str]:
+    """Where a version sits in world time: its start, then its own words (`stated` for a
+    supersede that carried keys forward, which depend on arrival order; its value otherwise)."""
+    return version.valid_from, stated_words(
+        version.stated if version.stated is not None else version.value
+    )
+
+
+def place(versions: list[Fact], at: tuple[datetime, str]) -> Placement:
+    """Find the version whose interval holds position `at` (a time and the stated words of a
+    claim at that time): the last version at or before it, and the first one after it."""
+    before = [v for v in versions if position(v) <= at]
+    after = [v for v in versions if position(v) > at]
     return Placement(before[-1] if before else None, after[0] if after else None)
 
 

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from distill.core import timeline
+from distill.core.attribute_match import Match
 from distill.core.identity import (
     content_hash,
     fact_text,
@@ -76,14 +77,6 @@ class Support:
     trust: Trust
 
 
-@dataclass(frozen=True)
-class Neighbourhood:
-    """Nearest stored active state facts for one identity text, nearest first."""
-
-    fact_ids: tuple[str, ...]
-    distances: tuple[float, ...]
-
-
 @dataclass
 class Snapshot:
     """What the adjudicator may see of one (project, subject), loaded before the pass."""
@@ -94,9 +87,9 @@ class Snapshot:
     aliases: dict[str, Alias]
     conflicts: dict[str, ConflictSet]
     seen: set[tuple[str, str]]
-    # Identity embeddings of candidate predicates, by identity text.
+    # Embeddings by text: the identity texts (`identity_text`, name alone and name with
+    # value) of the candidates and of the subject's active state facts.
     vectors: dict[str, npt.NDArray[np.float32]] = field(default_factory=dict)
-    neighbours: dict[str, Neighbourhood] = field(default_factory=dict)
     vector_model: str | None = None
     # Supporting events of reinforced active facts, for changes that arrive late.
     support: dict[str, tuple[Support, ...]] = field(default_factory=dict)
@@ -131,8 +124,6 @@ class WorkingSet:
         self.new_id = new_id
         self.plan = Plan()
         self.decisions: list[Decision] = []
-        # Identity vectors of state facts created during this pass (not yet in the store).
-        self._new_vectors: dict[str, npt.NDArray[np.float32]] = {}
 
     def _reinforce(
         self, fact: Fact, c: Candidate, reason: str, valid_from: datetime | None = None
@@ -192,6 +183,7 @@ class WorkingSet:
             superseded_by=fact.id,
         )
         self._create(fact, reason, vector_text=self._query_text(c))
+        self._follow_identity_sets(head, fact)
         return Decision(Outcome.SUPERSEDED, fact.id, reason)
 
     def _conflict(
@@ -255,6 +247,16 @@ class WorkingSet:
         )
         return Decision(Outcome.RECLASSIFIED, fact.id, reason)
 
+    def _contest_identity(self, c: Candidate, fact: Fact, known: Fact, match: Match) -> Decision:
+        """A new fact whose predicate probably names `known`'s attribute: both stay active,
+        held together in an identity conflict set until somebody says whether they are one
+        attribute."""
+        assert known.predicate is not None and fact.predicate is not None
+        reason = f"'{fact.predicate}' may be '{known.predicate}' ({match.reason})"
+        self._create(fact, f"contested: {reason}", vector_text=self._query_text(c))
+        self._open_conflict(None, (known.id, fact.id), ConflictKind.IDENTITY, reason)
+        return Decision(Outcome.CONTESTED, fact.id, reason)
+
     def _quarantine(
         self, c: Candidate, fact: Fact, held_against: Fact | None, reason: str
     ) -> Decision:
@@ -278,10 +280,27 @@ class WorkingSet:
         return [f for f in self.s.facts.values() if f.live]
 
     def _open_set(self, fact_id: str) -> ConflictSet | None:
+        """The open value conflict (or quarantine) set holding `fact_id`, if any."""
         for cs in self.s.conflicts.values():
-            if cs.status is ConflictStatus.OPEN and fact_id in cs.member_ids:
+            if (
+                cs.status is ConflictStatus.OPEN
+                and cs.kind is not ConflictKind.IDENTITY
+                and fact_id in cs.member_ids
+            ):
                 return cs
         return None
+
+    def _follow_identity_sets(self, old: Fact, new: Fact) -> None:
+        """A contested fact replaced by its next version: the identity sets holding it hold
+        the new version instead, so the contest goes on with the current value."""
+        for cs in list(self.s.conflicts.values()):
+            if (
+                cs.status is ConflictStatus.OPEN
+                and cs.kind is ConflictKind.IDENTITY
+                and old.id in cs.member_ids
+            ):
+                members = tuple(new.id if m == old.id else m for m in cs.member_ids)
+                self._revise_conflict(cs, "a member was superseded", member_ids=members)
 
     def _query_text(self, c: Candidate) -> str:
         """The candidate's identity text as embedded by the engine (its own predicate)."""
@@ -339,8 +358,6 @@ class WorkingSet:
         vector_from: str | None = None,
     ) -> None:
         vector = self.s.vectors.get(vector_text) if vector_text else None
-        if vector is not None and fact.status is FactStatus.ACTIVE:
-            self._new_vectors[fact.id] = vector
         if fact.kind is FactKind.MEMORY and norm_hash is None:
             norm_hash = content_hash(normalise_text(fact.text))
         self.s.facts[fact.id] = fact
@@ -365,8 +382,6 @@ class WorkingSet:
         if after == fact:
             return fact
         self.s.facts[fact.id] = after
-        if after.status is not FactStatus.ACTIVE:
-            self._new_vectors.pop(fact.id, None)
         self.plan.add(ReviseFact(fact, after, op, reason))
         return after
 

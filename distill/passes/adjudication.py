@@ -1,9 +1,11 @@
 """The adjudication pass: a job's candidates against the subject's facts.
 
 `load` gathers, under the subject's lock, everything `core.adjudicate.Adjudicator` may look
-at: the facts of every identity a candidate could mean (its predicate, the predicates it is
-a learned alias of, and the nearest active facts by meaning), the active facts a qualified
-or unqualified claim could contradict, the live memories with the same normalised text, the
+at: the facts of every identity a candidate could mean (its predicate, the fact its extractor
+says it updates, the predicates it is a learned alias of), the subject's active state facts
+when a candidate's predicate is new (any of them may be that attribute under another name;
+`core.attribute_match` judges each, with the cached embeddings of their names), the active
+facts a qualified or unqualified claim could contradict, the live memories with the same normalised text, the
 facts that already cite the job's events (a replay is a duplicate), the open conflicts of
 those identities with all their members, what was already observed, and when each reinforced
 version's supporting events were believed. Every kind of row is one store call, whatever the
@@ -15,12 +17,13 @@ members) are read in one more batched call each.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from distill.core.adjudicate import NEIGHBOURS, Adjudicator
+from distill.core.adjudicate import Adjudicator
+from distill.core.attribute_match import Bands
 from distill.core.identity import (
     content_hash,
     identity_key,
@@ -28,18 +31,24 @@ from distill.core.identity import (
     normalise_text,
     split_qualifiers,
 )
-from distill.core.models import Event, Fact, FactKind, FactStatus
+from distill.core.models import ConflictKind, ConflictStatus, Event, Fact, FactKind, FactStatus
 from distill.core.passes import Context, PassResult, Scope
 from distill.core.plan import Rejection
-from distill.core.working import Candidate, Neighbourhood, Snapshot, Support
+from distill.core.working import Candidate, Snapshot, Support
 from distill.ports import Store, Vector
 
 
-def identity_text_of(c: Candidate) -> str | None:
-    """The text embedded to match a state candidate by meaning, if it is one."""
+# A claim under a new predicate is judged against at most this many of the subject's active
+# state facts (the most recently reinforced): name matching is a loop over them.
+MATCH_FACTS_MAX = 2000
+
+
+def identity_texts_of(c: Candidate) -> tuple[str, ...]:
+    """The texts embedded to match a state candidate to a known attribute by meaning: its
+    name alone, and its name with its value."""
     if c.claim.predicate and c.claim.resolved_kind is FactKind.STATE:
-        return identity_text(c.claim.predicate, c.claim.value)
-    return None
+        return identity_text(c.claim.predicate), identity_text(c.claim.predicate, c.claim.value)
+    return ()
 
 
 @dataclass(frozen=True)
@@ -67,13 +76,13 @@ class Adjudication:
     name = "adjudicate"
     cap: int | None = None  # a job is decided whole, or not at all
 
-    def __init__(self, max_distance: float | None = None) -> None:
-        """`max_distance`: the embedder's calibrated semantic-match threshold; None (an
-        uncalibrated embedder) matches by exact predicate and learned aliases only."""
-        self.max_distance = max_distance
+    def __init__(self, bands: Bands | None = None) -> None:
+        """`bands`: the embedder's calibrated distances (`attribute_match.Bands`); empty for
+        an uncalibrated embedder, which matches names by their words only."""
+        self.bands = bands or Bands()
 
     def decide(self, snapshot: AdjudicationSnapshot, context: Context) -> PassResult:
-        adjudicator = Adjudicator(snapshot.state, context.now, context.new_id, self.max_distance)
+        adjudicator = Adjudicator(snapshot.state, context.now, context.new_id, self.bands)
         plan = adjudicator.run(snapshot.candidates)
         plan.rejections.extend(snapshot.rejections)
         return PassResult(plan, adjudicator.decisions)
@@ -81,7 +90,9 @@ class Adjudication:
     def load(self, store: Store, scope: Scope, work: JobWork) -> AdjudicationSnapshot:
         project, subject = scope.project, scope.subject
         candidates = work.candidates
-        identity = {t: work.vectors[t] for t in map(identity_text_of, candidates) if t is not None}
+        vectors = {
+            t: work.vectors[t] for c in candidates for t in identity_texts_of(c) if t in work.vectors
+        }
         predicates = {c.claim.predicate for c in candidates if c.claim.predicate}
         aliases = store.aliases(project, sorted(predicates))
         keys: set[str] = set()
@@ -91,27 +102,13 @@ class Adjudication:
             qualifiers, _ = split_qualifiers(c.claim.qualifiers)
             for predicate in (
                 c.claim.predicate,
+                *([c.claim.updates] if c.claim.updates else []),
                 *(a.canonical for a in aliases.values() if a.alias == c.claim.predicate),
             ):
                 keys.add(identity_key(predicate, qualifiers))
                 keys.add(identity_key(predicate, {}))
 
         facts: dict[str, Fact] = {}
-        neighbours: dict[str, Neighbourhood] = {}
-        # Without a threshold nothing is matched by meaning: the neighbours would go unused.
-        if identity and work.vector_model is not None and self.max_distance is not None:
-            texts = sorted(identity)
-            matrix = np.stack([identity[t] for t in texts])
-            found = store.nearest_facts(project, subject, matrix, NEIGHBOURS, work.vector_model)
-            for text, hood in zip(texts, found, strict=True):
-                neighbours[text] = Neighbourhood(
-                    tuple(n.fact_id for n in hood), tuple(n.distance for n in hood)
-                )
-            near = sorted({n.fact_id for hood in found for n in hood})
-            for fact in store.facts_by_ids(project, near):
-                facts[fact.id] = fact
-                if fact.identity_key:
-                    keys.add(fact.identity_key)
         for fact in store.facts_by_identity(project, subject, sorted(keys)):
             facts[fact.id] = fact
         # An unqualified claim contradicts a qualified fact of the same predicate.
@@ -137,10 +134,20 @@ class Adjudication:
         for fact in store.facts_with_sources(project, subject, event_ids):
             facts[fact.id] = fact
         support = _support(store, facts)
+        known = {f.predicate for f in facts.values() if f.kind is FactKind.STATE}
         conflicts = {c.id: c for c in store.open_conflicts_for(project, subject, sorted(keys))}
+        if any(identity_texts_of(c) for c in candidates):
+            # Identity sets name no one identity: the subject's open ones, whatever they hold.
+            for cs in store.conflicts(project, subject, ConflictStatus.OPEN):
+                if cs.kind is ConflictKind.IDENTITY:
+                    conflicts[cs.id] = cs
         members = {m for c in conflicts.values() for m in c.member_ids} - facts.keys()
         for fact in store.facts_by_ids(project, sorted(members)):
             facts[fact.id] = fact
+        if any(identity_texts_of(c) and c.claim.predicate not in known for c in candidates):
+            for fact in store.active_facts(project, subject, MATCH_FACTS_MAX):
+                facts.setdefault(fact.id, fact)
+            vectors.update(_name_vectors(store, facts.values(), work.vector_model, vectors))
         state = Snapshot(
             project=project,
             subject=subject,
@@ -148,8 +155,7 @@ class Adjudication:
             aliases=dict(aliases),
             conflicts=conflicts,
             seen=store.seen_claims(event_ids),
-            vectors=identity,
-            neighbours=neighbours,
+            vectors=vectors,
             vector_model=work.vector_model,
             support=support,
         )
@@ -175,3 +181,22 @@ def _support(store: Store, facts: dict[str, Fact]) -> dict[str, tuple[Support, .
         if o.fact_id in versions and o.event_id not in found:
             found[o.event_id] = Support(o.event_id, o.claim.valid_from or o.occurred_at, o.trust)
     return {f.id: tuple(found[e] for e in f.source_event_ids if e in found) for f in reinforced}
+
+
+def _name_vectors(
+    store: Store, facts: Iterable[Fact], model: str | None, have: dict[str, Vector]
+) -> dict[str, Vector]:
+    """The cached embeddings of the known facts' identity texts (read, never computed here:
+    a fact's texts were embedded when its claim arrived; one the cache lacks, from a store
+    older than name matching, is judged by its words alone)."""
+    if model is None:
+        return {}
+    texts = {
+        t
+        for f in facts
+        if f.predicate and f.status is FactStatus.ACTIVE
+        for t in (identity_text(f.predicate), identity_text(f.predicate, f.value))
+    } - have.keys()
+    hashes = {content_hash(t): t for t in texts}
+    cached = store.cached_embeddings(model, sorted(hashes))
+    return {hashes[h]: np.asarray(v, dtype=np.float32) for h, v in cached.items()}

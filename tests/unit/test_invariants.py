@@ -389,7 +389,8 @@ def test_invariant_3_racing_writers_never_leave_two_active_facts(
         if any(j.status is JobStatus.RUNNING for j in workers["first"].jobs()):
             break
         threading.Event().wait(0.01)
-    workers["second"].add_event(subject=SUBJECT, text=texts["second"], occurred_at=at(0))
+    # A moment later: two values of one instant are ordered by their words, not by arrival.
+    workers["second"].add_event(subject=SUBJECT, text=texts["second"], occurred_at=at(1))
 
     meanwhile = workers["second"].consolidate()
     other_worker_ran.set()

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from distill.core.attribute_match import Bands
 from distill.errors import ConfigurationError
 from distill.ports import Embedder
 
@@ -61,6 +62,14 @@ class Calibration:
     measured_on: str  # ISO date
     command: str
     note: str = ""
+    # The band of "probably the same attribute" (contested, not merged): names alone this
+    # close, or identity texts this close (cosine distances; None: that test is off). Chosen
+    # by the script as the widest band that keeps different-attribute pairs contested under
+    # BAND_CONTESTED_MAX of them; `band_*` counts are measured with the name guards on.
+    band_name: float | None = None
+    band_full: float | None = None
+    band_same_flagged: int | None = None  # same-attribute pairs merged or contested
+    band_different_contested: int | None = None  # different-attribute pairs contested
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.max_distance <= 2.0:
@@ -72,9 +81,7 @@ class Calibration:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         del data["model_id"]  # the registry's key
-        if not data["note"]:
-            del data["note"]
-        return data
+        return {k: v for k, v in data.items() if v is not None and v != ""}
 
     @classmethod
     def from_dict(cls, model_id: str, data: dict[str, Any]) -> Calibration:
@@ -151,18 +158,24 @@ def calibrate_command(embedder: Embedder) -> str:
     return " ".join([SCRIPT, *map(str, args), "--record"])
 
 
-def match_distance(embedder: Embedder, path: Path = REGISTRY) -> float | None:
-    """The calibrated threshold of `embedder`, or None (matching by meaning off) with one
-    warning per model id and process saying how to calibrate it."""
+def match_bands(embedder: Embedder, path: Path = REGISTRY) -> Bands:
+    """The calibrated distances of `embedder`, or empty `Bands` (matching by meaning off,
+    names matched by their words only) with one warning per model id and process saying
+    how to calibrate it."""
     found = calibration_for(embedder.model_id, path)
     if found is not None:
-        return found.max_distance
+        return Bands(same=found.max_distance, name=found.band_name, full=found.band_full)
     with _warned_lock:
         first = embedder.model_id not in _warned
         _warned.add(embedder.model_id)
     if first:
         log.warning("%s", uncalibrated(embedder))
-    return None
+    return Bands()
+
+
+def match_distance(embedder: Embedder, path: Path = REGISTRY) -> float | None:
+    """The calibrated merge threshold of `embedder` alone (None: uncalibrated)."""
+    return match_bands(embedder, path).same
 
 
 def uncalibrated(embedder: Embedder) -> str:

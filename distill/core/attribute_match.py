@@ -1,0 +1,127 @@
+"""Is a new predicate another name for a known attribute? Three answers, not two.
+
+Between "surely the same" (file the claim under the known fact: reinforce or supersede it) and
+"surely different" (a new fact) there is a band where a wrong guess either way is costly: a
+false merge hides a real value, a miss leaves a stale value served beside the new one (the
+Haki seed measured 87.5% of contradictions leaking that way). In the band the claim becomes
+its own fact and an `identity` conflict set holds both, so that both are served as contested
+and a person or a model decides; resolving it teaches an alias, and the next occurrence is
+exact.
+
+The verdict for one known fact, in order:
+1. a guard (numbers, negation, antonyms: `identity.veto`) or a contrasting word in the names
+   (`names.compare_names`: `home_city` / `birth_city`) → different;
+2. the same words once folded (`bikes_owned` / `bike_count`) → the same;
+3. value shapes that cannot be one attribute's (other keys and other types) → different;
+4. identity texts (name and value) within the embedder's calibrated `same` distance → the
+   same (a renamed attribute restated with its value);
+5. one name is the other plus words (`yoga_frequency` / `yoga_class_frequency`), or the names
+   are within the embedder's `name` band, or the identity texts within its `full` band, or
+   the claim says it changes a known fact (action `supersede`, and no fact has its name)
+   and shares two words with this one (`personal_best_5k` / `goal_personal_best_time`) →
+   probably the same: contested;
+6. anything else → different.
+
+The distances are cosine distances of one embedder and are calibrated per embedder
+(scripts/calibrate_threshold.py); with none, only the words decide.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from distill.core.identity import veto
+from distill.core.names import NameRelation, compare_names
+
+
+# A claim stated as a change of something known ("supersede") whose name shares this many
+# folded words with a known fact's is contested against it, whatever the distances. Fixed,
+# not calibrated (the calibration pairs carry no action); measured by `distill eval drift`.
+ASSERTED_SHARED_WORDS = 2
+
+
+class Verdict(StrEnum):
+    SAME = "same"
+    PROBABLE = "probable"
+    DIFFERENT = "different"
+
+
+@dataclass(frozen=True)
+class Bands:
+    """An embedder's calibrated cosine distances (None: that test is off)."""
+
+    same: float | None = None  # identity texts this close are one attribute
+    name: float | None = None  # names this close are probably one attribute
+    full: float | None = None  # identity texts this close are probably one attribute
+
+    @property
+    def semantic(self) -> bool:
+        return self.same is not None or self.name is not None or self.full is not None
+
+
+@dataclass(frozen=True)
+class Match:
+    verdict: Verdict
+    reason: str
+    distance: float  # of the identity texts; 1.0 when unknown
+
+
+def compatible(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
+    """Whether two values could be one attribute's: the same keys, or one value each of the
+    same JSON type (`{"count": 3}` / `{"number": 4}`), or some key in common."""
+    a, b = a or {}, b or {}
+    if a.keys() & b.keys() or not a or not b:
+        return True
+    if len(a) == 1 and len(b) == 1:
+        (x,) = a.values()
+        (y,) = b.values()
+        return _kind(x) == _kind(y)
+    return False
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    return type(value).__name__
+
+
+def judge(
+    known: tuple[str, dict[str, Any] | None],
+    new: tuple[str, dict[str, Any] | None],
+    bands: Bands,
+    name_distance: float | None,
+    full_distance: float | None,
+    asserted: bool = False,
+) -> Match:
+    """The verdict for a known fact (predicate, value) and a new claim (see the docstring)."""
+    (pa, va), (pb, vb) = known, new
+    full = 1.0 if full_distance is None else round(full_distance, 6)
+    name = 1.0 if name_distance is None else round(name_distance, 6)
+    guard = veto(pa, pb)
+    if guard is not None:
+        return Match(Verdict.DIFFERENT, f"the names differ in {guard}", full)
+    names = compare_names(pa, pb)
+    if names.relation is NameRelation.CONTRAST:
+        words = ", ".join(sorted(names.only_a | names.only_b))
+        return Match(Verdict.DIFFERENT, f"the names contrast ({words})", full)
+    if names.relation is NameRelation.SAME:
+        return Match(Verdict.SAME, "the same words", full)
+    if not compatible(va, vb):
+        return Match(Verdict.DIFFERENT, "the values have other shapes", full)
+    if bands.same is not None and full <= bands.same:
+        return Match(Verdict.SAME, f"the same meaning, distance {full:.3f}", full)
+    if names.relation is NameRelation.EXTENSION:
+        extra = ", ".join(sorted(names.only_a | names.only_b))
+        return Match(Verdict.PROBABLE, f"one name adds words ({extra})", full)
+    if bands.name is not None and name <= bands.name:
+        return Match(Verdict.PROBABLE, f"close names, distance {name:.3f}", full)
+    if bands.full is not None and full <= bands.full:
+        return Match(Verdict.PROBABLE, f"close meanings, distance {full:.3f}", full)
+    if asserted and len(names.shared) >= ASSERTED_SHARED_WORDS:
+        words = ", ".join(sorted(names.shared))
+        return Match(Verdict.PROBABLE, f"stated as a change, and the names share {words}", full)
+    return Match(Verdict.DIFFERENT, "neither the words nor the meaning match", full)

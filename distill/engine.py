@@ -80,6 +80,7 @@ class Prepared:
     events: list[Event]
     candidates: list[Candidate]
     rejections: list[Rejection]
+    kind_fallbacks: int = 0
 
     def identity_texts(self) -> set[str]:
         return {t for c in self.candidates for t in identity_texts_of(c)}
@@ -338,6 +339,7 @@ class Engine:
         answers = self.answers.for_job(job, events, vectors, usage, beat, dry_run)
         candidates: list[Candidate] = []
         rejections: list[Rejection] = []
+        fallbacks = 0
         for event in events:
             route = self.extraction.route(event)
             if route == "claims":
@@ -348,7 +350,8 @@ class Engine:
                 extracted = from_text(event)
             candidates.extend(Candidate(event, claim, h, route) for claim, h in extracted.claims)
             rejections.extend(extracted.rejections)
-        return Prepared(job, events, candidates, rejections)
+            fallbacks += extracted.kind_fallbacks
+        return Prepared(job, events, candidates, rejections, fallbacks)
 
     def _decide(self, p: Prepared, vectors: dict[str, Vector], report: Report) -> None:
         try:
@@ -369,6 +372,7 @@ class Engine:
             report.jobs_done += 1
             report.outcomes.update(plan.outcomes)
             report.rejections.extend(plan.rejections)
+            report.kind_fallbacks += p.kind_fallbacks
             room = len(plan.actions) if report.dry_run else REPORT_ACTIONS_MAX - len(report.actions)
             report.actions.extend(describe_action(a) for a in plan.actions[: max(room, 0)])
             report.actions_total += len(plan.actions)

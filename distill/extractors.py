@@ -22,6 +22,7 @@ from distill.core.extraction import (
     Extracted,
     UnparseableAnswer,
     attribute,
+    only_shown_updates,
     parse_answer,
     plan_batches,
     render_prompt,
@@ -97,7 +98,8 @@ class LLMExtractor:
     def _ask(
         self, subject: str, batch: Sequence[Event], context: Context, usage: LLMUsage
     ) -> Iterator[dict[str, list[Any]]]:
-        prompt = render_prompt(self.template, subject, batch, context(batch))
+        known = context(batch)
+        prompt = render_prompt(self.template, subject, batch, known)
         answer = self.llm.complete(self.system, prompt, CANDIDATE_SCHEMA)
         usage.add(answer)
         if answer.truncated:
@@ -116,7 +118,7 @@ class LLMExtractor:
             raw = parse_answer(answer.text)
         except UnparseableAnswer as exc:
             raise MalformedAnswer(f"{self.llm.model_id}: {exc}") from exc
-        yield attribute(raw, batch)
+        yield attribute(only_shown_updates(raw, known), batch)
 
 
 @dataclass(frozen=True)

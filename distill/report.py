@@ -39,6 +39,8 @@ class Report:
     jobs_held: int = 0
     held_by: list[str] = field(default_factory=list)
     jobs_lost: int = 0
+    # Extracted candidates with an unknown kind, kept with their default kind.
+    kind_fallbacks: int = 0
 
     def claims(self, found: Reclaimed) -> None:
         self.jobs_reclaimed = found.jobs
@@ -116,6 +118,7 @@ class Report:
         out = {name: self.outcomes[name] for name in names}
         out.update(
             rejected=self.rejected,
+            kind_fallbacks=self.kind_fallbacks,
             jobs_done=self.jobs_done,
             jobs_failed=self.jobs_failed,
             jobs_released=self.jobs_released,

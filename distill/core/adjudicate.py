@@ -22,6 +22,7 @@ from distill.core import timeline
 from distill.core.attribute_match import Bands, Match, Verdict, judge
 from distill.core.identity import (
     content_hash,
+    standing_instruction,
     identity_key,
     identity_text,
     normalise_text,
@@ -77,8 +78,10 @@ class Adjudicator(LateArrivals):
                 self.plan.outcomes[Outcome.DUPLICATE] += 1
                 continue
             self.s.seen.add(marker)
-            kind = cand.claim.resolved_kind
-            if kind is FactKind.MEMORY:
+            kind = self._kind_of(cand)
+            if cand.event.trust is not Trust.TRUSTED and standing_instruction(cand.claim):
+                decision = self._held_instruction(cand, kind)
+            elif kind is FactKind.MEMORY:
                 decision = self._memory(cand)
             elif kind is FactKind.EVENT:
                 decision = self._occurrence(cand)
@@ -88,6 +91,31 @@ class Adjudicator(LateArrivals):
             self.plan.outcomes[decision.outcome] += 1
             self._observe(cand, decision)
         return self.plan
+
+    def _kind_of(self, c: Candidate) -> FactKind:
+        """The claim's kind; a claim that names none takes the kind of the identity it
+        matches exactly (an attribute kept as dated event facts stays one)."""
+        claim = c.claim
+        if claim.kind is not None or claim.predicate is None:
+            return claim.resolved_kind
+        ident = Identity.of(claim.predicate, claim.qualifiers)
+        alias = self.s.aliases.get(claim.predicate)
+        keys = {ident.key} | ({identity_key(alias.canonical, ident.qualifiers)} if alias else set())
+        kinds = {f.kind for f in self.s.facts.values() if f.identity_key in keys}
+        return FactKind.EVENT if kinds == {FactKind.EVENT} else FactKind.STATE
+
+    def _held_instruction(self, c: Candidate, kind: FactKind) -> Decision:
+        """A standing instruction for the agent from a source below `trusted`: held in
+        quarantine, never active, whatever its words (the write gate catches the phrasings it
+        knows; this catches the shape)."""
+        reason = f"a standing instruction from a {c.event.trust} source"
+        if kind is FactKind.MEMORY:
+            fact = self._new_fact(c, kind, None, None, (c.claim.text or "").strip())
+        else:
+            assert c.claim.predicate is not None
+            ident = Identity.of(c.claim.predicate, c.claim.qualifiers)
+            fact = self._new_fact(c, kind, ident, without_nulls(c.claim.value or {}))
+        return self._quarantine(c, fact, None, reason)
 
     def _memory(self, c: Candidate) -> Decision:
         text = (c.claim.text or "").strip()
@@ -150,8 +178,16 @@ class Adjudicator(LateArrivals):
 
         if head.pinned:
             return self._conflict(c, head, ident, new_value, "pinned fact")
-        supersedes = claim.action is ClaimAction.SUPERSEDE or (
-            claim.valid_from is not None and claim.valid_from > head.valid_from
+        # Back to a value the identity held before (Acme, Globex, then Acme again) is a
+        # return, not a contradiction: the older value is current again.
+        returns = any(
+            v.status is FactStatus.SUPERSEDED and values_equal(v.value, new_value)
+            for v in versions[:-1]
+        )
+        supersedes = (
+            claim.action is ClaimAction.SUPERSEDE
+            or returns
+            or (claim.valid_from is not None and claim.valid_from > head.valid_from)
         )
         if c.event.trust.rank < head.trust.rank or c.event.trust is Trust.UNTRUSTED:
             fact = self._new_fact(c, FactKind.STATE, ident, new_value)

@@ -17,12 +17,13 @@ from pydantic import ValidationError
 
 from distill.core.gate import contains_span, gate
 from distill.core.identity import canonical_json, content_hash
-from distill.core.models import Claim, Event, Fact
+from distill.core.models import Claim, Event, Fact, FactKind, normalise_predicate
 from distill.core.plan import Rejection
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.DOTALL | re.IGNORECASE)
 # A sentence ends at . ! ? followed by white space and an upper-case letter, a digit or a quote.
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+(?=[\"'“(\[]?[A-Z0-9À-Ý])")
+KINDS = frozenset(k.value for k in FactKind)
 MIN_SENTENCE_CHARS = 3  # shorter fragments ("OK.") are not worth a memory
 CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD_TOKENS = 12  # the "[n] time from source" header of each message
@@ -36,6 +37,9 @@ class UnparseableAnswer(ValueError):
 class Extracted:
     claims: list[tuple[Claim, str]]  # (claim, claim hash)
     rejections: list[Rejection]
+    # Candidates whose `kind` was not one Distill knows ("recurring"): kept with the default
+    # kind for their shape instead of being rejected whole.
+    kind_fallbacks: int = 0
 
 
 def claim_hash(claim: Claim) -> str:
@@ -64,7 +68,11 @@ def validate_candidates(
     """Validate each raw candidate on its own: one bad candidate never sinks the others."""
     claims: list[tuple[Claim, str]] = []
     rejections: list[Rejection] = []
+    fallbacks = 0
     for item in raw:
+        if isinstance(item, dict) and item.get("kind") is not None and item["kind"] not in KINDS:
+            item = {k: v for k, v in item.items() if k != "kind"}
+            fallbacks += 1
         try:
             claim = item if isinstance(item, Claim) else Claim.model_validate(item)
         except ValidationError as exc:
@@ -87,7 +95,7 @@ def validate_candidates(
             )
             continue
         claims.append((claim, claim_hash(claim)))
-    return Extracted(claims, rejections)
+    return Extracted(claims, rejections, fallbacks)
 
 
 def parse_answer(text: str) -> list[Any]:
@@ -145,6 +153,7 @@ CANDIDATE_SCHEMA: dict[str, Any] = {
                     "confidence": {"type": "number"},
                     "evidence_span": {"type": "string"},
                     "valid_from": {"type": ["string", "null"]},
+                    "updates": {"type": ["string", "null"]},
                 },
                 "required": ["message", "action", "evidence_span"],
             },
@@ -176,6 +185,23 @@ def plan_batches(events: Sequence[Event], max_tokens: int, max_events: int) -> l
     if current:
         batches.append(current)
     return batches
+
+
+def only_shown_updates(raw: Sequence[Any], known: Sequence[Fact]) -> list[Any]:
+    """A candidate's `updates` may only name a known fact the model was shown: any other
+    reference (a made-up predicate, a fact of another subject) is dropped, the candidate
+    kept."""
+    shown = {f.predicate for f in known if f.predicate}
+
+    def names_shown(reference: Any) -> bool:
+        return isinstance(reference, str) and normalise_predicate(reference) in shown
+
+    return [
+        {k: v for k, v in item.items() if k != "updates"}
+        if isinstance(item, dict) and "updates" in item and not names_shown(item["updates"])
+        else item
+        for item in raw
+    ]
 
 
 def render_known(known: Sequence[Fact]) -> str:

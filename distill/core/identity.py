@@ -13,7 +13,7 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any
 
-from distill.core.models import Scalar
+from distill.core.models import Claim, Scalar
 
 # Qualifier keys that say who stated a claim rather than which claim it is.
 ATTRIBUTION_KEYS = frozenset({"speaker", "said_by", "source", "attributed_to", "reported_by"})
@@ -185,6 +185,22 @@ def veto(a: str, b: str) -> str | None:
     Only predicates are guarded, not values: "diet: vegetarian" / "diet type: not vegetarian"
     is one attribute whose value changed, while "eats_meat" / "never_eats_meat" are two."""
     return next((name for name, differs in GUARDS.items() if differs(a, b)), None)
+
+
+# Words that make a claim a standing instruction for the agent when they name its attribute
+# or one of its value's keys: {"rule": "always be extra polite"}, agent_instruction {...}.
+# ("order", "policy", "prompt" are left out: `coffee_order`, `insurance_policy`.)
+INSTRUCTION_WORDS = frozenset(
+    {"rule", "rules", "instruction", "instructions", "directive", "directives", "guideline",
+     "guidelines"}
+)  # fmt: skip
+
+
+def standing_instruction(claim: Claim) -> bool:
+    """The claim is shaped as an instruction for the agent: its predicate or a key of its
+    value names a rule, an instruction, a directive, a policy..."""
+    names = [claim.predicate or "", *(claim.value or {}).keys()]
+    return any(set(_words(n.replace("_", " "))) & INSTRUCTION_WORDS for n in names)
 
 
 def values_equal(a: Any, b: Any) -> bool:

@@ -18,7 +18,9 @@ JsonObject = dict[str, Any]
 
 PREDICATE_MAX_LENGTH = 80  # characters; longer "predicates" are sentences, not attributes
 TEXT_MAX_LENGTH = 20_000  # characters of one event or fact text
-_PREDICATE_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+# Lower-case words joined by "_", with at least one letter ("5k_pb" is a name, "2024" is not).
+_PREDICATE_RE = re.compile(r"^[a-z0-9][a-z0-9_]*$")
+_LETTER_RE = re.compile(r"[a-z]")
 
 
 class Trust(StrEnum):
@@ -97,7 +99,7 @@ class Claim(BaseModel):
         if raw is None:
             return None
         predicate = normalise_predicate(raw)
-        if not predicate or not _PREDICATE_RE.match(predicate):
+        if not predicate or not _PREDICATE_RE.match(predicate) or not _LETTER_RE.search(predicate):
             raise ValueError(f"predicate {raw!r} has no usable characters")
         if len(predicate) > PREDICATE_MAX_LENGTH:
             raise ValueError(f"predicate longer than {PREDICATE_MAX_LENGTH} characters")

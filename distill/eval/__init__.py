@@ -32,6 +32,7 @@ SUITES: dict[str, str] = {
     "pairs": "distill.eval.pairs",
     "locomo": "distill.eval.locomo",
     "scenarios": "distill.eval.scenarios",
+    "drift": "distill.eval.drift",
 }
 
 

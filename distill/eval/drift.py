@@ -1,0 +1,159 @@
+"""`drift`: one attribute under two names, two attributes under close names.
+
+A model names the same attribute differently from one call to the next (`bike_count`, then
+`bikes_owned`), and the stale value stays live beside the new one unless the engine sees
+through the rename; it must also never collapse two attributes that only look alike
+(`bike_count` / `car_count`). Each case of `drift_cases.json` (shipped with this module) is
+an earlier claim and a later one, a month apart, about one person, labelled `same` or
+`different` by a person. The cases were written for this suite apart from the calibration
+pairs (scripts/calibration_pairs.json) and blind to the engine's rules: they are the held-out
+measure of the name lists and bands chosen on those pairs. Their `action` is as noisy as real
+extractors': about a quarter of the changes say `create`, a quarter of the different
+attributes say `supersede`.
+
+Each case gets its own project (learned aliases are per project), and every case goes
+through the public API: the first claims, one consolidation, the later claims, another.
+What the person would then be served, per case:
+
+- **same, merged**: one live fact for the attribute (superseded or reinforced, or a value
+  conflict holding both values of one attribute);
+- **same, contested**: both facts live and an open conflict set holds both;
+- **same, leaked**: both facts live and nothing says they may be one (the silent failure);
+- **different, apart**: both facts live, unflagged (right);
+- **different, contested**: flagged as possibly one attribute (a person is asked for nothing);
+- **different, merged**: one of them filed under the other's identity (a false merge).
+
+Targets: silent leakage ≤ 10% of the same cases, false merges 0, different attributes
+contested ≤ 10%. With `--llm` the suite says nothing more: a judge of contested pairs is not
+part of this build (see EVAL.md).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from importlib import resources
+from typing import Any
+
+from distill.core.models import ConflictStatus, Fact, FactStatus
+from distill.eval.context import EvalContext
+from distill.eval.results import Dataset, Metric, SuiteResult, Table
+from distill.memory import Memory
+
+NAME = "drift"
+TITLE = "Drift: one attribute under two names, two attributes under close names"
+DATA = "drift_cases.json"
+LICENSE = "CC0-1.0 (written for Distill)"
+SUBJECT = "user"
+FIRST_AT = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
+THEN_AT = FIRST_AT + timedelta(days=30)
+LEAK_MAX = 0.10
+CONTESTED_MAX = 0.10
+
+
+def load_cases() -> dict[str, Any]:
+    text = resources.files("distill.eval").joinpath(DATA).read_text(encoding="utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def event(case: dict[str, Any], side: str) -> dict[str, Any]:
+    claim = case[side]
+    found: dict[str, Any] = {"predicate": claim["predicate"], "value": claim["value"]}
+    if side == "then":
+        found["action"] = claim.get("action", "create")
+    return {
+        "project": case["id"],
+        "subject": SUBJECT,
+        "text": claim["text"],
+        "source": "drift",
+        "occurred_at": FIRST_AT if side == "first" else THEN_AT,
+        "claims": [found],
+    }
+
+
+def served(mem: Memory, case: dict[str, Any]) -> str:
+    """merged, contested or apart: what the person is served for this case."""
+    project = case["id"]
+    facts = mem.facts(subject=SUBJECT, project=project, include_retired=True)
+    live = [f for f in facts if f.status is FactStatus.ACTIVE]
+    first = _holding(live, case["first"])
+    then = _holding(live, case["then"])
+    if first is None or then is None or first.identity_key == then.identity_key:
+        return "merged"
+    open_sets = mem.conflicts(subject=SUBJECT, project=project, status=ConflictStatus.OPEN)
+    if any({first.id, then.id} <= set(c.member_ids) for c in open_sets):
+        return "contested"
+    return "apart"
+
+
+def _holding(live: list[Fact], claim: dict[str, Any]) -> Fact | None:
+    """The live fact stated under this claim's own predicate, if one stayed so."""
+    for fact in live:
+        if fact.predicate == claim["predicate"]:
+            return fact
+    return None
+
+
+def run(ctx: EvalContext) -> SuiteResult:
+    data = load_cases()
+    cases = ctx.take(data["cases"])
+    errors = 0
+    with ctx.memory(extractor="claims") as mem:
+        for step, side in enumerate(("first", "then"), start=1):
+            mem.add_events(event(c, side) for c in cases)
+            errors += len(mem.consolidate().errors)
+            ctx.progress(NAME, step, 2)
+        outcomes = {c["id"]: served(mem, c) for c in cases}
+
+    tally: Counter[tuple[str, str]] = Counter((c["relation"], outcomes[c["id"]]) for c in cases)
+    same = sum(v for (r, _), v in tally.items() if r == "same") or 1
+    different = sum(v for (r, _), v in tally.items() if r == "different") or 1
+    leak = round(tally[("same", "apart")] / same, 4)
+    contested = round(tally[("different", "contested")] / different, 4)
+    false_merges = tally[("different", "merged")]
+    result = SuiteResult(
+        suite=NAME,
+        title=TITLE,
+        datasets=[Dataset("Distill drift cases (held out)", LICENSE, f"distill/eval/{DATA}")],
+        params={"cases": len(cases), "same": same, "different": different},
+        metrics=[
+            Metric.at_most(
+                "silent leakage (same attribute, two live unflagged facts)", leak, LEAK_MAX
+            ),
+            Metric.at_most("false merges (two attributes collapsed)", false_merges, 0),
+            Metric.at_most("different attributes contested", contested, CONTESTED_MAX),
+            Metric.info(
+                "same attribute merged",
+                round(tally[("same", "merged")] / same, 4),
+                "filed under one identity: superseded, reinforced or in a value conflict",
+            ),
+            Metric.info(
+                "same attribute contested", round(tally[("same", "contested")] / same, 4)
+            ),
+            Metric.at_most("consolidation errors", errors, 0),
+        ],
+    )
+    result.tables.append(_by_category(cases, outcomes))
+    return result
+
+
+def _by_category(cases: list[dict[str, Any]], outcomes: dict[str, str]) -> Table:
+    rows: dict[str, Counter[str]] = {}
+    for case in cases:
+        counts = rows.setdefault(case["category"], Counter())
+        counts[f"{case['relation']} {outcomes[case['id']]}"] += 1
+    columns = [
+        "same merged",
+        "same contested",
+        "same apart",
+        "different apart",
+        "different contested",
+        "different merged",
+    ]
+    return Table(
+        "outcomes by category (same apart = leaked; different merged = false merge)",
+        ["category", *columns],
+        [[name, *(counts[c] for c in columns)] for name, counts in sorted(rows.items())],
+    )

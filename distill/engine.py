@@ -21,6 +21,7 @@ from datetime import timedelta
 import numpy as np
 
 from distill import ids
+from distill.core.attribute_match import Bands
 from distill.core.identity import (
     content_hash,
 )
@@ -41,9 +42,9 @@ from distill.errors import (
 from distill.extractors import Extraction, from_claims, from_llm_answer, from_text
 from distill.model_answers import ModelAnswers
 from distill.passes import run_pass
-from distill.core.attribute_match import Bands
 from distill.passes.adjudication import Adjudication, JobWork, identity_texts_of
-from distill.ports import Clock, Embedder, LLMUsage, Store, Vector
+from distill.passes.identity_judge import judge_identities
+from distill.ports import LLM, Clock, Embedder, LLMUsage, Store, Vector
 from distill.report import Report
 
 log = logging.getLogger("distill.engine")
@@ -109,7 +110,11 @@ class Engine:
         bands: Bands,
         new_id: Callable[[], str] | None = None,
         embed_events: bool = False,
+        judge: LLM | None = None,
     ) -> None:
+        """`judge`: the model asked, after a run, about the identity sets of the projects
+        the run touched (`passes.identity_judge`); None leaves them to a person."""
+        self.judge = judge
         self.embed_events = embed_events
         self._stop = threading.Event()
         self._pool: ThreadPoolExecutor | None = None
@@ -136,12 +141,26 @@ class Engine:
         if not dry_run:
             with self._heartbeat.during_run():
                 self._run(report, progress, pipelined=True)
+            if self.judge is not None and not report.stopped_by_provider:
+                self._judge(report)
             return report
         # A dry run is a real run inside one transaction that is always rolled back, so the
         # plan it reports is exactly the plan a real run would apply.
         with self.store.dry_run():
             self._run(report, progress, pipelined=False)  # one connection, one transaction
         return report
+
+    def _judge(self, report: Report) -> None:
+        """Put the open identity sets of the projects this run touched to the judge."""
+        assert self.judge is not None
+        for project in sorted(report.projects):
+            judged = judge_identities(self.store, self.judge, project, self.clock.now, self.new_id)
+            report.identities_same += judged.same
+            report.identities_different += judged.different
+            report.count_llm(judged.usage)
+            if judged.stopped:
+                report.judge_stopped = f"{project}: {judged.stopped}"
+                return
 
     def _run(
         self, report: Report, progress: Callable[[int, int], None] | None, pipelined: bool
@@ -373,6 +392,7 @@ class Engine:
             report.outcomes.update(plan.outcomes)
             report.rejections.extend(plan.rejections)
             report.kind_fallbacks += p.kind_fallbacks
+            report.projects.add(p.job.project)
             room = len(plan.actions) if report.dry_run else REPORT_ACTIONS_MAX - len(report.actions)
             report.actions.extend(describe_action(a) for a in plan.actions[: max(room, 0)])
             report.actions_total += len(plan.actions)

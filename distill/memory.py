@@ -225,6 +225,7 @@ class Memory:
             self.bands,
             self._new_id,
             embed_events=embed_events,
+            judge=model,
         )
 
     # -- lifecycle ---------------------------------------------------------------------------------

@@ -41,6 +41,12 @@ class Report:
     jobs_lost: int = 0
     # Extracted candidates with an unknown kind, kept with their default kind.
     kind_fallbacks: int = 0
+    # Identity sets the model judged after the run: one attribute, or two.
+    identities_same: int = 0
+    identities_different: int = 0
+    projects: set[str] = field(default_factory=set)
+    # Why the identity judge stopped early (the sets stay open for the next run); "" if not.
+    judge_stopped: str = ""
 
     def claims(self, found: Reclaimed) -> None:
         self.jobs_reclaimed = found.jobs
@@ -119,6 +125,8 @@ class Report:
         out.update(
             rejected=self.rejected,
             kind_fallbacks=self.kind_fallbacks,
+            identities_judged_same=self.identities_same,
+            identities_judged_different=self.identities_different,
             jobs_done=self.jobs_done,
             jobs_failed=self.jobs_failed,
             jobs_released=self.jobs_released,
@@ -138,6 +146,7 @@ class Report:
             "rejections": [r.__dict__ for r in self.rejections],
             "errors": self.errors,
             "stopped_by_provider": self.stopped_by_provider,
+            "judge_stopped": self.judge_stopped,
             "reclaimed_from": self.reclaimed_from,
             "held_by": self.held_by,
             "actions": self.actions,

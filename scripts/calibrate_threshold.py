@@ -144,6 +144,7 @@ def measure(embedder: Embedder, pairs: list[Pair]) -> list[Measured]:
         for start in range(0, len(texts), embedder.max_batch)
     ]
     vectors = dict(zip(texts, [v for chunk in rows for v in chunk], strict=True))
+
     def distance(a: str, b: str) -> float:
         return 1.0 - float(vectors[a] @ vectors[b])
 
@@ -230,9 +231,7 @@ def calibrate(rows: list[Measured], current: float | None) -> dict[str, Any]:
     live = [r for r in rows if not r.pair.vetoed]
     candidates = sorted({0.0, *(round(r.distance, 6) for r in live)})
     best = min(candidates, key=lambda t: (summary(rows, t)["cost"], t))
-    safe = max(
-        (t for t in candidates if summary(rows, t)["false_merges"] == 0), default=0.0
-    )
+    safe = max((t for t in candidates if summary(rows, t)["false_merges"] == 0), default=0.0)
     closest = min((r for r in live if not r.pair.same), key=lambda r: r.distance)
     same_values = [r for r in rows if r.pair.same and r.pair.equal_values]
     changed_values = [r for r in rows if r.pair.same and not r.pair.equal_values]

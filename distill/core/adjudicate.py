@@ -22,13 +22,12 @@ from distill.core import timeline
 from distill.core.attribute_match import Bands, Match, Verdict, judge
 from distill.core.identity import (
     content_hash,
-    standing_instruction,
     identity_key,
     identity_text,
     normalise_text,
     qualifiers_of_key,
+    standing_instruction,
     values_equal,
-    veto,
 )
 from distill.core.late import LateArrivals
 from distill.core.models import (
@@ -225,23 +224,31 @@ class Adjudicator(LateArrivals):
     def _resolve_predicate(
         self, c: Candidate, qualifiers: dict[str, Any]
     ) -> tuple[str, str, tuple[Fact, Match] | None]:
-        """Which attribute the claim is about: its exact predicate, else the known fact its
-        extractor says it updates, else a learned alias, else a known fact judged the same by
-        `attribute_match` (an alias is learned). A known fact judged probably the same comes
+        """Which attribute the claim is about: its exact predicate when it names an active
+        fact, else a learned alias, else its own predicate's history, else the known fact its
+        extractor says it updates, else a known fact judged the same by `attribute_match`
+        (an alias is learned). A known fact judged probably the same comes
         back third: the claim keeps its own predicate and is contested against it."""
         predicate, value = c.claim.predicate, c.claim.value
         assert predicate is not None
         key = identity_key(predicate, qualifiers)
-        if any(f.identity_key == key and f.kind is FactKind.STATE for f in self.s.facts.values()):
+        own = [
+            f for f in self.s.facts.values() if f.identity_key == key and f.kind is FactKind.STATE
+        ]
+        if any(f.status is FactStatus.ACTIVE for f in own):
+            return predicate, "exact predicate", None
+        # A learned alias wins over the name's own past: once a person (or the judge) said
+        # `bike_count` is `bike_class_count`, the old name's superseded versions are history.
+        alias = self.s.aliases.get(predicate)
+        if alias is not None:
+            return alias.canonical, f"learned alias of {alias.canonical}", None
+        if own:
             return predicate, "exact predicate", None
         updated = self._updated_fact(c.claim.updates, qualifiers)
         if updated is not None and updated.predicate is not None:
             reason = f"the extractor says it updates '{updated.predicate}'"
             self._learn_alias(predicate, updated.predicate, 0.0, reason)
             return updated.predicate, reason, None
-        alias = self.s.aliases.get(predicate)
-        if alias is not None:
-            return alias.canonical, f"learned alias of {alias.canonical}", None
         asserted = c.claim.action is ClaimAction.SUPERSEDE
         found = self._match(predicate, value, qualifiers, asserted)
         if found is None:

@@ -35,7 +35,6 @@ from typing import Any
 from distill.core.identity import veto
 from distill.core.names import NameRelation, compare_names
 
-
 # A claim stated as a change of something known ("supersede") whose name shares this many
 # folded words with a known fact's is contested against it, whatever the distances. Fixed,
 # not calibrated (the calibration pairs carry no action); measured by `distill eval drift`.

@@ -19,6 +19,8 @@ def resolve_conflict(
     keep: str | None,
     now: datetime,
     current: Fact | None = None,
+    by: str = "a person",
+    pass_name: str = "api",
 ) -> Plan:
     """Keep one member (or none of the held candidates when `keep` is None).
 
@@ -52,7 +54,7 @@ def resolve_conflict(
             raise PinnedFact(f"fact {fact.id} is pinned; unpin it before resolving its conflict")
 
     plan = Plan()
-    reason = f"conflict {conflict.id} resolved by a person"
+    reason = f"conflict {conflict.id} resolved by {by}"
     # Retire first, so that the store never sees two active facts for one identity.
     for fact in losers:
         if kept is None:
@@ -63,7 +65,7 @@ def resolve_conflict(
                     "valid_to": fact.valid_from,
                 }
             )
-            plan.add(ReviseFact(fact, after, "resolve", f"{reason}: not kept", "api"))
+            plan.add(ReviseFact(fact, after, "resolve", f"{reason}: not kept", pass_name))
             continue
         was_true = fact.status is FactStatus.ACTIVE
         after = fact.model_copy(
@@ -74,7 +76,7 @@ def resolve_conflict(
                 "valid_to": _end(fact, kept) if was_true else fact.valid_from,
             }
         )
-        plan.add(ReviseFact(fact, after, "resolve", f"{reason}: replaced by {kept.id}", "api"))
+        plan.add(ReviseFact(fact, after, "resolve", f"{reason}: replaced by {kept.id}", pass_name))
     if kept is not None and kept.status is FactStatus.CANDIDATE:
         previous = [f for f in losers if f.status is FactStatus.ACTIVE]
         after = kept.model_copy(
@@ -83,7 +85,7 @@ def resolve_conflict(
                 "supersedes_id": previous[0].id if previous else kept.supersedes_id,
             }
         )
-        plan.add(ReviseFact(kept, after, "resolve", f"{reason}: kept", "api"))
+        plan.add(ReviseFact(kept, after, "resolve", f"{reason}: kept", pass_name))
     if conflict.kind is ConflictKind.IDENTITY and kept is not None and kept.predicate:
         for fact in losers:
             if fact.predicate and fact.predicate != kept.predicate:
@@ -94,13 +96,12 @@ def resolve_conflict(
                     distance=0.0,
                     learned_at=now,
                 )
-                plan.add(
-                    LearnAlias(alias, f"{reason}: '{fact.predicate}' means '{kept.predicate}'", "api")
-                )
+                said = f"{reason}: '{fact.predicate}' means '{kept.predicate}'"
+                plan.add(LearnAlias(alias, said, pass_name))
     closed = conflict.model_copy(
         update={"status": ConflictStatus.RESOLVED, "resolved_at": now, "kept_fact_id": keep}
     )
-    plan.add(ReviseConflict(conflict, closed, reason, "api"))
+    plan.add(ReviseConflict(conflict, closed, reason, pass_name))
     return plan
 
 

@@ -24,8 +24,13 @@ What the person would then be served, per case:
 - **different, merged**: one of them filed under the other's identity (a false merge).
 
 Targets: silent leakage ≤ 10% of the same cases, false merges 0, different attributes
-contested ≤ 10%. With `--llm` the suite says nothing more: a judge of contested pairs is not
-part of this build (see EVAL.md).
+contested ≤ 10%.
+
+The same cases run a second time with a scripted judge (`passes.identity_judge`): a model
+that answers each contested pair it is shown from the case's label. It shows the judge path
+end to end (one call per batch of pairs, verdicts applied as a person's would be: the newer
+value kept, an alias learned) and what is left when contested pairs are decided: the silent
+leaks are untouched, since a pair nobody flagged is never shown.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from datetime import UTC, datetime, timedelta
 from importlib import resources
 from typing import Any
 
+from distill.adapters.llm.fake import FakeLLM
 from distill.core.models import ConflictStatus, Fact, FactStatus
 from distill.eval.context import EvalContext
 from distill.eval.results import Dataset, Metric, SuiteResult, Table
@@ -96,28 +102,71 @@ def _holding(live: list[Fact], claim: dict[str, Any]) -> Fact | None:
     return None
 
 
+def scripted_judge(cases: list[dict[str, Any]]) -> FakeLLM:
+    """A model that answers each numbered pair of a judge prompt from the cases' labels."""
+    labels = {
+        frozenset((c["first"]["predicate"], c["then"]["predicate"])): c["relation"] == "same"
+        for c in cases
+    }
+
+    def answer(prompt: str) -> str:
+        pairs = []
+        for line in prompt.splitlines():
+            number, dot, rest = line.partition(". ")
+            if not dot or not number.isdigit():
+                continue
+            names = frozenset(side.strip().split(" = ")[0] for side in rest.split("  |  "))
+            pairs.append({"pair": int(number), "same": labels.get(names, False), "reason": "label"})
+        return json.dumps({"pairs": pairs})
+
+    return FakeLLM(default=answer, model_id="scripted-judge")
+
+
+def measure(
+    ctx: EvalContext, cases: list[dict[str, Any]], judge: FakeLLM | None
+) -> tuple[dict[str, str], int, int]:
+    """Each case's outcome, the consolidation errors, and the judge's calls."""
+    errors = calls = 0
+    options: dict[str, Any] = {"extractor": "claims"}
+    if judge is not None:
+        options["llm"] = judge
+    with ctx.memory(**options) as mem:
+        for step, side in enumerate(("first", "then"), start=1):
+            mem.add_events(event(c, side) for c in cases)
+            report = mem.consolidate()
+            errors += len(report.errors) + bool(report.judge_stopped)
+            calls += report.llm_calls
+            ctx.progress(NAME, step, 2)
+        outcomes = {c["id"]: served(mem, c) for c in cases}
+    return outcomes, errors, calls
+
+
 def run(ctx: EvalContext) -> SuiteResult:
     data = load_cases()
     cases = ctx.take(data["cases"])
-    errors = 0
-    with ctx.memory(extractor="claims") as mem:
-        for step, side in enumerate(("first", "then"), start=1):
-            mem.add_events(event(c, side) for c in cases)
-            errors += len(mem.consolidate().errors)
-            ctx.progress(NAME, step, 2)
-        outcomes = {c["id"]: served(mem, c) for c in cases}
+    outcomes, errors, _ = measure(ctx, cases, None)
+    judged, judge_errors, calls = measure(ctx, cases, scripted_judge(cases))
 
-    tally: Counter[tuple[str, str]] = Counter((c["relation"], outcomes[c["id"]]) for c in cases)
+    def rates(found: dict[str, str]) -> tuple[float, int, float, Counter[tuple[str, str]]]:
+        tally = Counter((c["relation"], found[c["id"]]) for c in cases)
+        same = sum(v for (r, _), v in tally.items() if r == "same") or 1
+        different = sum(v for (r, _), v in tally.items() if r == "different") or 1
+        leak = round(tally[("same", "apart")] / same, 4)
+        contested = round(tally[("different", "contested")] / different, 4)
+        return leak, tally[("different", "merged")], contested, tally
+
+    leak, false_merges, contested, tally = rates(outcomes)
+    j_leak, j_false, j_contested, _ = rates(judged)
     same = sum(v for (r, _), v in tally.items() if r == "same") or 1
-    different = sum(v for (r, _), v in tally.items() if r == "different") or 1
-    leak = round(tally[("same", "apart")] / same, 4)
-    contested = round(tally[("different", "contested")] / different, 4)
-    false_merges = tally[("different", "merged")]
     result = SuiteResult(
         suite=NAME,
         title=TITLE,
         datasets=[Dataset("Distill drift cases (held out)", LICENSE, f"distill/eval/{DATA}")],
-        params={"cases": len(cases), "same": same, "different": different},
+        params={
+            "cases": len(cases),
+            "same": sum(1 for c in cases if c["relation"] == "same"),
+            "different": sum(1 for c in cases if c["relation"] == "different"),
+        },
         metrics=[
             Metric.at_most(
                 "silent leakage (same attribute, two live unflagged facts)", leak, LEAK_MAX
@@ -129,10 +178,18 @@ def run(ctx: EvalContext) -> SuiteResult:
                 round(tally[("same", "merged")] / same, 4),
                 "filed under one identity: superseded, reinforced or in a value conflict",
             ),
+            Metric.info("same attribute contested", round(tally[("same", "contested")] / same, 4)),
+            Metric.at_most("silent leakage, scripted judge", j_leak, LEAK_MAX),
+            Metric.at_most("false merges, scripted judge", j_false, 0),
+            Metric.at_most("left contested, scripted judge", j_contested, CONTESTED_MAX),
             Metric.info(
-                "same attribute contested", round(tally[("same", "contested")] / same, 4)
+                "judge calls",
+                calls,
+                f"for {tally[('same', 'contested')] + tally[('different', 'contested')]} "
+                "contested pairs; each case is its own project here, and a call covers one "
+                "project's pairs (up to 20)",
             ),
-            Metric.at_most("consolidation errors", errors, 0),
+            Metric.at_most("consolidation errors", errors + judge_errors, 0),
         ],
     )
     result.tables.append(_by_category(cases, outcomes))

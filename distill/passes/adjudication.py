@@ -5,12 +5,12 @@ at: the facts of every identity a candidate could mean (its predicate, the fact 
 says it updates, the predicates it is a learned alias of), the subject's active state facts
 when a candidate's predicate is new (any of them may be that attribute under another name;
 `core.attribute_match` judges each, with the cached embeddings of their names), the active
-facts a qualified or unqualified claim could contradict, the live memories with the same normalised text, the
-facts that already cite the job's events (a replay is a duplicate), the open conflicts of
-those identities with all their members, what was already observed, and when each reinforced
-version's supporting events were believed. Every kind of row is one store call, whatever the
-number of candidates; the facts a first round of reads points at (nearest neighbours, conflict
-members) are read in one more batched call each.
+facts a qualified or unqualified claim could contradict, the live memories with the same
+normalised text, the facts that already cite the job's events (a replay is a duplicate), the
+open conflicts of those identities with all their members and the subject's open identity
+sets, what was already observed, and when each reinforced version's supporting events were
+believed. Every kind of row is one store call, whatever the number of candidates; the facts
+a first round of reads points at (conflict members) are read in one more batched call.
 
 `decide` is the adjudicator itself, pure; its tests (tests/unit) run on snapshots they build.
 """
@@ -36,7 +36,6 @@ from distill.core.passes import Context, PassResult, Scope
 from distill.core.plan import Rejection
 from distill.core.working import Candidate, Snapshot, Support
 from distill.ports import Store, Vector
-
 
 # A claim under a new predicate is judged against at most this many of the subject's active
 # state facts (the most recently reinforced): name matching is a loop over them.
@@ -91,7 +90,10 @@ class Adjudication:
         project, subject = scope.project, scope.subject
         candidates = work.candidates
         vectors = {
-            t: work.vectors[t] for c in candidates for t in identity_texts_of(c) if t in work.vectors
+            t: work.vectors[t]
+            for c in candidates
+            for t in identity_texts_of(c)
+            if t in work.vectors
         }
         predicates = {c.claim.predicate for c in candidates if c.claim.predicate}
         aliases = store.aliases(project, sorted(predicates))

@@ -287,6 +287,11 @@ def consolidate(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
     else:
         for error in report.errors:
             err.print(f"failed: {error}")
+    if report.judge_stopped:
+        err.print(
+            f"the identity judge stopped ({report.judge_stopped}); its sets stay open and "
+            "are asked about again on the next run"
+        )
     if dry_run:
         for action in report.actions:
             out.print(f"  {action['action']:<20} {action['reason']}")

@@ -12,6 +12,7 @@ import pytest
 from distill.adapters.store.queries import load_migrations
 from distill.adapters.store.sqlite import SqliteStore
 from distill.core.models import (
+    ConflictKind,
     ConflictStatus,
     Event,
     Fact,
@@ -588,6 +589,20 @@ def test_conflicts_open_revise_and_list(store: Store) -> None:
     assert store.conflicts("other", None, None) == []
     with pytest.raises(NotFound):
         store.conflict("nope")
+
+
+def test_identity_sets_hold_two_active_facts_of_two_identities(store: Store) -> None:
+    """Issue 11: an identity conflict set (two predicates that may be one attribute) holds
+    two active facts and names no one identity; both backends store the kind (schema 6 on
+    SQLite, 4 on PostgreSQL) and list it with the subject's open sets."""
+    a = make_fact("bike_count", {"count": 3})
+    b = make_fact("bikes_in_garage", {"count": 4}, valid_from=at(30))
+    cs = make_conflict([a.id, b.id], identity_key=None, kind=ConflictKind.IDENTITY)
+    store.apply(plan_of(CreateFact(a, "x"), CreateFact(b, "y"), OpenConflict(cs, "z")), None, [])
+
+    assert store.conflict(cs.id) == cs
+    assert store.conflicts(PROJECT, SUBJECT, ConflictStatus.OPEN) == [cs]
+    assert {f.id for f in store.facts(PROJECT, SUBJECT, False, None)} == {a.id, b.id}
 
 
 def test_observations_and_seen_claims(store: Store) -> None:

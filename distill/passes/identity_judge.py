@@ -1,0 +1,154 @@
+"""The identity judge: open identity sets put to a model, decided through the one applier.
+
+`judge_identities` gathers a project's open identity sets (`core.attribute_match`: two
+predicates that are probably one attribute), asks the model about them in batches
+(`core.identity_judge`: one call per `JUDGE_BATCH` pairs, whatever the number of subjects),
+then applies the verdicts subject by subject with `IdentityJudgement`, a `Pass` like any
+other: under the subject's lock it reads the sets again, keeps only the verdicts whose set is
+still open with the same two live facts (a person may have resolved it meanwhile), and
+resolves each the way a person would (`core.resolve.resolve_conflict`), signed by this pass.
+
+Fail-soft: a provider error or an answer that cannot be read stops judging for this run and
+leaves the sets open (they are asked about again next run); nothing is half-applied, because
+each subject's verdicts are one transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from distill.core import identity_judge
+from distill.core.identity_judge import JUDGE_BATCH, Pair, Verdict, pair_of
+from distill.core.models import ConflictKind, ConflictSet, ConflictStatus, Fact
+from distill.core.passes import Context, Decision, PassResult, Scope
+from distill.core.plan import Plan
+from distill.core.resolve import resolve_conflict
+from distill.errors import DistillError
+from distill.passes import run_pass
+from distill.ports import LLM, LLMUsage, Store
+
+log = logging.getLogger("distill.judge")
+
+PASS_NAME = "judge_identity"
+
+
+@dataclass
+class Judged:
+    """What one judging run did."""
+
+    asked: int = 0  # pairs put to the model
+    same: int = 0  # sets resolved as one attribute
+    different: int = 0  # sets closed as two attributes
+    skipped: int = 0  # verdicts dropped: the set changed meanwhile, or no usable answer
+    stopped: str = ""  # why judging stopped early, "" when it did not
+    usage: LLMUsage = field(default_factory=LLMUsage)
+
+
+@dataclass(frozen=True)
+class JudgeSnapshot:
+    verdicts: Sequence[Verdict]
+    conflicts: dict[str, ConflictSet]
+    members: dict[str, Fact]
+
+
+class IdentityJudgement:
+    """`distill.passes.Pass`: apply a model's verdicts on one subject's identity sets."""
+
+    name = PASS_NAME
+    cap: int | None = None
+
+    def __init__(self, model_id: str) -> None:
+        self.model_id = model_id
+
+    def load(self, store: Store, scope: Scope, work: Sequence[Verdict]) -> JudgeSnapshot:
+        conflicts = {c.id: c for c in store.conflicts(scope.project, scope.subject, None)}
+        wanted = sorted(
+            {
+                m
+                for v in work
+                if v.conflict_id in conflicts
+                for m in conflicts[v.conflict_id].member_ids
+            }
+        )
+        members = {f.id: f for f in store.facts_by_ids(scope.project, wanted)}
+        return JudgeSnapshot(work, conflicts, members)
+
+    def decide(self, snapshot: JudgeSnapshot, context: Context) -> PassResult:
+        plan = Plan()
+        decisions: list[Decision] = []
+        by = f"the model {self.model_id}"
+        for verdict in snapshot.verdicts:
+            conflict = snapshot.conflicts.get(verdict.conflict_id)
+            pair = pair_of(conflict, snapshot.members) if conflict is not None else None
+            if conflict is None or conflict.status is not ConflictStatus.OPEN or pair is None:
+                decisions.append(Decision("skipped", None, "the set changed meanwhile"))
+                continue
+            keep = pair.newer.id if verdict.same else None
+            resolved = resolve_conflict(
+                conflict, snapshot.members, keep, context.now, by=by, pass_name=PASS_NAME
+            )
+            plan.actions.extend(resolved.actions)
+            outcome = "same" if verdict.same else "different"
+            decisions.append(Decision(outcome, keep, verdict.reason))
+        return PassResult(plan, decisions)
+
+
+def open_pairs(store: Store, project: str) -> list[Pair]:
+    """The project's open identity sets that still hold two live facts, oldest first."""
+    sets = [
+        c
+        for c in store.conflicts(project, None, ConflictStatus.OPEN)
+        if c.kind is ConflictKind.IDENTITY
+    ]
+    ids = sorted({m for c in sets for m in c.member_ids})
+    members = {f.id: f for f in store.facts_by_ids(project, ids)}
+    return [p for c in sets if (p := pair_of(c, members)) is not None]
+
+
+def judge_identities(
+    store: Store,
+    llm: LLM,
+    project: str,
+    now: Callable[[], datetime],
+    new_id: Callable[[], str],
+    max_pairs: int | None = None,
+) -> Judged:
+    """Ask `llm` about the project's open identity sets and apply its verdicts."""
+    judged = Judged()
+    pairs = open_pairs(store, project)[:max_pairs]
+    verdicts: list[Verdict] = []
+    for start in range(0, len(pairs), JUDGE_BATCH):
+        batch = pairs[start : start + JUDGE_BATCH]
+        try:
+            answer = llm.complete(
+                identity_judge.SYSTEM, identity_judge.render(batch), identity_judge.SCHEMA
+            )
+            judged.usage.add(answer)
+            found = identity_judge.read(answer.text, batch)
+        except (DistillError, ValueError) as exc:
+            judged.stopped = f"{type(exc).__name__}: {exc}"
+            log.warning("identity judge stopped, sets left open: %s", judged.stopped)
+            break
+        judged.asked += len(batch)
+        judged.skipped += len(batch) - len(found)
+        verdicts.extend(found)
+
+    subjects = {p.conflict.id: p.conflict.subject for p in pairs}
+    by_subject: dict[str, list[Verdict]] = defaultdict(list)
+    for verdict in verdicts:
+        by_subject[subjects[verdict.conflict_id]].append(verdict)
+    judgement = IdentityJudgement(getattr(llm, "model_id", "model"))
+    for subject, work in sorted(by_subject.items()):
+        result = run_pass(store, judgement, Scope(project, subject), work, now=now(), new_id=new_id)
+        for d in result.decisions:
+            if d.outcome == "same":
+                judged.same += 1
+            elif d.outcome == "different":
+                judged.different += 1
+            else:
+                judged.skipped += 1
+    return judged

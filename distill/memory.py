@@ -430,8 +430,16 @@ class Memory:
         with self.store.serialised(conflict.project, conflict.subject):
             conflict = self.store.conflict(conflict_id)
             members = {m: self.store.fact(m) for m in conflict.member_ids}
+            names = sorted({f.predicate for f in members.values() if f.predicate})
             plan = resolve.resolve_conflict(
-                conflict, members, keep, self.clock.now(), self._current(members.get(keep or ""))
+                conflict,
+                members,
+                keep,
+                self.clock.now(),
+                self._current(members.get(keep or "")),
+                aliases={
+                    a: x.canonical for a, x in self.store.aliases(conflict.project, names).items()
+                },
             )
             self._apply(plan, conflict.project, conflict.subject)
         return self.store.conflict(conflict_id)

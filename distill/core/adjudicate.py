@@ -232,18 +232,24 @@ class Adjudicator(LateArrivals):
         predicate, value = c.claim.predicate, c.claim.value
         assert predicate is not None
         key = identity_key(predicate, qualifiers)
-        own = [
-            f for f in self.s.facts.values() if f.identity_key == key and f.kind is FactKind.STATE
-        ]
+        own = self._state_versions(key)
         if any(f.status is FactStatus.ACTIVE for f in own):
             return predicate, "exact predicate", None
         # A learned alias wins over the name's own past: once a person (or the judge) said
         # `bike_count` is `bike_class_count`, the old name's superseded versions are history.
+        # An alias is the project's, learned on some subject: it is followed here only when
+        # this subject has facts under the name it points to.
         alias = self.s.aliases.get(predicate)
-        if alias is not None:
-            return alias.canonical, f"learned alias of {alias.canonical}", None
-        if own:
-            return predicate, "exact predicate", None
+        named, how = predicate, "exact predicate"
+        if alias is not None and self._state_versions(identity_key(alias.canonical, qualifiers)):
+            named, how = alias.canonical, f"learned alias of {alias.canonical}"
+        elif not own:
+            named = ""
+        if named:
+            moved = self._renamed_to(self._state_versions(identity_key(named, qualifiers)))
+            if moved is not None and moved.predicate is not None:
+                return moved.predicate, f"'{named}' was resolved into {moved.predicate}", None
+            return named, how, None
         updated = self._updated_fact(c.claim.updates, qualifiers)
         if updated is not None and updated.predicate is not None:
             reason = f"the extractor says it updates '{updated.predicate}'"
@@ -260,7 +266,33 @@ class Adjudicator(LateArrivals):
         self._learn_alias(predicate, other.predicate, match.distance, match.reason)
         return other.predicate, f"same attribute as {other.predicate}: {match.reason}", None
 
+    def _renamed_to(self, versions: list[Fact]) -> Fact | None:
+        """The active fact of another identity that this name's last version was superseded
+        by (an identity set resolved into the other name, by a person or the judge), if
+        any: this subject's own record of the rename, whatever the project's aliases say."""
+        if not versions or any(f.status is FactStatus.ACTIVE for f in versions):
+            return None
+        fact = max(versions, key=timeline.position)
+        seen: set[str] = set()
+        while fact.superseded_by and fact.superseded_by not in seen:
+            seen.add(fact.superseded_by)
+            following = self.s.facts.get(fact.superseded_by)
+            if following is None:
+                return None
+            fact = following
+        moved = fact.status is FactStatus.ACTIVE and fact.identity_key != versions[0].identity_key
+        return fact if moved and fact.kind is FactKind.STATE else None
+
+    def _state_versions(self, key: str) -> list[Fact]:
+        return [
+            f for f in self.s.facts.values() if f.identity_key == key and f.kind is FactKind.STATE
+        ]
+
     def _learn_alias(self, alias: str, canonical: str, distance: float, reason: str) -> None:
+        """Learn `alias` → `canonical` for the project, unless the name already means
+        something (one meaning per name and project: the first one learned stays)."""
+        if alias in self.s.aliases:
+            return
         learned = Alias(
             project=self.s.project,
             alias=alias,

@@ -21,6 +21,7 @@ def resolve_conflict(
     current: Fact | None = None,
     by: str = "a person",
     pass_name: str = "api",
+    aliases: Mapping[str, str] | None = None,
 ) -> Plan:
     """Keep one member (or none of the held candidates when `keep` is None).
 
@@ -33,7 +34,9 @@ def resolve_conflict(
     An identity set (two predicates that may name one attribute) resolved by keeping one
     member says they are one: the other is superseded by it and its predicate is learned as
     an alias of the kept one, so the next claim under that name is filed exactly. Resolved
-    with `keep=None` it says they are two attributes: both stay, the set is closed.
+    with `keep=None` it says they are two attributes: both stay, the set is closed. A name
+    that already means something in the project (`aliases`: alias → canonical) keeps its
+    meaning: one meaning per name.
     """
     if conflict.status is not ConflictStatus.OPEN:
         raise AlreadyResolved(f"conflict {conflict.id} is already {conflict.status}")
@@ -88,7 +91,11 @@ def resolve_conflict(
         plan.add(ReviseFact(kept, after, "resolve", f"{reason}: kept", pass_name))
     if conflict.kind is ConflictKind.IDENTITY and kept is not None and kept.predicate:
         for fact in losers:
-            if fact.predicate and fact.predicate != kept.predicate:
+            if (
+                fact.predicate
+                and fact.predicate != kept.predicate
+                and fact.predicate not in (aliases or {})
+            ):
                 alias = Alias(
                     project=conflict.project,
                     alias=fact.predicate,

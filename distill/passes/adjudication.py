@@ -113,6 +113,12 @@ class Adjudication:
         facts: dict[str, Fact] = {}
         for fact in store.facts_by_identity(project, subject, sorted(keys)):
             facts[fact.id] = fact
+        # A name resolved into another one: the facts of the identity its last version was
+        # superseded by.
+        renamed = {f.superseded_by for f in facts.values() if f.superseded_by} - facts.keys()
+        moved = {f.identity_key for f in store.facts_by_ids(project, sorted(renamed))}
+        for fact in store.facts_by_identity(project, subject, sorted(k for k in moved if k)):
+            facts[fact.id] = fact
         # An unqualified claim contradicts a qualified fact of the same predicate.
         unqualified = sorted(
             {

@@ -53,6 +53,7 @@ class JudgeSnapshot:
     verdicts: Sequence[Verdict]
     conflicts: dict[str, ConflictSet]
     members: dict[str, Fact]
+    aliases: dict[str, str]  # the members' names that already mean something: → canonical
 
 
 class IdentityJudgement:
@@ -75,7 +76,9 @@ class IdentityJudgement:
             }
         )
         members = {f.id: f for f in store.facts_by_ids(scope.project, wanted)}
-        return JudgeSnapshot(work, conflicts, members)
+        names = sorted({f.predicate for f in members.values() if f.predicate})
+        aliases = {a: x.canonical for a, x in store.aliases(scope.project, names).items()}
+        return JudgeSnapshot(work, conflicts, members, aliases)
 
     def decide(self, snapshot: JudgeSnapshot, context: Context) -> PassResult:
         plan = Plan()
@@ -89,7 +92,13 @@ class IdentityJudgement:
                 continue
             keep = pair.newer.id if verdict.same else None
             resolved = resolve_conflict(
-                conflict, snapshot.members, keep, context.now, by=by, pass_name=PASS_NAME
+                conflict,
+                snapshot.members,
+                keep,
+                context.now,
+                by=by,
+                pass_name=PASS_NAME,
+                aliases=snapshot.aliases,
             )
             plan.actions.extend(resolved.actions)
             outcome = "same" if verdict.same else "different"
@@ -143,7 +152,14 @@ def judge_identities(
         by_subject[subjects[verdict.conflict_id]].append(verdict)
     judgement = IdentityJudgement(getattr(llm, "model_id", "model"))
     for subject, work in sorted(by_subject.items()):
-        result = run_pass(store, judgement, Scope(project, subject), work, now=now(), new_id=new_id)
+        try:
+            result = run_pass(
+                store, judgement, Scope(project, subject), work, now=now(), new_id=new_id
+            )
+        except DistillError as exc:  # rolled back: this subject's sets stay open
+            log.warning("identity verdicts for %s/%s not applied: %s", project, subject, exc)
+            judged.skipped += len(work)
+            continue
         for d in result.decisions:
             if d.outcome == "same":
                 judged.same += 1

@@ -549,3 +549,53 @@ def test_two_supersedes_at_one_instant_give_one_state_in_either_order(
     assert results[0][0] == winner
     assert results[1] == results[0]
     assert len(results[0][2]) == 3
+
+
+# -- aliases are the project's, names are each subject's ------------------------------------------
+
+
+def test_an_alias_learned_on_another_subject_never_splits_this_one(drift: Memory) -> None:
+    """Found by bench/llm_drift.py: `bike_class_count` → `bike_count` learned on u1 must not
+    send u2's `bike_class_count` claim to a `bike_count` identity u2 does not have (that
+    created a second active fact beside u2's own). An alias is followed only to a name this
+    subject has facts under."""
+    # u2 first states the attribute under the name the alias will later map away from.
+    say(drift, *EXTENDED, when=at(0), subject="u2")
+    drift.consolidate()
+    _, old, _new = contest(drift)  # u1: bike_count, then bike_class_count, contested
+    (cs,) = drift.conflicts(subject=SUBJECT)
+    drift.resolve_conflict(cs.id, keep=old.id)  # u1: one attribute, named bike_count
+    assert aliases(drift, EXTENDED[0]) == {EXTENDED[0]: OLD[0]}
+
+    say(drift, EXTENDED[0], {"count": 9}, when=at(days=60), subject="u2", action="supersede")
+    report = drift.consolidate()
+
+    assert (report.superseded, report.created) == (1, 0)
+    (current,) = drift.facts(subject="u2")
+    assert (current.predicate, current.value) == (EXTENDED[0], {"count": 9})
+
+
+def test_a_name_resolved_into_another_follows_it_even_without_an_alias(drift: Memory) -> None:
+    """Found by bench/llm_drift.py: when the project already gave the old name another
+    meaning (so no alias is learned), this subject's own record of the resolution (the old
+    name's last version superseded by the kept fact) still sends the next claim under the
+    old name to the kept fact, through all its later versions."""
+    say(drift, "bikes_owned", {"count": 1}, when=at(0), subject="elsewhere")
+    drift.consolidate()
+    say(drift, "bike_count", {"count": 2}, when=at(1), subject="elsewhere", action="supersede")
+    drift.consolidate()
+    # In the project, `bike_count` already means `bikes_owned` (learned on another subject).
+    assert aliases(drift, "bike_count") == {"bike_count": "bikes_owned"}
+    _, _old, new = contest(drift)
+    (cs,) = drift.conflicts(subject=SUBJECT)
+    drift.resolve_conflict(cs.id, keep=new.id)  # u1: one attribute, named bike_class_count
+    assert aliases(drift, "bike_count") == {"bike_count": "bikes_owned"}  # not relearned
+    say(drift, EXTENDED[0], {"count": 5}, when=at(days=40), action="supersede")
+    drift.consolidate()
+
+    say(drift, OLD[0], {"count": 6}, when=at(days=50), action="supersede")
+    report = drift.consolidate()
+
+    assert (report.superseded, report.created, report.contested) == (1, 0, 0)
+    (current,) = drift.facts(subject=SUBJECT)
+    assert (current.predicate, current.value) == (EXTENDED[0], {"count": 6})

@@ -55,8 +55,9 @@ def eval_cmd(
     as_json: bool,
     markdown: bool,
 ) -> None:
-    """Measure consolidation on public datasets: timelines, numeric-updates, pairs, locomo,
-    scenarios, or all. Prints a table per suite and writes a JSON result."""
+    """Measure consolidation on public datasets (timelines, numeric-updates, pairs, locomo),
+    on the scenarios and on the held-out drift cases, or all. Prints a table per suite and
+    writes a JSON result."""
     names = list(SUITES) if suite == "all" else [suite]
     embedder = build_embedder(ctx)
     try:

@@ -604,7 +604,10 @@ def test_the_cli_embeds_through_the_configured_server_without_showing_the_key(
     assert "calibrate_threshold.py --embedder openai --model bge-small" in runs[1].stderr
     [request] = server.requests
     assert request.body["model"] == "bge-small"
-    assert request.body["input"] == [identity_text("bike_count", {"count": 3})]
+    # The claim's identity texts: its name alone, and its name with its value.
+    assert sorted(request.body["input"]) == sorted(
+        [identity_text("bike_count"), identity_text("bike_count", {"count": 3})]
+    )
     assert request.headers["authorization"] == f"Bearer {SECRET}"
 
 

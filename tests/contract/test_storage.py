@@ -2,15 +2,17 @@
 
 Identity vectors are stored once per text on SQLite (the embedding cache is their one copy,
 fact rows name them) and once per fact on PostgreSQL (its HNSW index searches that column);
-either way every fact reads back its own vector. Claims are stored without their null fields
-and read back as given. Ids of any form read back as given and page without gaps (SQLite
-packs distill's own into 16 bytes, and instants into integers). A database at the previous
-schema version, holding what that version held, migrates and then reads exactly as a
-database made by this version, whatever its ids look like.
+either way every fact reads back its own vector. Claims are stored without the fields equal
+to their defaults (which a test pins) and read back as given. Ids of any form read back as
+given and page without gaps (SQLite packs distill's own into 16 bytes, and instants into
+integers). A database at the previous schema version, holding what that version held,
+migrates and then reads exactly as a database made by this version, whatever its ids look
+like.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -24,7 +26,7 @@ from distill.adapters.store import rows, sql_store
 from distill.adapters.store.copy import TABLES, Kind
 from distill.adapters.store.queries import load_migrations, load_queries
 from distill.core.identity import identity_text
-from distill.core.models import FactStatus
+from distill.core.models import Claim, FactStatus
 from distill.core.plan import CreateFact, Plan
 from distill.ports import Store
 from tests.contract.life import a_life
@@ -144,10 +146,33 @@ def test_instants_read_back_to_the_microsecond_before_the_epoch_and_far_after(st
 
 
 # -- claims ----------------------------------------------------------------------------------------
-def test_a_claim_reads_back_as_given_without_its_null_fields_stored(
-    open_memory: Callable[[str], Memory], new_database: Callable[[str], str]
+# The defaults a stored claim leaves out. Changing one would change what every claim stored
+# before says: it needs a migration that writes the old default into those claims first.
+CLAIM_DEFAULTS = {
+    "predicate": None,
+    "value": None,
+    "text": None,
+    "qualifiers": {},
+    "action": "create",
+    "kind": None,
+    "confidence": 1.0,
+    "evidence_span": None,
+    "valid_from": None,
+    "valid_to": None,
+    "subject": None,
+}
+
+
+def test_the_claim_defaults_that_stored_claims_leave_out_are_these() -> None:
+    fields = Claim.model_fields.items()
+    assert {name: f.get_default(call_default_factory=True) for name, f in fields} == CLAIM_DEFAULTS
+
+
+def test_a_claim_reads_back_as_given_without_its_default_fields_stored(
+    backend: str, open_memory: Callable[[str], Memory], new_database: Callable[[str], str]
 ) -> None:
-    mem = open_memory(new_database("claims"))
+    database = new_database("claims")
+    mem = open_memory(database)
     claim = {
         "predicate": "bike_count",
         "value": {"count": 3},
@@ -171,6 +196,24 @@ def test_a_claim_reads_back_as_given_without_its_null_fields_stored(
     [observation] = mem.history(fact.id).observations
     assert observation.claim == event.claims[0]
     assert observation.claim.confidence == 0.5 and observation.claim.valid_from is None
+    assert observation.claim.qualifiers == {} and other.claims[0].action == "create"
+    if backend == "sqlite":
+        db = sqlite3.connect(database)
+        try:
+            written = db.execute("SELECT claims FROM events ORDER BY occurred_at").fetchall()
+        finally:
+            db.close()
+        assert [json.loads(c) for (c,) in written] == [
+            [
+                {
+                    "action": "supersede",
+                    "confidence": 0.5,
+                    "predicate": "bike_count",
+                    "value": {"count": 3},
+                }
+            ],
+            [{"predicate": "home", "value": {"city": "Lyon", "street": None}}],
+        ]
 
 
 # -- migration -------------------------------------------------------------------------------------

@@ -28,8 +28,10 @@ drivers are set up to hand JSON columns back as text (`loads` parses it). Vector
 one other column whose encoding differs (a BLOB, or pgvector's text form): each store
 encodes its own.
 
-A claim is stored without its null fields (every one of them defaults to null, so it reads
-back the same): they were a third of each event's claims.
+A claim (an event's, an observation's) is stored without the fields equal to their defaults
+(null, no qualifiers, `create`, confidence 1.0), so it reads back the same: they were over a
+third of each claim's JSON. The defaults are therefore part of the stored format (a test pins
+them): changing one would change what every stored claim says.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from pydantic_core import to_jsonable_python
 from distill.core.models import (
     Alias,
     AuditEntry,
+    Claim,
     ConflictSet,
     Event,
     Fact,
@@ -172,6 +175,11 @@ def from_blob(blob: bytes) -> npt.NDArray[np.float32]:
     return np.frombuffer(blob, dtype=np.float32).copy()
 
 
+def _claim(claim: Claim) -> dict[str, Any]:
+    """A claim without the fields equal to their defaults (see the module docstring)."""
+    return claim.model_dump(mode="json", exclude_defaults=True)
+
+
 def _text(value: Any) -> str | None:
     """Enum members (or plain strings, from an unvalidated model_copy) as their value."""
     return None if value is None else str(value)
@@ -188,7 +196,7 @@ def event_params(event: Event, c: Codec) -> Params:
         "recorded_at": c.time(event.recorded_at),
         "source": event.source,
         "trust": _text(event.trust),
-        "claims": dumps([cl.model_dump(mode="json", exclude_none=True) for cl in event.claims]),
+        "claims": dumps([_claim(claim) for claim in event.claims]),
         "idempotency_key": c.id(event.idempotency_key),
     }
 
@@ -333,7 +341,7 @@ def observation_params(obs: Observation, c: Codec) -> Params:
         "event_id": c.id(obs.event_id),
         "fact_id": c.id(obs.fact_id),
         "extractor": obs.extractor,
-        "claim": dumps(obs.claim.model_dump(mode="json", exclude_none=True)),
+        "claim": dumps(_claim(obs.claim)),
         "claim_hash": c.id(obs.claim_hash),
         "source": obs.source,
         "trust": _text(obs.trust),

@@ -198,6 +198,7 @@ class SqlBase(ABC):
                 if migration.version <= current:
                     continue
                 self._run_migration(db, migration)
+                # A record for people, as text on every backend (not through the codec).
                 params = {"version": migration.version, "applied_at": rows.ts(datetime.now(UTC))}
                 self._run(db, "record_migration", params)
 

@@ -16,6 +16,7 @@ import json
 import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,7 @@ from distill import Memory
 from distill.adapters.store import rows, sql_store
 from distill.adapters.store.copy import TABLES, Kind
 from distill.adapters.store.queries import load_migrations, load_queries
+from distill.adapters.store.sqlite import SqliteStore
 from distill.core.identity import identity_text
 from distill.core.models import Claim, FactStatus
 from distill.core.plan import CreateFact, Plan
@@ -143,6 +145,29 @@ def test_instants_read_back_to_the_microsecond_before_the_epoch_and_far_after(st
     store.append_events(events, moon)
     assert store.events([e.id for e in events]) == events  # in time order, moon first
     assert [j.created_at for j in store.jobs()] == [moon]
+
+
+def test_sqlite_tables_made_again_by_a_migration_keep_their_names_and_references(
+    tmp_path: Path,
+) -> None:
+    """Version 6 makes every table again under a new name and renames it back: no new name,
+    and no reference to one, may be left behind."""
+    path = tmp_path / "fresh.db"
+    SqliteStore(path).close()
+    db = sqlite3.connect(path)
+    try:
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_schema")}
+        schema = "\n".join(sql for (sql,) in db.execute("SELECT sql FROM sqlite_schema") if sql)
+        parents = {
+            (table, r[2])
+            for table in tables
+            for r in db.execute(f"PRAGMA foreign_key_list({table})")
+        }
+    finally:
+        db.close()
+    assert "_v6" not in schema
+    assert {parent for _, parent in parents} == {"events", "jobs", "facts"}
+    assert ("fact_sources", "events") in parents and ("job_events", "jobs") in parents
 
 
 # -- claims ----------------------------------------------------------------------------------------

@@ -82,7 +82,8 @@ def load(path: Path, n: int, rng: np.random.Generator) -> np.ndarray:
             recorded_at=T0,
             last_reinforced_at=T0,
             trust=Trust.TRUSTED,
-        )
+        ),
+        SqliteStore.codec,
     )
     matrix = np.empty((n, DIM), dtype=np.float32)
     db = sqlite3.connect(path)

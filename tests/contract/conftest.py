@@ -114,20 +114,30 @@ def new_database(
     return make
 
 
+# How the ids `open_memory` makes look: its own names, or 32 hex characters as distill's
+# own ids are (SQLite packs those into 16 bytes), or both, one after the other.
+ID_STYLES: dict[str, Callable[[int], str]] = {
+    "named": lambda n: f"id{n:06d}",
+    "hex": lambda n: f"{n:032x}",
+    "mixed": lambda n: f"{n:032x}" if n % 2 else f"id{n:06d}",
+}
+
+
 @pytest.fixture
-def open_memory() -> Iterator[Callable[[str], Memory]]:
+def open_memory() -> Iterator[Callable[..., Memory]]:
     """A Memory on a database (a path or URL, as `new_database` gives) with its own clock and
-    ids (id000000, id000001, ...), so that two memories fed the same steps make the same ids
-    at the same times."""
+    ids (id000000, id000001, ..., or another of `ID_STYLES`), so that two memories fed the
+    same steps make the same ids at the same times."""
     opened: list[Memory] = []
 
-    def make(database: str) -> Memory:
+    def make(database: str, ids: str = "named") -> Memory:
         counter = itertools.count()
+        style = ID_STYLES[ids]
         mem = Memory(
             database,
             embedder=HashingEmbedder(256),
             clock=FakeClock(),
-            new_id=lambda: f"id{next(counter):06d}",
+            new_id=lambda: style(next(counter)),
         )
         opened.append(mem)
         return mem

@@ -2,28 +2,37 @@
 
 Identity vectors are stored once per text on SQLite (the embedding cache is their one copy,
 fact rows name them) and once per fact on PostgreSQL (its HNSW index searches that column);
-either way every fact reads back its own vector. Claims are stored without their null fields
-and read back as given. A database at the previous schema version, holding what that version
-held, migrates and then reads exactly as a database made by this version.
+either way every fact reads back its own vector. Claims are stored without the fields equal
+to their defaults (which a test pins) and read back as given. Ids of any form read back as
+given and page without gaps (SQLite packs distill's own into 16 bytes, and instants into
+integers). A database at the previous schema version, holding what that version held,
+migrates and then reads exactly as a database made by this version, whatever its ids look
+like.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 from distill import Memory
+from distill.adapters.store import rows, sql_store
+from distill.adapters.store.copy import TABLES, Kind
 from distill.adapters.store.queries import load_migrations, load_queries
+from distill.adapters.store.sqlite import SqliteStore
 from distill.core.identity import identity_text
-from distill.core.models import FactStatus
+from distill.core.models import Claim, FactStatus
 from distill.core.plan import CreateFact, Plan
 from distill.ports import Store
 from tests.contract.life import a_life
-from tests.factories import PROJECT, make_fact
+from tests.factories import PROJECT, T0, make_event, make_fact
 from tests.unit.scenario_support import SUBJECT, at, every_fact, say
 
 MODEL = "test-model"
@@ -77,11 +86,119 @@ def test_every_fact_reads_back_its_own_vector_and_sqlite_keeps_each_text_once(
         assert store.cached_embeddings(MODEL, ["three"]).keys() == {"three"}
 
 
-# -- claims ----------------------------------------------------------------------------------------
-def test_a_claim_reads_back_as_given_without_its_null_fields_stored(
-    open_memory: Callable[[str], Memory], new_database: Callable[[str], str]
+# -- ids and instants -----------------------------------------------------------------------------
+# Ids of every form a caller or a test may give, next to distill's own (32 lowercase hex
+# characters, which SQLite stores as 16 bytes): each must read back exactly as given.
+ODD_IDS = [
+    "f1",  # a caller's or a test's own short name
+    "123",  # looks like a number
+    "0" * 32,  # hex: packed
+    "ffffffffffffffffffffffffffffffff",  # hex, the largest
+    "ABCDEF0123456789ABCDEF0123456789",  # hex in upper case: kept as text
+    "g" * 32,  # 32 characters, not hex
+    "0123456789abcdef 123456789abcdef",  # 32 with a space, which bytes.fromhex would skip
+    "vector:" + "a" * 32,
+]
+
+
+def test_ids_and_keys_of_any_form_read_back_as_given_and_page_without_gaps(
+    store: Store, backend: str, database: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    mem = open_memory(new_database("claims"))
+    monkeypatch.setattr(sql_store, "EVENT_PAGE_SIZE", 3)
+    events = [
+        make_event(f"event {i}", id=event_id, idempotency_key=ODD_IDS[-1 - i])
+        for i, event_id in enumerate(ODD_IDS)
+    ]
+    store.append_events(events, T0)
+    again = store.append_events([make_event("again", idempotency_key=ODD_IDS[0])], T0)
+    assert again == [(events[-1], False)]  # found by its key, whatever its form
+
+    assert sorted(store.events(ODD_IDS), key=lambda e: e.id) == sorted(events, key=lambda e: e.id)
+    paged = [e.id for e in store.iter_events(PROJECT)]  # one instant: paged by id alone
+    assert sorted(paged) == sorted(ODD_IDS)  # every one, once
+
+    facts = [
+        make_fact(id=fact_id, predicate=f"p{i}", source_event_ids=[ODD_IDS[i]])
+        for i, fact_id in enumerate(ODD_IDS)
+    ]
+    store.apply(Plan([CreateFact(f, "new") for f in facts]), None, [])
+    assert [store.fact(f.id) for f in facts] == facts
+    found = store.facts_with_sources(PROJECT, facts[0].subject, ODD_IDS)
+    assert sorted(f.id for f in found) == sorted(ODD_IDS)
+    pages, after = [], None
+    while page := store.facts_to_reembed(MODEL, PROJECT, after, 3):
+        pages.extend(f.id for f in page)
+        after = page[-1].id
+    assert sorted(pages) == sorted(ODD_IDS)  # the cursor skipped and repeated nothing
+    if backend == "sqlite":  # distill's own ids in 16 bytes, instants as integers
+        blob = "SELECT count(*) FROM events WHERE typeof(id) = 'blob' AND length(id) = 16"
+        assert sqlite_count(database, blob) == 2
+        assert sqlite_count(database, "SELECT count(*) FROM events WHERE typeof(id) = 'text'") == 6
+        integer = "SELECT count(*) FROM facts WHERE typeof(valid_from) = 'integer'"
+        assert sqlite_count(database, integer) == len(facts)
+
+
+def test_instants_read_back_to_the_microsecond_before_the_epoch_and_far_after(store: Store) -> None:
+    moon = datetime(1969, 7, 20, 20, 17, 40, 1, tzinfo=UTC)
+    far = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+    events = [make_event("moon", occurred_at=moon), make_event("far", occurred_at=far)]
+    store.append_events(events, moon)
+    assert store.events([e.id for e in events]) == events  # in time order, moon first
+    assert [j.created_at for j in store.jobs()] == [moon]
+
+
+def test_sqlite_tables_made_again_by_a_migration_keep_their_names_and_references(
+    tmp_path: Path,
+) -> None:
+    """Version 7 makes every table again under a new name and renames it back (version 6
+    does so for conflicts): no new name, and no reference to one, may be left behind."""
+    path = tmp_path / "fresh.db"
+    SqliteStore(path).close()
+    db = sqlite3.connect(path)
+    try:
+        tables = {name for (name,) in db.execute("SELECT name FROM sqlite_schema")}
+        schema = "\n".join(sql for (sql,) in db.execute("SELECT sql FROM sqlite_schema") if sql)
+        parents = {
+            (table, r[2])
+            for table in tables
+            for r in db.execute(f"PRAGMA foreign_key_list({table})")
+        }
+    finally:
+        db.close()
+    assert "_packed" not in schema and "_with_identity" not in schema
+    assert {parent for _, parent in parents} == {"events", "jobs", "facts"}
+    assert ("fact_sources", "events") in parents and ("job_events", "jobs") in parents
+
+
+# -- claims ----------------------------------------------------------------------------------------
+# The defaults a stored claim leaves out. Changing one would change what every claim stored
+# before says: it needs a migration that writes the old default into those claims first.
+CLAIM_DEFAULTS = {
+    "predicate": None,
+    "value": None,
+    "text": None,
+    "qualifiers": {},
+    "action": "create",
+    "kind": None,
+    "confidence": 1.0,
+    "evidence_span": None,
+    "valid_from": None,
+    "valid_to": None,
+    "subject": None,
+    "updates": None,
+}
+
+
+def test_the_claim_defaults_that_stored_claims_leave_out_are_these() -> None:
+    fields = Claim.model_fields.items()
+    assert {name: f.get_default(call_default_factory=True) for name, f in fields} == CLAIM_DEFAULTS
+
+
+def test_a_claim_reads_back_as_given_without_its_default_fields_stored(
+    backend: str, open_memory: Callable[[str], Memory], new_database: Callable[[str], str]
+) -> None:
+    database = new_database("claims")
+    mem = open_memory(database)
     claim = {
         "predicate": "bike_count",
         "value": {"count": 3},
@@ -105,25 +222,39 @@ def test_a_claim_reads_back_as_given_without_its_null_fields_stored(
     [observation] = mem.history(fact.id).observations
     assert observation.claim == event.claims[0]
     assert observation.claim.confidence == 0.5 and observation.claim.valid_from is None
+    assert observation.claim.qualifiers == {} and other.claims[0].action == "create"
+    if backend == "sqlite":
+        db = sqlite3.connect(database)
+        try:
+            written = db.execute("SELECT claims FROM events ORDER BY occurred_at").fetchall()
+        finally:
+            db.close()
+        assert [json.loads(c) for (c,) in written] == [
+            [
+                {
+                    "action": "supersede",
+                    "confidence": 0.5,
+                    "predicate": "bike_count",
+                    "value": {"count": 3},
+                }
+            ],
+            [{"predicate": "home", "value": {"city": "Lyon", "street": None}}],
+        ]
 
 
 # -- migration -------------------------------------------------------------------------------------
-# How the previous version held what this one moved, by backend: the query that fills one of
-# its tables from a database of this version (attached as `now`), where a plain copy of the
-# shared columns would not do.
-SQLITE_PREVIOUS = {
-    # Version 3 kept each fact's vector in its own row; vectors given without a text (keyed
-    # by their bytes here) were never in the cache.
-    "fact_vectors": """
-        SELECT v.fact_id, v.project, v.subject, v.model_id, v.dim, c.vector
-        FROM now.fact_vectors AS v
-        JOIN now.embedding_cache AS c ON c.model_id = v.model_id AND c.text_hash = v.text_hash
-    """,
-    "embedding_cache": """
-        SELECT model_id, text_hash, vector FROM now.embedding_cache
-        WHERE text_hash NOT LIKE 'vector:%'
-    """,
-}
+# How the previous SQLite version (6) held what this one packs: ids and hashes as their hex
+# text, instants as fixed-width UTC text. Which columns those are, the copy's table list says
+# (vector_changes, which the copy leaves out, names a fact).
+PREVIOUS_FORM = {Kind.ID: "text_id({})", Kind.TIME: "text_time({})"}
+KINDS = {t.name: dict(t.columns) for t in TABLES} | {"vector_changes": {"fact_id": Kind.ID}}
+
+
+def previous_form(table: str, column: str) -> str:
+    kind = KINDS[table].get(column)
+    return PREVIOUS_FORM[kind].format(column) if kind in PREVIOUS_FORM else column
+
+
 # Tables in an order that satisfies their foreign keys, for PostgreSQL's row-by-row checks.
 POSTGRES_TABLES = [
     "events",
@@ -152,6 +283,8 @@ def sqlite_previous_version(old: str, now: str) -> None:
                 (migration.version,),
             )
         db.commit()
+        db.create_function("text_id", 1, rows.unpack_id)
+        db.create_function("text_time", 1, lambda t: rows.ts(rows.from_micros(t)))
         db.execute("ATTACH DATABASE ? AS now", (now,))
         tables = [
             name
@@ -163,9 +296,10 @@ def sqlite_previous_version(old: str, now: str) -> None:
         for table in tables:
             db.execute(f"DELETE FROM main.{table}")
             columns = [r[1] for r in db.execute(f"PRAGMA main.table_info({table})")]
-            shared = ", ".join(columns)
-            select = SQLITE_PREVIOUS.get(table, f"SELECT {shared} FROM now.{table}")
-            db.execute(f"INSERT INTO main.{table} ({shared}) {select}")
+            values = ", ".join(previous_form(table, column) for column in columns)
+            db.execute(
+                f"INSERT INTO main.{table} ({', '.join(columns)}) SELECT {values} FROM now.{table}"
+            )
         db.commit()
     finally:
         db.close()
@@ -238,13 +372,15 @@ def read_everything(mem: Memory) -> dict[str, Any]:
     }
 
 
+@pytest.mark.parametrize("ids", ["named", "hex", "mixed"])
 def test_a_database_at_the_previous_version_migrates_and_reads_the_same(
     backend: str,
-    open_memory: Callable[[str], Memory],
+    ids: str,
+    open_memory: Callable[..., Memory],
     new_database: Callable[[str], str],
 ) -> None:
     now_database = new_database("now")
-    now = open_memory(now_database)
+    now = open_memory(now_database, ids)
     a_life(now)
     for minute, city in enumerate(("Lyon", "Oslo", "Lyon"), start=20):
         say(now, "home_city", {"city": city}, when=at(minute), action="supersede")
@@ -263,7 +399,7 @@ def test_a_database_at_the_previous_version_migrates_and_reads_the_same(
     old = new_database("old")
     copy = sqlite_previous_version if backend == "sqlite" else postgres_previous_version
     copy(old, now_database)
-    migrated = open_memory(old)
+    migrated = open_memory(old, ids)
 
     assert migrated.store.schema_version() == load_migrations(backend)[-1].version
     assert read_everything(migrated) == expected

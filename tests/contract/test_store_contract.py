@@ -921,7 +921,7 @@ def test_datetimes_round_trip_timezone_aware_in_utc(store: Store) -> None:
     create(store, fact)
     assert store.fact(fact.id).valid_from == when
     assert store.fact(fact.id).valid_from.tzinfo == UTC
-    # Text order is time order even across offsets: 12:30 UTC is before 13:00 UTC.
+    # Stored order is time order even across offsets: 12:30 UTC is before 13:00 UTC.
     assert fact_ids(store.facts(PROJECT, SUBJECT, False, datetime(2024, 5, 1, 13, tzinfo=UTC))) == [
         fact.id
     ]

@@ -33,6 +33,7 @@ import pytest
 
 from distill import Memory
 from distill.adapters.llm.openai import OpenAILLM
+from distill.adapters.store.sqlite import SqliteStore
 from distill.engine import LEASE
 from tests.llm_server import Held, Model, ScriptedServer, memory_of
 from tests.processes import Proc, Processes, stopping_distill, wait_until
@@ -300,14 +301,14 @@ def test_a_run_killed_inside_a_job_is_redone_after_its_lease_like_an_uncrashed_r
     assert marker.exists(), crashed.text()
     job_id, _ = json.loads(marker.read_text())
     kill(processes, crashed, db)
-    long_ago = datetime.now(UTC) - LEASE - timedelta(minutes=1)
-    stamp = long_ago.isoformat(timespec="microseconds")
-    execute(db, f"UPDATE jobs SET heartbeat_at = '{stamp}' WHERE status = 'running'")
+    long_ago = SqliteStore.codec.time(datetime.now(UTC) - LEASE - timedelta(minutes=1))
+    execute(db, f"UPDATE jobs SET heartbeat_at = {long_ago} WHERE status = 'running'")
 
     rerun(processes, db)
 
-    attempts = f"SELECT status, attempts FROM jobs WHERE id = '{job_id}'"
-    assert query(db, attempts) == [("done", 2)]
+    with Memory(db, embedder="hashing") as mem:
+        job = mem.store.job(job_id)
+    assert (job.status, job.attempts) == ("done", 2)
     assert_every_job_done_once(db, EVENTS)
     assert_never_two_active(db)
     assert canonical(db) == uncrashed()

@@ -166,7 +166,7 @@ def expected(store: SqliteStore, queries: Matrix, k: int) -> list[list[Neighbour
             " AND v.subject = ? ORDER BY v.fact_id",
             (SUBJECT,),
         ).fetchall()
-    ids = [r["fact_id"] for r in found]
+    ids = [store.codec.read_id(r["fact_id"]) for r in found]
     matrix = np.stack([np.frombuffer(r["vector"], dtype=np.float32) for r in found])
     return exact_nearest(ids, matrix, queries, k)
 
@@ -271,7 +271,8 @@ def test_another_process_writing_the_file_is_seen(store: SqliteStore, tmp_path: 
         "import sqlite3, sys\n"
         "db = sqlite3.connect(sys.argv[1])\n"
         "with db:\n"
-        "    db.execute(\"UPDATE facts SET status = 'retracted' WHERE id = ?\", (sys.argv[2],))\n"
+        "    fact_id = bytes.fromhex(sys.argv[2])  # as SQLite stores distill's ids\n"
+        "    db.execute(\"UPDATE facts SET status = 'retracted' WHERE id = ?\", (fact_id,))\n"
     )
     path = str(tmp_path / "ann.db")
     subprocess.run([sys.executable, "-c", script, path, facts[0].id], check=True, timeout=60)

@@ -23,12 +23,15 @@ holds no rows. A column added by a later migration that this module does not lis
 copy with an error that names it, instead of being dropped. A test checks that each table's
 read query returns, and its write query writes, exactly the columns listed here.
 
-**Values.** Each page is read into one neutral form whatever the backend: instants as the
-store's fixed-width UTC text, JSON as canonical text (PostgreSQL's jsonb gives it back with
-its own spacing and key order, and SQLite compares JSON as text), booleans as bools, vectors
-as float32 arrays. Identity vectors are float32 BLOBs in SQLite and pgvector values in
-PostgreSQL: the PostgreSQL read queries return them as double precision arrays (exact for
-float4) and the target encodes them with its own `_vector_param`, so they arrive bit for bit.
+**Values.** Each page is read into one neutral form whatever the backend: ids and hashes as
+their text and instants as aware datetimes (each read through the source's `rows.Codec`, and
+written through the target's: SQLite packs them, PostgreSQL does not), JSON as canonical text
+(PostgreSQL's jsonb gives it back with its own spacing and key order, and SQLite compares
+JSON as text), booleans as bools, vectors as float32 arrays. A page's cursor (`after_*`) is
+its last row's key as the source stores it, so paging follows the source's own order.
+Identity vectors are float32 BLOBs in SQLite and pgvector values in PostgreSQL: the
+PostgreSQL read queries return them as double precision arrays (exact for float4) and the
+target encodes them with its own `_vector_param`, so they arrive bit for bit.
 
 **Running jobs** in the source are copied as `pending`, unclaimed, with the attempt their
 claim counted given back (as `release_jobs` does): the copy is a new database where nobody
@@ -61,10 +64,11 @@ class Kind(Enum):
     """How a column's value travels between backends."""
 
     TEXT = "text"
+    ID = "id"  # an id or hash: stored as the backend's codec says (see `rows`)
     INT = "int"
     FLOAT = "float"
     BOOL = "bool"  # SQLite stores 0/1, PostgreSQL a boolean
-    TIME = "time"  # SQLite stores fixed-width UTC text, PostgreSQL timestamptz
+    TIME = "time"  # SQLite stores integer microseconds, PostgreSQL timestamptz
     JSON = "json"  # SQLite stores text, PostgreSQL jsonb (read back as text)
     VECTOR = "vector"  # SQLite stores a float32 BLOB, PostgreSQL a pgvector value
     BYTES = "bytes"  # a BLOB or bytea either way
@@ -90,7 +94,7 @@ TABLES: tuple[Table, ...] = (
         "copy_read_events",
         "copy_write_events",
         {
-            "id": K.TEXT,
+            "id": K.ID,
             "project": K.TEXT,
             "subject": K.TEXT,
             "text": K.TEXT,
@@ -99,7 +103,7 @@ TABLES: tuple[Table, ...] = (
             "source": K.TEXT,
             "trust": K.TEXT,
             "claims": K.JSON,
-            "idempotency_key": K.TEXT,
+            "idempotency_key": K.ID,
             "embedding": K.VECTOR,
             "embedding_model": K.TEXT,
         },
@@ -110,7 +114,7 @@ TABLES: tuple[Table, ...] = (
         "copy_read_jobs",
         "copy_write_jobs",
         {
-            "id": K.TEXT,
+            "id": K.ID,
             "project": K.TEXT,
             "subject": K.TEXT,
             "status": K.TEXT,
@@ -135,7 +139,7 @@ TABLES: tuple[Table, ...] = (
         ("job_id", "event_id"),
         "copy_read_job_events",
         "attach_event_to_job",
-        {"job_id": K.TEXT, "event_id": K.TEXT},
+        {"job_id": K.ID, "event_id": K.ID},
     ),
     Table(
         "facts",
@@ -143,7 +147,7 @@ TABLES: tuple[Table, ...] = (
         "copy_read_facts",
         "insert_fact",
         {
-            "id": K.TEXT,
+            "id": K.ID,
             "project": K.TEXT,
             "subject": K.TEXT,
             "kind": K.TEXT,
@@ -159,15 +163,15 @@ TABLES: tuple[Table, ...] = (
             "valid_to": K.TIME,
             "recorded_at": K.TIME,
             "retired_at": K.TIME,
-            "supersedes_id": K.TEXT,
-            "superseded_by": K.TEXT,
+            "supersedes_id": K.ID,
+            "superseded_by": K.ID,
             "source_event_ids": K.JSON,
             "reinforcement_count": K.INT,
             "last_reinforced_at": K.TIME,
             "trust": K.TEXT,
             "confidence": K.FLOAT,
             "pinned": K.BOOL,
-            "norm_hash": K.TEXT,
+            "norm_hash": K.ID,
         },
     ),
     Table(
@@ -175,7 +179,7 @@ TABLES: tuple[Table, ...] = (
         ("fact_id", "event_id"),
         "copy_read_fact_sources",
         "insert_fact_source",
-        {"fact_id": K.TEXT, "event_id": K.TEXT},
+        {"fact_id": K.ID, "event_id": K.ID},
     ),
     # Before fact_vectors: SQLite keeps a fact's identity vector in the cache.
     Table(
@@ -183,7 +187,7 @@ TABLES: tuple[Table, ...] = (
         ("model_id", "text_hash"),
         "copy_read_embedding_cache",
         "cache_embedding",
-        {"model_id": K.TEXT, "text_hash": K.TEXT, "vector": K.BYTES},
+        {"model_id": K.TEXT, "text_hash": K.ID, "vector": K.BYTES},
     ),
     Table(
         "fact_vectors",
@@ -191,14 +195,14 @@ TABLES: tuple[Table, ...] = (
         "copy_read_fact_vectors",
         "insert_fact_vector",
         {
-            "fact_id": K.TEXT,
+            "fact_id": K.ID,
             "project": K.TEXT,
             "subject": K.TEXT,
             "model_id": K.TEXT,
             "dim": K.INT,
             # The text the vector embeds (the embedding cache's key; SQLite keeps the vector
             # there). Rows written before it was recorded get a hash of the vector itself.
-            "text_hash": K.TEXT,
+            "text_hash": K.ID,
             "vector": K.VECTOR,
         },
     ),
@@ -208,7 +212,7 @@ TABLES: tuple[Table, ...] = (
         "copy_read_conflicts",
         "insert_conflict",
         {
-            "id": K.TEXT,
+            "id": K.ID,
             "project": K.TEXT,
             "subject": K.TEXT,
             "identity_key": K.TEXT,
@@ -218,7 +222,7 @@ TABLES: tuple[Table, ...] = (
             "reason": K.TEXT,
             "created_at": K.TIME,
             "resolved_at": K.TIME,
-            "kept_fact_id": K.TEXT,
+            "kept_fact_id": K.ID,
         },
     ),
     Table(
@@ -227,14 +231,14 @@ TABLES: tuple[Table, ...] = (
         "copy_read_observations",
         "insert_observation",
         {
-            "id": K.TEXT,
+            "id": K.ID,
             "project": K.TEXT,
             "subject": K.TEXT,
-            "event_id": K.TEXT,
-            "fact_id": K.TEXT,
+            "event_id": K.ID,
+            "fact_id": K.ID,
             "extractor": K.TEXT,
             "claim": K.JSON,
-            "claim_hash": K.TEXT,
+            "claim_hash": K.ID,
             "source": K.TEXT,
             "trust": K.TEXT,
             "occurred_at": K.TIME,
@@ -261,14 +265,14 @@ TABLES: tuple[Table, ...] = (
         "copy_read_audit",
         "insert_audit",
         {
-            "id": K.TEXT,
+            "id": K.ID,
             "project": K.TEXT,
             "subject": K.TEXT,
-            "job_id": K.TEXT,
+            "job_id": K.ID,
             "pass_name": K.TEXT,
             "action": K.TEXT,
             "reason": K.TEXT,
-            "fact_id": K.TEXT,
+            "fact_id": K.ID,
             "before": K.JSON,
             "after": K.JSON,
             "at": K.TIME,
@@ -279,7 +283,7 @@ TABLES: tuple[Table, ...] = (
         ("extractor", "event_id"),
         "copy_read_extractions",
         "copy_write_extractions",
-        {"extractor": K.TEXT, "event_id": K.TEXT, "candidates": K.JSON, "created_at": K.TIME},
+        {"extractor": K.TEXT, "event_id": K.ID, "candidates": K.JSON, "created_at": K.TIME},
     ),
 )
 
@@ -380,19 +384,25 @@ def read_pages(store: SqlStore, db: DB, table: Table) -> Iterator[list[dict[str,
                 f"query {table.read} returns {sorted(returned)}, but the copy knows "
                 f"{sorted(table.columns)}: they must be the same columns"
             )
-        yield [{c: _neutral(kind, r[c]) for c, kind in table.columns.items()} for r in page]
+        codec = store.codec
+        yield [{c: _neutral(codec, kind, r[c]) for c, kind in table.columns.items()} for r in page]
         if len(page) < PAGE_ROWS:
             return
         after = {f"after_{column}": page[-1][column] for column in table.key}
 
 
 def _params(target: SqlStore, table: Table, row: dict[str, Any]) -> dict[str, Any]:
-    """A neutral row as the target's parameters: only vectors need the target's encoding."""
+    """A neutral row as the target's parameters: ids, instants and vectors in its encoding."""
     params = dict(row)
     if table.name == "fact_vectors" and params["text_hash"] is None:
         params["text_hash"] = vector_digest(params["vector"])
+    codec = target.codec
     for column, kind in table.columns.items():
-        if kind is Kind.VECTOR and params[column] is not None:
+        if kind is Kind.ID:
+            params[column] = codec.id(params[column])
+        elif kind is Kind.TIME:
+            params[column] = codec.time(params[column])
+        elif kind is Kind.VECTOR and params[column] is not None:
             params[column] = target._vector_param(params[column])
     return params
 
@@ -405,11 +415,13 @@ def _unclaim(job: dict[str, Any]) -> bool:
     return True
 
 
-def _neutral(kind: Kind, value: Any) -> Any:
+def _neutral(codec: rows.Codec, kind: Kind, value: Any) -> Any:
     if value is None:
         return None
+    if kind is Kind.ID:
+        return codec.read_id(value)
     if kind is Kind.TIME:
-        return rows.ts(rows.as_time(value))
+        return codec.read_time(value)
     if kind is Kind.JSON:
         return rows.dumps(rows.loads(value))
     if kind is Kind.VECTOR:

@@ -39,7 +39,7 @@ def write_plan(store: SqlStore, db: DB, plan: Plan, audit: Sequence[AuditEntry])
     for action in plan.actions:
         writer.action(action)
     writer.flush()
-    store._many(db, "insert_audit", [rows.audit_params(e) for e in audit])
+    store._many(db, "insert_audit", [rows.audit_params(e, store.codec) for e in audit])
     return {v["dim"] for v in writer.vectors}
 
 
@@ -62,6 +62,7 @@ class _Writer:
         self.db = db
         self.final = final
         self.q = store.queries
+        self.c = store.codec
         # Rows that reference the facts a plan writes, collected to be written in bulk.
         self.sources: list[dict[str, Any]] = []
         self.vectors: list[dict[str, Any]] = []
@@ -84,26 +85,27 @@ class _Writer:
         elif isinstance(action, ReviseFact):
             self.revise_fact(action)
         elif isinstance(action, OpenConflict):
-            params = rows.conflict_params(action.conflict)
+            conflict = action.conflict
             try:
-                self.db.execute(self.q["insert_conflict"], params)
+                self.db.execute(self.q["insert_conflict"], rows.conflict_params(conflict, self.c))
             except self.store.integrity_errors as exc:
-                raise IntegrityViolation(f"conflict set {params['id']} was refused: {exc}") from exc
+                raise IntegrityViolation(f"conflict set {conflict.id} was refused: {exc}") from exc
         elif isinstance(action, ReviseConflict):
             self.revise_conflict(action)
         elif isinstance(action, RecordObservation):
-            self.observations.append(rows.observation_params(action.observation))
+            self.observations.append(rows.observation_params(action.observation, self.c))
         else:
             self.learn_alias(action)
 
     def create_fact(self, action: CreateFact) -> None:
-        fact = self.final.get(action.fact.id, action.fact)
-        self.write_fact(
-            "insert_fact", {**rows.fact_params(fact), "norm_hash": action.norm_hash}, fact
-        )
-        self.sources.extend({"fact_id": fact.id, "event_id": e} for e in fact.source_event_ids)
+        fact, c = self.final.get(action.fact.id, action.fact), self.c
+        params = rows.fact_params(fact, c)
+        self.write_fact("insert_fact", {**params, "norm_hash": c.id(action.norm_hash)}, fact)
+        fact_id = params["id"]
+        sources = fact.source_event_ids
+        self.sources.extend({"fact_id": fact_id, "event_id": c.id(e)} for e in sources)
         if action.vector_from is not None:
-            self.copies.append({"fact_id": fact.id, "from_id": action.vector_from})
+            self.copies.append({"fact_id": fact_id, "from_id": c.id(action.vector_from)})
         if action.vector is None:
             return
         if action.vector_model is None:
@@ -111,13 +113,13 @@ class _Writer:
         vector = np.asarray(action.vector, dtype=np.float32).ravel()
         self.vectors.append(
             {
-                "fact_id": fact.id,
+                "fact_id": fact_id,
                 "project": fact.project,
                 "subject": fact.subject,
                 "model_id": action.vector_model,
                 "dim": int(vector.size),
                 "vector": self.store._vector_param(vector),
-                "text_hash": action.vector_key,
+                "text_hash": c.id(action.vector_key),
             }
         )
 
@@ -129,13 +131,16 @@ class _Writer:
             )
         if after.id in self.final:  # inserted in its final version already
             return
-        params = rows.fact_params(after)
-        params.update({f"was_{k}": v for k, v in rows.fact_params(before).items() if k != "id"})
+        c = self.c
+        params = rows.fact_params(after, c)
+        params.update({f"was_{k}": v for k, v in rows.fact_params(before, c).items() if k != "id"})
         if self.write_fact("update_fact", params, after) == 0:
             raise IntegrityViolation(f"fact {before.id} changed since it was read")
         known = set(before.source_event_ids)
         self.sources.extend(
-            {"fact_id": after.id, "event_id": e} for e in after.source_event_ids if e not in known
+            {"fact_id": params["id"], "event_id": c.id(e)}
+            for e in after.source_event_ids
+            if e not in known
         )
 
     def revise_conflict(self, action: ReviseConflict) -> None:
@@ -144,14 +149,15 @@ class _Writer:
             raise IntegrityViolation(
                 f"a revision of conflict set {before.id} may not change its id, project or subject"
             )
-        row = self.db.execute(self.q["conflict_by_id"], {"id": before.id}).fetchone()
-        if row is None or rows.conflict_from_row(row) != before:
+        params = rows.conflict_params(after, self.c)
+        row = self.db.execute(self.q["conflict_by_id"], {"id": params["id"]}).fetchone()
+        if row is None or rows.conflict_from_row(row, self.c) != before:
             raise IntegrityViolation(f"conflict set {before.id} changed since it was read")
-        self.db.execute(self.q["update_conflict"], rows.conflict_params(after))
+        self.db.execute(self.q["update_conflict"], params)
 
     def learn_alias(self, action: LearnAlias) -> None:
         alias = action.alias
-        if self.db.execute(self.q["insert_alias"], rows.alias_params(alias)).rowcount:
+        if self.db.execute(self.q["insert_alias"], rows.alias_params(alias, self.c)).rowcount:
             return
         key = {"project": alias.project, "alias": alias.alias}
         existing = self.db.execute(self.q["alias_by_name"], key).fetchone()

@@ -37,6 +37,7 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg.types.string import TextLoader
 
+from distill.adapters.store import rows
 from distill.adapters.store.postgres_connection import Connection, PostgresConnections
 from distill.adapters.store.queries import Migration, load_migrations, load_queries
 from distill.adapters.store.sql_base import DB
@@ -69,6 +70,7 @@ class PostgresStore(SqlStore):
 
     queries = QUERIES
     migrations = load_migrations("postgres")
+    codec = rows.TEXT
     integrity_errors = (pg_errors.IntegrityError,)
 
     def __init__(self, url: str) -> None:

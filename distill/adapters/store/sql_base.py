@@ -5,6 +5,8 @@ every operation is built from.
 `PostgresStore` are its two backends, and each supplies only what really differs:
 
 - the SQL text: `sql/<backend>_*.sql`, with `:name` or `%(name)s` parameters;
+- how ids, hashes and instants are stored (`codec`, see `rows`): SQLite packs them (16-byte
+  ids, integer microseconds), PostgreSQL keeps text ids and `timestamptz`;
 - a list parameter (`_array`): one JSON text read with `json_each`, or a Python list read
   with `= ANY(...)`;
 - a bulk statement (`_many`): sqlite3's `executemany`, or a psycopg cursor's;
@@ -67,6 +69,7 @@ class SqlBase(ABC):
 
     queries: ClassVar[Mapping[str, str]]
     migrations: ClassVar[tuple[Migration, ...]]
+    codec: ClassVar[rows.Codec]  # every id, hash and instant a query takes or returns
     # The driver's integrity errors (unique, foreign key, check), caught where a write is
     # refused so that the refusal can say which invariant it protects.
     integrity_errors: ClassVar[tuple[type[Exception], ...]]
@@ -195,6 +198,7 @@ class SqlBase(ABC):
                 if migration.version <= current:
                     continue
                 self._run_migration(db, migration)
+                # A record for people, as text on every backend (not through the codec).
                 params = {"version": migration.version, "applied_at": rows.ts(datetime.now(UTC))}
                 self._run(db, "record_migration", params)
 

@@ -22,8 +22,9 @@ class SqlJobs(SqlBase):
 
     # -- events and jobs ---------------------------------------------------------------------------
     def append_events(self, events: Sequence[Event], now: datetime) -> list[tuple[Event, bool]]:
-        stamp = rows.ts(now)
-        params = [rows.event_params(e) for e in events]  # refuses naive datetimes up front
+        c = self.codec
+        stamp = c.time(now)
+        params = [rows.event_params(e, c) for e in events]  # refuses naive datetimes up front
         stored: list[tuple[Event, bool]] = []
         with self._tx() as db:
             # In a fixed order, so that two batches naming the same subjects cannot deadlock.
@@ -32,18 +33,19 @@ class SqlJobs(SqlBase):
                 self._lock(db, "append", project, subject)
             for event, event_row in zip(events, params, strict=True):
                 if self._run(db, "insert_event", event_row).rowcount == 0:
-                    key = {"project": event.project, "idempotency_key": event.idempotency_key}
-                    stored.append((rows.event_from_row(self._one(db, "event_by_key", key)), False))
+                    key = {k: event_row[k] for k in ("project", "idempotency_key")}
+                    found = self._one(db, "event_by_key", key)
+                    stored.append((rows.event_from_row(found, c), False))
                     continue
                 scope = {"project": event.project, "subject": event.subject, "now": stamp}
                 pending = self._run(db, "pending_job_for_subject", scope).fetchone()
                 if pending is None:
-                    job_id = ids.new_id()  # sorts in creation order: ties on time are fair
+                    job_id = c.id(ids.new_id())  # sorts in creation order: ties on time are fair
                     self._run(db, "insert_job", {**scope, "id": job_id})
                 else:
                     job_id = pending["id"]
                     self._run(db, "touch_job", {"id": job_id, "now": stamp})
-                link = {"job_id": job_id, "event_id": event.id}
+                link = {"job_id": job_id, "event_id": event_row["id"]}
                 self._run(db, "attach_event_to_job", link)
                 stored.append((event, True))
             if any(new for _, new in stored):
@@ -55,14 +57,18 @@ class SqlJobs(SqlBase):
         if not ids:
             return []
         found = self._read("events_by_ids", {"ids": self._array(ids)})
-        return [rows.event_from_row(r) for r in found]
+        return [rows.event_from_row(r, self.codec) for r in found]
 
     def set_event_embeddings(self, model_id: str, vectors: dict[str, Vector]) -> None:
         """Store derived embeddings of events: the only thing ever written to an event."""
         if not vectors:
             return
         params = [
-            {"id": event_id, "model_id": model_id, "embedding": self._vector_param(vector)}
+            {
+                "id": self.codec.id(event_id),
+                "model_id": model_id,
+                "embedding": self._vector_param(vector),
+            }
             for event_id, vector in vectors.items()
         ]
         with self._tx() as db:
@@ -72,7 +78,7 @@ class SqlJobs(SqlBase):
     def claim_jobs(self, now: datetime, limit: int, max_attempts: int) -> list[Job]:
         if limit <= 0:
             return []
-        stamp = rows.ts(now)
+        stamp = self.codec.time(now)
         self._hold_claims()
         with self._tx() as db:
             due = self._run(
@@ -80,7 +86,7 @@ class SqlJobs(SqlBase):
             ).fetchall()
             if not due:
                 return []
-            found = self._array([r["id"] for r in due])
+            found = self._array([self.codec.read_id(r["id"]) for r in due])
             owner = self.owner
             claim = {"token": owner.token, "host": owner.host, "pid": owner.pid}
             claim["started"] = owner.started
@@ -92,14 +98,15 @@ class SqlJobs(SqlBase):
         claimer whose heartbeat is older than `stalled_before`; say what is still held."""
         others = [c for c in self._running_claims() if c.owner.token != self.owner.token]
         gone = [c for c in others if self._claimer_gone(c.owner)]
-        params = {"now": rows.ts(now), "max_attempts": max_attempts}
+        stamp, stalled_at = self.codec.time(now), self.codec.time(stalled_before)
+        params = {"now": stamp, "max_attempts": max_attempts}
         with self._tx() as db:
             taken = 0
             if gone:
                 tokens = self._array([c.owner.token for c in gone])
                 taken = self._run(db, "reclaim_claims", {**params, "tokens": tokens}).rowcount
             stalled = self._run(
-                db, "reclaim_stalled", {**params, "stalled_before": rows.ts(stalled_before)}
+                db, "reclaim_stalled", {**params, "stalled_before": stalled_at}
             ).rowcount
         held = [c for c in self._running_claims() if c.owner.token != self.owner.token]
         return Reclaimed(tuple(gone), int(taken), int(stalled), tuple(held))
@@ -110,7 +117,7 @@ class SqlJobs(SqlBase):
             token = r["claim_token"] or ""  # a claim made before claims had owners
             host, pid, started = r["claim_host"] or "", r["claim_pid"] or 0, r["claim_started"]
             owner = Owner(token, host, pid, float(started or 0.0))
-            claims.append(Claim(owner, int(r["jobs"]), rows.as_opt_time(r["since"])))
+            claims.append(Claim(owner, int(r["jobs"]), self.codec.read_time(r["since"])))
         return claims
 
     def _claimer_gone(self, owner: Owner) -> bool:
@@ -125,14 +132,14 @@ class SqlJobs(SqlBase):
         return owner.host == self.owner.host and not process_alive(owner.pid, owner.started)
 
     def earlier_open_job(self, job_id: str) -> bool:
-        return bool(self._read("earlier_open_job", {"id": job_id}))
+        return bool(self._read("earlier_open_job", {"id": self.codec.id(job_id)}))
 
     def heartbeat(self, now: datetime) -> None:
         """Mark every job this store holds as still being worked on."""
-        self._write("heartbeat", {"token": self.owner.token, "now": rows.ts(now)})
+        self._write("heartbeat", {"token": self.owner.token, "now": self.codec.time(now)})
 
     def finish_job(self, job_id: str, now: datetime, attempts: int | None = None) -> None:
-        params = {"id": job_id, "now": rows.ts(now), "token": self.owner.token}
+        params = {"id": job_id, "now": self.codec.time(now), "token": self.owner.token}
         self._claimed_job("finish_job", {**params, "attempts": attempts})
 
     def fail_job(
@@ -143,13 +150,14 @@ class SqlJobs(SqlBase):
         retry_at: datetime | None,
         attempts: int | None = None,
     ) -> None:
-        params = {"id": job_id, "error": error, "now": rows.ts(now), "retry_at": rows.ts(retry_at)}
+        c = self.codec
+        params = {"id": job_id, "error": error, "now": c.time(now), "retry_at": c.time(retry_at)}
         self._claimed_job("fail_job", {**params, "token": self.owner.token, "attempts": attempts})
 
     def _claimed_job(self, query: str, params: dict[str, Any]) -> None:
         """Change a job this store holds; raise `ClaimLost` if it holds it no longer."""
         with self._tx() as db:
-            if self._run(db, query, params).rowcount:
+            if self._run(db, query, {**params, "id": self.codec.id(params["id"])}).rowcount:
                 return
             if not self._run(db, "jobs_by_ids", {"ids": self._array([params["id"]])}).fetchall():
                 raise NotFound(f"no job {params['id']}")
@@ -168,16 +176,20 @@ class SqlJobs(SqlBase):
         self._update_job("add_job_usage", params)
 
     def _update_job(self, query: str, params: dict[str, Any]) -> None:
-        if self._write(query, params) == 0:
+        if self._write(query, {**params, "id": self.codec.id(params["id"])}) == 0:
             raise NotFound(f"no job {params['id']}")
 
     def release_jobs(self, job_ids: Sequence[str], now: datetime) -> None:
         if job_ids:
-            params = {"ids": self._array(job_ids), "now": rows.ts(now), "token": self.owner.token}
+            params = {
+                "ids": self._array(job_ids),
+                "now": self.codec.time(now),
+                "token": self.owner.token,
+            }
             self._write("release_jobs", params)
 
     def requeue_jobs(self, project: str | None, now: datetime) -> int:
-        return self._write("requeue_jobs", {"project": project, "now": rows.ts(now)})
+        return self._write("requeue_jobs", {"project": project, "now": self.codec.time(now)})
 
     def job(self, job_id: str) -> Job:
         with self._tx(write=False) as db:
@@ -194,7 +206,8 @@ class SqlJobs(SqlBase):
         found = self._run(db, query, params).fetchall()
         if not found:
             return []
-        event_ids: dict[str, list[str]] = {r["id"]: [] for r in found}
+        read_id = self.codec.read_id
+        event_ids: dict[str, list[str]] = {read_id(r["id"]): [] for r in found}
         for link in self._run(db, "job_event_ids", {"ids": self._array(list(event_ids))}):
-            event_ids[link["job_id"]].append(link["event_id"])
-        return [rows.job_from_row(r, tuple(event_ids[r["id"]])) for r in found]
+            event_ids[read_id(link["job_id"])].append(read_id(link["event_id"]))
+        return [rows.job_from_row(r, tuple(event_ids[read_id(r["id"])]), self.codec) for r in found]

@@ -46,7 +46,7 @@ class SqlStore(SqlJobs):
         if not fact_ids:
             return []
         params = {"project": project, "ids": self._array(fact_ids)}
-        return [rows.fact_from_row(r) for r in self._read("facts_by_ids", params)]
+        return [rows.fact_from_row(r, self.codec) for r in self._read("facts_by_ids", params)]
 
     def facts_by_identity(self, project: str, subject: str, keys: Sequence[str]) -> list[Fact]:
         """Every non-retracted fact whose identity key is in `keys`, any status."""
@@ -77,7 +77,7 @@ class SqlStore(SqlJobs):
             return []
         params: dict[str, Any] = {"project": project, "subject": subject}
         params.update({name: self._array(values) for name, values in lists.items()})
-        return [rows.fact_from_row(r) for r in self._read(query, params)]
+        return [rows.fact_from_row(r, self.codec) for r in self._read(query, params)]
 
     def nearest_facts(
         self, project: str, subject: str, vectors: Vector, k: int, model_id: str
@@ -92,7 +92,8 @@ class SqlStore(SqlJobs):
         if not predicates:
             return {}
         params = {"project": project, "predicates": self._array(predicates)}
-        return {r["alias"]: rows.alias_from_row(r) for r in self._read("aliases_for", params)}
+        found = self._read("aliases_for", params)
+        return {r["alias"]: rows.alias_from_row(r, self.codec) for r in found}
 
     def open_conflicts_for(
         self, project: str, subject: str, keys: Sequence[str]
@@ -100,42 +101,50 @@ class SqlStore(SqlJobs):
         if not keys:
             return []
         params = {"project": project, "subject": subject, "keys": self._array(keys)}
-        return [rows.conflict_from_row(r) for r in self._read("open_conflicts_for", params)]
+        found = self._read("open_conflicts_for", params)
+        return [rows.conflict_from_row(r, self.codec) for r in found]
 
     def seen_claims(self, event_ids: Sequence[str]) -> set[tuple[str, str]]:
         if not event_ids:
             return set()
         found = self._read("seen_claims", {"event_ids": self._array(event_ids)})
-        return {(r["event_id"], r["claim_hash"]) for r in found}
+        read_id = self.codec.read_id
+        return {(read_id(r["event_id"]), read_id(r["claim_hash"])) for r in found}
 
     def active_facts(self, project: str, subject: str, limit: int) -> list[Fact]:
         """Active state facts of the subject, most recently reinforced first."""
         params = {"project": project, "subject": subject, "limit": limit}
-        return [rows.fact_from_row(r) for r in self._read("active_facts", params)]
+        return [rows.fact_from_row(r, self.codec) for r in self._read("active_facts", params)]
 
     def facts_to_reembed(
         self, model_id: str, project: str | None, after_id: str | None, limit: int
     ) -> list[Fact]:
-        params = {"model_id": model_id, "project": project, "after_id": after_id, "limit": limit}
-        return [rows.fact_from_row(r) for r in self._read("facts_to_reembed", params)]
+        params = {
+            "model_id": model_id,
+            "project": project,
+            "after_id": self.codec.id(after_id),
+            "limit": limit,
+        }
+        return [rows.fact_from_row(r, self.codec) for r in self._read("facts_to_reembed", params)]
 
     def replace_identity_vectors(self, model_id: str, vectors: Sequence[IdentityVector]) -> None:
         if not vectors:
             return
+        c = self.codec
         params = [
             {
-                "fact_id": v.fact_id,
+                "fact_id": c.id(v.fact_id),
                 "project": v.project,
                 "subject": v.subject,
                 "model_id": model_id,
                 "dim": int(np.asarray(v.vector).size),
-                "text_hash": v.text_hash,
+                "text_hash": c.id(v.text_hash),
                 "vector": self._vector_param(v.vector),
             }
             for v in vectors
         ]
         with self._tx() as db:
-            self._many(db, "delete_fact_vector", [{"fact_id": v.fact_id} for v in vectors])
+            self._many(db, "delete_fact_vector", [{"fact_id": p["fact_id"]} for p in params])
             self._store_vectors(db, params)
         self._vectors_written({p["dim"] for p in params})
 
@@ -153,13 +162,14 @@ class SqlStore(SqlJobs):
             return {}
         params = {"model_id": model_id, "hashes": self._array(hashes)}
         found = self._read("cached_embeddings", params)
-        return {r["text_hash"]: rows.from_blob(r["vector"]) for r in found}
+        read_id = self.codec.read_id
+        return {read_id(r["text_hash"]): rows.from_blob(r["vector"]) for r in found}
 
     def cache_embeddings(self, model_id: str, vectors: dict[str, Vector]) -> None:
         if not vectors:
             return
         params = [
-            {"model_id": model_id, "text_hash": h, "vector": rows.to_blob(v)}
+            {"model_id": model_id, "text_hash": self.codec.id(h), "vector": rows.to_blob(v)}
             for h, v in vectors.items()
         ]
         with self._tx() as db:
@@ -171,18 +181,19 @@ class SqlStore(SqlJobs):
             return {}
         params = {"extractor": extractor, "ids": self._array(event_ids)}
         found = self._read("cached_extractions", params)
-        return {r["event_id"]: rows.loads(r["candidates"]) for r in found}
+        read_id = self.codec.read_id
+        return {read_id(r["event_id"]): rows.loads(r["candidates"]) for r in found}
 
     def cache_extractions(
         self, extractor: str, answers: dict[str, list[Any]], now: datetime
     ) -> None:
         if not answers:
             return
-        stamp = rows.ts(now)
+        stamp = self.codec.time(now)
         params = [
             {
                 "extractor": extractor,
-                "event_id": event_id,
+                "event_id": self.codec.id(event_id),
                 "candidates": json.dumps(list(candidates)),
                 "now": stamp,
             }
@@ -196,10 +207,10 @@ class SqlStore(SqlJobs):
 
     # -- queries -----------------------------------------------------------------------------------
     def fact(self, fact_id: str) -> Fact:
-        found = self._read("fact_by_id", {"id": fact_id})
+        found = self._read("fact_by_id", {"id": self.codec.id(fact_id)})
         if not found:
             raise NotFound(f"no fact {fact_id}")
-        return rows.fact_from_row(found[0])
+        return rows.fact_from_row(found[0], self.codec)
 
     def facts(
         self,
@@ -210,35 +221,36 @@ class SqlStore(SqlJobs):
     ) -> list[Fact]:
         """Active facts; every status with `include_retired`; or what was true at `as_of`
         (active or superseded facts whose validity covers it; `include_retired` is ignored)."""
-        params = {"project": project, "subject": subject, "as_of": rows.ts(as_of)}
+        params = {"project": project, "subject": subject, "as_of": self.codec.time(as_of)}
         if as_of is not None:
             query = "facts_as_of"
         else:
             query = "facts_every_status" if include_retired else "facts_active"
-        return [rows.fact_from_row(r) for r in self._read(query, params)]
+        return [rows.fact_from_row(r, self.codec) for r in self._read(query, params)]
 
     def audit_for(self, fact_id: str) -> list[AuditEntry]:
-        return [rows.audit_from_row(r) for r in self._read("audit_for_fact", {"fact_id": fact_id})]
+        found = self._read("audit_for_fact", {"fact_id": self.codec.id(fact_id)})
+        return [rows.audit_from_row(r, self.codec) for r in found]
 
     def audit(self, project: str, subject: str | None, limit: int) -> list[AuditEntry]:
         params = {"project": project, "subject": subject, "limit": limit}
-        return [rows.audit_from_row(r) for r in self._read("audit_latest", params)]
+        return [rows.audit_from_row(r, self.codec) for r in self._read("audit_latest", params)]
 
     def observations_for_events(self, event_ids: Sequence[str]) -> list[Observation]:
         if not event_ids:
             return []
         found = self._read("observations_for_events", {"event_ids": self._array(event_ids)})
-        return [rows.observation_from_row(r) for r in found]
+        return [rows.observation_from_row(r, self.codec) for r in found]
 
     def observations_for(self, fact_id: str) -> list[Observation]:
-        found = self._read("observations_for_fact", {"fact_id": fact_id})
-        return [rows.observation_from_row(r) for r in found]
+        found = self._read("observations_for_fact", {"fact_id": self.codec.id(fact_id)})
+        return [rows.observation_from_row(r, self.codec) for r in found]
 
     def conflict(self, conflict_id: str) -> ConflictSet:
-        found = self._read("conflict_by_id", {"id": conflict_id})
+        found = self._read("conflict_by_id", {"id": self.codec.id(conflict_id)})
         if not found:
             raise NotFound(f"no conflict set {conflict_id}")
-        return rows.conflict_from_row(found[0])
+        return rows.conflict_from_row(found[0], self.codec)
 
     def conflicts(
         self, project: str, subject: str | None, status: ConflictStatus | None
@@ -248,7 +260,7 @@ class SqlStore(SqlJobs):
             "subject": subject,
             "status": None if status is None else str(status),
         }
-        return [rows.conflict_from_row(r) for r in self._read("conflicts_list", params)]
+        return [rows.conflict_from_row(r, self.codec) for r in self._read("conflicts_list", params)]
 
     def counts(self, project: str | None) -> StoreCounts:
         params = {"project": project}
@@ -286,7 +298,7 @@ class SqlStore(SqlJobs):
             }
             page = self._read("events_page", params)
             for r in page:
-                yield rows.event_from_row(r)
+                yield rows.event_from_row(r, self.codec)
             if len(page) < EVENT_PAGE_SIZE:
                 return
             after = (page[-1]["occurred_at"], page[-1]["id"])

@@ -2,10 +2,12 @@
 
 Every operation is `SqlStore`'s; this module supplies what SQLite does its own way. SQLite
 has one writer at a time, so every write transaction (`BEGIN IMMEDIATE`) is already
-serialised against every other writer and no lock is needed. Lists travel as one JSON array
-expanded with `json_each`; vectors are float32 BLOBs, searched exactly or, in large subjects,
-through an in-memory HNSW index (`sqlite_vectors`). Connections and transactions:
-`sqlite_connection`; the SQL: `sql/sqlite_*.sql`.
+serialised against every other writer and no lock is needed. Ids and hashes are stored as
+16-byte BLOBs and instants as integer microseconds (`rows.PACKED`). Lists travel as one JSON
+array expanded with `json_each` (a list of ids through `stored_id`); vectors are float32
+BLOBs, searched exactly or, in large subjects, through an in-memory HNSW index
+(`sqlite_vectors`). Connections and transactions: `sqlite_connection`; the SQL:
+`sql/sqlite_*.sql`.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class SqliteStore(SqlStore):
 
     queries = QUERIES
     migrations = load_migrations("sqlite")
+    codec = rows.PACKED
     integrity_errors = (sqlite3.IntegrityError,)
 
     def __init__(self, path: str | Path, *, ann_min_vectors: int | None = None) -> None:

@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from distill.adapters.store import rows
 from distill.adapters.store.connections import PerThread
 from distill.errors import DistillError, IntegrityViolation, StoreError
 
@@ -90,6 +91,8 @@ class SqliteConnections(PerThread[_Connection]):
                 _use_wal(raw)
             raw.execute("PRAGMA synchronous = NORMAL")
             raw.execute("PRAGMA foreign_keys = ON")
+            # A list of ids arrives as JSON text: its items are packed as the columns are.
+            raw.create_function("stored_id", 1, rows.pack_id, deterministic=True)
         except sqlite3.Error as exc:
             raw.close()
             raise StoreError(f"cannot set up the SQLite database at {self.path}: {exc}") from exc

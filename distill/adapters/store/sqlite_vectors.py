@@ -89,7 +89,7 @@ class SqliteVectors:
         usable = [r for r in found if r["dim"] == key[3]]
         if not usable:
             return [[] for _ in range(queries.shape[0])]
-        ids = [r["fact_id"] for r in usable]
+        ids = [rows.unpack_id(r["fact_id"]) for r in usable]
         matrix = np.stack([rows.from_blob(r["vector"]) for r in usable])
         if build and len(usable) >= self.min_vectors:
             self._start_build(key, ids, matrix, _latest_change(db))
@@ -168,5 +168,6 @@ def _changed_vectors(
     params = {"project": project, "subject": subject, "model_id": model_id, "dim": dim}
     changed: dict[str, Matrix | None] = {}
     for r in db.execute(QUERIES["changed_vectors"], {**params, "after": after}):
-        changed[r["fact_id"]] = rows.from_blob(r["vector"]) if r["live"] else None
+        fact_id = rows.unpack_id(r["fact_id"])
+        changed[fact_id] = rows.from_blob(r["vector"]) if r["live"] else None
     return changed

@@ -2,7 +2,10 @@
 -- at import; code refers to a query by its name only. Every backend defines the same names.
 --
 -- Lists travel as one JSON array parameter, expanded with json_each, so that every query is
--- a fixed text. Datetimes are fixed-width UTC text, so `<=` on them compares instants.
+-- a fixed text; a list of ids or hashes through stored_id(value), which packs each item as the
+-- columns hold it (rows.pack_id, registered on every connection). Ids and hashes are 16-byte
+-- BLOBs (or text, when not 32 hex characters) and instants integer microseconds since the
+-- epoch: `<=` on instants compares them, and ORDER BY id orders ids as their hex text.
 
 -- name: create_migrations_table
 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -38,7 +41,7 @@ WHERE project = :project AND idempotency_key = :idempotency_key;
 SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
        idempotency_key
 FROM events
-WHERE id IN (SELECT value FROM json_each(:ids))
+WHERE id IN (SELECT stored_id(value) FROM json_each(:ids))
 ORDER BY occurred_at, id;
 
 -- name: events_page
@@ -105,7 +108,7 @@ UPDATE jobs
 SET status = 'running', attempts = attempts + 1, heartbeat_at = :now, updated_at = :now,
     claim_token = :token, claim_host = :host, claim_pid = :pid, claim_started = :started,
     claimed_at = :now
-WHERE id IN (SELECT value FROM json_each(:ids));
+WHERE id IN (SELECT stored_id(value) FROM json_each(:ids));
 
 -- name: finish_job
 -- Only by the store that holds the claim, and for the claim it was decided under (the
@@ -131,7 +134,7 @@ SET status = 'pending', attempts = max(attempts - 1, 0), heartbeat_at = NULL, up
     claim_token = NULL, claim_host = NULL, claim_pid = NULL, claim_started = NULL,
     claimed_at = NULL
 WHERE status = 'running' AND claim_token = :token
-  AND id IN (SELECT value FROM json_each(:ids));
+  AND id IN (SELECT stored_id(value) FROM json_each(:ids));
 
 -- name: reclaim_stalled
 -- A job whose worker died is retried, unless it has used up its attempts: then it fails, so a
@@ -180,7 +183,7 @@ WHERE status IN ('done', 'failed') AND (:project IS NULL OR project = :project);
 SELECT id, project, subject, status, attempts, error, created_at, updated_at, not_before,
        llm_calls, prompt_tokens, completion_tokens, claim_host, claim_pid, claimed_at
 FROM jobs
-WHERE id IN (SELECT value FROM json_each(:ids))
+WHERE id IN (SELECT stored_id(value) FROM json_each(:ids))
 ORDER BY created_at, id;
 
 -- name: jobs_list
@@ -207,7 +210,7 @@ ORDER BY created_at, id;
 -- name: job_event_ids
 SELECT je.job_id, je.event_id
 FROM job_events AS je JOIN events AS e ON e.id = je.event_id
-WHERE je.job_id IN (SELECT value FROM json_each(:ids))
+WHERE je.job_id IN (SELECT stored_id(value) FROM json_each(:ids))
 ORDER BY je.job_id, e.occurred_at, e.id;
 
 -- name: add_job_usage
@@ -297,7 +300,7 @@ SELECT * FROM facts WHERE id = :id;
 
 -- name: facts_by_ids
 SELECT * FROM facts
-WHERE project = :project AND id IN (SELECT value FROM json_each(:ids))
+WHERE project = :project AND id IN (SELECT stored_id(value) FROM json_each(:ids))
 ORDER BY valid_from, id;
 
 -- name: facts_by_identity
@@ -316,7 +319,7 @@ ORDER BY valid_from, id;
 SELECT * FROM facts
 WHERE project = :project AND subject = :subject AND kind = 'memory'
   AND status IN ('active', 'candidate')
-  AND norm_hash IN (SELECT value FROM json_each(:norm_hashes))
+  AND norm_hash IN (SELECT stored_id(value) FROM json_each(:norm_hashes))
 ORDER BY valid_from, id;
 
 -- name: facts_with_sources
@@ -324,7 +327,7 @@ SELECT * FROM facts
 WHERE project = :project AND subject = :subject
   AND id IN (
       SELECT fact_id FROM fact_sources
-      WHERE event_id IN (SELECT value FROM json_each(:event_ids))
+      WHERE event_id IN (SELECT stored_id(value) FROM json_each(:event_ids))
   )
 ORDER BY valid_from, id;
 
@@ -448,12 +451,12 @@ SELECT * FROM observations WHERE fact_id = :fact_id ORDER BY occurred_at, id;
 
 -- name: observations_for_events
 SELECT * FROM observations
-WHERE event_id IN (SELECT value FROM json_each(:event_ids))
+WHERE event_id IN (SELECT stored_id(value) FROM json_each(:event_ids))
 ORDER BY occurred_at, id;
 
 -- name: seen_claims
 SELECT event_id, claim_hash FROM observations
-WHERE event_id IN (SELECT value FROM json_each(:event_ids));
+WHERE event_id IN (SELECT stored_id(value) FROM json_each(:event_ids));
 
 -- name: insert_alias
 INSERT INTO aliases (project, alias, canonical, distance, learned_at)
@@ -479,9 +482,13 @@ INSERT INTO audit (
 SELECT * FROM audit WHERE fact_id = :fact_id ORDER BY at, id;
 
 -- name: audit_latest
+-- The latest entries of a project or of one subject. Two branches, one of which finds nothing
+-- at once, so that each reads only its rows through audit_by_subject (one `OR` over the
+-- subject would read the whole project either way).
 SELECT * FROM (
-    SELECT * FROM audit
-    WHERE project = :project AND (:subject IS NULL OR subject = :subject)
+    SELECT * FROM audit WHERE project = :project AND subject = :subject
+    UNION ALL
+    SELECT * FROM audit WHERE project = :project AND :subject IS NULL
     ORDER BY at DESC, id DESC
     LIMIT :limit
 ) ORDER BY at, id;
@@ -491,7 +498,7 @@ SELECT * FROM (
 
 -- name: cached_embeddings
 SELECT text_hash, vector FROM embedding_cache
-WHERE model_id = :model_id AND text_hash IN (SELECT value FROM json_each(:hashes));
+WHERE model_id = :model_id AND text_hash IN (SELECT stored_id(value) FROM json_each(:hashes));
 
 -- name: cache_embedding
 INSERT OR IGNORE INTO embedding_cache (model_id, text_hash, vector)
@@ -502,7 +509,7 @@ VALUES (:model_id, :text_hash, :vector);
 
 -- name: cached_extractions
 SELECT event_id, candidates FROM extractions
-WHERE extractor = :extractor AND event_id IN (SELECT value FROM json_each(:ids));
+WHERE extractor = :extractor AND event_id IN (SELECT stored_id(value) FROM json_each(:ids));
 
 -- name: cache_extraction
 INSERT OR REPLACE INTO extractions (extractor, event_id, candidates, created_at)

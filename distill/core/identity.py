@@ -138,12 +138,18 @@ def _words(text: str) -> list[str]:
 
 
 def negated(text: str) -> bool:
-    """The text carries a negation: a word of NEGATIONS or a contracted "n't"."""
+    """The text carries a negation: a word of NEGATIONS or a contracted "n't". "no" read as
+    "number" is not one: last ("tel_no", "passport no") or before "of" ("no_of_kids")."""
     words = _words(text)
     return any(
-        w in NEGATIONS or (w == "t" and i > 0 and words[i - 1].endswith("n"))
+        (w in NEGATIONS and not (w == "no" and _number_no(words, i)))
+        or (w == "t" and i > 0 and words[i - 1].endswith("n"))
         for i, w in enumerate(words)
     )
+
+
+def _number_no(words: list[str], i: int) -> bool:
+    return len(words) > 1 and (i == len(words) - 1 or words[i + 1] == "of")
 
 
 def negation_differs(a: str, b: str) -> bool:

@@ -40,6 +40,11 @@ EXPANSIONS: dict[str, tuple[str, ...]] = {
     "addr": ("address",),
     "pb": ("personal", "best"),
     "pr": ("personal", "best"),
+    "gpa": ("grade", "point", "average"),
+    "rhr": ("resting", "heart", "rate"),
+    "isp": ("internet", "provider"),
+    "meds": ("medication",),
+    "uni": ("university",),
     "num": ("count",),
     "no": ("count",),
     "qty": ("count",),
@@ -101,6 +106,12 @@ SYNONYMS: dict[str, str] = {
     "office": "work",
     "postal": "mailing",
     "target": "goal",
+    "upcoming": "next",
+    "business": "work",
+    "marriage": "wedding",
+    "studying": "learning",
+    "study": "learning",
+    "tier": "plan",
     "spouse": "partner",
     "wife": "partner",
     "husband": "partner",
@@ -144,7 +155,7 @@ FILLER = frozenset(
 MARKED = frozenset(
     {
         # goals and plans against facts
-        "target", "goal", "desired", "ideal", "planned", "plan", "expected", "dream",
+        "target", "goal", "desired", "ideal", "planned", "expected", "dream",
         "wish", "wanted", "limit", "forecast", "estimated",
         # other times
         "previous", "former", "ex", "old", "past", "next", "future", "upcoming",
@@ -168,7 +179,7 @@ MARKED = frozenset(
 # rent, `address` the home address).
 DEFAULTABLE = frozenset(
     {
-        "home", "work", "personal", "business", "private", "birth", "billing",
+        "home", "work", "business", "private", "birth", "billing",
         "shipping", "mailing", "legal", "daily", "weekly", "monthly", "yearly", "weekday",
         "weekend", "morning", "evening", "night", "native", "learning", "spoken",
         "resting", "wedding", "dating", "engagement", "frontend", "backend", "left",

@@ -81,7 +81,7 @@ def test_memory_uses_the_threshold_recorded_for_this_model(
 ) -> None:
     recorded = calibration_for(embedder.model_id)
     assert recorded is not None
-    assert (recorded.false_merges, recorded.different_pairs) == (0, 210)
+    assert (recorded.false_merges, recorded.different_pairs) == (0, 297)
     assert recorded.band_name is not None and recorded.band_full is not None
     with Memory(tmp_path / "m.db", embedder=embedder) as mem:
         assert mem.max_distance == recorded.max_distance

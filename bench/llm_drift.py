@@ -149,14 +149,14 @@ class DriftingModel:
 
     def judge(self, system: str, prompt: str) -> Reply:
         """Identity-judge prompts: the right verdict for each numbered pair."""
-        pairs = []
-        for line in prompt.splitlines():
-            number, dot, rest = line.partition(". ")
-            if not dot or not number.isdigit():
-                continue
-            names = [side.strip().split(" = ")[0] for side in rest.split("  |  ")]
-            same = any(set(names) <= set(a.names) for a in ATTRIBUTES)
-            pairs.append({"pair": int(number), "same": same, "reason": "scripted"})
+        pairs = [
+            {
+                "pair": n,
+                "same": any(set(names) <= set(a.names) for a in ATTRIBUTES),
+                "reason": "scripted",
+            }
+            for n, names in identity_judge.asked(prompt)
+        ]
         answer = json.dumps({"pairs": pairs})
         return openai_reply(answer, estimate_tokens(system + prompt), estimate_tokens(answer))
 

@@ -88,6 +88,19 @@ def render(pairs: Sequence[Pair]) -> str:
     return "\n".join(lines)
 
 
+def asked(prompt: str) -> list[tuple[int, tuple[str, str]]]:
+    """The numbered pairs of names a `render`ed prompt asks about: what a scripted judge
+    (tests, the drift suite, the benches) reads to answer."""
+    found = []
+    for line in prompt.splitlines():
+        number, dot, rest = line.partition(". ")
+        if not dot or not number.isdigit():
+            continue
+        older, _, newer = rest.partition("  |  ")
+        found.append((int(number), (older.split(" = ")[0], newer.split(" = ")[0])))
+    return found
+
+
 def _shown(f: Fact) -> str:
     return f"{f.predicate} = {canonical_json(f.value)} (since {f.valid_from.date().isoformat()})"
 

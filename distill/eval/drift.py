@@ -42,6 +42,7 @@ from importlib import resources
 from typing import Any
 
 from distill.adapters.llm.fake import FakeLLM
+from distill.core import identity_judge
 from distill.core.models import ConflictStatus, Fact, FactStatus
 from distill.eval.context import EvalContext
 from distill.eval.results import Dataset, Metric, SuiteResult, Table
@@ -110,13 +111,10 @@ def scripted_judge(cases: list[dict[str, Any]]) -> FakeLLM:
     }
 
     def answer(prompt: str) -> str:
-        pairs = []
-        for line in prompt.splitlines():
-            number, dot, rest = line.partition(". ")
-            if not dot or not number.isdigit():
-                continue
-            names = frozenset(side.strip().split(" = ")[0] for side in rest.split("  |  "))
-            pairs.append({"pair": int(number), "same": labels.get(names, False), "reason": "label"})
+        pairs = [
+            {"pair": n, "same": labels.get(frozenset(names), False), "reason": "label"}
+            for n, names in identity_judge.asked(prompt)
+        ]
         return json.dumps({"pairs": pairs})
 
     return FakeLLM(default=answer, model_id="scripted-judge")

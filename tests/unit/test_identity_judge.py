@@ -15,6 +15,7 @@ import pytest
 
 from distill import Memory
 from distill.adapters.llm.fake import FakeLLM
+from distill.core import identity_judge
 from distill.core.identity_judge import JUDGE_BATCH
 from distill.core.models import ConflictKind, ConflictStatus, FactStatus
 from distill.errors import TransientProviderError
@@ -27,7 +28,7 @@ def verdicts(same: bool, numbers: range | list[int] | None = None) -> Any:
     `numbers`)."""
 
     def answer(prompt: str) -> str:
-        asked = [int(line.split(".")[0]) for line in prompt.splitlines() if line[:1].isdigit()]
+        asked = [n for n, _ in identity_judge.asked(prompt)]
         return json.dumps(
             {
                 "pairs": [

@@ -224,11 +224,13 @@ class Adjudicator(LateArrivals):
     def _resolve_predicate(
         self, c: Candidate, qualifiers: dict[str, Any]
     ) -> tuple[str, str, tuple[Fact, Match] | None]:
-        """Which attribute the claim is about: its exact predicate when it names an active
-        fact, else a learned alias, else its own predicate's history, else the known fact its
-        extractor says it updates, else a known fact judged the same by `attribute_match`
-        (an alias is learned). A known fact judged probably the same comes
-        back third: the claim keeps its own predicate and is contested against it."""
+        """Which attribute the claim is about, and how that was decided: its exact predicate
+        when it names an active fact; else a learned alias that leads to a name this subject
+        has, or the predicate's own history (either way, a name this subject resolved into
+        another follows it); else the known fact its extractor says it `updates`; else a
+        known fact judged the same by `attribute_match` (an alias is learned). A known fact
+        judged probably the same comes back third: the claim keeps its own predicate and is
+        contested against it."""
         predicate, value = c.claim.predicate, c.claim.value
         assert predicate is not None
         key = identity_key(predicate, qualifiers)

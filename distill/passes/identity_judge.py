@@ -66,7 +66,9 @@ class IdentityJudgement:
         self.model_id = model_id
 
     def load(self, store: Store, scope: Scope, work: Sequence[Verdict]) -> JudgeSnapshot:
-        conflicts = {c.id: c for c in store.conflicts(scope.project, scope.subject, None)}
+        conflicts = {
+            c.id: c for c in store.conflicts(scope.project, scope.subject, ConflictStatus.OPEN)
+        }
         wanted = sorted(
             {
                 m

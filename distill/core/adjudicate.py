@@ -167,7 +167,7 @@ class Adjudicator(LateArrivals):
             return self._state_without_head(c, ident, key, how, probable)
 
         # Before the head in world time (at the same instant, by its words: timeline.position).
-        at = (t, timeline.stated_words(without_nulls(claim.value)))
+        at = timeline.At(t, without_nulls(claim.value))
         if at < timeline.position(head):
             return self._late(c, versions, at, ident)
 

@@ -6,7 +6,6 @@ the final state is the one arrival in order would have given (DESIGN invariant 8
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from distill.core import timeline
@@ -39,12 +38,12 @@ class LateArrivals(WorkingSet):
         self,
         c: Candidate,
         versions: list[Fact],
-        at: tuple[datetime, str],
+        at: timeline.At,
         ident: Identity,
     ) -> Decision:
         """A claim about a time before the current version began (or at the same instant,
         with words that sort first): file it into history."""
-        t = at[0]
+        t = at.time
         where = timeline.place(versions, at)
         following = where.following
         assert following is not None  # at < position(head)
@@ -100,14 +99,14 @@ class LateArrivals(WorkingSet):
         self._revise(
             following, "link", "an older version was filed before it", supersedes_id=fact.id
         )
-        self._carry_forward_from(fact, [v for v in versions if timeline.position(v) > at])
+        self._carry_forward_from(fact, [v for v in versions if at < timeline.position(v)])
         return Decision(Outcome.HISTORICAL, fact.id, "older state filed into history")
 
-    def _restated_after(self, version: Fact, at: tuple[datetime, str]) -> list[Support]:
+    def _restated_after(self, version: Fact, at: timeline.At) -> list[Support]:
         """The supporting statements of `version` that come after position `at` in world time
         (a restatement at the same instant sorts by the version's words, as versions do)."""
-        words = timeline.position(version)[1]
-        return [s for s in self.s.support.get(version.id, ()) if (s.at, words) > at]
+        stated = timeline.position(version).stated
+        return [s for s in self.s.support.get(version.id, ()) if at < timeline.At(s.at, stated)]
 
     def _first_of_competing_creates(self, c: Candidate, base: Fact | None, following: Fact) -> bool:
         """Two undated creates with different values conflict, and the earlier one is the

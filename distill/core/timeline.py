@@ -13,6 +13,7 @@ an empty interval [t, t) in history; it is never served for any instant.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -42,25 +43,43 @@ def chain(facts: Iterable[Fact], key: str) -> list[Fact]:
     return sorted(versions, key=lambda f: (position(f), f.recorded_at, f.id))
 
 
-def stated_words(value: dict[str, Any] | None) -> str:
-    """What breaks a tie between versions that start at the same instant: the stated value,
-    in its one canonical spelling."""
-    return canonical_json(value or {})
+@functools.total_ordering
+@dataclass(frozen=True, eq=False)
+class At:
+    """A place in world time: an instant, then (only to break a tie at that instant) the
+    stated words of what holds from it. The words are spelled out only when two instants
+    are equal, which is rare: ordering costs a comparison of times, not a JSON encoding."""
+
+    time: datetime
+    stated: dict[str, Any] | None
+
+    @functools.cached_property
+    def words(self) -> str:
+        return canonical_json(self.stated or {})
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, At) and self.time == other.time and self.words == other.words
+
+    def __lt__(self, other: At) -> bool:
+        if self.time != other.time:
+            return self.time < other.time
+        return self.words < other.words
+
+    def __hash__(self) -> int:
+        return hash(self.time)
 
 
-def position(version: Fact) -> tuple[datetime, str]:
+def position(version: Fact) -> At:
     """Where a version sits in world time: its start, then its own words (`stated` for a
     supersede that carried keys forward, which depend on arrival order; its value otherwise)."""
-    return version.valid_from, stated_words(
-        version.stated if version.stated is not None else version.value
-    )
+    return At(version.valid_from, version.stated if version.stated is not None else version.value)
 
 
-def place(versions: list[Fact], at: tuple[datetime, str]) -> Placement:
-    """Find the version whose interval holds position `at` (a time and the stated words of a
-    claim at that time): the last version at or before it, and the first one after it."""
-    before = [v for v in versions if position(v) <= at]
-    after = [v for v in versions if position(v) > at]
+def place(versions: list[Fact], at: At) -> Placement:
+    """Find the version whose interval holds position `at` (a claim's time and stated words):
+    the last version at or before it, and the first one after it."""
+    before = [v for v in versions if not at < position(v)]
+    after = [v for v in versions if at < position(v)]
     return Placement(before[-1] if before else None, after[0] if after else None)
 
 

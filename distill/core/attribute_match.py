@@ -55,10 +55,6 @@ class Bands:
     name: float | None = None  # names this close are probably one attribute
     full: float | None = None  # identity texts this close are probably one attribute
 
-    @property
-    def semantic(self) -> bool:
-        return self.same is not None or self.name is not None or self.full is not None
-
 
 @dataclass(frozen=True)
 class Match:

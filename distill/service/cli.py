@@ -6,7 +6,6 @@ Readable tables by default, JSON with `--json`. Errors print `Error: ...` on std
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from collections.abc import Callable, Iterator
@@ -16,20 +15,18 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
-from pydantic import ValidationError
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from distill.adapters.embed import EMBEDDERS, close_embedder
 from distill.adapters.embed.calibrations import uncalibrated
 from distill.adapters.llm import PROVIDERS
-from distill.core.models import ConflictSet, EventIn, Fact
-from distill.errors import DistillError, InvalidInput
-from distill.export import event_fields
+from distill.core.models import ConflictSet, Fact
+from distill.errors import DistillError
 from distill.extractors import EXTRACTORS
-from distill.memory import explain_validation
 from distill.service.copy_command import copy_cmd
 from distill.service.eval_command import eval_cmd
+from distill.service.event_input import event_from_flags, read_jsonl
 from distill.service.export_command import export_cmd
 from distill.service.maintenance_command import migrate, reembed, replay
 from distill.service.terminal import (
@@ -195,56 +192,6 @@ def add(ctx: click.Context, /, file: Path | None, as_json: bool, **fields: Any) 
         out.print(
             f"added {len(events)} event(s); run `distill consolidate` to turn them into facts"
         )
-
-
-def event_from_flags(fields: dict[str, Any]) -> dict[str, Any]:
-    item = {k: v for k, v in fields.items() if v not in (None, (), "") and k != "claims"}
-    claims = []
-    for raw in fields["claims"]:
-        try:
-            claims.append(json.loads(raw))
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(f"--claim is not JSON: {exc.msg} (got {raw!r})") from exc
-    if claims:
-        item["claims"] = claims
-    return item
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Every line parsed before anything is written; a bad line names its number. Lines of
-    `distill export` are read too: its events, and not its facts (see `distill.export`)."""
-    stream = sys.stdin if str(path) == "-" else path.open(encoding="utf-8")
-    items = []
-    try:
-        for number, line in enumerate(stream, start=1):
-            if not line.strip():
-                continue
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InvalidInput(
-                    f"{path}:{number}: not JSON ({exc.msg}); nothing was added"
-                ) from exc
-            if not isinstance(item, dict):
-                raise InvalidInput(f"{path}:{number}: expected a JSON object; nothing was added")
-            try:
-                fields = event_fields(item)  # an export's lines: events typed, facts skipped
-            except InvalidInput as exc:
-                raise InvalidInput(f"{path}:{number}: {exc}; nothing was added") from exc
-            if fields is not None:
-                items.append((number, fields))
-    finally:
-        if stream is not sys.stdin:
-            stream.close()
-    for number, item in items:
-        try:
-            EventIn.model_validate(item)
-        except ValidationError as exc:
-            problem = explain_validation(exc)
-            raise InvalidInput(
-                f"{path}:{number}: invalid event ({problem}); nothing was added"
-            ) from exc
-    return [item for _, item in items]
 
 
 # -- consolidate -------------------------------------------------------------------------------

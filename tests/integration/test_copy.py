@@ -36,7 +36,7 @@ from distill.core.identity import identity_text
 from distill.core.models import FactStatus, JobStatus
 from distill.errors import InvalidInput, InvalidOperation, StoreError
 from distill.export import export_lines
-from distill.service.cli import read_jsonl
+from distill.service.event_input import read_jsonl
 from tests.conftest import FakeClock
 
 psycopg = pytest.importorskip("psycopg")

@@ -88,7 +88,7 @@ class SqliteConnections(PerThread[_Connection]):
     def _open(self) -> _Connection:
         try:
             raw = sqlite3.connect(
-                self.file.uri(),
+                self.file.uri,
                 uri=True,
                 isolation_level=None,  # explicit transactions only
                 check_same_thread=False,  # so that close() can close every thread's connection

@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from urllib.parse import parse_qsl
 
@@ -62,8 +63,10 @@ class SqliteFile:
     def memory(self) -> bool:
         return self.path == MEMORY
 
+    @cached_property
     def uri(self) -> str:
-        """What `sqlite3.connect(..., uri=True)` opens."""
+        """What `sqlite3.connect(..., uri=True)` opens (made absolute once: every thread's
+        connection opens the same file, whatever the working directory is by then)."""
         if self.memory:
             return MEMORY
         query = "?mode=ro&immutable=1" if self.immutable else "?mode=ro" if self.read_only else ""
@@ -181,7 +184,7 @@ def _schema(file: SqliteFile) -> list[tuple[str, str]]:
     """The (type, name) of every table, index, view and trigger the file holds, read through
     a read-only connection."""
     try:
-        conn = sqlite3.connect(file.uri(), uri=True, timeout=file.busy_timeout)
+        conn = sqlite3.connect(file.uri, uri=True, timeout=file.busy_timeout)
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open the SQLite database at {file.path}: {exc}") from exc
     try:

@@ -222,9 +222,13 @@ def test_a_question_mark_that_is_part_of_a_file_name_stays_in_it(tmp_path: Path)
 
 
 # -- another application's database ----------------------------------------------------------------
-def test_another_applications_database_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
+@pytest.mark.parametrize("journal", ["delete", "wal"])
+def test_another_applications_database_is_refused_and_left_as_it_was(
+    tmp_path: Path, journal: str
+) -> None:
     path = tmp_path / "app.db"
     app = sqlite3.connect(path)
+    app.execute(f"PRAGMA journal_mode = {journal}")
     app.executescript(
         "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT);"
         "CREATE TABLE orders (id INTEGER PRIMARY KEY, user_id INTEGER);"

@@ -106,8 +106,8 @@ class SqliteStore(SqlStore):
             db.execute(statement)
 
     def _current_version(self, db: DB) -> int | None:
-        if self.file.new:  # no migrations table yet, or it was made since: they will say
-            return None
+        if self.file.new:  # no tables when looked at: the write path makes them, or finds
+            return None  # that another store just did
         return int(self._one(db, "schema_version")["version"])
 
     def _check_can_migrate(self, db: DB) -> None:

@@ -10,7 +10,7 @@ A path names one of four things:
 
 The look is a `mode=ro` connection that reads the schema and is closed at once, so a refused
 file keeps its bytes and its modification time (the regular connections would switch it to
-WAL on opening, which writes its header).
+WAL on opening, which writes its header), and no file is left beside it.
 
 **Read-only.** A database is opened read-only when asked (``?mode=ro`` on its path or URL,
 or `read_only=True`) or when this user cannot write it: the file itself, or the folder in
@@ -95,7 +95,7 @@ def open_file(spec: str, busy_timeout: float | None, read_only: bool | None) -> 
         return SqliteFile(path, timeout)  # SQLite creates it (or says why it cannot)
     if os.path.isfile(path) and os.path.getsize(path) == 0:
         return _empty(path, timeout, why)
-    immutable = why is not None and not _wal_files_present(path) and not _folder_writable(path)
+    immutable = why is not None and _at_rest(path) and not _folder_writable(path)
     found = SqliteFile(path, timeout, why, new=False, immutable=immutable)
     schema = _schema(found)
     if not schema:
@@ -176,15 +176,22 @@ def _folder_writable(path: str) -> bool:
     return os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)
 
 
-def _wal_files_present(path: str) -> bool:
-    return os.path.exists(path + "-wal") or os.path.exists(path + "-shm")
+def _at_rest(path: str) -> bool:
+    """Whether no connection is using the file, nor crashed mid-write: no -wal, -shm or
+    -journal beside it (SQLite deletes them when the last connection closes)."""
+    return not any(os.path.exists(path + suffix) for suffix in ("-wal", "-shm", "-journal"))
 
 
 def _schema(file: SqliteFile) -> list[tuple[str, str]]:
     """The (type, name) of every table, index, view and trigger the file holds, read through
     a read-only connection."""
+    # Read-only either way; `immutable` when the file is at rest, so that the look does not
+    # leave the -wal and -shm files that any reader of a WAL database creates.
+    uri = file.uri if file.read_only else f"{file.uri}?mode=ro"
+    if _at_rest(file.path) and not file.immutable:
+        uri += "&immutable=1"
     try:
-        conn = sqlite3.connect(file.uri, uri=True, timeout=file.busy_timeout)
+        conn = sqlite3.connect(uri, uri=True, timeout=file.busy_timeout)
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open the SQLite database at {file.path}: {exc}") from exc
     try:

@@ -372,6 +372,8 @@ class Memory:
             ]
         else:
             versions = [fact]
+        if fact.id not in {f.id for f in versions}:
+            versions.append(fact)  # a retracted fact is no version of its identity, but has a life
         versions.sort(key=lambda f: (f.valid_from, f.recorded_at, f.id))
         audit = [entry for f in versions for entry in self.store.audit_for(project, f.id)]
         audit.sort(key=lambda e: (e.at, e.id))
@@ -472,6 +474,18 @@ class Memory:
 
     def unpin(self, fact_id: str, project: str = "default") -> Fact:
         return self.pin(fact_id, pinned=False, project=project)
+
+    def retract(self, fact_id: str, reason: str, project: str = "default") -> Fact:
+        """A person retires a wrong fact: it is `retracted`, never served again, and the audit
+        keeps who did it and `reason`; nothing is deleted. A later claim of its identity makes
+        a new fact. Takes an id or a unique prefix."""
+        fact = self.fact(fact_id, project)
+        with self.store.serialised(project, fact.subject):
+            fact = self.store.fact(project, fact.id)
+            open_sets = self.store.conflicts(project, fact.subject, ConflictStatus.OPEN)
+            plan = resolve.retract(fact, reason, self.clock.now(), open_sets)
+            self._apply(plan, project, fact.subject)
+        return self.store.fact(project, fact.id)
 
     def _full_id(self, table: IdTable, given: str, project: str) -> str:
         """The id a person meant: the id itself, or the one id of the project that begins

@@ -55,7 +55,7 @@ class ReviseFact:
 
     before: Fact
     after: Fact
-    op: str  # reinforce | retire | retime | link | reclassify | resolve | pin
+    op: str  # reinforce | retire | retime | link | reclassify | resolve | pin | retract
     reason: str
     pass_name: str = "adjudicate"
 

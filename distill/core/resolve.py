@@ -1,16 +1,17 @@
-"""Decisions a person makes through the API: resolving a conflict set, pinning a fact.
+"""Decisions a person makes through the API: resolving a conflict set, pinning a fact,
+retracting a wrong one.
 
 They produce plans like any pass (pass name `api`), so the same validator and audit apply.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from distill.core.models import Alias, ConflictKind, ConflictSet, ConflictStatus, Fact, FactStatus
 from distill.core.plan import LearnAlias, Plan, ReviseConflict, ReviseFact
-from distill.errors import AlreadyResolved, InvalidInput, PinnedFact
+from distill.errors import AlreadyResolved, InvalidInput, InvalidOperation, PinnedFact
 
 
 def resolve_conflict(
@@ -127,3 +128,29 @@ def pin(fact: Fact, pinned: bool) -> Plan:
             ReviseFact(fact, after, "pin", "pinned by a person" if pinned else "unpinned", "api")
         )
     return plan
+
+
+def retract(fact: Fact, reason: str, now: datetime, open_sets: Sequence[ConflictSet]) -> Plan:
+    """A person says a fact is wrong: it is retracted (never served again, its receipt the
+    audit entry with their reason) and its validity emptied, for it was never true. The
+    version it superseded stays superseded: which value is right instead is not guessed; the
+    identity gets a new fact from the next claim. A pinned fact must be unpinned first, and
+    a member of an open conflict set is decided by resolving the set."""
+    if not reason.strip():
+        raise InvalidInput("reason: say why the fact is retracted (it is kept in the audit)")
+    if not fact.live:
+        raise InvalidOperation(
+            f"fact {fact.id} is already {fact.status}: only a live fact is retracted"
+        )
+    if fact.pinned:
+        raise PinnedFact(f"fact {fact.id} is pinned; unpin it before retracting it")
+    holding = [c.id for c in open_sets if fact.id in c.member_ids]
+    if holding:
+        raise InvalidOperation(
+            f"fact {fact.id} is in open conflict set {', '.join(holding)}: resolve the set "
+            "instead (keep another member, or none)"
+        )
+    after = fact.model_copy(
+        update={"status": FactStatus.RETRACTED, "retired_at": now, "valid_to": fact.valid_from}
+    )
+    return Plan([ReviseFact(fact, after, "retract", f"retracted by a person: {reason}", "api")])

@@ -285,8 +285,8 @@ def _failure(report: Report) -> str:
     provider stopped the run with work left undone; "" when it did its work."""
     if report.jobs_failed:
         return (
-            f"{report.jobs_failed} job(s) failed; their events are kept and `distill status` "
-            "shows the errors (`distill replay` runs them again)"
+            f"{report.jobs_failed} job(s) failed; their events are kept, `distill status` "
+            "shows the errors, and a later run retries the transient ones"
         )
     if report.stopped_by_provider:
         return "the run stopped early: " + report.stopped_by_provider

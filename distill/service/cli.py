@@ -288,8 +288,11 @@ def _failure(report: Report) -> str:
             f"{report.jobs_failed} job(s) failed; their events are kept, `distill status` "
             "shows the errors, and a later run retries the transient ones"
         )
-    if report.stopped_by_provider:
-        return "the run stopped early: " + report.stopped_by_provider
+    if report.stopped_by_provider:  # its reason is printed, or in the JSON report
+        return (
+            f"the run stopped before its work was done; {report.jobs_released} job(s) are "
+            "pending for the next run"
+        )
     return ""
 
 

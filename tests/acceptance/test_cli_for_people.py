@@ -259,3 +259,17 @@ def test_history_and_pin_of_another_projects_fact_are_not_found(cli: Cli) -> Non
     assert still["pinned"] is False
     assert cli.ok_json("history", fact_id, "--project", "default")["fact"]["id"] == fact_id
     assert cli.ok_json("pin", fact_id, "--project", "default")["pinned"] is True
+
+
+def test_history_and_pin_with_the_facts_own_project(cli: Cli) -> None:
+    claim = json.dumps({"predicate": "bike_count", "value": {"count": 3}})
+    cli.ok("add", "--project", "p2", "--subject", "u1", "--text", "3 bikes", "--claim", claim)
+    (fact,) = _created(cli.ok_json("consolidate", "--plan"))
+    fact_id = str(fact["id"])
+    history = cli.ok_json("history", fact_id, "--project", "p2")
+    assert [v["id"] for v in history["versions"]] == [fact_id]
+    assert cli.ok_json("pin", fact_id, "--project", "p2")["pinned"] is True
+    assert cli.ok_json("pin", fact_id, "--unpin", "--project", "p2")["pinned"] is False
+    default = cli("history", fact_id)
+    assert default.code == 1
+    assert default.stderr.startswith(f"Error: no fact {fact_id}")

@@ -16,7 +16,9 @@ Reported per event: LLM calls, prompt and completion tokens (as the server count
 four characters a token, `distill.core.extraction.estimate_tokens`), and Distill's own time
 (adding the event, plus its share of the consolidation it was part of, minus the time the
 server spent building answers; the HTTP round trip stays in, so the figure is conservative),
-median and p95. A last consolidation with nothing pending must make zero calls.
+median and p95; the facts served, and the candidates held as ungrounded (their words are not
+in their turn: `distill.core.grounding`) or rejected. A last consolidation with nothing
+pending must make zero calls.
 Mem0 2.2.1 measured the same way on the same turns: 1.00 call, 8,424 prompt tokens and 22 ms
 (p95 32 ms) of its own time per message.
 """
@@ -146,7 +148,7 @@ def run(turns: list[Turn], every: int, embedder: str) -> dict[str, Any]:
         with Memory(Path(tmp) / "bench.db", embedder=embedder, llm=llm) as mem:
             mem.consolidate()  # open the store and load the model before timing
             per_event: list[float] = []
-            calls = prompt = completion = 0
+            calls = prompt = completion = held = rejected = 0
             for start in range(0, len(turns), every):
                 chunk = turns[start : start + every]
                 added = []
@@ -163,6 +165,8 @@ def run(turns: list[Turn], every: int, embedder: str) -> dict[str, Any]:
                 if report.jobs_failed:
                     raise SystemExit(f"a job failed: {report.errors}")
                 calls += report.llm_calls
+                held += report.counters().get("held_ungrounded", 0)
+                rejected += report.rejected
                 prompt += report.prompt_tokens
                 completion += report.completion_tokens
                 per_event.extend(a + spent / len(chunk) for a in added)
@@ -181,6 +185,8 @@ def run(turns: list[Turn], every: int, embedder: str) -> dict[str, Any]:
         "ms_median": statistics.median(ms),
         "ms_p95": ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))],
         "idle_calls": idle.llm_calls + (model.requests - requests_before),
+        "held_ungrounded": held,
+        "rejected": rejected,
     }
 
 
@@ -215,6 +221,8 @@ def main(turns: int, cadences: tuple[int, ...], embedder: str, as_json: bool) ->
         "own ms median",
         "own ms p95",
         "facts",
+        "held ungrounded",
+        "rejected",
         "calls when idle",
     ):
         table.add_column(name, justify="right")
@@ -227,6 +235,8 @@ def main(turns: int, cadences: tuple[int, ...], embedder: str, as_json: bool) ->
             f"{r['ms_median']:.2f}",
             f"{r['ms_p95']:.2f}",
             str(r["facts"]),
+            str(r["held_ungrounded"]),
+            str(r["rejected"]),
             str(r["idle_calls"]),
         )
     table.add_row(
@@ -236,6 +246,8 @@ def main(turns: int, cadences: tuple[int, ...], embedder: str, as_json: bool) ->
         "",
         f"{MEM0['ms_median']:.0f}",
         f"{MEM0['ms_p95']:.0f}",
+        "",
+        "",
         "",
         "",
     )

@@ -15,8 +15,10 @@ judge (`passes.identity_judge`, after each run), it answers every pair rightly.
 Reported per run, over every subject and attribute at the end: the values served as current
 and unflagged that are not the attribute's latest value (stale: the failure this is about;
 the target is 0), those served but held in an open identity set (contested, shown as such),
-the facts served, and LLM calls per event. The renamings are the everyday ones; which of them
-the engine recognises by their words alone is `distill eval drift`'s question.
+the facts served, LLM calls per event, and the candidates held as ungrounded or rejected
+(every answer here states its message's value: both should be 0). The renamings are the
+everyday ones; which of them the engine recognises by their words alone is `distill eval
+drift`'s question.
 """
 
 from __future__ import annotations
@@ -168,7 +170,7 @@ def run(subjects: int, drift: float, updates: bool, embedder: str) -> dict[str, 
     with ScriptedServer(default=model) as server, tempfile.TemporaryDirectory() as tmp:
         llm = OpenAILLM("drifting", base_url=server.url + "/v1", retry=RetryPolicy(attempts=1))
         with Memory(Path(tmp) / "bench.db", embedder=embedder, llm=llm, extractor="llm") as mem:
-            calls = events = 0
+            calls = events = held = rejected = 0
             for month in range(months):
                 for s in range(subjects):
                     for a, attribute in enumerate(ATTRIBUTES):
@@ -183,6 +185,8 @@ def run(subjects: int, drift: float, updates: bool, embedder: str) -> dict[str, 
                 if report.jobs_failed:
                     raise SystemExit(f"a job failed: {report.errors}")
                 calls += report.llm_calls
+                held += report.counters().get("held_ungrounded", 0)
+                rejected += report.rejected
             stale = contested = served = 0
             for s in range(subjects):
                 subject = f"user{s}"
@@ -207,6 +211,8 @@ def run(subjects: int, drift: float, updates: bool, embedder: str) -> dict[str, 
         "stale_unflagged": stale,
         "stale_contested": contested,
         "calls_per_event": round(calls / events, 3),
+        "held_ungrounded": held,
+        "rejected": rejected,
     }
 
 
@@ -235,6 +241,8 @@ def main(subjects: int, drifts: tuple[float, ...], embedder: str, as_json: bool)
         "stale (unflagged)",
         "stale (contested)",
         "calls/event",
+        "held ungrounded",
+        "rejected",
     ):
         table.add_column(column, justify="right")
     for r in rows:
@@ -246,6 +254,8 @@ def main(subjects: int, drifts: tuple[float, ...], embedder: str, as_json: bool)
             str(r["stale_unflagged"]),
             str(r["stale_contested"]),
             f"{r['calls_per_event']:.3f}",
+            str(r["held_ungrounded"]),
+            str(r["rejected"]),
         )
     console = Console()
     console.print(table)

@@ -10,23 +10,57 @@ from distill.core.models import (
     Observation,
     Trust,
 )
-from distill.errors import DistillError
+from distill.errors import (
+    AlreadyResolved,
+    ClaimLost,
+    ConfigurationError,
+    DistillError,
+    EmbeddingMismatch,
+    IntegrityViolation,
+    InvalidInput,
+    InvalidOperation,
+    MalformedAnswer,
+    MissingDependency,
+    NotFound,
+    PinnedFact,
+    ProviderError,
+    ProviderTimeout,
+    RateLimited,
+    StoreError,
+    TransientProviderError,
+)
 from distill.memory import History, Memory, Status
 from distill.report import Report
 
 __all__ = [
+    "AlreadyResolved",
     "Claim",
+    "ClaimLost",
+    "ConfigurationError",
     "ConflictSet",
     "DistillError",
+    "EmbeddingMismatch",
     "Event",
     "Fact",
     "FactKind",
     "FactStatus",
     "History",
+    "IntegrityViolation",
+    "InvalidInput",
+    "InvalidOperation",
+    "MalformedAnswer",
     "Memory",
+    "MissingDependency",
+    "NotFound",
     "Observation",
+    "PinnedFact",
+    "ProviderError",
+    "ProviderTimeout",
+    "RateLimited",
     "Report",
     "Status",
+    "StoreError",
+    "TransientProviderError",
     "Trust",
 ]
 __version__ = "0.1.0"

@@ -249,7 +249,13 @@ class Engine:
         if not jobs:
             return None
         loaded = [
-            (job, sorted(self.store.events(job.event_ids), key=lambda e: (e.occurred_at, e.id)))
+            (
+                job,
+                sorted(
+                    self.store.events(job.project, job.event_ids),
+                    key=lambda e: (e.occurred_at, e.id),
+                ),
+            )
             for job in jobs
         ]
         # Event texts, when they are to be stored, in one call for the whole batch.

@@ -44,10 +44,12 @@ from distill.core.plan import Plan
 from distill.engine import Engine
 from distill.errors import ConfigurationError, InvalidInput, MissingDependency, NotFound
 from distill.extractors import BATCH_EVENTS, BATCH_TOKENS, make_extraction
-from distill.ports import LLM, Clock, Embedder, IdentityVector, Store, StoreCounts
+from distill.ports import LLM, Clock, Embedder, IdentityVector, IdTable, Store, StoreCounts
 from distill.report import Report
 
 REEMBED_PAGE = 500  # facts embedded again per store round trip (and per embedding call)
+MIN_ID_PREFIX = 4  # hex characters a person must type of an id, as git asks for a commit
+PREFIX_MATCHES_SHOWN = 5  # ids an ambiguous prefix error lists
 
 
 class SystemClock:
@@ -339,7 +341,7 @@ class Memory:
         """What is true now: active facts whose stated end (`valid_to`) has not passed. With
         `as_of`, what was true at that time as far as we know now; with `include_retired`,
         every fact whatever its status or interval."""
-        when = _parse_time(as_of) if as_of is not None else None
+        when = _parse_time(as_of, "as_of") if as_of is not None else None
         found = self.store.facts(project, subject, include_retired, when)
         if when is None and not include_retired:
             # A fact stated to have ended ("played for Reading until 2010") stays the latest
@@ -348,30 +350,32 @@ class Memory:
             found = [f for f in found if f.valid_to is None or f.valid_to > now]
         return found
 
-    def events(self, ids: Iterable[str]) -> list[Event]:
-        """The stored events with these ids (a fact's `source_event_ids`, say); unknown ids
-        are left out."""
-        return self.store.events(list(dict.fromkeys(ids)))
+    def events(self, ids: Iterable[str], project: str = "default") -> list[Event]:
+        """The project's stored events with these ids (a fact's `source_event_ids`, say);
+        unknown ids, and ids of another project, are left out."""
+        return self.store.events(project, list(dict.fromkeys(ids)))
 
-    def fact(self, fact_id: str) -> Fact:
-        return self.store.fact(fact_id)
+    def fact(self, fact_id: str, project: str = "default") -> Fact:
+        """The fact with this id (or a unique prefix of it, 4 characters or more) in the
+        project. An id of another project is `NotFound`, as one that does not exist."""
+        return self.store.fact(project, self._full_id("fact", fact_id, project))
 
-    def history(self, fact_id: str) -> History:
-        fact = self.store.fact(fact_id)
+    def history(self, fact_id: str, project: str = "default") -> History:
+        """A fact's life: every version of its identity, what was observed, and the audit
+        entries of each version, oldest first. Takes an id or a unique prefix of one."""
+        fact = self.fact(fact_id, project)
         if fact.identity_key:
             versions = [
                 f
-                for f in self.store.facts_by_identity(
-                    fact.project, fact.subject, [fact.identity_key]
-                )
+                for f in self.store.facts_by_identity(project, fact.subject, [fact.identity_key])
                 if f.kind is fact.kind
             ]
         else:
             versions = [fact]
         versions.sort(key=lambda f: (f.valid_from, f.recorded_at, f.id))
-        audit = [entry for f in versions for entry in self.store.audit_for(f.id)]
+        audit = [entry for f in versions for entry in self.store.audit_for(project, f.id)]
         audit.sort(key=lambda e: (e.at, e.id))
-        observations = [o for f in versions for o in self.store.observations_for(f.id)]
+        observations = [o for f in versions for o in self.store.observations_for(project, f.id)]
         # Entries store what changed; each version's row and trail give them back whole.
         audit = audit_trail.expand(
             audit, {f.id: f for f in versions}, {}, {o.id: o for o in observations}
@@ -381,7 +385,11 @@ class Memory:
     def conflicts(
         self, subject: str | None = None, project: str = "default", status: str | None = "open"
     ) -> list[ConflictSet]:
-        wanted = ConflictStatus(status) if status else None
+        try:
+            wanted = ConflictStatus(status) if status else None
+        except ValueError:
+            choices = ", ".join(repr(s.value) for s in ConflictStatus)
+            raise InvalidInput(f"status: {status!r} is not one of {choices} (or None)") from None
         return self.store.conflicts(project, subject, wanted)
 
     def audit(
@@ -397,13 +405,13 @@ class Memory:
         facts = {}
         for fact_id in audit_trail.fact_ids(entries):
             with contextlib.suppress(NotFound):
-                facts[fact_id] = self.store.fact(fact_id)
+                facts[fact_id] = self.store.fact(project, fact_id)
         conflicts = {}
         for conflict_id in audit_trail.conflict_ids(entries):
             with contextlib.suppress(NotFound):
-                conflicts[conflict_id] = self.store.conflict(conflict_id)
+                conflicts[conflict_id] = self.store.conflict(project, conflict_id)
         wanted = audit_trail.observation_event_ids(entries)
-        observations = {o.id: o for o in self.store.observations_for_events(wanted)}
+        observations = {o.id: o for o in self.store.observations_for_events(project, wanted)}
         return audit_trail.expand(entries, facts, conflicts, observations)
 
     def jobs(self, project: str | None = None) -> list[Job]:
@@ -423,13 +431,15 @@ class Memory:
     def resolve_conflict(
         self, conflict_id: str, keep: str | None, project: str = "default"
     ) -> ConflictSet:
-        """Keep one member of an open conflict set; the others are superseded by it."""
-        conflict = self.store.conflict(conflict_id)
-        if conflict.project != project:
-            raise NotFound(f"no conflict {conflict_id} in project {project!r}")
-        with self.store.serialised(conflict.project, conflict.subject):
-            conflict = self.store.conflict(conflict_id)
-            members = {m: self.store.fact(m) for m in conflict.member_ids}
+        """Keep one member of an open conflict set; the others are superseded by it. Both ids
+        may be given as unique prefixes."""
+        conflict_id = self._full_id("conflict", conflict_id, project)
+        if keep is not None:
+            keep = self._full_id("fact", keep, project)
+        conflict = self.store.conflict(project, conflict_id)
+        with self.store.serialised(project, conflict.subject):
+            conflict = self.store.conflict(project, conflict_id)
+            members = {m: self.store.fact(project, m) for m in conflict.member_ids}
             names = sorted({f.predicate for f in members.values() if f.predicate})
             plan = resolve.resolve_conflict(
                 conflict,
@@ -442,7 +452,7 @@ class Memory:
                 },
             )
             self._apply(plan, conflict.project, conflict.subject)
-        return self.store.conflict(conflict_id)
+        return self.store.conflict(project, conflict_id)
 
     def _current(self, kept: Fact | None) -> Fact | None:
         """The active state fact of the kept fact's identity, if another one is active."""
@@ -452,16 +462,41 @@ class Memory:
         active = [f for f in found if f.status is FactStatus.ACTIVE and f.kind is FactKind.STATE]
         return active[0] if active else None
 
-    def pin(self, fact_id: str, pinned: bool = True) -> Fact:
-        """Pinned facts are never changed by automatic paths."""
-        fact = self.store.fact(fact_id)
-        with self.store.serialised(fact.project, fact.subject):
-            plan = resolve.pin(self.store.fact(fact_id), pinned)
-            self._apply(plan, fact.project, fact.subject)
-        return self.store.fact(fact_id)
+    def pin(self, fact_id: str, pinned: bool = True, project: str = "default") -> Fact:
+        """Pinned facts are never changed by automatic paths. Takes an id or a unique prefix."""
+        fact = self.fact(fact_id, project)
+        with self.store.serialised(project, fact.subject):
+            plan = resolve.pin(self.store.fact(project, fact.id), pinned)
+            self._apply(plan, project, fact.subject)
+        return self.store.fact(project, fact.id)
 
-    def unpin(self, fact_id: str) -> Fact:
-        return self.pin(fact_id, pinned=False)
+    def unpin(self, fact_id: str, project: str = "default") -> Fact:
+        return self.pin(fact_id, pinned=False, project=project)
+
+    def _full_id(self, table: IdTable, given: str, project: str) -> str:
+        """The id a person meant: the id itself, or the one id of the project that begins
+        with what they typed (at least `MIN_ID_PREFIX` characters, as git asks for)."""
+        if not isinstance(given, str):
+            raise InvalidInput(f"{table} id: expected a string, got {type(given).__name__}")
+        if len(given) >= ids.ID_LENGTH or not ids.ID_PREFIX_RE.fullmatch(given.lower()):
+            return given  # a whole id (or a caller's own): looked up exactly
+        with contextlib.suppress(NotFound):  # a caller's own short id ("a000072") is whole
+            (self.store.fact if table == "fact" else self.store.conflict)(project, given)
+            return given
+        if len(given) < MIN_ID_PREFIX:
+            raise InvalidInput(
+                f"{table} id {given!r} is too short: give at least {MIN_ID_PREFIX} characters"
+            )
+        found = self.store.ids_with_prefix(table, project, given.lower(), PREFIX_MATCHES_SHOWN)
+        if not found:
+            raise NotFound(f"no {table} {given} in project {project!r}")
+        if len(found) > 1:
+            more = " or more" if len(found) == PREFIX_MATCHES_SHOWN else ""
+            raise InvalidInput(
+                f"{table} id prefix {given!r} is ambiguous: it begins {len(found)}{more} ids "
+                f"({', '.join(found)}); give more characters"
+            )
+        return found[0]
 
     def _apply(self, plan: Plan, project: str, subject: str) -> None:
         scope = Scope(project, subject)
@@ -480,17 +515,28 @@ def _age(now: datetime | None, since: datetime | None) -> str:
     return f"{seconds / 3600:.0f} h"
 
 
-def _parse_time(value: datetime | str) -> datetime:
+def _parse_time(value: object, field: str) -> datetime:
+    """A time a caller gave (a timezone-aware datetime or an ISO-8601 string) in UTC, or
+    `InvalidInput` naming the field."""
     if isinstance(value, datetime):
         when = value
-    else:
+    elif isinstance(value, str):
         try:
             when = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError as exc:
-            raise InvalidInput(f"not an ISO-8601 time: {value!r}") from exc
+            raise InvalidInput(f"{field}: not an ISO-8601 time: {value!r}") from exc
+    else:
+        raise InvalidInput(
+            f"{field}: expected a datetime or an ISO-8601 string, got {type(value).__name__}"
+        )
     if when.tzinfo is None:
-        raise InvalidInput("times must carry a timezone (for example 2024-05-01T10:00:00Z)")
-    return when
+        raise InvalidInput(
+            f"{field}: times must carry a timezone (for example 2024-05-01T10:00:00Z)"
+        )
+    try:
+        return when.astimezone(UTC)
+    except OverflowError as exc:  # year 1 at +01:00, year 9999 at -01:00
+        raise InvalidInput(f"{field}: {value!s} is outside the years 1 to 9999 in UTC") from exc
 
 
 def explain_validation(exc: ValidationError) -> str:

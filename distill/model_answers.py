@@ -95,7 +95,8 @@ class ModelAnswers:
             for n in hood:
                 best[n.fact_id] = min(best.get(n.fact_id, n.distance), n.distance)
         ranked = sorted(best, key=lambda fact_id: (best[fact_id], fact_id))[:CONTEXT_FACTS]
-        shown = [f for f in map(self.store.fact, ranked) if f.status is FactStatus.ACTIVE]
+        shown = [self.store.fact(job.project, i) for i in ranked]
+        shown = [f for f in shown if f.status is FactStatus.ACTIVE]
         # Facts without a vector of this embedder cannot be ranked: the newest fill the rest.
         ids = {f.id for f in shown}
         shown.extend(f for f in recent if f.id not in ids)

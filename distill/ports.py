@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +27,8 @@ from distill.core.models import (
     Observation,
 )
 from distill.core.plan import Plan
+
+IdTable = Literal["fact", "conflict"]  # what a person may name by an id prefix
 
 Vector = npt.NDArray[np.float32]
 
@@ -191,7 +193,7 @@ class Store(Protocol):
         Returns each stored event with True when it is new, or the existing one and False."""
         ...
 
-    def events(self, ids: Sequence[str]) -> list[Event]: ...
+    def events(self, project: str, ids: Sequence[str]) -> list[Event]: ...
     def set_event_embeddings(self, model_id: str, vectors: dict[str, Vector]) -> None:
         """Store events' embeddings (derived data, by event id)."""
         ...
@@ -298,7 +300,7 @@ class Store(Protocol):
         """Active state facts of the subject, most recently reinforced first."""
         ...
 
-    def observations_for_events(self, event_ids: Sequence[str]) -> list[Observation]:
+    def observations_for_events(self, project: str, event_ids: Sequence[str]) -> list[Observation]:
         """Every observation recorded for these events."""
         ...
 
@@ -337,7 +339,16 @@ class Store(Protocol):
         ...
 
     # -- queries -----------------------------------------------------------------------------
-    def fact(self, fact_id: str) -> Fact: ...
+    def fact(self, project: str, fact_id: str) -> Fact:
+        """The fact with this id in this project; `NotFound` for an id of another project,
+        exactly as for one that does not exist."""
+        ...
+
+    def ids_with_prefix(self, table: IdTable, project: str, prefix: str, limit: int) -> list[str]:
+        """Up to `limit` ids of the project's facts or conflict sets that begin with `prefix`
+        (lower-case hex; anything else matches nothing), in id order."""
+        ...
+
     def facts(
         self,
         project: str,
@@ -345,13 +356,13 @@ class Store(Protocol):
         include_retired: bool,
         as_of: datetime | None,
     ) -> list[Fact]: ...
-    def audit_for(self, fact_id: str) -> list[AuditEntry]: ...
+    def audit_for(self, project: str, fact_id: str) -> list[AuditEntry]: ...
     def audit(self, project: str, subject: str | None, limit: int) -> list[AuditEntry]:
         """The latest `limit` audit entries of a project (or one subject), oldest first."""
         ...
 
-    def observations_for(self, fact_id: str) -> list[Observation]: ...
-    def conflict(self, conflict_id: str) -> ConflictSet: ...
+    def observations_for(self, project: str, fact_id: str) -> list[Observation]: ...
+    def conflict(self, project: str, conflict_id: str) -> ConflictSet: ...
     def conflicts(
         self, project: str, subject: str | None, status: ConflictStatus | None
     ) -> list[ConflictSet]: ...

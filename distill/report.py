@@ -7,6 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from distill.core.grounding import HELD_UNGROUNDED
 from distill.core.models import Outcome
 from distill.core.plan import Rejection
 from distill.ports import LLMUsage, Reclaimed
@@ -124,6 +125,8 @@ class Report:
         out = {name: self.outcomes[name] for name in names}
         out.update(
             rejected=self.rejected,
+            # Of the quarantined: model answers that none of their message's words support.
+            held_ungrounded=self.outcomes[HELD_UNGROUNDED],
             kind_fallbacks=self.kind_fallbacks,
             identities_judged_same=self.identities_same,
             identities_judged_different=self.identities_different,

@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from distill.core import timeline
 from distill.core.attribute_match import Bands, Match, Verdict, judge
+from distill.core.grounding import HELD_UNGROUNDED, ungrounded
 from distill.core.identity import (
     content_hash,
     identity_key,
@@ -78,8 +79,17 @@ class Adjudicator(LateArrivals):
                 continue
             self.s.seen.add(marker)
             kind = self._kind_of(cand)
+            # Only a model's answer can say what its message does not (core.grounding).
+            unsupported = (
+                ungrounded(cand.claim, cand.event.text) if cand.extractor == "llm" else None
+            )
             if cand.event.trust is not Trust.TRUSTED and standing_instruction(cand.claim):
-                decision = self._held_instruction(cand, kind)
+                decision = self._held(
+                    cand, kind, f"a standing instruction from a {cand.event.trust} source"
+                )
+            elif unsupported:
+                decision = self._held(cand, kind, unsupported)
+                self.plan.outcomes[HELD_UNGROUNDED] += 1
             elif kind is FactKind.MEMORY:
                 decision = self._memory(cand)
             elif kind is FactKind.EVENT:
@@ -103,11 +113,10 @@ class Adjudicator(LateArrivals):
         kinds = {f.kind for f in self.s.facts.values() if f.identity_key in keys}
         return FactKind.EVENT if kinds == {FactKind.EVENT} else FactKind.STATE
 
-    def _held_instruction(self, c: Candidate, kind: FactKind) -> Decision:
-        """A standing instruction for the agent from a source below `trusted`: held in
-        quarantine, never active, whatever its words (the write gate catches the phrasings it
-        knows; this catches the shape)."""
-        reason = f"a standing instruction from a {c.event.trust} source"
+    def _held(self, c: Candidate, kind: FactKind, reason: str) -> Decision:
+        """Held in quarantine, never active, whatever is known: a standing instruction for the
+        agent from a source below `trusted` (the write gate catches the phrasings it knows;
+        this catches the shape), or a model's answer its message does not support."""
         if kind is FactKind.MEMORY:
             fact = self._new_fact(c, kind, None, None, (c.claim.text or "").strip())
         else:

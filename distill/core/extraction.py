@@ -27,6 +27,9 @@ KINDS = frozenset(k.value for k in FactKind)
 MIN_SENTENCE_CHARS = 3  # shorter fragments ("OK.") are not worth a memory
 CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD_TOKENS = 12  # the "[n] time from source" header of each message
+# The key `attribute` puts on a candidate that names no message of its batch: why, for the
+# rejection. It is kept with the stored answer, so a replay rejects the candidate again.
+UNKNOWN_MESSAGE = "unknown_message"
 
 
 class UnparseableAnswer(ValueError):
@@ -70,6 +73,11 @@ def validate_candidates(
     rejections: list[Rejection] = []
     fallbacks = 0
     for item in raw:
+        if isinstance(item, dict) and UNKNOWN_MESSAGE in item:
+            shown = {k: v for k, v in item.items() if k != UNKNOWN_MESSAGE}
+            detail = str(item[UNKNOWN_MESSAGE])
+            rejections.append(Rejection(event.id, extractor, UNKNOWN_MESSAGE, detail, shown))
+            continue
         if isinstance(item, dict) and item.get("kind") is not None and item["kind"] not in KINDS:
             item = {k: v for k, v in item.items() if k != "kind"}
             fallbacks += 1
@@ -238,42 +246,64 @@ def render_prompt(
 
 
 def attribute(raw: Sequence[Any], events: Sequence[Event]) -> dict[str, list[Any]]:
-    """Assign each raw candidate of a batched answer to the message it came from.
+    """Assign each raw candidate of a batched answer to the message it names.
 
-    The candidate's `message` number is trusted when its evidence span is in that message.
-    A span found only elsewhere moves it there (weak models miscount); with no usable
-    number, the first message holding the span takes it. Anything else goes to the first
-    message, where the write gate rejects it for lack of evidence. Every event of the batch
-    gets an entry, an empty list when nothing durable was found in it.
+    A candidate is never moved to another message: the one it names is the one the write
+    gate checks its evidence against (a span found elsewhere is no evidence for it). With no
+    number (`null` or none), the batch's only message, or the only one holding its evidence
+    span, takes it. A candidate that names a message the batch did not show (99 of one), or
+    names none and could belong to several messages or none, is filed under the batch's
+    first event with the reason it is invalid, and rejected there as `unknown_message`.
+    Every event of the batch gets an entry, an empty list when nothing durable was found.
     """
     found: dict[str, list[Any]] = {e.id: [] for e in events}
     for item in raw:
         target = events[0]
         if isinstance(item, dict):
-            span = item.get("evidence_span")
-            span = span if isinstance(span, str) else ""
-            named = item.get("message")
-            numbered = (
-                events[named - 1]
-                if isinstance(named, int)
-                and not isinstance(named, bool)
-                and 1 <= named <= len(events)
-                else None
-            )
-            holders = [e for e in events if contains_span(e.text, span)]
-            if numbered is not None and (numbered in holders or not holders):
-                target = numbered
-            elif holders:
-                target = holders[0]
+            named = _message_number(item.get("message"))
+            shown = f"messages 1-{len(events)}" if len(events) > 1 else "one message"
+            unshown = ""
+            if named is not None:
+                if 1 <= named <= len(events):
+                    target = events[named - 1]
+                else:
+                    unshown = f"names message {item['message']!r}; the batch showed {shown}"
+            elif len(events) > 1:
+                span = item.get("evidence_span")
+                holders = [e for e in events if contains_span(e.text, str(span or ""))]
+                if len(holders) == 1:
+                    target = holders[0]
+                else:
+                    where = f"{len(holders)} of them" if holders else "none of them"
+                    unshown = f"names no message of {shown}, and its evidence is in {where}"
             item = _tidy(item)
+            if unshown:
+                item[UNKNOWN_MESSAGE] = unshown
         found[target.id].append(item)
     return found
 
 
+def _message_number(raw: Any) -> int | None:
+    """The message a candidate names: an integer, also written "2" or 2.0; None when it
+    names none. Anything else (true, "two", 1.5) is a number no message has: -1."""
+    if raw is None:
+        return None
+    if isinstance(raw, bool):
+        return -1
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, float):
+        return int(raw) if raw.is_integer() else -1
+    if isinstance(raw, str) and raw.strip().isdigit():
+        return int(raw.strip())
+    return -1
+
+
 def _tidy(item: dict[str, Any]) -> dict[str, Any]:
-    """Drop the message number and read a model's dates leniently: a null date is no date,
+    """Drop the message number (and a key of the model's own that reads like the mark of an
+    unknown message) and read a model's dates leniently: a null date is no date,
     and a date without a time zone ("2024-05-07") is taken as UTC."""
-    tidy = {k: v for k, v in item.items() if k != "message"}
+    tidy = {k: v for k, v in item.items() if k not in ("message", UNKNOWN_MESSAGE)}
     for key in ("valid_from", "valid_to"):
         value = tidy.get(key)
         if value is None:

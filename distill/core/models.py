@@ -348,4 +348,5 @@ RejectReason = Literal[
     "imperative_directive",
     "evidence_not_in_event",
     "pinned",
+    "unknown_message",  # a model's candidate names a message its batch did not show
 ]

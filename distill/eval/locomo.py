@@ -207,12 +207,14 @@ def consolidate(
     cross_speaker = cross_conversation = 0
     for conversation in dict.fromkeys(s.conversation for s in said):
         facts = mem.facts(project=conversation)
-        events = {e.id: e for e in mem.events(i for f in facts for i in f.source_event_ids)}
+        wanted = (i for f in facts for i in f.source_event_ids)
+        events = {e.id: e for e in mem.events(wanted, project=conversation)}
         docs[conversation] = []
         for fact in facts:
-            sources = [events[i] for i in fact.source_event_ids]
+            sources = [events[i] for i in fact.source_event_ids if i in events]
             cross_speaker += len({e.subject for e in sources}) > 1
-            cross_conversation += len({e.project for e in sources}) > 1
+            # An event of another conversation is not found in this one's project.
+            cross_conversation += len(sources) < len(fact.source_event_ids)
             cited = frozenset(i for e in sources for i in DIA_ID.findall(e.source))
             docs[conversation].append(Doc(fact.text, cited, fact.valid_from.date()))
     counts = {

@@ -220,7 +220,8 @@ class CaseRun:
         self.mem.replay()
 
     def do_pin(self, step: Mapping[str, Any]) -> None:
-        self.mem.pin(self.find(step["fact"]).id)
+        pinned = self.find(step["fact"])
+        self.mem.pin(pinned.id, project=pinned.project)
 
     def do_resolve(self, step: Mapping[str, Any]) -> None:
         conflict = step.get("conflict", {})
@@ -321,7 +322,7 @@ class CaseRun:
             if key in LINKS:
                 linked = getattr(fact, key)
                 if linked != (None if want is None else self.find(want).id):
-                    got = None if linked is None else show(self.mem.fact(linked))
+                    got = None if linked is None else show(self.mem.fact(linked, fact.project))
                     want_shown = None if want is None else describe(want)
                     raise CaseFailed(f"{what}: {key} is {got}, expected {want_shown}")
             else:

@@ -141,7 +141,7 @@ class Adjudication:
         event_ids = [e.id for e in work.events]
         for fact in store.facts_with_sources(project, subject, event_ids):
             facts[fact.id] = fact
-        support = _support(store, facts)
+        support = _support(store, project, facts)
         known = {f.predicate for f in facts.values() if f.kind is FactKind.STATE}
         conflicts = {c.id: c for c in store.open_conflicts_for(project, subject, sorted(keys))}
         if any(identity_texts_of(c) for c in candidates):
@@ -170,7 +170,7 @@ class Adjudication:
         return AdjudicationSnapshot(state, candidates, work.rejections)
 
 
-def _support(store: Store, facts: dict[str, Fact]) -> dict[str, tuple[Support, ...]]:
+def _support(store: Store, project: str, facts: dict[str, Fact]) -> dict[str, tuple[Support, ...]]:
     """When and how far each reinforced version's supporting events were believed."""
     reinforced = [
         f
@@ -185,7 +185,7 @@ def _support(store: Store, facts: dict[str, Fact]) -> dict[str, tuple[Support, .
     versions = {f.id for f in facts.values() if f.identity_key in chain}
     events = sorted({e for f in reinforced for e in f.source_event_ids})
     found: dict[str, Support] = {}
-    for o in store.observations_for_events(events):
+    for o in store.observations_for_events(project, events):
         if o.fact_id in versions and o.event_id not in found:
             found[o.event_id] = Support(o.event_id, o.claim.valid_from or o.occurred_at, o.trust)
     return {f.id: tuple(found[e] for e in f.source_event_ids if e in found) for f in reinforced}

@@ -420,7 +420,7 @@ def conflicts(
         found = mem.conflicts(
             subject=subject, project=project, status=None if status == "all" else status
         )
-        members = {m: mem.fact(m) for c in found for m in c.member_ids}
+        members = {m: mem.fact(m, project) for c in found for m in c.member_ids}
     if as_json:
         emit([c.model_dump(mode="json") for c in found])
     elif not found:

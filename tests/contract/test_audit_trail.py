@@ -59,7 +59,7 @@ def test_entries_store_what_changed_and_ids_not_copies_of_rows(
     seen = a_life(mem)
 
     stored = {e.action: e for e in mem.store.audit(mem_project(mem), SUBJECT, 1000)}
-    trail = mem.store.audit_for(seen[0].id)
+    trail = mem.store.audit_for(seen[0].project, seen[0].id)
     create = next(e for e in trail if e.action == "create_fact")
     assert (create.before, create.after) == (None, None)  # the fact row holds it
     reinforce = next(e for e in trail if e.action == "reinforce_fact")
@@ -131,7 +131,7 @@ def test_an_entry_whose_row_is_gone_reads_as_stored(
 ) -> None:
     mem = open_memory(new_database("life"))
     seen = a_life(mem)
-    trail = mem.store.audit_for(seen[0].id)
+    trail = mem.store.audit_for(seen[0].project, seen[0].id)
 
     assert expand(trail, {}, {}, {}) == trail
-    assert expand(trail, {seen[0].id: mem.store.fact(seen[0].id)}, {}, {}) != trail
+    assert expand(trail, {seen[0].id: mem.store.fact(seen[0].project, seen[0].id)}, {}, {}) != trail

@@ -113,7 +113,9 @@ def test_ids_and_keys_of_any_form_read_back_as_given_and_page_without_gaps(
     again = store.append_events([make_event("again", idempotency_key=ODD_IDS[0])], T0)
     assert again == [(events[-1], False)]  # found by its key, whatever its form
 
-    assert sorted(store.events(ODD_IDS), key=lambda e: e.id) == sorted(events, key=lambda e: e.id)
+    assert sorted(store.events(PROJECT, ODD_IDS), key=lambda e: e.id) == sorted(
+        events, key=lambda e: e.id
+    )
     paged = [e.id for e in store.iter_events(PROJECT)]  # one instant: paged by id alone
     assert sorted(paged) == sorted(ODD_IDS)  # every one, once
 
@@ -122,7 +124,7 @@ def test_ids_and_keys_of_any_form_read_back_as_given_and_page_without_gaps(
         for i, fact_id in enumerate(ODD_IDS)
     ]
     store.apply(Plan([CreateFact(f, "new") for f in facts]), None, [])
-    assert [store.fact(f.id) for f in facts] == facts
+    assert [store.fact(f.project, f.id) for f in facts] == facts
     found = store.facts_with_sources(PROJECT, facts[0].subject, ODD_IDS)
     assert sorted(f.id for f in found) == sorted(ODD_IDS)
     pages, after = [], None
@@ -143,7 +145,7 @@ def test_instants_read_back_to_the_microsecond_before_the_epoch_and_far_after(st
     far = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
     events = [make_event("moon", occurred_at=moon), make_event("far", occurred_at=far)]
     store.append_events(events, moon)
-    assert store.events([e.id for e in events]) == events  # in time order, moon first
+    assert store.events(PROJECT, [e.id for e in events]) == events  # in time order, moon first
     assert [j.created_at for j in store.jobs()] == [moon]
 
 

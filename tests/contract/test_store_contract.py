@@ -147,8 +147,8 @@ def test_events_returns_stored_events_in_time_order_and_skips_unknown_ids(store:
     b = make_event("b", occurred_at=at(2))
     a = make_event("a", occurred_at=at(1))
     append(store, b, a)
-    assert store.events([b.id, "nope", a.id]) == [a, b]
-    assert store.events([]) == []
+    assert store.events(PROJECT, [b.id, "nope", a.id]) == [a, b]
+    assert store.events(PROJECT, []) == []
 
 
 def test_event_claims_round_trip(store: Store) -> None:
@@ -157,7 +157,7 @@ def test_event_claims_round_trip(store: Store) -> None:
     )
     event = make_event(claims=[claim])
     append(store, event)
-    [stored] = store.events([event.id])
+    [stored] = store.events(PROJECT, [event.id])
     assert stored == event
     assert stored.claims[0].valid_from == at(-60)
 
@@ -166,7 +166,10 @@ def test_set_event_embeddings(store: Store) -> None:
     event, other = make_event("one"), make_event("two")
     append(store, event, other)
     store.set_event_embeddings(MODEL, {event.id: unit_vector(1, 2), other.id: unit_vector(2)})
-    assert sorted(store.events([event.id, other.id]), key=lambda e: e.text) == [event, other]
+    assert sorted(store.events(PROJECT, [event.id, other.id]), key=lambda e: e.text) == [
+        event,
+        other,
+    ]
     store.set_event_embeddings(MODEL, {})
     with pytest.raises(NotFound):
         store.set_event_embeddings(MODEL, {event.id: unit_vector(1), "nope": unit_vector(1)})
@@ -405,9 +408,9 @@ def test_created_facts_round_trip(store: Store) -> None:
         attribution="bob",
     )
     create(store, fact)
-    assert store.fact(fact.id) == fact
+    assert store.fact(fact.project, fact.id) == fact
     with pytest.raises(NotFound):
-        store.fact("nope")
+        store.fact(PROJECT, "nope")
 
 
 def test_a_second_active_state_fact_for_one_identity_is_refused(store: Store) -> None:
@@ -424,7 +427,7 @@ def test_a_second_active_state_fact_for_one_identity_is_refused(store: Store) ->
 
     # Nothing of that plan was written.
     assert fact_ids(store.facts(PROJECT, SUBJECT, True, None)) == [current.id]
-    assert store.audit_for(unrelated.id) == []
+    assert store.audit_for(unrelated.project, unrelated.id) == []
 
 
 def test_the_unique_index_also_guards_revisions(store: Store) -> None:
@@ -433,7 +436,7 @@ def test_the_unique_index_also_guards_revisions(store: Store) -> None:
     create(store, active, held)
     with pytest.raises(IntegrityViolation, match="second active"):
         store.apply(plan_of(revise(held, "resolve", status=FactStatus.ACTIVE)), None, [])
-    assert store.fact(held.id) == held
+    assert store.fact(held.project, held.id) == held
 
 
 def test_identities_that_may_coexist(store: Store) -> None:
@@ -466,7 +469,7 @@ def test_supersede_in_one_plan_retires_then_creates(store: Store) -> None:
         superseded_by=new.id,
     )
     store.apply(plan_of(retire, CreateFact(new, "new value")), "job-1", [])
-    assert store.fact(old.id) == retire.after
+    assert store.fact(old.project, old.id) == retire.after
     assert fact_ids(store.facts(PROJECT, SUBJECT, False, None)) == [new.id]
 
 
@@ -479,7 +482,7 @@ def test_a_revision_of_a_fact_that_changed_since_it_was_read_is_refused(store: S
     stale = revise(fact, reinforcement_count=7)  # built from the old version
     with pytest.raises(IntegrityViolation, match=f"fact {fact.id} changed since it was read"):
         store.apply(plan_of(stale), None, [])
-    assert store.fact(fact.id) == first.after
+    assert store.fact(fact.project, fact.id) == first.after
 
     missing = make_fact()
     with pytest.raises(IntegrityViolation, match="changed since it was read"):
@@ -491,7 +494,7 @@ def test_one_plan_may_revise_a_fact_twice_and_revise_what_it_created(store: Stor
     one = revise(fact, reinforcement_count=1)
     two = revise(one.after, reinforcement_count=2, confidence=0.5)
     store.apply(plan_of(CreateFact(fact, "new"), one, two), None, [])
-    assert store.fact(fact.id) == two.after
+    assert store.fact(fact.project, fact.id) == two.after
 
 
 def test_a_revision_may_not_move_a_fact(store: Store) -> None:
@@ -568,7 +571,7 @@ def test_conflicts_open_revise_and_list(store: Store) -> None:
     other = make_conflict([a.id], identity_key="home_city|{}", subject="bob", created_at=at(1))
     store.apply(plan_of(CreateFact(a, "x"), CreateFact(b, "y"), OpenConflict(cs, "z")), None, [])
     store.apply(plan_of(OpenConflict(other, "z")), None, [])
-    assert store.conflict(cs.id) == cs
+    assert store.conflict(cs.project, cs.id) == cs
     assert store.open_conflicts_for(PROJECT, SUBJECT, ["bike_count|{}"]) == [cs]
     assert store.open_conflicts_for(PROJECT, SUBJECT, ["home_city|{}"]) == []
 
@@ -576,7 +579,7 @@ def test_conflicts_open_revise_and_list(store: Store) -> None:
         update={"status": ConflictStatus.RESOLVED, "resolved_at": at(5), "kept_fact_id": a.id}
     )
     store.apply(plan_of(ReviseConflict(cs, resolved, "kept a")), None, [])
-    assert store.conflict(cs.id) == resolved
+    assert store.conflict(cs.project, cs.id) == resolved
     assert store.open_conflicts_for(PROJECT, SUBJECT, ["bike_count|{}"]) == []
 
     stale = cs.model_copy(update={"member_ids": (a.id, b.id, "c")})
@@ -588,7 +591,7 @@ def test_conflicts_open_revise_and_list(store: Store) -> None:
     assert store.conflicts(PROJECT, None, ConflictStatus.OPEN) == [other]
     assert store.conflicts("other", None, None) == []
     with pytest.raises(NotFound):
-        store.conflict("nope")
+        store.conflict(PROJECT, "nope")
 
 
 def test_identity_sets_hold_two_active_facts_of_two_identities(store: Store) -> None:
@@ -600,7 +603,7 @@ def test_identity_sets_hold_two_active_facts_of_two_identities(store: Store) -> 
     cs = make_conflict([a.id, b.id], identity_key=None, kind=ConflictKind.IDENTITY)
     store.apply(plan_of(CreateFact(a, "x"), CreateFact(b, "y"), OpenConflict(cs, "z")), None, [])
 
-    assert store.conflict(cs.id) == cs
+    assert store.conflict(cs.project, cs.id) == cs
     assert store.conflicts(PROJECT, SUBJECT, ConflictStatus.OPEN) == [cs]
     assert {f.id for f in store.facts(PROJECT, SUBJECT, False, None)} == {a.id, b.id}
 
@@ -621,7 +624,7 @@ def test_observations_and_seen_claims(store: Store) -> None:
         None,
         [],
     )
-    assert store.observations_for(fact.id) == [o1, o2]  # by occurred_at
+    assert store.observations_for(fact.project, fact.id) == [o1, o2]  # by occurred_at
     assert store.seen_claims([e1.id]) == {(e1.id, "h1"), (e1.id, "h3")}
     assert store.seen_claims([e1.id, e2.id, "x"]) == {(e1.id, "h1"), (e1.id, "h3"), (e2.id, "h2")}
     assert store.seen_claims([]) == set()
@@ -640,9 +643,9 @@ def test_observations_for_events(store: Store) -> None:
     store.apply(
         plan_of(CreateFact(fact, "new"), RecordObservation(o2), RecordObservation(o1)), None, []
     )
-    assert store.observations_for_events([e2.id, e1.id, e3.id, "unknown"]) == [o1, o2]
-    assert store.observations_for_events([e3.id]) == []
-    assert store.observations_for_events([]) == []
+    assert store.observations_for_events(PROJECT, [e2.id, e1.id, e3.id, "unknown"]) == [o1, o2]
+    assert store.observations_for_events(PROJECT, [e3.id]) == []
+    assert store.observations_for_events(PROJECT, []) == []
 
 
 def test_active_facts_by_predicate_ignores_qualifiers_and_retired_facts(store: Store) -> None:
@@ -721,9 +724,9 @@ def test_audit_entries_in_time_then_id_order(store: Store) -> None:
         make_audit(None, id="d", at=T0),
     ]
     store.apply(plan_of(CreateFact(fact, "new")), "job-1", entries)
-    assert [e.id for e in store.audit_for(fact.id)] == ["c", "a", "b"]
-    assert store.audit_for(fact.id)[0] == entries[1]
-    assert store.audit_for("nope") == []
+    assert [e.id for e in store.audit_for(fact.project, fact.id)] == ["c", "a", "b"]
+    assert store.audit_for(fact.project, fact.id)[0] == entries[1]
+    assert store.audit_for(PROJECT, "nope") == []
 
 
 # -- serialised ------------------------------------------------------------------------------------
@@ -732,20 +735,20 @@ def test_serialised_rolls_back_everything_on_an_exception(store: Store) -> None:
     with pytest.raises(RuntimeError), store.serialised(PROJECT, SUBJECT):
         store.append_events([make_event()], T0)
         store.apply(plan_of(CreateFact(fact, "new")), None, [make_audit(fact.id)])
-        assert store.fact(fact.id) == fact  # visible inside the block
+        assert store.fact(fact.project, fact.id) == fact  # visible inside the block
         raise RuntimeError("the pass crashed")
     assert store.counts(PROJECT).events == 0
     assert store.jobs() == []
     with pytest.raises(NotFound):
-        store.fact(fact.id)
-    assert store.audit_for(fact.id) == []
+        store.fact(fact.project, fact.id)
+    assert store.audit_for(fact.project, fact.id) == []
 
 
 def test_serialised_commits_on_success(store: Store, open_store: Callable[[], Store]) -> None:
     fact = make_fact()
     with store.serialised(PROJECT, SUBJECT):
         store.apply(plan_of(CreateFact(fact, "new")), None, [])
-    assert open_store().fact(fact.id) == fact  # visible to another connection
+    assert open_store().fact(fact.project, fact.id) == fact  # visible to another connection
 
 
 def test_an_integrity_violation_rolls_back_the_whole_serialised_block(store: Store) -> None:
@@ -910,7 +913,7 @@ def test_datetimes_round_trip_timezone_aware_in_utc(store: Store) -> None:
     when = datetime(2024, 5, 1, 14, 30, 15, 123456, tzinfo=paris)
     event = make_event(occurred_at=when, recorded_at=when)
     append(store, event, now=when)
-    [stored] = store.events([event.id])
+    [stored] = store.events(PROJECT, [event.id])
     assert stored.occurred_at == when
     assert stored.occurred_at.utcoffset() == timedelta(0)
     assert stored.occurred_at.microsecond == 123456
@@ -919,8 +922,8 @@ def test_datetimes_round_trip_timezone_aware_in_utc(store: Store) -> None:
 
     fact = make_fact(valid_from=when, last_reinforced_at=when)
     create(store, fact)
-    assert store.fact(fact.id).valid_from == when
-    assert store.fact(fact.id).valid_from.tzinfo == UTC
+    assert store.fact(fact.project, fact.id).valid_from == when
+    assert store.fact(fact.project, fact.id).valid_from.tzinfo == UTC
     # Stored order is time order even across offsets: 12:30 UTC is before 13:00 UTC.
     assert fact_ids(store.facts(PROJECT, SUBJECT, False, datetime(2024, 5, 1, 13, tzinfo=UTC))) == [
         fact.id
@@ -946,7 +949,7 @@ def test_migrations_are_idempotent(
     store.migrate()
     again = open_store()
     again.migrate()
-    assert again.events([event.id]) == [event]
+    assert again.events(event.project, [event.id]) == [event]
     assert again.schema_version() == latest
 
 
@@ -1048,7 +1051,7 @@ def test_sqlite_in_memory_store_works_across_threads() -> None:
         event = make_event()
         append(store, event)
         seen: list[list[Event]] = []
-        thread = threading.Thread(target=lambda: seen.append(store.events([event.id])))
+        thread = threading.Thread(target=lambda: seen.append(store.events(PROJECT, [event.id])))
         thread.start()
         thread.join()
         assert seen == [[event]]

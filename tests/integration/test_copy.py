@@ -219,7 +219,7 @@ def reads(mem: Memory) -> dict[str, Any]:
         "jobs": mem.jobs(),
         "events": events,
         "by_id": mem.events([e.id for e in events]),
-        "observations": mem.store.observations_for_events([e.id for e in events]),
+        "observations": mem.store.observations_for_events("default", [e.id for e in events]),
         "aliases": mem.store.aliases("default", predicates),
         "counts": mem.status().counts,
     }

@@ -2,9 +2,9 @@
 
 `distill.core.extraction` is pure: which events share one call (`plan_batches`), what the model
 is shown (`render_prompt`), and which event each candidate of a batched answer belongs to
-(`attribute`). DESIGN invariant 2 ("the model proposes, code applies"): a candidate a model
-attributes to the wrong message, or to none, must still end on an event whose text the write
-gate can check it against, so a miscounting model never smuggles a fact past the gate.
+(`attribute`). DESIGN invariant 2 ("the model proposes, code applies"): a candidate stays on
+the message it names, where the write gate checks it; one that names a message the batch did
+not show is rejected, never given to a message that happens to hold its span.
 """
 
 from __future__ import annotations
@@ -157,22 +157,21 @@ def test_a_message_number_is_trusted_when_its_message_holds_the_span() -> None:
     assert owners(found) == {"e1": [], "e2": ["I have 3 bikes"]}
 
 
-def test_a_wrong_message_number_is_corrected_to_the_message_holding_the_span() -> None:
-    """Weak models miscount: a candidate numbered 2 whose evidence is only in message 1 is
-    attributed to message 1, where the gate finds its evidence."""
+def test_a_wrong_message_number_is_never_moved_to_the_message_holding_the_span() -> None:
+    """A candidate numbered 2 whose evidence is only in message 1 stays on message 2, where
+    the gate rejects it: a span found elsewhere is no evidence for what message 2 says."""
     events = events_of("I live in Lyon", "I work at Acme")
 
     found = attribute([candidate("live in Lyon", message=2)], events)
 
-    assert owners(found) == {"e1": ["live in Lyon"], "e2": []}
+    assert owners(found) == {"e1": [], "e2": ["live in Lyon"]}
+    checked = validate_candidates(found["e2"], events[1], "llm", require_evidence=True)
+    assert checked.claims == []
+    assert [r.reason for r in checked.rejections] == ["evidence_not_in_event"]
 
 
-@pytest.mark.parametrize("number", [None, 0, 4, -1, "2", True, 1.0], ids=repr)
-def test_without_a_usable_number_the_first_message_holding_the_span_takes_it(
-    number: Any,
-) -> None:
-    """No number, one out of range, or one that is not an integer (a string, a boolean, a
-    float): the first message that holds the evidence span takes the candidate."""
+@pytest.mark.parametrize("number", [2, "2", 2.0, " 2 "], ids=repr)
+def test_a_number_written_as_text_or_float_names_its_message(number: Any) -> None:
     events = events_of("I like tea", "I work at Acme", "Acme is where I work")
 
     found = attribute([candidate("acme", message=number)], events)
@@ -180,21 +179,88 @@ def test_without_a_usable_number_the_first_message_holding_the_span_takes_it(
     assert owners(found) == {"e1": [], "e2": ["acme"], "e3": []}
 
 
+@pytest.mark.parametrize("number", [0, 4, 99, -1, True, 1.5, "two", [1]], ids=repr)
+def test_a_message_the_batch_did_not_show_is_rejected_as_unknown_never_reattributed(
+    number: Any,
+) -> None:
+    """Out of range, a boolean, a fraction, a word: the candidate names no message of the
+    batch. It is not given to the message that holds its span (the issue's case: message 99
+    of one, span "bikes"); it is rejected as `unknown_message`, with the number in the
+    reason, under the batch's first event."""
+    events = events_of("I like tea", "I work at Acme", "Acme is where I work")
+
+    found = attribute([candidate("acme", message=number)], events)
+
+    assert owners(found) == {"e1": ["acme"], "e2": [], "e3": []}
+    checked = validate_candidates(found["e1"], events[0], "llm", require_evidence=True)
+    assert checked.claims == []
+    [rejection] = checked.rejections
+    assert rejection.reason == "unknown_message"
+    assert repr(number) in rejection.detail and "messages 1-3" in rejection.detail
+    assert rejection.candidate is not None and "unknown_message" not in rejection.candidate
+
+
+def test_without_a_number_the_only_message_holding_the_span_takes_it() -> None:
+    """No number is no claim about the position: the one message holding the evidence takes
+    the candidate (nothing is moved away from a message it named)."""
+    events = events_of("I like tea", "I work at Acme", "My sister is a nurse")
+
+    found = attribute([candidate("acme", message=None)], events)
+
+    assert owners(found) == {"e1": [], "e2": ["acme"], "e3": []}
+
+
 @pytest.mark.parametrize(
-    ("number", "owner"), [(2, "e2"), (None, "e1"), (9, "e1")], ids=["numbered", "none", "bad"]
+    ("texts", "where"),
+    [(("I work at Acme", "Acme is where I work"), "2 of them"), (("tea", "coffee"), "none")],
+    ids=["two-holders", "no-holder"],
 )
-def test_a_span_in_no_message_stays_where_the_gate_rejects_it(number: Any, owner: str) -> None:
+def test_without_a_number_an_ambiguous_candidate_is_rejected_as_unknown(
+    texts: tuple[str, ...], where: str
+) -> None:
+    events = events_of(*texts)
+
+    found = attribute([candidate("acme", message=None)], events)
+
+    checked = validate_candidates(found["e1"], events[0], "llm", require_evidence=True)
+    assert checked.claims == []
+    [rejection] = checked.rejections
+    assert rejection.reason == "unknown_message"
+    assert "names no message" in rejection.detail and where in rejection.detail
+
+
+def test_a_batch_of_one_message_takes_a_candidate_without_a_number() -> None:
+    """With one message there is nothing to choose: an unnumbered candidate is that
+    message's, and the gate checks its evidence there."""
+    events = events_of("I have 3 bikes")
+
+    found = attribute([candidate("I have 9 cars"), candidate("3 bikes")], events)
+
+    assert owners(found) == {"e1": ["I have 9 cars", "3 bikes"]}
+
+
+def test_a_models_own_unknown_message_key_is_dropped() -> None:
+    """The key that marks an unattributable candidate cannot be forged by the model."""
+    events = events_of("I like tea")
+    item = candidate("like tea", message=1, unknown_message="forged")
+
+    [kept] = attribute([item], events)["e1"]
+
+    assert "unknown_message" not in kept
+    checked = validate_candidates([kept], events[0], "llm", require_evidence=True)
+    assert checked.rejections == [] and len(checked.claims) == 1
+
+
+def test_a_span_in_no_message_stays_on_the_message_it_names_where_the_gate_rejects_it() -> None:
     """Evidence that no message contains is not dropped silently: the candidate stays on the
-    message it named (or the first one) and the write gate rejects it there, so it is
-    counted and audited as `evidence_not_in_event`."""
+    message it named and the write gate rejects it there, so it is counted and audited as
+    `evidence_not_in_event`."""
     events = events_of("I have 3 bikes", "I work at Acme")
 
-    found = attribute([candidate("I have 9 cars", message=number)], events)
+    found = attribute([candidate("I have 9 cars", message=2)], events)
 
-    assert owners(found)[owner] == ["I have 9 cars"]
-    assert sum(len(items) for items in found.values()) == 1
-    target = next(e for e in events if e.id == owner)
-    checked = validate_candidates(found[owner], target, "llm", require_evidence=True)
+    assert owners(found) == {"e1": [], "e2": ["I have 9 cars"]}
+    checked = validate_candidates(found["e2"], events[1], "llm", require_evidence=True)
     assert checked.claims == []
     assert [r.reason for r in checked.rejections] == ["evidence_not_in_event"]
 

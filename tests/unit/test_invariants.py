@@ -77,7 +77,7 @@ def active(mem: Memory, predicate: str, subject: str = SUBJECT) -> list[Fact]:
 
 
 def event_rows(mem: Memory, ids: Sequence[str]) -> list[str]:
-    return [e.model_dump_json() for e in mem.store.events(list(ids))]
+    return [e.model_dump_json() for e in mem.store.events("default", list(ids))]
 
 
 def database_dump(path: Path) -> list[str]:
@@ -169,7 +169,7 @@ def test_invariant_1_retired_facts_keep_their_rows_with_receipts(
     english = next(f for f in facts.values() if f.value == {"lang": "en"})
     assert english.status is FactStatus.RETRACTED
     assert english.retired_at is not None
-    explained = [e for e in mem.store.audit_for(english.id) if e.after]
+    explained = [e for e in mem.store.audit_for(english.project, english.id) if e.after]
     assert any(e.after.get("status") == "retracted" and conflict.id in e.reason for e in explained)
     french = next(f for f in facts.values() if f.value == {"lang": "fr"})
     assert french.status is FactStatus.ACTIVE
@@ -688,12 +688,16 @@ def test_invariant_6_pinned_fact_is_byte_identical_after_consolidation(
     run(mem)
     (acme,) = mem.facts()
     pinned = mem.pin(acme.id).model_dump()
-    audit_before = len(mem.store.audit_for(acme.id))
+    audit_before = len(mem.store.audit_for(acme.project, acme.id))
     say(mem, "employer", when=at(when), trust=trust, **claim)
     run(mem)
     assert mem.fact(acme.id).model_dump() == pinned
     assert [f.id for f in active(mem, "employer")] == [acme.id]
-    changes = [e for e in mem.store.audit_for(acme.id)[audit_before:] if e.action.endswith("_fact")]
+    changes = [
+        e
+        for e in mem.store.audit_for(acme.project, acme.id)[audit_before:]
+        if e.action.endswith("_fact")
+    ]
     assert changes == []
     held = mem.conflicts(subject=SUBJECT)
     if expect_held:

@@ -402,7 +402,7 @@ def test_job_whose_second_event_fails_leaves_none_of_its_writes(
     )
     job = only_job(mem)
     assert len(job.event_ids) == 2
-    events_before = mem.store.events(job.event_ids)
+    events_before = mem.store.events(job.project, job.event_ids)
 
     report = mem.consolidate()
 
@@ -413,7 +413,7 @@ def test_job_whose_second_event_fails_leaves_none_of_its_writes(
     assert table_count(mem, "audit") == 0
     assert mem.status().to_dict()["facts"] == {s: 0 for s in mem.status().to_dict()["facts"]}
     assert only_job(mem).status is JobStatus.FAILED
-    assert mem.store.events(job.event_ids) == events_before
+    assert mem.store.events(job.project, job.event_ids) == events_before
 
 
 def test_failed_job_rerun_with_a_healthy_provider_yields_the_facts_exactly_once(
@@ -589,7 +589,7 @@ def test_job_stays_failed_after_max_attempts_until_replayed(
     assert shown["subject"] == "alice"
     assert shown["attempts"] == MAX_ATTEMPTS
     assert "503 Service Unavailable" in shown["error"]
-    assert mem.store.events([event.id]) == [event]
+    assert mem.store.events(event.project, [event.id]) == [event]
 
     llm.default = LYON_ANSWER
     assert mem.replay() >= 1
@@ -647,16 +647,16 @@ def test_events_are_intact_after_repeated_failures(
         ]
     )
     ids = [e.id for e in stored]
-    before = mem.store.events(ids)
+    before = mem.store.events("default", ids)
 
     for _ in range(3):
         report = mem.consolidate()
         assert report.jobs_failed == 1
-        assert mem.store.events(ids) == before
+        assert mem.store.events("default", ids) == before
         clock.advance(hours=1)
 
     assert mem.status().to_dict()["events"] == 2
     assert mem.facts(include_retired=True) == []
     llm.default = answer(fact("home_city", {"city": "Lyon"}, LYON))
     assert mem.consolidate().jobs_done == 1
-    assert mem.store.events(ids) == before
+    assert mem.store.events("default", ids) == before

@@ -80,7 +80,7 @@ def test_unparseable_answer_fails_the_job_keeps_events_and_is_retried(
     assert job.status is JobStatus.FAILED
     assert "MalformedAnswer" in (job.error or "")
     assert mem.facts(include_retired=True) == []
-    assert mem.store.events([event.id]) == [event]
+    assert mem.store.events(event.project, [event.id]) == [event]
 
     clock.advance(seconds=RETRY_BASE.total_seconds())
     retried = mem.consolidate()

@@ -173,8 +173,8 @@ def test_a_new_pass_runs_through_run_pass_and_is_audited(store: Store) -> None:
     fact_id = seed(store, predicate="bike_count", value={"count": 3})
     result = run_pass(store, RetireAll(), SCOPE, None, now=at(5), new_id=context().new_id)
     assert [d.outcome for d in result.decisions] == ["retired"]
-    assert store.fact(fact_id).status is FactStatus.RETRACTED
-    assert [(e.pass_name, e.action) for e in store.audit_for(fact_id)][-1] == (
+    assert store.fact(PROJECT, fact_id).status is FactStatus.RETRACTED
+    assert [(e.pass_name, e.action) for e in store.audit_for(PROJECT, fact_id)][-1] == (
         "retire_all",
         "retire_fact",
     )
@@ -184,8 +184,8 @@ def test_a_pass_cannot_change_a_pinned_fact(store: Store) -> None:
     fact_id = seed(store, predicate="bike_count", value={"count": 3}, pinned=True)
     with pytest.raises(PinnedFact):
         run_pass(store, RetireAll(), SCOPE, None, now=at(5), new_id=context().new_id)
-    assert store.fact(fact_id).status is FactStatus.ACTIVE
-    assert [e.pass_name for e in store.audit_for(fact_id)] == ["seed"]
+    assert store.fact(PROJECT, fact_id).status is FactStatus.ACTIVE
+    assert [e.pass_name for e in store.audit_for(PROJECT, fact_id)] == ["seed"]
 
 
 def test_a_pass_cannot_write_outside_its_scope(store: Store) -> None:
@@ -198,6 +198,6 @@ def test_a_dry_run_of_a_pass_shows_its_decisions_and_writes_nothing(store: Store
     fact_id = seed(store, predicate="bike_count", value={"count": 3})
     with store.dry_run():
         result = run_pass(store, RetireAll(), SCOPE, None, now=at(5), new_id=context().new_id)
-        assert store.fact(fact_id).status is FactStatus.RETRACTED  # seen inside
+        assert store.fact(PROJECT, fact_id).status is FactStatus.RETRACTED  # seen inside
     assert [d.fact_id for d in result.decisions] == [fact_id]
-    assert store.fact(fact_id).status is FactStatus.ACTIVE  # and gone after
+    assert store.fact(PROJECT, fact_id).status is FactStatus.ACTIVE  # and gone after

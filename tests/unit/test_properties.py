@@ -206,7 +206,10 @@ def snapshot(mem: Memory) -> tuple[list[dict[str, Any]], list[dict[str, Any]], i
     conflicts = mem.conflicts(status=None)
     # Audit actions that change a fact all end in _fact: create_fact, reinforce_fact, ...
     changes = sum(
-        1 for f in facts for entry in mem.store.audit_for(f.id) if entry.action.endswith("_fact")
+        1
+        for f in facts
+        for entry in mem.store.audit_for(f.project, f.id)
+        if entry.action.endswith("_fact")
     )
     return (
         [f.model_dump() for f in facts],
@@ -385,7 +388,7 @@ def check_receipts(mem: Memory, seen: set[str]) -> set[str]:
             assert fact.superseded_by in facts, f"{fact.id} superseded by a missing fact"
             assert fact.retired_at is not None
         if fact.status is FactStatus.RETRACTED:
-            audit = mem.store.audit_for(fact.id)
+            audit = mem.store.audit_for(fact.project, fact.id)
             assert any(
                 (e.after or {}).get("status") == FactStatus.RETRACTED.value and e.reason
                 for e in audit

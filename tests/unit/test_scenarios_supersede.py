@@ -177,7 +177,7 @@ def test_another_projects_conflict_is_not_found(mem: Memory) -> None:
     with pytest.raises(NotFound):
         mem.resolve_conflict(conflict.id, keep=en.id, project="default")
     assert only(mem.conflicts(subject=SUBJECT, project="other")).status is ConflictStatus.OPEN
-    assert mem.fact(en.id).status is FactStatus.CANDIDATE
+    assert mem.fact(en.id, project="other").status is FactStatus.CANDIDATE
     # In its own project it resolves normally.
     assert mem.resolve_conflict(conflict.id, keep=en.id, project="other").status is (
         ConflictStatus.RESOLVED

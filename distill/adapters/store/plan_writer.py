@@ -150,7 +150,9 @@ class _Writer:
                 f"a revision of conflict set {before.id} may not change its id, project or subject"
             )
         params = rows.conflict_params(after, self.c)
-        row = self.db.execute(self.q["conflict_by_id"], {"id": params["id"]}).fetchone()
+        row = self.db.execute(
+            self.q["conflict_by_id"], {"project": params["project"], "id": params["id"]}
+        ).fetchone()
         if row is None or rows.conflict_from_row(row, self.c) != before:
             raise IntegrityViolation(f"conflict set {before.id} changed since it was read")
         self.db.execute(self.q["update_conflict"], params)

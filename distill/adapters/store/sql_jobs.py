@@ -52,11 +52,11 @@ class SqlJobs(SqlBase):
                 self._events_stored(db)
         return stored
 
-    def events(self, ids: Sequence[str]) -> list[Event]:
-        """The stored events among `ids`, in (occurred_at, id) order."""
+    def events(self, project: str, ids: Sequence[str]) -> list[Event]:
+        """The project's stored events among `ids`, in (occurred_at, id) order."""
         if not ids:
             return []
-        found = self._read("events_by_ids", {"ids": self._array(ids)})
+        found = self._read("events_by_ids", {"project": project, "ids": self._array(ids)})
         return [rows.event_from_row(r, self.codec) for r in found]
 
     def set_event_embeddings(self, model_id: str, vectors: dict[str, Vector]) -> None:

@@ -32,9 +32,14 @@ from distill.core.models import (
 )
 from distill.core.plan import Plan
 from distill.errors import NotFound
-from distill.ports import IdentityVector, LLMUsage, Neighbour, StoreCounts, Vector
+from distill.ids import ID_LENGTH, ID_PREFIX_RE
+from distill.ports import IdentityVector, IdTable, LLMUsage, Neighbour, StoreCounts, Vector
 
 EVENT_PAGE_SIZE = 500  # rows per read transaction when iterating over every event
+_PREFIX_QUERIES: dict[IdTable, str] = {
+    "fact": "fact_ids_by_prefix",
+    "conflict": "conflict_ids_by_prefix",
+}
 
 
 class SqlStore(SqlJobs):
@@ -206,11 +211,22 @@ class SqlStore(SqlJobs):
         return self._write("forget_extractions", {"project": project})
 
     # -- queries -----------------------------------------------------------------------------------
-    def fact(self, fact_id: str) -> Fact:
-        found = self._read("fact_by_id", {"id": self.codec.id(fact_id)})
+    def fact(self, project: str, fact_id: str) -> Fact:
+        found = self._read("fact_by_id", {"project": project, "id": self.codec.id(fact_id)})
         if not found:
-            raise NotFound(f"no fact {fact_id}")
+            raise NotFound(f"no fact {fact_id} in project {project!r}")
         return rows.fact_from_row(found[0], self.codec)
+
+    def ids_with_prefix(self, table: IdTable, project: str, prefix: str, limit: int) -> list[str]:
+        if not ID_PREFIX_RE.fullmatch(prefix):
+            return []
+        params = {
+            "project": project,
+            "low": self.codec.id(prefix.ljust(ID_LENGTH, "0")),
+            "high": self.codec.id(prefix.ljust(ID_LENGTH, "f")),
+            "limit": limit,
+        }
+        return [self.codec.read_id(r["id"]) for r in self._read(_PREFIX_QUERIES[table], params)]
 
     def facts(
         self,
@@ -228,28 +244,32 @@ class SqlStore(SqlJobs):
             query = "facts_every_status" if include_retired else "facts_active"
         return [rows.fact_from_row(r, self.codec) for r in self._read(query, params)]
 
-    def audit_for(self, fact_id: str) -> list[AuditEntry]:
-        found = self._read("audit_for_fact", {"fact_id": self.codec.id(fact_id)})
+    def audit_for(self, project: str, fact_id: str) -> list[AuditEntry]:
+        params = {"project": project, "fact_id": self.codec.id(fact_id)}
+        found = self._read("audit_for_fact", params)
         return [rows.audit_from_row(r, self.codec) for r in found]
 
     def audit(self, project: str, subject: str | None, limit: int) -> list[AuditEntry]:
         params = {"project": project, "subject": subject, "limit": limit}
         return [rows.audit_from_row(r, self.codec) for r in self._read("audit_latest", params)]
 
-    def observations_for_events(self, event_ids: Sequence[str]) -> list[Observation]:
+    def observations_for_events(self, project: str, event_ids: Sequence[str]) -> list[Observation]:
         if not event_ids:
             return []
-        found = self._read("observations_for_events", {"event_ids": self._array(event_ids)})
+        params = {"project": project, "event_ids": self._array(event_ids)}
+        found = self._read("observations_for_events", params)
         return [rows.observation_from_row(r, self.codec) for r in found]
 
-    def observations_for(self, fact_id: str) -> list[Observation]:
-        found = self._read("observations_for_fact", {"fact_id": self.codec.id(fact_id)})
+    def observations_for(self, project: str, fact_id: str) -> list[Observation]:
+        params = {"project": project, "fact_id": self.codec.id(fact_id)}
+        found = self._read("observations_for_fact", params)
         return [rows.observation_from_row(r, self.codec) for r in found]
 
-    def conflict(self, conflict_id: str) -> ConflictSet:
-        found = self._read("conflict_by_id", {"id": self.codec.id(conflict_id)})
+    def conflict(self, project: str, conflict_id: str) -> ConflictSet:
+        params = {"project": project, "id": self.codec.id(conflict_id)}
+        found = self._read("conflict_by_id", params)
         if not found:
-            raise NotFound(f"no conflict set {conflict_id}")
+            raise NotFound(f"no conflict set {conflict_id} in project {project!r}")
         return rows.conflict_from_row(found[0], self.codec)
 
     def conflicts(

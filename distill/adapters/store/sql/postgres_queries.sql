@@ -54,7 +54,7 @@ WHERE project = %(project)s AND idempotency_key = %(idempotency_key)s;
 SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
        idempotency_key
 FROM events
-WHERE id = ANY(%(ids)s::text[])
+WHERE project = %(project)s AND id = ANY(%(ids)s::text[])
 ORDER BY occurred_at, id;
 
 -- name: events_page
@@ -342,7 +342,14 @@ CREATE INDEX IF NOT EXISTS fact_vectors_hnsw_{dim}
     WHERE dim = {dim};
 
 -- name: fact_by_id
-SELECT * FROM facts WHERE id = %(id)s;
+SELECT * FROM facts WHERE project = %(project)s AND id = %(id)s;
+
+-- name: fact_ids_by_prefix
+-- Ids that begin with a prefix a person typed: every id between the prefix padded with
+-- zeros and padded with f's (a range over the primary key, not a scan).
+SELECT id FROM facts
+WHERE project = %(project)s AND id BETWEEN %(low)s AND %(high)s
+ORDER BY id LIMIT %(limit)s;
 
 -- name: facts_by_ids
 SELECT * FROM facts
@@ -438,7 +445,14 @@ UPDATE conflicts SET
 WHERE id = %(id)s;
 
 -- name: conflict_by_id
-SELECT * FROM conflicts WHERE id = %(id)s;
+SELECT * FROM conflicts WHERE project = %(project)s AND id = %(id)s;
+
+-- name: conflict_ids_by_prefix
+-- Ids that begin with a prefix a person typed: every id between the prefix padded with
+-- zeros and padded with f's (a range over the primary key, not a scan).
+SELECT id FROM conflicts
+WHERE project = %(project)s AND id BETWEEN %(low)s AND %(high)s
+ORDER BY id LIMIT %(limit)s;
 
 -- name: open_conflicts_for
 SELECT * FROM conflicts
@@ -469,11 +483,13 @@ INSERT INTO observations (
 );
 
 -- name: observations_for_fact
-SELECT * FROM observations WHERE fact_id = %(fact_id)s ORDER BY occurred_at, id;
+SELECT * FROM observations
+WHERE project = %(project)s AND fact_id = %(fact_id)s
+ORDER BY occurred_at, id;
 
 -- name: observations_for_events
 SELECT * FROM observations
-WHERE event_id = ANY(%(event_ids)s::text[])
+WHERE project = %(project)s AND event_id = ANY(%(event_ids)s::text[])
 ORDER BY occurred_at, id;
 
 -- name: seen_claims
@@ -499,7 +515,7 @@ INSERT INTO audit (
 );
 
 -- name: audit_for_fact
-SELECT * FROM audit WHERE fact_id = %(fact_id)s ORDER BY at, id;
+SELECT * FROM audit WHERE project = %(project)s AND fact_id = %(fact_id)s ORDER BY at, id;
 
 -- name: audit_latest
 SELECT * FROM (

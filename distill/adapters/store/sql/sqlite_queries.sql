@@ -41,7 +41,7 @@ WHERE project = :project AND idempotency_key = :idempotency_key;
 SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
        idempotency_key
 FROM events
-WHERE id IN (SELECT stored_id(value) FROM json_each(:ids))
+WHERE project = :project AND id IN (SELECT stored_id(value) FROM json_each(:ids))
 ORDER BY occurred_at, id;
 
 -- name: events_page
@@ -296,7 +296,14 @@ SELECT :fact_id, project, subject, model_id, dim, text_hash
 FROM fact_vectors WHERE fact_id = :from_id;
 
 -- name: fact_by_id
-SELECT * FROM facts WHERE id = :id;
+SELECT * FROM facts WHERE project = :project AND id = :id;
+
+-- name: fact_ids_by_prefix
+-- Ids that begin with a prefix a person typed: every id between the prefix padded with
+-- zeros and padded with f's (a range over the primary key, not a scan).
+SELECT id FROM facts
+WHERE project = :project AND id BETWEEN :low AND :high
+ORDER BY id LIMIT :limit;
 
 -- name: facts_by_ids
 SELECT * FROM facts
@@ -416,7 +423,14 @@ UPDATE conflicts SET
 WHERE id = :id;
 
 -- name: conflict_by_id
-SELECT * FROM conflicts WHERE id = :id;
+SELECT * FROM conflicts WHERE project = :project AND id = :id;
+
+-- name: conflict_ids_by_prefix
+-- Ids that begin with a prefix a person typed: every id between the prefix padded with
+-- zeros and padded with f's (a range over the primary key, not a scan).
+SELECT id FROM conflicts
+WHERE project = :project AND id BETWEEN :low AND :high
+ORDER BY id LIMIT :limit;
 
 -- name: open_conflicts_for
 SELECT * FROM conflicts
@@ -447,11 +461,14 @@ INSERT INTO observations (
 );
 
 -- name: observations_for_fact
-SELECT * FROM observations WHERE fact_id = :fact_id ORDER BY occurred_at, id;
+SELECT * FROM observations
+WHERE project = :project AND fact_id = :fact_id
+ORDER BY occurred_at, id;
 
 -- name: observations_for_events
 SELECT * FROM observations
-WHERE event_id IN (SELECT stored_id(value) FROM json_each(:event_ids))
+WHERE project = :project
+  AND event_id IN (SELECT stored_id(value) FROM json_each(:event_ids))
 ORDER BY occurred_at, id;
 
 -- name: seen_claims
@@ -479,7 +496,7 @@ INSERT INTO audit (
 );
 
 -- name: audit_for_fact
-SELECT * FROM audit WHERE fact_id = :fact_id ORDER BY at, id;
+SELECT * FROM audit WHERE project = :project AND fact_id = :fact_id ORDER BY at, id;
 
 -- name: audit_latest
 -- The latest entries of a project or of one subject. Two branches, one of which finds nothing

@@ -19,10 +19,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from distill.adapters.embed import EMBEDDERS, close_embedder
 from distill.adapters.embed.calibrations import uncalibrated
 from distill.adapters.llm import PROVIDERS
-from distill.core.models import Fact
-from distill.errors import DistillError, NotFound
+from distill.errors import DistillError
 from distill.extractors import EXTRACTORS
-from distill.memory import Memory
 from distill.report import Report
 from distill.service.copy_command import copy_cmd
 from distill.service.eval_command import eval_cmd
@@ -343,15 +341,6 @@ def facts(
         out.print(fact_table(found, title=f"facts as of {as_of}" if as_of else "facts"))
 
 
-def _fact_in(mem: Memory, fact_id: str, project: str) -> Fact:
-    """The fact, if it is in `project`: another project's is not found, as if it did not
-    exist."""
-    fact = mem.fact(fact_id)
-    if fact.project != project:
-        raise NotFound(f"no fact {fact_id} in project {project!r}")
-    return fact
-
-
 @cli.command()
 @click.argument("fact_id")
 @click.option("--project", default="default", show_default=True)
@@ -361,7 +350,7 @@ def history(ctx: click.Context, fact_id: str, project: str, as_json: bool) -> No
     """Show a fact's versions, observations and audit trail (FACT_ID: the id, or the start
     of it)."""
     with memory(ctx) as mem:
-        hist = mem.history(_fact_in(mem, fact_id, project).id)
+        hist = mem.history(fact_id, project=project)
     if as_json:
         emit(
             {
@@ -420,7 +409,7 @@ def conflicts(
         found = mem.conflicts(
             subject=subject, project=project, status=None if status == "all" else status
         )
-        members = {m: mem.fact(m, project) for c in found for m in c.member_ids}
+        members = {m: mem.fact(m, project=project) for c in found for m in c.member_ids}
     if as_json:
         emit([c.model_dump(mode="json") for c in found])
     elif not found:
@@ -460,7 +449,7 @@ def pin(ctx: click.Context, fact_id: str, unpin: bool, project: str, as_json: bo
     """Pin a fact: automatic consolidation will never change it (FACT_ID: the id, or the
     start of it)."""
     with memory(ctx) as mem:
-        fact = mem.pin(_fact_in(mem, fact_id, project).id, pinned=not unpin)
+        fact = mem.pin(fact_id, pinned=not unpin, project=project)
     if as_json:
         emit(fact.model_dump(mode="json"))
     else:

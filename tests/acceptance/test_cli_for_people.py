@@ -273,3 +273,19 @@ def test_history_and_pin_with_the_facts_own_project(cli: Cli) -> None:
     default = cli("history", fact_id)
     assert default.code == 1
     assert default.stderr.startswith(f"Error: no fact {fact_id}")
+
+
+def test_ids_may_be_typed_as_unique_prefixes(cli: Cli) -> None:
+    """What the user typed goes to Memory as it is: a unique prefix names its fact or
+    conflict, as with git; an ambiguous one is an error that lists the candidates."""
+    conflict_id, members = _conflict(cli)
+    assert cli.ok_json("history", members[0][:20])["fact"]["id"] == members[0]
+    assert cli.ok_json("pin", members[1][:20])["id"] == members[1]
+    shared = next(members[0][:n] for n in range(32, 0, -1) if members[1].startswith(members[0][:n]))
+    assert len(shared) >= 4  # made in one run: the same millisecond, or nearly
+    ambiguous = cli("history", shared)
+    assert ambiguous.code == 1
+    assert "ambiguous" in ambiguous.error
+    assert all(m in ambiguous.error for m in members)
+    kept = cli.ok_json("resolve", conflict_id[:20], "--keep", members[1][:20])
+    assert kept["kept_fact_id"] == members[1]

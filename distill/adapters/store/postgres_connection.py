@@ -6,6 +6,12 @@ in autocommit mode with explicit transactions, as `SqliteConnections` does: the 
 leaves the outer transaction usable after a failed statement), a nested read reuses the
 transaction it is in. Work registered with `after_commit` runs once the outermost
 transaction has committed, and is dropped if it rolls back.
+
+A database shared with other applications is normal in PostgreSQL (unlike a SQLite file, it is
+named on purpose), so it is not refused: Distill's tables go into the URL's schema beside the
+others'. A name Distill needs that another application took stops the migration, which runs
+in one transaction, with nothing written; the error says how to give Distill a schema of its
+own.
 """
 
 from __future__ import annotations
@@ -136,6 +142,13 @@ def translate(exc: psycopg.Error) -> DistillError:
         )
     if isinstance(exc, pg_errors.IntegrityError):
         return IntegrityViolation(f"the store refused a write: {_first_line(exc)}")
+    if isinstance(exc, pg_errors.DuplicateTable):  # only migrations create tables
+        return StoreError(
+            f"PostgreSQL failed: {_first_line(exc)}: another application's table or index has "
+            "a name distill needs, in the schema the URL uses; nothing was written. Give "
+            "distill its own database, or its own schema: CREATE SCHEMA distill, then add "
+            "options=-csearch_path%3Ddistill,public to the URL's query"
+        )
     if isinstance(exc, pg_errors.DeadlockDetected):
         return StoreError(f"PostgreSQL broke a deadlock by failing this transaction: {exc}")
     return StoreError(f"PostgreSQL failed: {_first_line(exc)}")

@@ -15,8 +15,9 @@ every operation is built from.
 - new events (`_events_stored`, `wait_for_events`): polling, or NOTIFY / LISTEN;
 - vectors (`_vector_param`, `_nearest`, `_vectors_written`): BLOBs searched exactly or
   through an in-memory HNSW index, or pgvector and its HNSW indexes;
-- migrations (`_run_migration`, `_check_can_migrate`): statements one by one, or one script
-  once pgvector is known to be there;
+- migrations (`_run_migration`, `_check_can_migrate`, `_current_version`): statements one by
+  one, or one script once pgvector is known to be there; SQLite reads its version first and
+  writes only when a migration is due;
 - connections (`self._db`): one per thread either way, with the same transaction rules.
 
 The SQL files stay the source of truth: both define the same query names (a test checks
@@ -126,6 +127,11 @@ class SqlBase(ABC):
         """Raise, saying what to do, if this database cannot take the migrations it lacks."""
         return None  # nothing to do unless the backend says otherwise
 
+    def _current_version(self, db: DB) -> int | None:
+        """The schema version, read in a read transaction; None when it cannot be read
+        without writing (no migrations table yet): then the migrations find out."""
+        return None  # unless the backend says otherwise, `migrate` always takes the write path
+
     def _events_stored(self, db: DB) -> None:
         """New events were stored in this transaction: wake whoever waits for them."""
         return None  # nothing to do unless the backend says otherwise
@@ -178,20 +184,26 @@ class SqlBase(ABC):
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def migrate(self) -> None:
-        """Apply the migrations this database lacks, in order; a no-op when up to date."""
+        """Apply the migrations this database lacks, in order; a no-op when up to date.
+
+        The version is read first where the backend can: an up-to-date database is then
+        opened without a write (a read-only one is served, and a reader does not wait for a
+        writer's lock), and one that cannot take its migrations says so before any write."""
         latest = self.migrations[-1].version
+        with self._tx(write=False) as db:
+            current = self._current_version(db)
+            if current is not None:
+                self._refuse_newer(current, latest)
+                if current == latest:
+                    return
+                self._check_can_migrate(db)
         with self._tx() as db:
             # One migrating store at a time, so that stores started at once on a fresh
             # database do not race to create the same tables.
             self._lock(db, "distill", "migrations")
             self._run(db, "create_migrations_table")
             current = int(self._one(db, "schema_version")["version"])
-            if current > latest:
-                raise StoreError(
-                    f"the database at {self.where} has schema version {current}, but this "
-                    f"distill knows only up to {latest}; upgrade distill "
-                    "(pip install --upgrade distill)"
-                )
+            self._refuse_newer(current, latest)
             if current < latest:
                 self._check_can_migrate(db)
             for migration in self.migrations:
@@ -201,6 +213,14 @@ class SqlBase(ABC):
                 # A record for people, as text on every backend (not through the codec).
                 params = {"version": migration.version, "applied_at": rows.ts(datetime.now(UTC))}
                 self._run(db, "record_migration", params)
+
+    def _refuse_newer(self, current: int, latest: int) -> None:
+        if current > latest:
+            raise StoreError(
+                f"the database at {self.where} has schema version {current}, but this "
+                f"distill knows only up to {latest}; upgrade distill "
+                "(pip install --upgrade distill)"
+            )
 
     def schema_version(self) -> int:
         with self._tx(write=False) as db:

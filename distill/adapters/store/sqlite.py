@@ -8,6 +8,12 @@ array expanded with `json_each` (a list of ids through `stored_id`); vectors are
 BLOBs, searched exactly or, in large subjects, through an in-memory HNSW index
 (`sqlite_vectors`). Connections and transactions: `sqlite_connection`; the SQL:
 `sql/sqlite_*.sql`.
+
+Before anything is written, `sqlite_file` looks at what the path names: a new or empty file
+is created and migrated, another application's database is refused, and a database this
+user cannot write (or one opened with ``?mode=ro``) is served read-only. Its migrations are
+then read before any write lock is taken, so opening an up-to-date database writes nothing,
+and a reader never waits for a writer.
 """
 
 from __future__ import annotations
@@ -23,7 +29,9 @@ from distill.adapters.store.queries import Migration, load_migrations, load_quer
 from distill.adapters.store.sql_base import DB
 from distill.adapters.store.sql_store import SqlStore
 from distill.adapters.store.sqlite_connection import SqliteConnections, split_statements
+from distill.adapters.store.sqlite_file import open_file
 from distill.adapters.store.sqlite_vectors import SqliteVectors
+from distill.errors import StoreError
 from distill.ports import Neighbour, Vector
 
 QUERIES = load_queries("sqlite")
@@ -39,12 +47,24 @@ class SqliteStore(SqlStore):
     codec = rows.PACKED
     integrity_errors = (sqlite3.IntegrityError,)
 
-    def __init__(self, path: str | Path, *, ann_min_vectors: int | None = None) -> None:
-        """`ann_min_vectors`: active vectors of one subject from which lookups use an ANN
-        index instead of exact search (default `sqlite_vectors.INDEX_MIN_VECTORS`)."""
-        self.path = str(path)
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        ann_min_vectors: int | None = None,
+        busy_timeout: float | None = None,
+        read_only: bool | None = None,
+    ) -> None:
+        """`path`: a file (with options if any: ``memory.db?busy_timeout=60&mode=ro``) or
+        ``:memory:``. `ann_min_vectors`: active vectors of one subject from which lookups use
+        an ANN index instead of exact search (default `sqlite_vectors.INDEX_MIN_VECTORS`).
+        `busy_timeout`: seconds a writer waits for another's write lock (default
+        `sqlite_file.BUSY_TIMEOUT_S`). `read_only`: serve reads and refuse writes (by default
+        when the path says ``mode=ro`` or this user cannot write the database)."""
+        self.file = open_file(str(path), busy_timeout, read_only)
+        self.path = self.file.path
         self._vectors = SqliteVectors(ann_min_vectors)
-        self._connections = SqliteConnections(self.path)
+        self._connections = SqliteConnections(self.file, self._claimers)
         super().__init__(self._connections, self.path)
 
     def __repr__(self) -> str:
@@ -84,3 +104,27 @@ class SqliteStore(SqlStore):
     def _run_migration(self, db: DB, migration: Migration) -> None:
         for statement in split_statements(migration.sql):
             db.execute(statement)
+
+    def _current_version(self, db: DB) -> int | None:
+        if self.file.new:  # no tables when looked at: the write path makes them, or finds
+            return None  # that another store just did
+        return int(self._one(db, "schema_version")["version"])
+
+    def _check_can_migrate(self, db: DB) -> None:
+        if self.file.read_only is not None:
+            current = int(self._one(db, "schema_version")["version"])
+            raise StoreError(
+                f"the SQLite database at {self.path} has schema version {current} and this "
+                f"distill needs version {self.migrations[-1].version}, but it is read-only "
+                f"({self.file.read_only}): open it once with write access, for example with "
+                "`distill migrate`, to bring it up to date"
+            )
+
+    def _claimers(self) -> list[str]:
+        """The running consolidations of other stores, for a writer kept waiting."""
+        return [
+            f"{c.owner.describe()} ({c.jobs} running job(s)"
+            + (f" since {c.since:%H:%M:%S} UTC)" if c.since else ")")
+            for c in self._running_claims()
+            if c.owner.token != self.owner.token
+        ]

@@ -5,6 +5,11 @@ File databases get one connection per thread; ``":memory:"`` gets one shared con
 are explicit (`isolation_level=None`): the outermost is `BEGIN IMMEDIATE` for writes (take
 the write lock up front, so a writer never fails half-way on a busy database) or a deferred
 `BEGIN` for reads; a nested write is a savepoint, so it rolls back alone.
+
+What the file is and how to open it (read-only, options) is decided before the first
+connection (`sqlite_file`); how a writer waits for the write lock, and what it says while it
+waits, is `sqlite_lock`. On a read-only database a write transaction is refused before it
+begins, saying why the database is read-only.
 """
 
 from __future__ import annotations
@@ -17,9 +22,10 @@ from contextlib import contextmanager
 
 from distill.adapters.store import rows
 from distill.adapters.store.connections import PerThread
+from distill.adapters.store.sqlite_file import SqliteFile
+from distill.adapters.store.sqlite_lock import Suspects, begin_write, is_busy
 from distill.errors import DistillError, IntegrityViolation, StoreError
 
-BUSY_TIMEOUT_MS = 30_000  # how long a writer waits for the write lock before failing
 WAL_RETRY_PAUSE_S = 0.01  # seconds between tries to switch a contended new file to WAL
 
 
@@ -37,10 +43,13 @@ class _Connection:
 class SqliteConnections(PerThread[_Connection]):
     """The connections of one store to one database, and the transactions on them."""
 
-    def __init__(self, path: str) -> None:
-        super().__init__(path)
-        self.path = path
-        self._memory = path == ":memory:"
+    def __init__(self, file: SqliteFile, suspects: Suspects) -> None:
+        """`suspects`: who may hold the write lock when a writer waits (see `sqlite_lock`)."""
+        super().__init__(file.path)
+        self.file = file
+        self.path = file.path
+        self._suspects = suspects
+        self._memory = file.memory
         self._shared = self._remember(self._open()) if self._memory else None
 
     def raw(self) -> sqlite3.Connection:
@@ -62,10 +71,15 @@ class SqliteConnections(PerThread[_Connection]):
 
         Driver errors leave as `IntegrityViolation` or `StoreError`, after the rollback.
         """
+        if write and self.file.read_only is not None:
+            raise StoreError(
+                f"the SQLite database at {self.path} is read-only ({self.file.read_only}), "
+                "and this writes to it; nothing was written"
+            )
         conn = self._conn()
         with conn.lock:
             if conn.depth == 0:
-                yield from _outer(conn, write, rollback)
+                yield from self._outer(conn, write, rollback)
             elif write:
                 yield from _savepoint(conn)
             else:
@@ -74,10 +88,11 @@ class SqliteConnections(PerThread[_Connection]):
     def _open(self) -> _Connection:
         try:
             raw = sqlite3.connect(
-                self.path,
+                self.file.uri,
+                uri=True,
                 isolation_level=None,  # explicit transactions only
                 check_same_thread=False,  # so that close() can close every thread's connection
-                timeout=BUSY_TIMEOUT_MS / 1000,
+                timeout=self.file.busy_timeout,
             )
         except sqlite3.Error as exc:
             raise StoreError(
@@ -86,9 +101,9 @@ class SqliteConnections(PerThread[_Connection]):
             ) from exc
         try:
             raw.row_factory = sqlite3.Row
-            raw.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            if not self._memory:
-                _use_wal(raw)
+            raw.execute(f"PRAGMA busy_timeout = {round(self.file.busy_timeout * 1000)}")
+            if not self._memory and self.file.read_only is None:
+                _use_wal(raw, self.file.busy_timeout)
             raw.execute("PRAGMA synchronous = NORMAL")
             raw.execute("PRAGMA foreign_keys = ON")
             # A list of ids arrives as JSON text: its items are packed as the columns are.
@@ -103,41 +118,45 @@ class SqliteConnections(PerThread[_Connection]):
             return self._shared
         return super()._conn()
 
+    def _outer(
+        self, conn: _Connection, write: bool, rollback: bool
+    ) -> Iterator[sqlite3.Connection]:
+        try:
+            if write:
+                begin_write(conn.raw, self.path, self.file.busy_timeout, self._suspects)
+            else:
+                conn.raw.execute("BEGIN")
+        except sqlite3.Error as exc:
+            raise translate(exc) from exc
+        conn.depth = 1
+        conn.changes_at_begin = conn.raw.total_changes
+        try:
+            yield conn.raw
+            conn.raw.execute("ROLLBACK" if rollback else "COMMIT")  # foreign keys checked here
+        except BaseException as exc:
+            if conn.raw.in_transaction:
+                conn.raw.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise translate(exc) from exc
+            raise
+        finally:
+            conn.depth = 0
 
-def _use_wal(raw: sqlite3.Connection) -> None:
+
+def _use_wal(raw: sqlite3.Connection, timeout: float) -> None:
     """Switch to WAL. Two processes creating one file at once can make the switch fail as
     busy without SQLite's busy handler being consulted, so wait here instead."""
-    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    deadline = time.monotonic() + timeout
     while True:
         try:
             raw.execute("PRAGMA journal_mode = WAL").fetchone()
             return
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc):
+            if not is_busy(exc):
                 raise
             if time.monotonic() >= deadline:
                 raise
             time.sleep(WAL_RETRY_PAUSE_S)
-
-
-def _outer(conn: _Connection, write: bool, rollback: bool) -> Iterator[sqlite3.Connection]:
-    try:
-        conn.raw.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-    except sqlite3.Error as exc:
-        raise translate(exc) from exc
-    conn.depth = 1
-    conn.changes_at_begin = conn.raw.total_changes
-    try:
-        yield conn.raw
-        conn.raw.execute("ROLLBACK" if rollback else "COMMIT")  # foreign keys checked here
-    except BaseException as exc:
-        if conn.raw.in_transaction:
-            conn.raw.execute("ROLLBACK")
-        if isinstance(exc, sqlite3.Error):
-            raise translate(exc) from exc
-        raise
-    finally:
-        conn.depth = 0
 
 
 def _savepoint(conn: _Connection) -> Iterator[sqlite3.Connection]:
@@ -166,6 +185,10 @@ def translate(exc: sqlite3.Error) -> DistillError:
                 "a fact, observation or job names an event or fact that is not stored"
             )
         return IntegrityViolation(f"the store refused a write: {exc}")
+    if getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_READONLY:
+        return StoreError(
+            f"SQLite failed: {exc} (may this user write the database file and its folder?)"
+        )
     return StoreError(f"SQLite failed: {exc}")
 
 

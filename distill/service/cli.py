@@ -10,28 +10,39 @@ import logging
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from distill.adapters.embed import EMBEDDERS, close_embedder
 from distill.adapters.embed.calibrations import uncalibrated
 from distill.adapters.llm import PROVIDERS
-from distill.core.models import ConflictSet, Fact
 from distill.errors import DistillError
 from distill.extractors import EXTRACTORS
+from distill.report import Report
 from distill.service.copy_command import copy_cmd
 from distill.service.eval_command import eval_cmd
 from distill.service.event_input import event_from_flags, read_jsonl
 from distill.service.export_command import export_cmd
 from distill.service.maintenance_command import migrate, reembed, replay
+from distill.service.tables import (
+    audit_table,
+    conflict_table,
+    fact_table,
+    observation_table,
+    plan_summary,
+    run_table,
+    running_table,
+    status_table,
+)
 from distill.service.terminal import (
     build_embedder,
     configure_logging,
+    db_option,
+    describe_extraction,
+    describe_llm,
     emit,
     err,
     json_option,
@@ -69,7 +80,7 @@ Environment:
 """
 
 
-@click.group(epilog=ENVIRONMENT)
+@click.group(epilog=ENVIRONMENT, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--db",
     envvar="DISTILL_DATABASE_URL",
@@ -117,6 +128,9 @@ Environment:
     is_flag=True,
     help="Log what the engine and the providers do (retries, reclaims, rejections) on stderr.",
 )
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print JSON instead of tables (every command)."
+)
 @click.version_option(package_name="distill")
 @click.pass_context
 def cli(
@@ -131,11 +145,15 @@ def cli(
     llm_base_url: str | None,
     llm_timeout: float | None,
     verbose: bool,
+    as_json: bool,
 ) -> None:
-    """Distill: memory consolidation for AI agents. Events in, durable facts out."""
+    """Distill: memory consolidation for AI agents. Events in, durable facts out.
+
+    `--db` and `--json` may also follow the command; the other options come before it."""
     configure_logging(logging.INFO if verbose else None)
     ctx.obj = {
         "verbose": verbose,
+        "json": as_json,
         "db": db,
         "embedder": {
             "embedder": embedder,
@@ -197,10 +215,18 @@ def add(ctx: click.Context, /, file: Path | None, as_json: bool, **fields: Any) 
 # -- consolidate -------------------------------------------------------------------------------
 @cli.command()
 @click.option("--dry-run", is_flag=True, help="Show the plan; write nothing.")
+@click.option(
+    "--plan",
+    "full_plan",
+    is_flag=True,
+    help="Print every action (their number and kinds otherwise): with --json, the report's "
+    "`actions`.",
+)
 @json_option
 @click.pass_context
-def consolidate(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
-    """Turn pending events into facts."""
+def consolidate(ctx: click.Context, dry_run: bool, full_plan: bool, as_json: bool) -> None:
+    """Turn pending events into facts. Exits 1 when a job failed or a provider stopped the
+    run (the events are kept; `distill status` lists the failed jobs)."""
     with (
         memory(ctx, with_llm=True) as mem,
         progress_bar("consolidating", enabled=not as_json) as tick,
@@ -209,8 +235,16 @@ def consolidate(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
         if mem.max_distance is None:  # said even with --json: it changes what runs decide
             err.print(uncalibrated(mem.embedder))
     if as_json:
-        emit(report.to_dict())
-        return
+        # Every action of a large dry run is tens of megabytes: listed only when asked for.
+        emit(report.to_dict() if full_plan else {**report.to_dict(), "actions": None})
+    else:
+        _print_run(ctx, report, dry_run, full_plan)
+    failed = _failure(report)
+    if failed:
+        raise DistillError(failed)
+
+
+def _print_run(ctx: click.Context, report: Report, dry_run: bool, full_plan: bool) -> None:
     for note in report.claim_notes():
         err.print(note)
     if report.stopped_by_provider:
@@ -219,19 +253,10 @@ def consolidate(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
         if not report.jobs_held:  # else the line above said where the waiting work is
             out.print("nothing to consolidate: no events are waiting")
         return
-    table = Table(title="dry run: nothing was written" if dry_run else "consolidation")
-    table.add_column("counter")
-    table.add_column("value", justify="right")
-    for name, value in report.counters().items():
-        if value:
-            table.add_row(name, str(value))
-    out.print(table)
+    out.print(run_table(report.counters(), dry_run))
     for rejection in report.rejections:
         out.print(f"rejected ({rejection.reason}): {rejection.detail}")
-    if report.stopped_by_provider:  # the one line above says why; `status` lists the jobs
-        if report.jobs_failed:
-            err.print(f"{report.jobs_failed} job(s) failed: distill status shows their errors")
-    else:
+    if not report.stopped_by_provider:  # else the line above says why; `status` lists them
         for error in report.errors:
             err.print(f"failed: {error}")
     if report.judge_stopped:
@@ -239,9 +264,34 @@ def consolidate(ctx: click.Context, dry_run: bool, as_json: bool) -> None:
             f"the identity judge stopped ({report.judge_stopped}); its sets stay open and "
             "are asked about again on the next run"
         )
-    if dry_run:
+    if ctx.obj["extractor"] == "claims" and report.jobs_done and not report.actions_total:
+        err.print(
+            f"the {report.jobs_done} job(s) read produced nothing: the claims extractor "
+            "(DISTILL_EXTRACTOR=claims) reads only an event's own claims, and these events "
+            "had none; DISTILL_EXTRACTOR=auto (the default) or text makes memories of their "
+            "sentences, and llm asks a model"
+        )
+    if dry_run and full_plan:
         for action in report.actions:
-            out.print(f"  {action['action']:<20} {action['reason']}")
+            out.print(f"  {action['action']:<20} {action['reason']}", markup=False)
+    elif dry_run and report.actions:
+        out.print(f"{plan_summary(report.actions)}; `--plan` prints each")
+
+
+def _failure(report: Report) -> str:
+    """Why the run must exit non-zero, so that cron and CI notice: jobs failed, or a
+    provider stopped the run with work left undone; "" when it did its work."""
+    if report.jobs_failed:
+        return (
+            f"{report.jobs_failed} job(s) failed; their events are kept, `distill status` "
+            "shows the errors, and a later run retries the transient ones"
+        )
+    if report.stopped_by_provider:  # its reason is printed, or in the JSON report
+        return (
+            f"the run stopped before its work was done; {report.jobs_released} job(s) are "
+            "pending for the next run"
+        )
+    return ""
 
 
 @contextmanager
@@ -256,6 +306,11 @@ def progress_bar(label: str, enabled: bool) -> Iterator[Callable[[int, int], Non
 
 
 # -- reading -----------------------------------------------------------------------------------
+def _where(project: str, subject: str | None) -> str:
+    where = f"in project {project!r}"
+    return f"for subject {subject!r} {where}" if subject else where
+
+
 @cli.command()
 @click.option("--subject")
 @click.option("--project", default="default", show_default=True)
@@ -278,41 +333,24 @@ def facts(
         )
     if as_json:
         emit([f.model_dump(mode="json") for f in found])
+    elif not found:
+        which = "" if include_retired or as_of else "active "
+        when = f" as of {as_of}" if as_of else ""
+        out.print(f"no {which}facts {_where(project, subject)}{when}", markup=False)
     else:
         out.print(fact_table(found, title=f"facts as of {as_of}" if as_of else "facts"))
 
 
-def fact_table(found: list[Fact], title: str) -> Table:
-    table = Table(title=title)
-    table.add_column("id", no_wrap=True)
-    for column in ("subject", "fact", "status", "valid", "sources", "reinforced"):
-        table.add_column(column)
-    for f in found:
-        valid = f"{_day(f.valid_from)} → {_day(f.valid_to) if f.valid_to else 'now'}"
-        table.add_row(
-            f.id,
-            f.subject,
-            ("📌 " if f.pinned else "") + f.text,
-            f.status.value,
-            valid,
-            str(len(f.source_event_ids)),
-            str(f.reinforcement_count),
-        )
-    return table
-
-
-def _day(when: datetime) -> str:
-    return when.strftime("%Y-%m-%d %H:%M")
-
-
 @cli.command()
 @click.argument("fact_id")
+@click.option("--project", default="default", show_default=True)
 @json_option
 @click.pass_context
-def history(ctx: click.Context, fact_id: str, as_json: bool) -> None:
-    """Show a fact's versions, observations and audit trail."""
+def history(ctx: click.Context, fact_id: str, project: str, as_json: bool) -> None:
+    """Show a fact's versions, observations and audit trail (FACT_ID: the id, or the start
+    of it)."""
     with memory(ctx) as mem:
-        hist = mem.history(fact_id)
+        hist = mem.history(fact_id, project=project)
     if as_json:
         emit(
             {
@@ -323,13 +361,13 @@ def history(ctx: click.Context, fact_id: str, as_json: bool) -> None:
             }
         )
         return
-    out.print(fact_table(hist.versions, title=f"versions of {hist.fact.predicate or hist.fact.id}"))
-    audit = Table(title="audit")
-    for column in ("at", "pass", "action", "reason"):
-        audit.add_column(column)
-    for entry in hist.audit:
-        audit.add_row(_day(entry.at), entry.pass_name, entry.action, entry.reason)
-    out.print(audit)
+    name = hist.fact.predicate or hist.fact.id
+    out.print(fact_table(hist.versions, title=f"versions of {name}"))
+    if hist.observations:
+        out.print(observation_table(hist.observations, title="observations: what was claimed"))
+    else:
+        out.print("no observations: no event has claimed this fact yet")
+    out.print(audit_table(hist.audit, title="audit", subjects=False))
 
 
 @cli.command("audit")
@@ -346,13 +384,10 @@ def audit_cmd(
         entries = mem.audit(subject=subject, project=project, limit=limit)
     if as_json:
         emit([e.model_dump(mode="json") for e in entries])
-        return
-    table = Table(title="audit")
-    for column in ("at", "subject", "pass", "action", "fact", "reason"):
-        table.add_column(column)
-    for e in entries:
-        table.add_row(_day(e.at), e.subject, e.pass_name, e.action, e.fact_id or "", e.reason)
-    out.print(table)
+    elif not entries:
+        out.print(f"no audit entries {_where(project, subject)}", markup=False)
+    else:
+        out.print(audit_table(entries, title="audit"))
 
 
 @cli.command()
@@ -374,21 +409,14 @@ def conflicts(
         found = mem.conflicts(
             subject=subject, project=project, status=None if status == "all" else status
         )
-        members = {m: mem.fact(m, project) for c in found for m in c.member_ids}
+        members = {m: mem.fact(m, project=project) for c in found for m in c.member_ids}
     if as_json:
         emit([c.model_dump(mode="json") for c in found])
-        return
-    out.print(conflict_table(found, members))
-
-
-def conflict_table(found: list[ConflictSet], members: dict[str, Fact]) -> Table:
-    table = Table(title="conflicts")
-    for column in ("id", "subject", "kind", "status", "members", "reason"):
-        table.add_column(column)
-    for c in found:
-        shown = "\n".join(f"{m} {members[m].status.value}: {members[m].text}" for m in c.member_ids)
-        table.add_row(c.id, c.subject, c.kind.value, c.status.value, shown, c.reason)
-    return table
+    elif not found:
+        which = "" if status == "all" else f"{status} "
+        out.print(f"no {which}conflicts {_where(project, subject)}", markup=False)
+    else:
+        out.print(conflict_table(found, members))
 
 
 @cli.command("resolve")
@@ -400,7 +428,7 @@ def conflict_table(found: list[ConflictSet], members: dict[str, Fact]) -> Table:
 def resolve_cmd(
     ctx: click.Context, conflict_id: str, keep: str | None, project: str, as_json: bool
 ) -> None:
-    """Resolve a conflict set by keeping one of its facts."""
+    """Resolve a conflict set by keeping one of its facts (ids, or the start of them)."""
     with memory(ctx) as mem:
         result = mem.resolve_conflict(conflict_id, keep=keep, project=project)
     if as_json:
@@ -414,61 +442,43 @@ def resolve_cmd(
 @cli.command()
 @click.argument("fact_id")
 @click.option("--unpin", is_flag=True, help="Remove the pin instead.")
+@click.option("--project", default="default", show_default=True)
 @json_option
 @click.pass_context
-def pin(ctx: click.Context, fact_id: str, unpin: bool, as_json: bool) -> None:
-    """Pin a fact: automatic consolidation will never change it."""
+def pin(ctx: click.Context, fact_id: str, unpin: bool, project: str, as_json: bool) -> None:
+    """Pin a fact: automatic consolidation will never change it (FACT_ID: the id, or the
+    start of it)."""
     with memory(ctx) as mem:
-        fact = mem.pin(fact_id, pinned=not unpin)
+        fact = mem.pin(fact_id, pinned=not unpin, project=project)
     if as_json:
         emit(fact.model_dump(mode="json"))
     else:
-        out.print(f"{'pinned' if fact.pinned else 'unpinned'} {fact.id}: {fact.text}")
+        out.print(f"{'pinned' if fact.pinned else 'unpinned'} {fact.id}: {fact.text}", markup=False)
 
 
 @cli.command()
 @json_option
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
-    """Counts of events, facts, jobs and open conflicts; failed jobs with their errors; LLM
-    calls and tokens spent."""
+    """Counts of events, facts, jobs and open conflicts; failed jobs with their errors; the
+    embedder, extractor and LLM a run would use; LLM calls and tokens spent."""
     with memory(ctx) as mem:
         data = mem.status().to_dict()
-    # The configured model, named without building it: status must work when it cannot be.
-    config = ctx.obj["llm"]
-    data["llm"] = (
-        f"{config['provider']}/{config['model'] or 'default'}"
-        if config["provider"] != "none"
-        else "none"
-    )
+    # The configured models, named without building them: status must work when they cannot
+    # be built (no SDK, no key, no server).
+    data["llm"] = describe_llm(ctx.obj["llm"])
+    data["extractor"] = describe_extraction(ctx.obj["extractor"], data["llm"])
     if as_json:
         emit(data)
         return
-    table = Table(title=f"distill — {data['database']}")
-    table.add_column("what")
-    table.add_column("count", justify="right")
-    table.add_row("events", str(data["events"]))
-    for name, count in sorted(data["facts"].items()):
-        table.add_row(f"facts {name}", str(count))
-    for name, count in sorted(data["jobs"].items()):
-        table.add_row(f"jobs {name}", str(count))
-    table.add_row("open conflicts", str(data["open_conflicts"]))
-    usage = data["llm_usage"]
-    table.add_row("LLM configured", data["llm"])
-    table.add_row("LLM calls (all models)", str(usage["calls"]))
-    table.add_row("LLM prompt tokens", str(usage["prompt_tokens"]))
-    table.add_row("LLM completion tokens", str(usage["completion_tokens"]))
-    out.print(table)
+    out.print(status_table(data))
     if data["running_jobs"]:
-        running = Table(title="running jobs")
-        for column in ("job", "subject", "owner", "for"):
-            running.add_column(column)
-        for job in data["running_jobs"]:
-            running.add_row(job["id"], job["subject"], job["owner"] or "?", job["age"])
-        out.print(running)
+        out.print(running_table(data["running_jobs"]))
     for job in data["failed_jobs"]:
         err.print(
-            f"failed job {job['id']} ({job['subject']}, {job['attempts']} attempts): {job['error']}"
+            f"failed job {job['id']} ({job['subject']}, {job['attempts']} attempts): "
+            f"{job['error']}",
+            markup=False,
         )
 
 
@@ -493,6 +503,22 @@ cli.add_command(migrate)
 cli.add_command(reembed)
 cli.add_command(replay)
 cli.add_command(worker)
+for _command in cli.commands.values():
+    _command.params.append(db_option())
+
+
+def _misplaced(exc: click.NoSuchOption) -> click.UsageError | None:
+    """An option of `distill` itself typed after the command: say where it goes."""
+    for param in cli.params:
+        if exc.option_name in param.opts and exc.ctx is not None:
+            command = exc.ctx.info_name
+            return click.UsageError(
+                f"{exc.option_name} is an option of distill itself: put it before the "
+                f"command (distill {exc.option_name} ... {command} ...); only --db and "
+                "--json may follow the command",
+                exc.ctx,
+            )
+    return None
 
 
 def main() -> None:
@@ -503,6 +529,10 @@ def main() -> None:
     except click.Abort:
         err.print("Aborted.")
         sys.exit(1)
+    except click.NoSuchOption as exc:
+        usage = _misplaced(exc) or exc
+        usage.show()
+        sys.exit(usage.exit_code)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)

@@ -22,7 +22,7 @@ from distill.adapters.store.copy import copy_store
 from distill.adapters.store.sql_store import SqlStore
 from distill.errors import ConfigurationError, StoreError
 from distill.memory import open_store
-from distill.service.terminal import err, out
+from distill.service.terminal import err, json_option, out
 
 
 @click.command("copy")
@@ -34,7 +34,7 @@ from distill.service.terminal import err, out
     help="The empty database to copy into: a SQLite path, sqlite:///path or "
     "postgresql://user@host/dbname.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
+@json_option
 @click.pass_context
 def copy_cmd(ctx: click.Context, to: str, as_json: bool) -> None:
     """Copy everything in the database (--db) into an empty one: SQLite to PostgreSQL, back,

@@ -11,6 +11,7 @@ from rich.console import Console
 
 from distill.memory import Memory
 from distill.ports import Embedder
+from distill.service.tables import conflict_table, fact_table
 
 # A short life of one user, told as events. Each step says what Distill should do with it.
 STORY: list[tuple[str, dict[str, Any]]] = [
@@ -103,8 +104,6 @@ def run_demo(embedder: str | Embedder, as_json: bool, out: Console) -> None:
 
 
 def _walk(mem: Memory, as_json: bool, out: Console) -> dict[str, Any]:
-    from distill.service.cli import conflict_table, fact_table
-
     say = (lambda *a, **k: None) if as_json else out.print
     say(f"[bold]Distill demo[/bold] — a temporary store, embedder {mem.embedder.model_id}\n")
     for caption, event in STORY:

@@ -19,7 +19,7 @@ from distill.adapters.embed import close_embedder
 from distill.eval import SUITES, EvalContext, SuiteResult, default_data_dir, run_suite
 from distill.eval.context import Progress as ProgressFn
 from distill.eval.results import format_value
-from distill.service.terminal import build_embedder, err, out
+from distill.service.terminal import build_embedder, err, json_flag, out
 
 
 @click.command("eval")
@@ -42,7 +42,7 @@ from distill.service.terminal import build_embedder, err, out
     type=click.Path(dir_okay=False, path_type=Path),
     help="Where to write the JSON result (default: eval-results/SUITE.json).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the JSON result instead of tables.")
+@json_flag("Print the JSON result instead of tables.")
 @click.option("--markdown", is_flag=True, help="Print Markdown tables (for a report).")
 @click.pass_context
 def eval_cmd(

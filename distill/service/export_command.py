@@ -16,7 +16,7 @@ import click
 from distill.export import export_lines
 from distill.memory import open_store
 from distill.ports import Store
-from distill.service.terminal import err, out
+from distill.service.terminal import err, json_flag, out
 
 
 @click.command("export")
@@ -28,7 +28,7 @@ from distill.service.terminal import err, out
     type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
     help="Write the lines to this file (replaced whole once complete) instead of stdout.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@json_flag("Print the summary as JSON.")
 @click.pass_context
 def export_cmd(
     ctx: click.Context, project: str, subject: str | None, out_file: Path | None, as_json: bool

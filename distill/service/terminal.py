@@ -3,6 +3,7 @@ the Memory a command works on, and JSON output."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import os
@@ -16,6 +17,7 @@ from rich.console import Console
 
 from distill.adapters.embed import close_embedder, make_embedder
 from distill.adapters.llm import close_llm, make_llm
+from distill.errors import ConfigurationError
 from distill.memory import Memory
 from distill.ports import Embedder
 
@@ -27,6 +29,53 @@ def build_llm(ctx: click.Context) -> Any:
     """The configured model. The key comes from the environment only: an option would show
     it in `ps` and the shell's history."""
     return make_llm(api_key=os.environ.get("DISTILL_LLM_API_KEY") or None, **ctx.obj["llm"])
+
+
+def require_model(ctx: click.Context) -> None:
+    """The llm extractor without a model, said in the CLI's words (the API's own message
+    speaks of `Memory(llm=...)`, which a CLI user has no way to pass)."""
+    if ctx.obj["extractor"] == "llm" and ctx.obj["llm"]["provider"] == "none":
+        raise ConfigurationError(
+            "the llm extractor (DISTILL_EXTRACTOR=llm or --extractor llm) needs a model: set "
+            "DISTILL_LLM to openai, ollama or anthropic (and DISTILL_LLM_MODEL), or use "
+            "DISTILL_EXTRACTOR=auto to extract without one"
+        )
+
+
+def describe_llm(config: dict[str, Any]) -> str:
+    """The model a command would ask, with its default name resolved, named without being
+    built: `status` must work when it cannot be (no SDK, no key, no server)."""
+    provider = config["provider"]
+    if provider == "none":
+        return "none"
+    if provider == "fake":
+        return "fake"
+    model = config["model"] or _default_model(provider)
+    return f"{provider}/{model}"
+
+
+def _default_model(provider: str) -> str:
+    from distill.adapters.llm.anthropic import AnthropicLLM
+    from distill.adapters.llm.ollama import OllamaLLM
+    from distill.adapters.llm.openai import OpenAILLM
+
+    cls = {"openai": OpenAILLM, "ollama": OllamaLLM, "anthropic": AnthropicLLM}[provider]
+    return str(inspect.signature(cls).parameters["model"].default)
+
+
+def describe_extraction(extractor: str, llm: str) -> str:
+    """What `consolidate` will turn events into, with the choices of `auto` resolved."""
+    if extractor == "auto":
+        return "auto: an event's own claims, else " + (
+            "its sentences as memories (no LLM)" if llm == "none" else f"the LLM {llm}"
+        )
+    if extractor == "claims":
+        return "claims: an event's own claims only; text alone gives nothing"
+    if extractor == "text":
+        return "text: each sentence a memory (no LLM)"
+    if llm == "none":
+        return "llm: unusable, no model is set (DISTILL_LLM)"
+    return f"llm: {llm}"
 
 
 def build_embedder(ctx: click.Context) -> Embedder:
@@ -57,9 +106,30 @@ def configure_logging(level: int | None) -> None:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def json_option(func: F) -> F:
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")(
-        func
+def _json_before_the_command(ctx: click.Context, _: click.Parameter, value: bool) -> bool:
+    return value or bool((ctx.obj or {}).get("json"))
+
+
+def json_flag(help: str) -> Callable[[F], F]:
+    """`--json` after the command; `distill --json COMMAND` sets it too."""
+    return click.option(
+        "--json", "as_json", is_flag=True, callback=_json_before_the_command, help=help
+    )
+
+
+json_option = json_flag("Print JSON instead of tables.")
+
+
+def _set_db(ctx: click.Context, _: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        ctx.ensure_object(dict)["db"] = value
+
+
+def db_option() -> click.Option:
+    """`--db` after the command: a person types it where the other options are, and it wins
+    over `--db` before the command and over DISTILL_DATABASE_URL."""
+    return click.Option(
+        ["--db"], expose_value=False, callback=_set_db, help="The database (as `distill --db`)."
     )
 
 
@@ -67,6 +137,8 @@ def json_option(func: F) -> F:
 def memory(ctx: click.Context, with_llm: bool = False) -> Iterator[Memory]:
     """The Memory a command works on. Only consolidation builds the model: importing a
     provider's SDK takes a second or two, and reading the store must not depend on it."""
+    if with_llm:
+        require_model(ctx)
     llm = build_llm(ctx) if with_llm else None
     try:
         embedder = build_embedder(ctx)

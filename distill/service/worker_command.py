@@ -13,7 +13,13 @@ from distill.adapters.llm import close_llm
 from distill.memory import Memory
 from distill.ports import Embedder
 from distill.report import Report
-from distill.service.terminal import build_embedder, build_llm, configure_logging, err
+from distill.service.terminal import (
+    build_embedder,
+    build_llm,
+    configure_logging,
+    err,
+    require_model,
+)
 from distill.service.worker import Worker
 
 
@@ -46,6 +52,7 @@ def worker(
 ) -> None:
     """Consolidate continuously, until SIGTERM or Ctrl-C (which finish the job being decided
     and put the other claimed ones back). Several workers may share one database."""
+    require_model(ctx)
     models: list[Any] = []
     embedders: list[Embedder] = []
 

@@ -155,7 +155,7 @@ def _language_conflict(cli: Cli) -> tuple[str, str, str]:
         ("language", {"lang": "fr"}, "2024-05-01T10:00:00Z", "create"),
         ("language", {"lang": "en"}, "2024-05-02T10:00:00Z", "create"),
     )
-    report = cli.ok_json("consolidate")
+    report = cli.ok_json("consolidate", "--plan")
     assert report["counters"]["conflict"] == 1
     (opened,) = [a["after"] for a in report["actions"] if a["action"] == "open_conflict"]
     created = {
@@ -172,7 +172,7 @@ def test_demo_prints_tables_that_mention_bike_count(cli: Cli) -> None:
     result = cli.raw("demo")
     assert result.code == 0, result.stderr
     assert "bike_count" in result.stdout
-    assert "┏" in result.stdout or "+" in result.stdout  # a table was drawn
+    assert "━" in result.stdout  # a table was drawn
     assert "superseded" in result.stdout
     assert not cli.db.exists()  # the demo never touches the configured database
 
@@ -377,9 +377,12 @@ def test_facts_json_and_as_of(cli: Cli) -> None:
     assert now[0]["valid_from"].startswith("2024-06-01T10:00:00")
     then = cli.ok_json("facts", "--subject", "u1", "--as-of", "2024-05-15T00:00:00Z")
     assert [(f["value"], f["status"]) for f in then] == [({"count": 3}, "superseded")]
-    table = cli.ok("facts", "--as-of", "2024-04-01T00:00:00Z")
-    assert "facts as of 2024-04-01T00:00:00Z" in table.stdout
-    assert "bike count" not in table.stdout  # nothing was known to be true yet
+    table = cli.ok("facts", "--as-of", "2024-05-15T00:00:00Z")
+    assert "facts as of 2024-05-15T00:00:00Z" in table.stdout
+    assert "count=3" in table.stdout
+    # Nothing was known to be true yet: said, not drawn as an empty table.
+    before = cli.ok("facts", "--as-of", "2024-04-01T00:00:00Z")
+    assert before.stdout == "no facts in project 'default' as of 2024-04-01T00:00:00Z\n"
 
 
 @pytest.mark.parametrize("when", ["2024-05-15T00:00:00", "yesterday"])
@@ -396,7 +399,7 @@ def test_history_json_shows_versions_observations_and_audit(cli: Cli) -> None:
         ("bike_count", {"count": 3}, "2024-05-01T10:00:00Z", "create"),
         ("bike_count", {"count": 4}, "2024-06-01T10:00:00Z", "supersede"),
     )
-    report = cli.ok_json("consolidate")
+    report = cli.ok_json("consolidate", "--plan")
     (current,) = [
         a["after"]
         for a in report["actions"]
@@ -468,7 +471,9 @@ def test_pin_keeps_a_fact_from_automatic_supersede(cli: Cli) -> None:
     """SCENARIOS D21 / DESIGN invariant 6 through the CLI."""
     cli.add_claim("employer", {"name": "Acme"}, "2024-05-01T10:00:00Z")
     (acme,) = [
-        a["after"] for a in cli.ok_json("consolidate")["actions"] if a["action"] == "create_fact"
+        a["after"]
+        for a in cli.ok_json("consolidate", "--plan")["actions"]
+        if a["action"] == "create_fact"
     ]
     pinned = cli.ok_json("pin", acme["id"])
     assert pinned["pinned"] is True
@@ -520,7 +525,7 @@ def test_dry_run_writes_nothing_and_reports_the_plan(cli: Cli) -> None:
     """SCENARIOS G38 / DESIGN invariant 5 through the CLI."""
     cli.add_claim("bike_count", {"count": 3}, "2024-05-01T10:00:00Z")
     before = cli.ok_json("status")
-    dry = cli.ok_json("consolidate", "--dry-run")
+    dry = cli.ok_json("consolidate", "--dry-run", "--plan")
     assert dry["dry_run"] is True
     assert dry["counters"]["created"] == 1
     assert [a["action"] for a in dry["actions"]] == ["create_fact", "record_observation"]

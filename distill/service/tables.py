@@ -1,0 +1,173 @@
+"""The tables the commands print: facts, a fact's observations, conflicts, the audit log,
+and what a consolidation run did.
+
+An id is what a person copies into `history`, `pin` and `resolve`, so no table ever cuts
+one: an id column is as wide as its ids and never wraps, and the room a narrow terminal
+lacks is taken from the text columns, which wrap. At 80 columns every table keeps whole
+ids: a cell that holds an id holds nothing else on its line, and the columns beside it are
+short or wrap (dates on two lines, a pass above its action).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from distill.core.identity import fact_text
+from distill.core.models import AuditEntry, ConflictSet, Fact, Observation
+
+# The lighter box spends 2 columns per column boundary instead of 3: at 80 columns that is
+# the room the text beside a 32-character id needs.
+BOX = box.SIMPLE_HEAVY
+
+
+def _table(title: str) -> Table:
+    return Table(title=title, box=BOX, show_edge=False, pad_edge=False, title_justify="left")
+
+
+def _id_column(table: Table, header: str = "id") -> None:
+    # min_width: rich's last resort when a table is too wide shrinks every column, even one
+    # that does not wrap; the minimum keeps an id whole.
+    table.add_column(header, no_wrap=True, min_width=len("0" * 32))
+
+
+def _when(at: datetime) -> str:
+    """Day and time on two lines, so a date column is 10 characters wide."""
+    return at.strftime("%Y-%m-%d\n%H:%M")
+
+
+def fact_table(found: Sequence[Fact], title: str) -> Table:
+    """The fact's text, and under it when it was true and on how much evidence."""
+    table = _table(title)
+    _id_column(table)
+    table.add_column("subject", min_width=len("subject"), overflow="fold")
+    table.add_column("status", no_wrap=True)
+    table.add_column("fact", ratio=1, overflow="fold")
+    for f in found:
+        until = f"{f.valid_to:%Y-%m-%d %H:%M}" if f.valid_to else "now"
+        sources = len(f.source_event_ids)
+        evidence = f"{sources} source{'s' if sources != 1 else ''}"
+        if f.reinforcement_count:
+            evidence += f", reinforced {f.reinforcement_count}×"
+        table.add_row(
+            f.id,
+            f.subject,
+            f.status.value,
+            Text.assemble(
+                ("📌 " if f.pinned else "") + f.text,
+                (f"\n{f.valid_from:%Y-%m-%d %H:%M} → {until}; {evidence}", "dim"),
+            ),
+        )
+    return table
+
+
+def observation_table(observations: Sequence[Observation], title: str) -> Table:
+    table = _table(title)
+    _id_column(table, "event")
+    table.add_column("occurred", no_wrap=True)
+    table.add_column("claimed", ratio=1, overflow="fold")
+    table.add_column("outcome", overflow="fold")
+    for o in observations:
+        claim = o.claim
+        said = (
+            fact_text(claim.predicate, claim.value, claim.qualifiers)
+            if claim.predicate and claim.value is not None
+            else claim.text or ""
+        )
+        table.add_row(
+            o.event_id,
+            _when(o.occurred_at),
+            f"{said}\n({o.source}, {o.trust.value})",
+            o.outcome.value,
+        )
+    return table
+
+
+def conflict_table(found: Sequence[ConflictSet], members: dict[str, Fact]) -> Table:
+    """One row for each set (its id, kind and reason), then one row for each member (its id,
+    status and text), so that every id stands alone in the id column."""
+    table = _table("conflicts")
+    _id_column(table)
+    table.add_column("subject", min_width=len("subject"), overflow="fold")
+    table.add_column("what", no_wrap=True)
+    table.add_column("fact or reason", ratio=1, overflow="fold")
+    for c in found:
+        table.add_row(c.id, c.subject, f"{c.kind.value}, {c.status.value}", c.reason)
+        for m in c.member_ids:
+            fact = members[m]
+            table.add_row(m, "", f"└ {fact.status.value}", fact.text)
+        table.add_section()
+    return table
+
+
+def audit_table(entries: Sequence[AuditEntry], title: str, subjects: bool = True) -> Table:
+    """The fact an entry concerns stands above its reason, in a column as wide as an id."""
+    table = _table(title)
+    table.add_column("at", no_wrap=True)
+    if subjects:
+        table.add_column("subject", min_width=len("subject"), overflow="fold")
+    table.add_column("pass / action", overflow="fold")
+    table.add_column("fact / reason", ratio=1, min_width=32, overflow="fold")
+    for e in entries:
+        cells = [_when(e.at)]
+        if subjects:
+            cells.append(e.subject)
+        cells.append(f"{e.pass_name}\n{e.action}")
+        cells.append(f"{e.fact_id}\n{e.reason}" if e.fact_id else e.reason)
+        table.add_row(*cells)
+    return table
+
+
+def run_table(counters: dict[str, int], dry_run: bool) -> Table:
+    table = _table("dry run: nothing was written" if dry_run else "consolidation")
+    table.add_column("counter")
+    table.add_column("value", justify="right")
+    for name, value in counters.items():
+        if value:
+            table.add_row(name, str(value))
+    return table
+
+
+def plan_summary(actions: Sequence[dict[str, Any]]) -> str:
+    """A dry run's plan in one line: how many actions of each kind, most frequent first."""
+    kinds = Counter(a["action"] for a in actions)
+    return f"the plan has {len(actions)} action(s): " + ", ".join(
+        f"{n} {kind}" for kind, n in kinds.most_common()
+    )
+
+
+def status_table(data: dict[str, Any]) -> Table:
+    table = _table(f"distill — {data['database']}")
+    table.add_column("what", no_wrap=True)
+    table.add_column("", overflow="fold")
+    table.add_row("events", str(data["events"]))
+    for name, count in sorted(data["facts"].items()):
+        table.add_row(f"facts {name}", str(count))
+    for name, count in sorted(data["jobs"].items()):
+        table.add_row(f"jobs {name}", str(count))
+    table.add_row("open conflicts", str(data["open_conflicts"]))
+    table.add_section()
+    table.add_row("embedder", data["embedder"])
+    table.add_row("extractor", data["extractor"])
+    table.add_row("LLM", data["llm"])
+    usage = data["llm_usage"]
+    table.add_row("LLM calls (all models)", str(usage["calls"]))
+    table.add_row("LLM prompt tokens", str(usage["prompt_tokens"]))
+    table.add_row("LLM completion tokens", str(usage["completion_tokens"]))
+    return table
+
+
+def running_table(jobs: Sequence[dict[str, Any]]) -> Table:
+    table = _table("running jobs")
+    _id_column(table, "job")
+    for column in ("subject", "owner", "for"):
+        table.add_column(column, overflow="fold")
+    for job in jobs:
+        table.add_row(job["id"], job["subject"], job["owner"] or "?", job["age"])
+    return table

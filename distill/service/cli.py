@@ -457,6 +457,23 @@ def pin(ctx: click.Context, fact_id: str, unpin: bool, project: str, as_json: bo
 
 
 @cli.command()
+@click.argument("fact_id")
+@click.option("--reason", required=True, help="Why the fact is wrong (kept in the audit).")
+@click.option("--project", default="default", show_default=True)
+@json_option
+@click.pass_context
+def retract(ctx: click.Context, fact_id: str, reason: str, project: str, as_json: bool) -> None:
+    """Retire a wrong fact: never served again, the reason kept in the audit, nothing deleted
+    (FACT_ID: the id, or the start of it)."""
+    with memory(ctx) as mem:
+        fact = mem.retract(fact_id, reason=reason, project=project)
+    if as_json:
+        emit(fact.model_dump(mode="json"))
+    else:
+        out.print(f"retracted {fact.id}: {fact.text}", markup=False)
+
+
+@cli.command()
 @json_option
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:

@@ -1,0 +1,44 @@
+"""`distill retract`, and times a person types that no calendar holds, in a subprocess."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.acceptance.test_cli import Cli
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Cli:
+    return Cli(tmp_path)
+
+
+def test_retract_retires_a_wrong_fact_with_its_reason(cli: Cli) -> None:
+    cli.add_claim("home_city", {"city": "Paris"}, "2024-05-01T10:00:00Z")
+    cli.ok("consolidate")
+    [fact] = cli.ok_json("facts", "--subject", "u1")
+
+    done = cli.ok("retract", fact["id"][:16], "--reason", "never lived there")
+
+    assert f"retracted {fact['id']}" in done.stdout
+    assert cli.ok_json("facts", "--subject", "u1") == []
+    audit = cli.ok_json("audit")
+    assert any(e["action"] == "retract_fact" and "never lived there" in e["reason"] for e in audit)
+    again = cli("retract", fact["id"], "--reason", "twice")
+    assert again.code == 1 and "already retracted" in again.error
+    other = cli("retract", fact["id"], "--reason", "x", "--project", "other")
+    assert other.code == 1 and f"no fact {fact['id']}" in other.error
+    missing = cli("retract", fact["id"])
+    assert missing.code == 2 and "--reason" in missing.error
+
+
+@pytest.mark.parametrize(
+    "when",
+    ["0001-01-01T00:30:00+01:00", "9999-12-31T23:30:00-01:00", "5", "yesterday"],
+)
+def test_an_as_of_outside_the_calendar_is_an_error_not_a_traceback(cli: Cli, when: str) -> None:
+    result = cli("facts", "--as-of", when)
+    assert result.code == 1
+    assert result.error.startswith("Error: as_of:")
+    assert "Traceback" not in result.stderr

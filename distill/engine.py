@@ -82,6 +82,7 @@ class Prepared:
     candidates: list[Candidate]
     rejections: list[Rejection]
     kind_fallbacks: int = 0
+    unread: int = 0  # events the claims route read nothing from: text only, no claims
 
     def identity_texts(self) -> set[str]:
         return {t for c in self.candidates for t in identity_texts_of(c)}
@@ -364,11 +365,12 @@ class Engine:
         answers = self.answers.for_job(job, events, vectors, usage, beat, dry_run)
         candidates: list[Candidate] = []
         rejections: list[Rejection] = []
-        fallbacks = 0
+        fallbacks = unread = 0
         for event in events:
             route = self.extraction.route(event)
             if route == "claims":
                 extracted = from_claims(event)
+                unread += not event.claims
             elif route == "llm":
                 extracted = from_llm_answer(answers[event.id], event)
             else:
@@ -376,7 +378,7 @@ class Engine:
             candidates.extend(Candidate(event, claim, h, route) for claim, h in extracted.claims)
             rejections.extend(extracted.rejections)
             fallbacks += extracted.kind_fallbacks
-        return Prepared(job, events, candidates, rejections, fallbacks)
+        return Prepared(job, events, candidates, rejections, fallbacks, unread)
 
     def _decide(self, p: Prepared, vectors: dict[str, Vector], report: Report) -> None:
         try:
@@ -398,6 +400,7 @@ class Engine:
             report.outcomes.update(plan.outcomes)
             report.rejections.extend(plan.rejections)
             report.kind_fallbacks += p.kind_fallbacks
+            report.events_without_claims += p.unread
             report.projects.add(p.job.project)
             room = len(plan.actions) if report.dry_run else REPORT_ACTIONS_MAX - len(report.actions)
             report.actions.extend(describe_action(a) for a in plan.actions[: max(room, 0)])

@@ -42,6 +42,8 @@ class Report:
     jobs_lost: int = 0
     # Extracted candidates with an unknown kind, kept with their default kind.
     kind_fallbacks: int = 0
+    # Events the claims extractor read nothing from: they had a text and no claims.
+    events_without_claims: int = 0
     # Identity sets the model judged after the run: one attribute, or two.
     identities_same: int = 0
     identities_different: int = 0
@@ -128,6 +130,7 @@ class Report:
             # Of the quarantined: model answers that none of their message's words support.
             held_ungrounded=self.outcomes[HELD_UNGROUNDED],
             kind_fallbacks=self.kind_fallbacks,
+            events_without_claims=self.events_without_claims,
             identities_judged_same=self.identities_same,
             identities_judged_different=self.identities_different,
             jobs_done=self.jobs_done,

@@ -264,12 +264,12 @@ def _print_run(ctx: click.Context, report: Report, dry_run: bool, full_plan: boo
             f"the identity judge stopped ({report.judge_stopped}); its sets stay open and "
             "are asked about again on the next run"
         )
-    if ctx.obj["extractor"] == "claims" and report.jobs_done and not report.actions_total:
+    if report.events_without_claims:
         err.print(
-            f"the {report.jobs_done} job(s) read produced nothing: the claims extractor "
+            f"{report.events_without_claims} event(s) produced nothing: the claims extractor "
             "(DISTILL_EXTRACTOR=claims) reads only an event's own claims, and these events "
-            "had none; DISTILL_EXTRACTOR=auto (the default) or text makes memories of their "
-            "sentences, and llm asks a model"
+            "had a text and no claims; DISTILL_EXTRACTOR=auto (the default) or text makes "
+            "memories of their sentences, and llm asks a model"
         )
     if dry_run and full_plan:
         for action in report.actions:

@@ -219,11 +219,14 @@ def test_the_llm_extractor_without_a_model_says_to_set_distill_llm(cli: Cli) -> 
 
 def test_the_claims_extractor_over_text_only_events_says_they_gave_nothing(cli: Cli) -> None:
     cli.ok("add", "--subject", "u1", "--text", "I have three bikes. I live in Lyon.")
+    cli.ok("add", "--subject", "u2", "--text", "I sail.")
+    # Beside an event with a claim, which does make a fact: the two without are still named.
+    cli.add_claim("home_city", {"city": "Lyon"}, "2024-05-01T10:00:00Z", subject="u3")
     cli.env["DISTILL_EXTRACTOR"] = "claims"
     result = cli.ok("consolidate")
-    assert "the 1 job(s) read produced nothing" in result.error
+    assert "2 event(s) produced nothing" in result.error
     assert "DISTILL_EXTRACTOR=auto" in result.error
-    assert cli.ok_json("facts") == []
+    assert [f["subject"] for f in cli.ok_json("facts")] == ["u3"]
 
 
 def test_status_names_the_extractor_and_model_a_run_would_use(cli: Cli) -> None:

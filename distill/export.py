@@ -37,9 +37,8 @@ def export_lines(
     store: Store, project: str, subject: str | None = None
 ) -> Iterator[dict[str, Any]]:
     """The project's events and then its facts (one subject's only, if given), as lines."""
-    for event in store.iter_events(project):
-        if subject is None or event.subject == subject:
-            yield event_line(event)
+    for event in store.iter_events(project, subject):
+        yield event_line(event)
     for fact in store.facts(project, subject, include_retired=True, as_of=None):
         yield fact_line(fact)
 

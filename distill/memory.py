@@ -487,6 +487,24 @@ class Memory:
             self._apply(plan, project, fact.subject)
         return self.store.fact(project, fact.id)
 
+    def erase(self, project: str, subject: str | None = None) -> dict[str, int]:
+        """Forget a subject for good (every subject of the project with None): its events,
+        facts, vectors, observations, conflict sets, jobs, the model's kept answers, its audit
+        entries and the cached vectors of its texts are deleted. The one hard delete: what
+        remains is one audit entry with no content (who, when, how many rows of each kind).
+        Returns those counts (all zero, and no entry, when there was nothing)."""
+        if subject is not None and not subject.strip():
+            raise InvalidInput("subject: give the subject to erase, or None for the project")
+        with self.store.serialised(project, subject or ""):
+            counts = self.store.erasable(project, subject)
+            events = list(self.store.iter_events(project, subject))
+            facts = self.store.facts(project, subject, True, None)
+            observations = self.store.observations_for_events(project, [e.id for e in events])
+            plan = resolve.erase(project, subject, counts, events, facts, observations)
+            self._apply(plan, project, subject or "")
+        self.store.forget_erased()
+        return counts
+
     def _full_id(self, table: IdTable, given: str, project: str) -> str:
         """The id a person meant: the id itself, or the one id of the project that begins
         with what they typed (at least `MIN_ID_PREFIX` characters, as git asks for)."""

@@ -15,6 +15,7 @@ from distill.core.models import AuditEntry, Fact, FactKind, FactStatus
 from distill.core.passes import Scope
 from distill.core.plan import (
     CreateFact,
+    EraseScope,
     LearnAlias,
     OpenConflict,
     Plan,
@@ -43,6 +44,8 @@ def validate(plan: Plan, project: str, subject: str | None) -> None:
             raise IntegrityViolation(
                 f"{action.name} writes to {p}/{s}, outside the scope {project}/{subject}"
             )
+        if isinstance(action, EraseScope) and action.subject is None and subject:
+            raise IntegrityViolation(f"erasing project {p} needs the whole project's scope")
         if isinstance(action, CreateFact):
             final[action.fact.id] = action.fact
         elif isinstance(action, ReviseFact):
@@ -95,7 +98,7 @@ def audit_entries(
             fact_id = action.after.id
         elif isinstance(action, RecordObservation):
             fact_id = action.observation.fact_id
-        elif isinstance(action, OpenConflict | ReviseConflict | LearnAlias):
+        elif isinstance(action, OpenConflict | ReviseConflict | LearnAlias | EraseScope):
             fact_id = None
         entries.append(
             AuditEntry.model_construct(  # built from validated parts: no second validation

@@ -43,6 +43,7 @@ from distill.core.plan import (
     OBSERVATION_SUMMARY,
     Action,
     CreateFact,
+    LearnAlias,
     OpenConflict,
     RecordObservation,
     ReviseConflict,
@@ -71,7 +72,9 @@ def stored(action: Action) -> tuple[JsonObject | None, JsonObject | None]:
         return {"id": action.before.id, **before}, {"id": action.after.id, **after}
     if isinstance(action, RecordObservation):
         return None, {"id": action.observation.id, "event_id": action.observation.event_id}
-    return None, action.alias.model_dump(mode="json")
+    if isinstance(action, LearnAlias):
+        return None, action.alias.model_dump(mode="json")
+    return None, {"erased": dict(action.counts)}  # counts only: nothing of what was erased
 
 
 def _changes(before: BaseModel, after: BaseModel) -> tuple[JsonObject, JsonObject]:

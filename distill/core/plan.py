@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,13 +110,44 @@ class LearnAlias:
         return "learn_alias"
 
 
+@dataclass(frozen=True)
+class EraseScope:
+    """The one hard delete DESIGN allows, a person's "forget this user": every row of a
+    subject (or, with `subject` None, of a whole project) is deleted: events, facts and their
+    vectors, observations, conflict sets, jobs, the model's kept answers, the audit, and the
+    cached vectors of the erased texts. What remains is this action's audit entry, which
+    holds no content: who, when, and how many rows of each kind.
+
+    `counts` is what the scope held when read under its lock; the store deletes exactly
+    that many rows or nothing (something arrived meanwhile: erase again)."""
+
+    project: str
+    subject: str | None
+    counts: Mapping[str, int]
+    cache_keys: tuple[str, ...]  # content hashes of the erased texts, for the embedding cache
+    reason: str
+    pass_name: str = "api"
+
+    @property
+    def name(self) -> str:
+        return "erase_subject" if self.subject is not None else "erase_project"
+
+
 def vector_digest(vector: npt.ArrayLike) -> str:
     """A key for a vector given without its text: the hash of its float32 bytes."""
     data = np.ascontiguousarray(vector, dtype=np.float32).tobytes()
     return "vector:" + hashlib.sha256(data).hexdigest()[:32]
 
 
-Action = CreateFact | ReviseFact | OpenConflict | ReviseConflict | RecordObservation | LearnAlias
+Action = (
+    CreateFact
+    | ReviseFact
+    | OpenConflict
+    | ReviseConflict
+    | RecordObservation
+    | LearnAlias
+    | EraseScope
+)
 
 
 @dataclass(frozen=True)
@@ -161,8 +193,10 @@ def describe_action(action: Action) -> dict[str, Any]:
     elif isinstance(action, RecordObservation):
         # The observation row holds the claim itself; the audit entry points at it.
         out["after"] = action.observation.model_dump(mode="json", include=OBSERVATION_SUMMARY)
-    else:
+    elif isinstance(action, LearnAlias):
         out["after"] = action.alias.model_dump(mode="json")
+    else:
+        out["after"] = {"erased": dict(action.counts)}
     return out
 
 
@@ -178,4 +212,6 @@ def subject_of(action: Action) -> tuple[str, str]:
         return action.after.project, action.after.subject
     if isinstance(action, RecordObservation):
         return action.observation.project, action.observation.subject
-    return action.alias.project, ""
+    if isinstance(action, LearnAlias):
+        return action.alias.project, ""
+    return action.project, action.subject or ""

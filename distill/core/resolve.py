@@ -1,5 +1,5 @@
 """Decisions a person makes through the API: resolving a conflict set, pinning a fact,
-retracting a wrong one.
+retracting a wrong one, erasing a subject.
 
 They produce plans like any pass (pass name `api`), so the same validator and audit apply.
 """
@@ -9,8 +9,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from distill.core.models import Alias, ConflictKind, ConflictSet, ConflictStatus, Fact, FactStatus
-from distill.core.plan import LearnAlias, Plan, ReviseConflict, ReviseFact
+from distill.core.identity import content_hash, identity_text
+from distill.core.models import (
+    Alias,
+    ConflictKind,
+    ConflictSet,
+    ConflictStatus,
+    Event,
+    Fact,
+    FactStatus,
+    Observation,
+)
+from distill.core.plan import EraseScope, LearnAlias, Plan, ReviseConflict, ReviseFact
 from distill.errors import AlreadyResolved, InvalidInput, InvalidOperation, PinnedFact
 
 
@@ -154,3 +164,40 @@ def retract(fact: Fact, reason: str, now: datetime, open_sets: Sequence[Conflict
         update={"status": FactStatus.RETRACTED, "retired_at": now, "valid_to": fact.valid_from}
     )
     return Plan([ReviseFact(fact, after, "retract", f"retracted by a person: {reason}", "api")])
+
+
+def erase(
+    project: str,
+    subject: str | None,
+    counts: Mapping[str, int],
+    events: Sequence[Event],
+    facts: Sequence[Fact],
+    observations: Sequence[Observation],
+) -> Plan:
+    """Forget a subject (or, with `subject` None, a whole project): one `EraseScope` with the
+    rows counted under the lock and the hashes of every text of the scope that may have been
+    embedded (events' texts; the name, the name with its value, and the text of every claim
+    and fact), so that their cached vectors go too. Nothing to erase, no plan: an erase of
+    an unknown subject leaves no trace of its name either."""
+    if not any(counts.values()):
+        return Plan()
+    texts = {e.text for e in events}
+    claims = [c for e in events for c in e.claims] + [o.claim for o in observations]
+    for claim in claims:
+        texts |= _embedded(claim.predicate, claim.value, claim.text)
+    for fact in facts:
+        texts |= _embedded(fact.predicate, fact.value, fact.text)
+    keys = tuple(sorted({content_hash(t) for t in texts if t}))
+    reason = "erased by a person: every row of " + (
+        f"subject {subject!r}" if subject is not None else f"project {project!r}"
+    )
+    return Plan([EraseScope(project, subject, dict(counts), keys, reason)])
+
+
+def _embedded(
+    predicate: str | None, value: Mapping[str, object] | None, text: str | None
+) -> set[str]:
+    found = {text} if text else set()
+    if predicate:
+        found |= {identity_text(predicate), identity_text(predicate, dict(value or {}))}
+    return found

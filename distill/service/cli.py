@@ -474,6 +474,41 @@ def retract(ctx: click.Context, fact_id: str, reason: str, project: str, as_json
 
 
 @cli.command()
+@click.option("--subject", help="The subject to forget; without it, --all-subjects.")
+@click.option("--all-subjects", is_flag=True, help="Forget every subject of the project.")
+@click.option("--project", default="default", show_default=True)
+@click.option("--yes", is_flag=True, help="Confirm: this deletes, and cannot be undone.")
+@json_option
+@click.pass_context
+def erase(
+    ctx: click.Context,
+    subject: str | None,
+    all_subjects: bool,
+    project: str,
+    yes: bool,
+    as_json: bool,
+) -> None:
+    """Forget a subject for good (right to be forgotten): its events, facts, vectors,
+    observations, conflicts, jobs, kept model answers and audit entries are deleted; one
+    audit entry with the counts remains."""
+    if (subject is None) == (not all_subjects):
+        raise click.UsageError("give --subject S, or --all-subjects for the whole project")
+    if not yes:
+        raise click.UsageError("erase deletes for good: add --yes to confirm")
+    with memory(ctx) as mem:
+        counts = mem.erase(project, subject)
+    if as_json:
+        emit({"project": project, "subject": subject, "erased": counts})
+        return
+    whom = f"subject {subject!r}" if subject is not None else "every subject"
+    if not any(counts.values()):
+        out.print(f"nothing to erase: no rows of {whom} in project {project!r}", markup=False)
+        return
+    done = ", ".join(f"{n} {kind}" for kind, n in counts.items())
+    out.print(f"erased {whom} of project {project!r}: {done}", markup=False)
+
+
+@cli.command()
 @json_option
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:

@@ -35,6 +35,7 @@ SQLITE_ONLY = {
     "latest_vector_change": "SQLite's in-memory ANN indexes catch up from vector_changes; "
     "PostgreSQL's HNSW index lives in the database",
     "changed_vectors": "SQLite's in-memory ANN indexes catch up from vector_changes",
+    "note_erased_vectors": "an erase tells SQLite's in-memory ANN indexes through vector_changes",
 }
 POSTGRES_ONLY = {
     "vector_extension_available": "pgvector is a server extension; SQLite needs none",

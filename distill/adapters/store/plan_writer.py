@@ -19,6 +19,7 @@ from distill.core.models import AuditEntry, Fact
 from distill.core.plan import (
     Action,
     CreateFact,
+    EraseScope,
     LearnAlias,
     OpenConflict,
     Plan,
@@ -31,6 +32,22 @@ from distill.errors import IntegrityViolation
 if TYPE_CHECKING:
     from distill.adapters.store.sql_base import DB
     from distill.adapters.store.sql_store import SqlStore
+
+# What `EraseScope` deletes, rows that point at others first (the foreign keys).
+ERASE_ORDER = (
+    "erase_extractions",
+    "erase_job_events",
+    "erase_jobs",
+    "erase_fact_sources",
+    "erase_fact_vectors",
+    "erase_observations",
+    "erase_conflicts",
+    "erase_audit",
+    "erase_facts",
+    "erase_events",
+    "erase_aliases",
+)
+ERASED_AND_COUNTED = ("events", "facts", "observations", "conflicts", "jobs", "audit")
 
 
 def write_plan(store: SqlStore, db: DB, plan: Plan, audit: Sequence[AuditEntry]) -> set[int]:
@@ -94,8 +111,10 @@ class _Writer:
             self.revise_conflict(action)
         elif isinstance(action, RecordObservation):
             self.observations.append(rows.observation_params(action.observation, self.c))
-        else:
+        elif isinstance(action, LearnAlias):
             self.learn_alias(action)
+        else:
+            self.erase(action)
 
     def create_fact(self, action: CreateFact) -> None:
         fact, c = self.final.get(action.fact.id, action.fact), self.c
@@ -156,6 +175,22 @@ class _Writer:
         if row is None or rows.conflict_from_row(row, self.c) != before:
             raise IntegrityViolation(f"conflict set {before.id} changed since it was read")
         self.db.execute(self.q["update_conflict"], params)
+
+    def erase(self, action: EraseScope) -> None:
+        """Delete every row of the scope, or nothing if it no longer holds what was counted."""
+        scope = {"project": action.project, "subject": action.subject}
+        statements: list[tuple[str, dict[str, Any]]] = [(q, scope) for q in ERASE_ORDER]
+        if action.cache_keys:
+            hashes = {"hashes": self.store._array(list(action.cache_keys))}
+            statements.append(("erase_cached_embeddings", hashes))
+        deleted = self.store._erase(self.db, scope, statements)
+        # Rows another writer committed after the count would go uncounted: refuse instead.
+        gone = {name: deleted[f"erase_{name}"] for name in ERASED_AND_COUNTED}
+        if gone != {name: action.counts[name] for name in ERASED_AND_COUNTED}:
+            raise IntegrityViolation(
+                f"{action.project}/{action.subject or '*'} changed while it was being erased "
+                f"(counted {dict(action.counts)}, deleted {gone}); nothing was erased: erase again"
+            )
 
     def learn_alias(self, action: LearnAlias) -> None:
         alias = action.alias

@@ -136,6 +136,18 @@ class SqlBase(ABC):
         """New events were stored in this transaction: wake whoever waits for them."""
         return None  # nothing to do unless the backend says otherwise
 
+    def _erase(
+        self, db: DB, scope: Mapping[str, Any], statements: Sequence[tuple[str, Mapping[str, Any]]]
+    ) -> dict[str, int]:
+        """Run the deletes of an erase (named statements with their parameters) in order;
+        returns the rows each deleted."""
+        return {query: int(self._run(db, query, params).rowcount) for query, params in statements}
+
+    def forget_erased(self) -> None:
+        """After an erase: make sure no copy of the erased rows stays in the database's own
+        files, where the backend can."""
+        return None  # unless the backend says otherwise
+
     def _store_vectors(self, db: DB, params: list[dict[str, Any]]) -> int:
         """Store the identity vectors of facts (fact id, model, text hash, vector); returns
         how many facts got one."""

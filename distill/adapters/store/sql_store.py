@@ -282,6 +282,15 @@ class SqlStore(SqlJobs):
         }
         return [rows.conflict_from_row(r, self.codec) for r in self._read("conflicts_list", params)]
 
+    def erasable(self, project: str, subject: str | None) -> dict[str, int]:
+        with self._tx(write=False) as db:
+            return {
+                k: int(v)
+                for k, v in dict(
+                    self._one(db, "erase_counts", {"project": project, "subject": subject})
+                ).items()
+            }
+
     def counts(self, project: str | None) -> StoreCounts:
         params = {"project": project}
         with self._tx(write=False) as db:
@@ -306,12 +315,14 @@ class SqlStore(SqlJobs):
             llm_usage=LLMUsage(usage["calls"], usage["prompt_tokens"], usage["completion_tokens"]),
         )
 
-    def iter_events(self, project: str | None) -> Iterator[Event]:
-        """Every event in (occurred_at, id) order, read a page per short transaction."""
+    def iter_events(self, project: str | None, subject: str | None = None) -> Iterator[Event]:
+        """Every event (of a project, of a subject) in (occurred_at, id) order, read a page
+        per short transaction."""
         after: tuple[Any, Any] = (None, None)  # the first page starts at the beginning
         while True:
             params = {
                 "project": project,
+                "subject": subject,
                 "after_time": after[0],
                 "after_id": after[1],
                 "limit": EVENT_PAGE_SIZE,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -88,6 +88,24 @@ class SqliteStore(SqlStore):
         # present) so that a plan never names a vector the cache lacks.
         self._many(db, "cache_embedding", params)
         return self._many(db, "insert_fact_vector", params)
+
+    def _erase(
+        self, db: DB, scope: Mapping[str, Any], statements: Sequence[tuple[str, Mapping[str, Any]]]
+    ) -> dict[str, int]:
+        # Every process's ANN index drops the vectors on its next lookup; and the deleted
+        # rows' bytes are overwritten with zeros, not left in free pages of the file.
+        self._run(db, "note_erased_vectors", scope)
+        was = db.execute("PRAGMA secure_delete").fetchone()[0]
+        db.execute("PRAGMA secure_delete = ON")
+        try:
+            return super()._erase(db, scope, statements)
+        finally:
+            db.execute(f"PRAGMA secure_delete = {int(was)}")
+
+    def forget_erased(self) -> None:
+        """Copy the write-ahead log into the file and empty it, so that no copy of an erased
+        page stays in the log (the file's own pages were zeroed as they were freed)."""
+        self._connections.raw().execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def _vector_param(self, vector: Vector) -> bytes:
         return rows.to_blob(vector)

@@ -62,6 +62,7 @@ SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, clai
        idempotency_key
 FROM events
 WHERE (%(project)s::text IS NULL OR project = %(project)s)
+  AND (%(subject)s::text IS NULL OR subject = %(subject)s)
   AND (%(after_id)s::text IS NULL
        OR (occurred_at, id) > (%(after_time)s::timestamptz, %(after_id)s::text))
 ORDER BY occurred_at, id
@@ -731,3 +732,62 @@ LIMIT %(limit)s;
 -- name: copy_write_extractions
 INSERT INTO extractions (extractor, event_id, candidates, created_at)
 VALUES (%(extractor)s, %(event_id)s, %(candidates)s, %(created_at)s);
+
+-- Erase: the one hard delete (Memory.erase). Every statement takes the scope, a project and a
+-- subject or NULL for every subject of the project; rows that only point at the scope's rows
+-- go first, for the foreign keys.
+-- name: erase_counts
+SELECT
+    (SELECT count(*) FROM events WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s)) AS events,
+    (SELECT count(*) FROM facts WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s)) AS facts,
+    (SELECT count(*) FROM observations WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s)) AS observations,
+    (SELECT count(*) FROM conflicts WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s)) AS conflicts,
+    (SELECT count(*) FROM jobs WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s)) AS jobs,
+    (SELECT count(*) FROM audit WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s)
+        AND action NOT IN ('erase_subject', 'erase_project')) AS audit;
+
+-- name: erase_extractions
+DELETE FROM extractions WHERE event_id IN (SELECT id FROM events WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s));
+
+-- name: erase_job_events
+DELETE FROM job_events WHERE job_id IN (SELECT id FROM jobs WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s));
+
+-- name: erase_jobs
+DELETE FROM jobs WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s);
+
+-- name: erase_fact_sources
+DELETE FROM fact_sources WHERE fact_id IN (SELECT id FROM facts WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s));
+
+-- name: erase_fact_vectors
+DELETE FROM fact_vectors WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s);
+
+-- name: erase_observations
+DELETE FROM observations WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s);
+
+-- name: erase_conflicts
+DELETE FROM conflicts WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s);
+
+-- name: erase_audit
+-- The receipts of earlier erases stay: they are the record that an erase happened.
+DELETE FROM audit WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s)
+  AND action NOT IN ('erase_subject', 'erase_project');
+
+-- name: erase_facts
+DELETE FROM facts WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s);
+
+-- name: erase_events
+DELETE FROM events WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s);
+
+-- name: erase_aliases
+-- Aliases are project-wide: erased with the whole project only.
+DELETE FROM aliases WHERE project = %(project)s AND %(subject)s::text IS NULL;
+
+-- name: erase_cached_embeddings
+-- The vectors of the erased texts, under every model (a vector tells of its text), but
+-- those a fact of another scope still names (two subjects may say "bike_count: 3").
+DELETE FROM embedding_cache
+WHERE text_hash = ANY(%(hashes)s::text[])
+  AND NOT EXISTS (
+      SELECT 1 FROM fact_vectors AS v
+      WHERE v.model_id = embedding_cache.model_id AND v.text_hash = embedding_cache.text_hash
+  );

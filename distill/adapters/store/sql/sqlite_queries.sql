@@ -49,6 +49,7 @@ SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, clai
        idempotency_key
 FROM events
 WHERE (:project IS NULL OR project = :project)
+  AND (:subject IS NULL OR subject = :subject)
   AND (:after_id IS NULL OR (occurred_at, id) > (:after_time, :after_id))
 ORDER BY occurred_at, id
 LIMIT :limit;
@@ -683,3 +684,68 @@ LIMIT :limit;
 -- name: copy_write_extractions
 INSERT INTO extractions (extractor, event_id, candidates, created_at)
 VALUES (:extractor, :event_id, :candidates, :created_at);
+
+-- Erase: the one hard delete (Memory.erase). Every statement takes the scope, a project and a
+-- subject or NULL for every subject of the project; rows that only point at the scope's rows
+-- go first, for the foreign keys.
+-- name: erase_counts
+SELECT
+    (SELECT count(*) FROM events WHERE project = :project AND (:subject IS NULL OR subject = :subject)) AS events,
+    (SELECT count(*) FROM facts WHERE project = :project AND (:subject IS NULL OR subject = :subject)) AS facts,
+    (SELECT count(*) FROM observations WHERE project = :project AND (:subject IS NULL OR subject = :subject)) AS observations,
+    (SELECT count(*) FROM conflicts WHERE project = :project AND (:subject IS NULL OR subject = :subject)) AS conflicts,
+    (SELECT count(*) FROM jobs WHERE project = :project AND (:subject IS NULL OR subject = :subject)) AS jobs,
+    (SELECT count(*) FROM audit WHERE project = :project AND (:subject IS NULL OR subject = :subject)
+        AND action NOT IN ('erase_subject', 'erase_project')) AS audit;
+
+-- name: erase_extractions
+DELETE FROM extractions WHERE event_id IN (SELECT id FROM events WHERE project = :project AND (:subject IS NULL OR subject = :subject));
+
+-- name: erase_job_events
+DELETE FROM job_events WHERE job_id IN (SELECT id FROM jobs WHERE project = :project AND (:subject IS NULL OR subject = :subject));
+
+-- name: erase_jobs
+DELETE FROM jobs WHERE project = :project AND (:subject IS NULL OR subject = :subject);
+
+-- name: erase_fact_sources
+DELETE FROM fact_sources WHERE fact_id IN (SELECT id FROM facts WHERE project = :project AND (:subject IS NULL OR subject = :subject));
+
+-- name: erase_fact_vectors
+DELETE FROM fact_vectors WHERE project = :project AND (:subject IS NULL OR subject = :subject);
+
+-- name: erase_observations
+DELETE FROM observations WHERE project = :project AND (:subject IS NULL OR subject = :subject);
+
+-- name: erase_conflicts
+DELETE FROM conflicts WHERE project = :project AND (:subject IS NULL OR subject = :subject);
+
+-- name: erase_audit
+-- The receipts of earlier erases stay: they are the record that an erase happened.
+DELETE FROM audit WHERE project = :project AND (:subject IS NULL OR subject = :subject)
+  AND action NOT IN ('erase_subject', 'erase_project');
+
+-- name: erase_facts
+DELETE FROM facts WHERE project = :project AND (:subject IS NULL OR subject = :subject);
+
+-- name: erase_events
+DELETE FROM events WHERE project = :project AND (:subject IS NULL OR subject = :subject);
+
+-- name: erase_aliases
+-- Aliases are project-wide: erased with the whole project only.
+DELETE FROM aliases WHERE project = :project AND :subject IS NULL;
+
+-- name: erase_cached_embeddings
+-- The vectors of the erased texts, under every model (a vector tells of its text), but
+-- those a fact of another scope still names (two subjects may say "bike_count: 3").
+DELETE FROM embedding_cache
+WHERE text_hash IN (SELECT stored_id(value) FROM json_each(:hashes))
+  AND NOT EXISTS (
+      SELECT 1 FROM fact_vectors AS v
+      WHERE v.model_id = embedding_cache.model_id AND v.text_hash = embedding_cache.text_hash
+  );
+
+-- name: note_erased_vectors
+-- Before the scope's vectors go: every process's in-memory ANN index drops them on its next
+-- lookup, as it drops a retired fact's.
+INSERT INTO vector_changes (project, subject, fact_id)
+SELECT project, subject, fact_id FROM fact_vectors WHERE project = :project AND (:subject IS NULL OR subject = :subject);

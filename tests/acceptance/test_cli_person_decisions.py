@@ -1,4 +1,5 @@
-"""`distill retract`, and times a person types that no calendar holds, in a subprocess."""
+"""What a person decides from the command line (retract, erase), and times a person types
+that no calendar holds; each in a subprocess."""
 
 from __future__ import annotations
 
@@ -42,3 +43,24 @@ def test_an_as_of_outside_the_calendar_is_an_error_not_a_traceback(cli: Cli, whe
     assert result.code == 1
     assert result.error.startswith("Error: as_of:")
     assert "Traceback" not in result.stderr
+
+
+def test_erase_forgets_a_subject_and_says_what_went(cli: Cli, tmp_path: Path) -> None:
+    cli.add_claim("home_city", {"city": "Zanzibar7731"}, "2024-05-01T10:00:00Z")
+    cli.add_claim("home_city", {"city": "Lisbon"}, "2024-05-01T10:00:00Z", subject="u2")
+    cli.ok("consolidate")
+
+    unconfirmed = cli("erase", "--subject", "u1")
+    assert unconfirmed.code == 2 and "--yes" in unconfirmed.error
+    neither = cli("erase", "--yes")
+    assert neither.code == 2 and "--all-subjects" in neither.error
+
+    done = cli.ok_json("erase", "--subject", "u1", "--yes")
+    assert done["erased"]["events"] == 1 and done["erased"]["facts"] == 1
+    assert [f["subject"] for f in cli.ok_json("facts")] == ["u2"]
+    assert "Zanzibar7731" not in cli.ok("export").stdout
+    again = cli.ok("erase", "--subject", "u1", "--yes")
+    assert "nothing to erase" in again.stdout
+    everyone = cli.ok("erase", "--all-subjects", "--yes")
+    assert "erased every subject of project 'default'" in everyone.stdout
+    assert cli.ok_json("facts") == []

@@ -7,7 +7,9 @@ All are immutable pydantic models. Changing a fact means building a new version 
 from __future__ import annotations
 
 import difflib
+import re
 import unicodedata
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any, Literal
@@ -84,12 +86,19 @@ class ClaimAction(StrEnum):
     SUPERSEDE = "supersede"
 
 
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_NON_WORD = re.compile(r"[^a-z0-9]+")
+
+
 def normalise_predicate(raw: str) -> str:
     """`Bike Count` / `bike-count` / `bikeCount` → `bike_count`; `Prénom` → `prénom`.
 
     Words are runs of letters, marks and digits of any script (NFC, case-folded), joined by
     `_`: `prénom` stays itself, a name apart from `pr_nom`.
     """
+    if raw.isascii():  # the common case, the same rule in two regular expressions
+        spaced = _CAMEL.sub("_", raw.strip())
+        return _NON_WORD.sub("_", spaced.lower()).strip("_")
     chars: list[str] = []
     previous = ""
     for char in unicodedata.normalize("NFC", raw.strip()):
@@ -155,14 +164,12 @@ class Claim(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _json_data(cls, data: Any) -> Any:
-        """Every field is JSON data as given (see `json_data`); times may be datetimes.
-        Keys this model ignores (a model's answer may carry some) are not looked at."""
+        """Every field is JSON data as given (see `json_data`; `EventIn` holds a caller's
+        claims to the strict rules). Keys this model ignores (a model's answer may carry
+        some) are not looked at."""
         if isinstance(data, dict):
-            for key, value in data.items():
-                if key in cls.model_fields and not (
-                    key in ("valid_from", "valid_to") and isinstance(value, datetime)
-                ):
-                    check_json(value, (key,))
+            for key, value in _claim_fields(data):
+                check_json(value, (key,), strict=False)
         return data
 
     @field_validator("predicate", "updates")
@@ -235,8 +242,9 @@ class EventIn(BaseModel):
     def _json_data(cls, data: Any) -> Any:
         if isinstance(data, dict):
             for key, value in data.items():
-                if key == "claims":
-                    _known_claim_keys(value)  # and each claim checks its own values
+                if key == "claims" and isinstance(value, list | tuple):
+                    for index, claim in enumerate(value):
+                        _check_claim(claim, index)
                 elif not (key == "occurred_at" and isinstance(value, datetime)):
                     check_json(value, (key,))
         return data
@@ -293,23 +301,36 @@ def _duration(span: timedelta) -> str:
     return f"{seconds:g} s"
 
 
-def _known_claim_keys(claims: Any) -> None:
-    """A caller's claim names claim fields only: a misspelt `vaild_from` would otherwise be
-    dropped in silence. (An extractor's answers may carry other keys; `Claim` ignores them.)"""
-    if not isinstance(claims, list | tuple):
-        return  # not a list: the field's own validation says so
-    fields = list(Claim.model_fields)
-    for index, claim in enumerate(claims):
-        if not isinstance(claim, dict):
-            continue
-        for key in claim:
-            if key not in Claim.model_fields:
-                near = difflib.get_close_matches(str(key), fields, n=1)
-                hint = f" (did you mean {near[0]!r}?)" if near else ""
-                raise JsonProblem(
-                    ("claims", index, key),
-                    f"not a claim field{hint}; a claim has {', '.join(fields)}",
-                )
+_CLAIM_FIELDS = dict.fromkeys(Claim.model_fields)  # in order, for messages
+
+
+def _claim_fields(claim: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """A claim's fields that must be JSON data: all it has, but times given as datetimes."""
+    for key, value in claim.items():
+        if key in _CLAIM_FIELDS and not (
+            key in ("valid_from", "valid_to") and isinstance(value, datetime)
+        ):
+            yield key, value
+
+
+def _check_claim(claim: Any, index: int) -> None:
+    """A caller's claim, held to the strict rules of new input. It names claim fields only:
+    a misspelt `vaild_from` would otherwise be dropped in silence (an extractor's answers
+    may carry other keys; `Claim` ignores them)."""
+    if isinstance(claim, Claim):
+        claim = dict(claim)
+    if not isinstance(claim, dict):
+        return  # the field's own validation says what is wrong with it
+    fields = list(_CLAIM_FIELDS)
+    for key in claim:
+        if key not in _CLAIM_FIELDS:
+            near = difflib.get_close_matches(str(key), fields, n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise JsonProblem(
+                ("claims", index, key), f"not a claim field{hint}; a claim has {', '.join(fields)}"
+            )
+    for key, value in _claim_fields(claim):
+        check_json(value, ("claims", index, key))
 
 
 class Event(BaseModel):

@@ -183,7 +183,11 @@ def cli(
 @click.option("--subject", help="Whose memory it is.")
 @click.option("--text", default="", help="The event's text.")
 @click.option("--project", default="default", show_default=True)
-@click.option("--occurred-at", help="ISO-8601 time with a timezone; default now.")
+@click.option(
+    "--occurred-at",
+    help="ISO-8601 time with a timezone; default now (then not part of what makes two events "
+    "the same, so a retry is a duplicate).",
+)
 @click.option("--source", default="cli", show_default=True)
 @click.option(
     "--trust",
@@ -192,7 +196,9 @@ def cli(
     type=click.Choice(["trusted", "semi_trusted", "third_party", "untrusted"]),
 )
 @click.option("--claim", "claims", multiple=True, help="A claim as a JSON object (repeatable).")
-@click.option("--idempotency-key")
+@click.option(
+    "--idempotency-key", help="Events with one key are one; default: a hash of the content."
+)
 @click.option(
     "--file",
     "file",

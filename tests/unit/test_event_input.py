@@ -132,6 +132,24 @@ def test_json_data_as_given_passes_and_tuples_are_arrays() -> None:
     assert claim.value == value
 
 
+def test_claims_an_earlier_version_stored_can_still_be_read() -> None:
+    """A NUL (SQLite kept it), a float of 1e300 or 40 levels of nesting were stored before
+    they were refused: a stored event is read back through `Claim`, and must still read."""
+    value = {"v": "a\x00b", "f": 1e300, "deep": nested(40)}
+    event = make_event(claims=[{"predicate": "p", "value": value}])
+    assert event.claims[0].value == value
+    cycle: dict[str, Any] = {}
+    cycle["self"] = cycle
+    with pytest.raises(ValidationError, match="nested more than 1000 levels"):
+        Claim(predicate="p", value=cycle)  # never stored, and never looped over for ever
+
+
+def test_a_claim_object_given_to_add_is_held_to_the_rules_of_new_input() -> None:
+    claim = Claim(predicate="p", value={"v": "a\x00b"})
+    said = problem({"subject": "u1", "claims": [claim]})
+    assert said.startswith("claims.0.value.v: contains a NUL character")
+
+
 def test_through_the_api_the_error_is_invalid_input_and_names_the_field(
     make_memory: Callable[..., Memory],
 ) -> None:

@@ -192,3 +192,40 @@ def test_add_file_shows_progress_on_a_terminal_only(cli: Cli) -> None:
     piped = cli("add", "--file", path)
     assert piped.code == 0 and piped.stderr == ""
     assert "added 0 event(s), 1200 already stored" in piped.stdout
+
+
+# -- on every backend ------------------------------------------------------------------------------
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_every_backend_refuses_the_same_lines_with_their_numbers(
+    cli: Cli, backend: str, request: pytest.FixtureRequest
+) -> None:
+    """PostgreSQL refused a NUL itself, with no line number; SQLite stored it."""
+    db = str(cli.db) if backend == "sqlite" else str(request.getfixturevalue("postgres_database"))
+    for bad, says in [
+        (json.dumps({"subject": "u1", "text": "a\x00b"}), "text: contains a NUL character"),
+        ('{"subject":"u1","claims":[{"predicate":"x","value":{"v":NaN}}]}', "claims.0.value.v"),
+    ]:
+        path = write(cli, json.dumps(PLAIN), bad)
+        result = cli.raw("--db", db, "add", "--file", path)
+        assert result.code == 1 and "Traceback" not in result.stderr
+        assert result.error.startswith(f"Error: events.jsonl:2: invalid event ({says}")
+    path = write(cli, json.dumps(PLAIN))
+    assert "added 1 event(s)" in cli.raw("--db", db, "add", "--file", path).stdout
+    again = cli.raw("--db", db, "add", "--file", path).stdout
+    assert "added 0 event(s), 1 already stored" in again
+    status = cli.raw("--db", db, "status", "--json")
+    assert json.loads(status.stdout)["events"] == 1
+
+
+def test_an_added_line_is_exported_as_it_was_given(cli: Cli) -> None:
+    value = {"name": "Zoé 東京", "ratio": 0.1, "big": 2**63, "tiny": 5e-324, "list": [True, None]}
+    given = {**PLAIN, "claims": [{"predicate": "p", "value": value, "qualifiers": {"q": 1.5}}]}
+    cli.ok("add", "--file", write(cli, json.dumps(given)))
+    [line] = [json.loads(x) for x in cli.ok("export").stdout.splitlines()]
+    assert line["claims"][0]["value"] == value
+    assert line["claims"][0]["qualifiers"] == {"q": 1.5}
+    assert (line["subject"], line["text"], line["occurred_at"]) == (
+        "u1",
+        "fine",
+        PLAIN["occurred_at"],
+    )

@@ -14,7 +14,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,12 @@ from distill.adapters.llm import close_llm, make_llm
 from distill.applier import apply_plan
 from distill.core import audit_trail, resolve
 from distill.core.identity import canonical_json, content_hash, identity_text
+from distill.core.json_data import JsonProblem
 from distill.core.models import (
+    FUTURE_MARGIN,
+    FUTURE_MARGIN_KEY,
+    NOW,
+    Added,
     AuditEntry,
     ConflictSet,
     ConflictStatus,
@@ -185,6 +190,8 @@ class Memory:
             recall, which nothing in this build reads yet; about one model call per event).
         batch_events, batch_tokens: how many events of a job one LLM call may cover, and
             about how many tokens of their text.
+        future_margin: how far past the clock an event's `occurred_at` may be (see
+            `FUTURE_MARGIN` for why there is a bound, and the default).
     """
 
     def __init__(
@@ -200,9 +207,13 @@ class Memory:
         embed_events: bool = False,
         batch_events: int = BATCH_EVENTS,
         batch_tokens: int = BATCH_TOKENS,
+        future_margin: timedelta = FUTURE_MARGIN,
     ) -> None:
         if max_distance is not None and not 0.0 <= max_distance <= 2.0:
             raise ConfigurationError("max_distance is a cosine distance between 0 and 2")
+        if not isinstance(future_margin, timedelta) or future_margin < timedelta(0):
+            raise ConfigurationError("future_margin is a timedelta of zero or more")
+        self.future_margin = future_margin
         self.clock: Clock = clock or SystemClock()
         self._new_id = new_id or ids.new_id
         model = make_llm(llm) if isinstance(llm, str) else llm
@@ -250,25 +261,41 @@ class Memory:
         return self.add_events([fields])[0]
 
     def add_events(self, items: Iterable[Mapping[str, Any]]) -> list[Event]:
-        """Append several events in one transaction: all are validated before any is written."""
+        """Append several events in one transaction: all are validated before any is written.
+        An event stored before (see `_event`) is not stored again: its stored copy is
+        returned; `append` also says which those were."""
+        return list(self.append(items).events)
+
+    def append(self, items: Iterable[Mapping[str, Any]]) -> Added:
+        """`add_events`, with which of the events were stored already."""
         now = self.clock.now()
+        context = {NOW: now, FUTURE_MARGIN_KEY: self.future_margin}
         events = []
         for index, item in enumerate(items):
             try:
-                spec = EventIn.model_validate(dict(item))
+                spec = EventIn.model_validate(dict(item), context=context)
             except ValidationError as exc:
                 raise InvalidInput(f"event {index}: {explain_validation(exc)}") from exc
             events.append(self._event(spec, now))
         stored = self.store.append_events(events, now)
-        return [event for event, _ in stored]
+        return Added(
+            events=tuple(event for event, _ in stored),
+            already_stored=tuple(not new for _, new in stored),
+        )
 
     def _event(self, spec: EventIn, now: datetime) -> Event:
-        occurred = spec.occurred_at or now
+        """The event to store. Two events are one when they have the same idempotency key in a
+        project: the key the caller gave, or else a hash of the content: subject, text,
+        source, trust, claims, and `occurred_at` when it was given. A time defaulted to now
+        is left out, so that a retry is a duplicate and not a second statement; trust and
+        source are in, so that a copy from a less trusted source is not taken for the
+        trusted one."""
         key = spec.idempotency_key or content_hash(
             spec.subject,
             spec.text,
-            occurred.isoformat(),
+            spec.occurred_at.astimezone(UTC).isoformat() if spec.occurred_at else "",
             spec.source,
+            spec.trust.value,
             canonical_json([c.model_dump(mode="json") for c in spec.claims]),
         )
         return Event(
@@ -276,7 +303,7 @@ class Memory:
             project=spec.project,
             subject=spec.subject,
             text=spec.text,
-            occurred_at=occurred,
+            occurred_at=spec.occurred_at or now,
             recorded_at=now,
             source=spec.source,
             trust=spec.trust,
@@ -572,7 +599,16 @@ def _parse_time(value: object, field: str) -> datetime:
 
 
 def explain_validation(exc: ValidationError) -> str:
-    """A pydantic error as one line: `field: problem; field: problem`."""
-    return "; ".join(
-        f"{'.'.join(str(p) for p in e['loc']) or 'event'}: {e['msg']}" for e in exc.errors()
-    )
+    """A pydantic error as one line: `field: problem; field: problem`, each naming the
+    field down to the key or index at fault (`claims.0.value.count: nan is not ...`)."""
+    problems = []
+    for error in exc.errors():
+        where: tuple[Any, ...] = tuple(error["loc"])
+        message = error["msg"]
+        cause = error.get("ctx", {}).get("error")
+        if isinstance(cause, JsonProblem):
+            where, message = (*where, *cause.path), cause.problem
+        elif isinstance(cause, ValueError):
+            message = str(cause)  # without pydantic's "Value error, "
+        problems.append(f"{'.'.join(str(p) for p in where) or 'event'}: {message}")
+    return "; ".join(problems)

@@ -6,21 +6,45 @@ All are immutable pydantic models. Changing a fact means building a new version 
 
 from __future__ import annotations
 
+import difflib
 import re
-from datetime import datetime
+import unicodedata
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from distill.core.json_data import JsonProblem, check_json
 
 Scalar = str | int | float | bool
 JsonObject = dict[str, Any]
 
 PREDICATE_MAX_LENGTH = 80  # characters; longer "predicates" are sentences, not attributes
 TEXT_MAX_LENGTH = 20_000  # characters of one event or fact text
-# Lower-case words joined by "_", with at least one letter ("5k_pb" is a name, "2024" is not).
-_PREDICATE_RE = re.compile(r"^[a-z0-9][a-z0-9_]*$")
-_LETTER_RE = re.compile(r"[a-z]")
+NAME_MAX_LENGTH = 200  # characters of a subject, project, source or idempotency key
+# Bytes of a whole event written as JSON (UTF-8). Its text alone may take 80 KB (20,000
+# characters of up to 4 bytes), its claims a few hundred bytes each. Every claim's value is
+# copied into a fact, an observation and audit entries (a 10 MB value made 60 MB of
+# database), so a document belongs elsewhere, named in a claim by its reference.
+EVENT_MAX_BYTES = 256 * 1024
+# How far past the present an event may say it occurred. A time whose zone was lost reads up
+# to 14 h ahead of UTC, and clocks drift; a date further out is a typo ("2204") that would
+# stay the current value for ever and file every real update as history. Claims' own
+# valid_from/valid_to may name the future: that is what they are for.
+FUTURE_MARGIN = timedelta(days=1)
+# `EventIn.model_validate(..., context=...)` keys: the present, and how far past it
+# `occurred_at` may be. Without them (a stored event read back) the time is not checked.
+NOW = "now"
+FUTURE_MARGIN_KEY = "future_margin"
 
 
 class Trust(StrEnum):
@@ -62,10 +86,54 @@ class ClaimAction(StrEnum):
     SUPERSEDE = "supersede"
 
 
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_NON_WORD = re.compile(r"[^a-z0-9]+")
+
+
 def normalise_predicate(raw: str) -> str:
-    """`Bike Count` / `bike-count` / `bikeCount` → `bike_count`."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", raw.strip())
-    return re.sub(r"[^a-z0-9]+", "_", spaced.lower()).strip("_")
+    """`Bike Count` / `bike-count` / `bikeCount` → `bike_count`; `Prénom` → `prénom`.
+
+    Words are runs of letters, marks and digits of any script (NFC, case-folded), joined by
+    `_`: `prénom` stays itself, a name apart from `pr_nom`.
+    """
+    if raw.isascii():  # the common case, the same rule in two regular expressions
+        spaced = _CAMEL.sub("_", raw.strip())
+        return _NON_WORD.sub("_", spaced.lower()).strip("_")
+    chars: list[str] = []
+    previous = ""
+    for char in unicodedata.normalize("NFC", raw.strip()):
+        if char.isupper() and (previous.islower() or previous.isdigit()):
+            chars.append("_")  # camelCase
+        chars.append(char if _in_word(char) else "_")
+        previous = char
+    folded = unicodedata.normalize("NFC", "".join(chars).casefold())
+    return "_".join(word for word in folded.split("_") if word)
+
+
+def _in_word(char: str) -> bool:
+    """A letter, a mark (accents, the vowel signs of Indic scripts) or a decimal digit."""
+    category = unicodedata.category(char)
+    return category[0] in "LM" or category == "Nd"
+
+
+def normalise_subject(raw: str) -> str:
+    """One spelling per subject: trimmed, NFC (`"Jose\u0301"` and `"José"` are one person)."""
+    return unicodedata.normalize("NFC", raw.strip())
+
+
+def _utc(value: datetime | None, field: str) -> datetime | None:
+    """An aware datetime that has an instant in UTC (year 1 at +01:00 has none)."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        raise ValueError(f"{field} must carry a timezone (for example 2024-05-01T10:00:00Z)")
+    try:
+        value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(
+            f"{value.isoformat()} has no instant in UTC (it falls outside years 1 to 9999)"
+        ) from None
+    return value
 
 
 class Claim(BaseModel):
@@ -93,14 +161,25 @@ class Claim(BaseModel):
     # shown the subject's known facts). Used only if it names an active fact of the subject.
     updates: str | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _json_data(cls, data: Any) -> Any:
+        """Every field is JSON data as given (see `json_data`; `EventIn` holds a caller's
+        claims to the strict rules). Keys this model ignores (a model's answer may carry
+        some) are not looked at."""
+        if isinstance(data, dict):
+            for key, value in _claim_fields(data):
+                check_json(value, (key,), strict=False)
+        return data
+
     @field_validator("predicate", "updates")
     @classmethod
     def _predicate(cls, raw: str | None) -> str | None:
         if raw is None:
             return None
         predicate = normalise_predicate(raw)
-        if not predicate or not _PREDICATE_RE.match(predicate) or not _LETTER_RE.search(predicate):
-            raise ValueError(f"predicate {raw!r} has no usable characters")
+        if not any(unicodedata.category(c)[0] == "L" for c in predicate):
+            raise ValueError(f"predicate {raw!r} has no letters")
         if len(predicate) > PREDICATE_MAX_LENGTH:
             raise ValueError(f"predicate longer than {PREDICATE_MAX_LENGTH} characters")
         return predicate
@@ -112,10 +191,8 @@ class Claim(BaseModel):
 
     @field_validator("valid_from", "valid_to")
     @classmethod
-    def _aware(cls, value: datetime | None) -> datetime | None:
-        if value is not None and value.tzinfo is None:
-            raise ValueError("datetimes must carry a timezone (for example 2024-05-01T10:00:00Z)")
-        return value
+    def _aware(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
+        return _utc(value, str(info.field_name))
 
     @model_validator(mode="after")
     def _shape(self) -> Claim:
@@ -141,24 +218,60 @@ class Claim(BaseModel):
 
 
 class EventIn(BaseModel):
-    """What a caller hands to `add_event`, validated before anything is written."""
+    """What a caller hands to `add_event`, validated before anything is written.
+
+    Stored exactly as given or not at all: every field is JSON data (see `json_data`), a
+    claim names only claim fields, and the whole event fits `EVENT_MAX_BYTES`. The subject
+    is trimmed and NFC-normalised, one spelling per person. Validated with a context of
+    `NOW` and `FUTURE_MARGIN_KEY`, `occurred_at` may not be further past the present.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    subject: str = Field(min_length=1, max_length=200)
+    subject: str = Field(min_length=1, max_length=NAME_MAX_LENGTH)
     text: str = Field(default="", max_length=TEXT_MAX_LENGTH)
-    project: str = Field(default="default", min_length=1, max_length=200)
+    project: str = Field(default="default", min_length=1, max_length=NAME_MAX_LENGTH)
     occurred_at: datetime | None = None
-    source: str = Field(default="api", max_length=200)
+    source: str = Field(default="api", max_length=NAME_MAX_LENGTH)
     trust: Trust = Trust.TRUSTED
     claims: tuple[Claim, ...] = ()
-    idempotency_key: str | None = Field(default=None, max_length=200)
+    idempotency_key: str | None = Field(default=None, max_length=NAME_MAX_LENGTH)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _json_data(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for key, value in data.items():
+                if key == "claims" and isinstance(value, list | tuple):
+                    for index, claim in enumerate(value):
+                        _check_claim(claim, index)
+                elif not (key == "occurred_at" and isinstance(value, datetime)):
+                    check_json(value, (key,))
+        return data
+
+    @field_validator("subject")
+    @classmethod
+    def _subject(cls, raw: str) -> str:
+        subject = normalise_subject(raw)
+        if not subject:
+            raise ValueError("is blank: name whose memory it is")
+        return subject
 
     @field_validator("occurred_at")
     @classmethod
-    def _aware(cls, value: datetime | None) -> datetime | None:
-        if value is not None and value.tzinfo is None:
-            raise ValueError("occurred_at must carry a timezone (for example 2024-05-01T10:00:00Z)")
+    def _time(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
+        value = _utc(value, "occurred_at")
+        context = info.context or {}
+        if value is None or NOW not in context:
+            return value
+        now: datetime = context[NOW]
+        margin: timedelta = context[FUTURE_MARGIN_KEY]
+        if value > now + margin:
+            raise ValueError(
+                f"{value.isoformat()} is more than {_duration(margin)} past the present "
+                f"({now.isoformat(timespec='seconds')}): an event cannot have happened yet "
+                "(a claim's valid_from and valid_to may name the future)"
+            )
         return value
 
     @model_validator(mode="after")
@@ -166,6 +279,58 @@ class EventIn(BaseModel):
         if not self.text.strip() and not self.claims:
             raise ValueError("an event needs a text or at least one claim")
         return self
+
+    @model_validator(mode="after")
+    def _fits(self) -> EventIn:
+        size = len(self.model_dump_json().encode())
+        if size > EVENT_MAX_BYTES:
+            raise ValueError(
+                f"{size:,} bytes as JSON, over the limit of {EVENT_MAX_BYTES:,} for an event: "
+                "keep large documents elsewhere and give a reference to them in a claim"
+            )
+        return self
+
+
+def _duration(span: timedelta) -> str:
+    """`1 day`, `6 h`, `90 s`: a margin as a person reads it."""
+    seconds = span.total_seconds()
+    for unit, size in (("day", 86_400), ("h", 3_600), ("min", 60)):
+        if seconds >= size and seconds % size == 0:
+            count = int(seconds // size)
+            return f"{count} {unit}{'s' if unit == 'day' and count > 1 else ''}"
+    return f"{seconds:g} s"
+
+
+_CLAIM_FIELDS = dict.fromkeys(Claim.model_fields)  # in order, for messages
+
+
+def _claim_fields(claim: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """A claim's fields that must be JSON data: all it has, but times given as datetimes."""
+    for key, value in claim.items():
+        if key in _CLAIM_FIELDS and not (
+            key in ("valid_from", "valid_to") and isinstance(value, datetime)
+        ):
+            yield key, value
+
+
+def _check_claim(claim: Any, index: int) -> None:
+    """A caller's claim, held to the strict rules of new input. It names claim fields only:
+    a misspelt `vaild_from` would otherwise be dropped in silence (an extractor's answers
+    may carry other keys; `Claim` ignores them)."""
+    if isinstance(claim, Claim):
+        claim = dict(claim)
+    if not isinstance(claim, dict):
+        return  # the field's own validation says what is wrong with it
+    fields = list(_CLAIM_FIELDS)
+    for key in claim:
+        if key not in _CLAIM_FIELDS:
+            near = difflib.get_close_matches(str(key), fields, n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise JsonProblem(
+                ("claims", index, key), f"not a claim field{hint}; a claim has {', '.join(fields)}"
+            )
+    for key, value in _claim_fields(claim):
+        check_json(value, ("claims", index, key))
 
 
 class Event(BaseModel):
@@ -183,6 +348,24 @@ class Event(BaseModel):
     trust: Trust
     claims: tuple[Claim, ...] = ()
     idempotency_key: str
+
+
+class Added(BaseModel):
+    """What adding events did: each event as stored, in the order given, and whether it was
+    stored already (a retry, or the same event again: see `Memory._event`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    events: tuple[Event, ...]
+    already_stored: tuple[bool, ...]
+
+    @property
+    def added(self) -> int:
+        return self.already_stored.count(False)
+
+    @property
+    def duplicates(self) -> int:
+        return self.already_stored.count(True)
 
 
 class Fact(BaseModel):

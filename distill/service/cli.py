@@ -24,7 +24,12 @@ from distill.extractors import EXTRACTORS
 from distill.report import Report
 from distill.service.copy_command import copy_cmd
 from distill.service.eval_command import eval_cmd
-from distill.service.event_input import event_from_flags, read_jsonl
+from distill.service.event_input import (
+    adding_progress,
+    event_from_flags,
+    future_margin_setting,
+    read_jsonl,
+)
 from distill.service.export_command import export_cmd
 from distill.service.maintenance_command import migrate, reembed, replay
 from distill.service.tables import (
@@ -77,6 +82,9 @@ Environment:
   DISTILL_LLM_API_KEY   the provider's key (read from the environment only, never
                         printed); OPENAI_API_KEY / ANTHROPIC_API_KEY also work
   DISTILL_LLM_TIMEOUT   seconds one model request may take (default 120)
+  DISTILL_FUTURE_MARGIN
+                        seconds an event's time may be past now (default 86400:
+                        a day, more than any time zone mistake)
 """
 
 
@@ -175,7 +183,11 @@ def cli(
 @click.option("--subject", help="Whose memory it is.")
 @click.option("--text", default="", help="The event's text.")
 @click.option("--project", default="default", show_default=True)
-@click.option("--occurred-at", help="ISO-8601 time with a timezone; default now.")
+@click.option(
+    "--occurred-at",
+    help="ISO-8601 time with a timezone; default now (then not part of what makes two events "
+    "the same, so a retry is a duplicate).",
+)
 @click.option("--source", default="cli", show_default=True)
 @click.option(
     "--trust",
@@ -184,7 +196,9 @@ def cli(
     type=click.Choice(["trusted", "semi_trusted", "third_party", "untrusted"]),
 )
 @click.option("--claim", "claims", multiple=True, help="A claim as a JSON object (repeatable).")
-@click.option("--idempotency-key")
+@click.option(
+    "--idempotency-key", help="Events with one key are one; default: a hash of the content."
+)
 @click.option(
     "--file",
     "file",
@@ -195,21 +209,34 @@ def cli(
 @json_option
 @click.pass_context
 def add(ctx: click.Context, /, file: Path | None, as_json: bool, **fields: Any) -> None:
-    """Append events; they are consolidated by the next `distill consolidate`."""
-    if file is not None:
-        items = read_jsonl(file)
-    else:
-        if not fields["subject"]:
-            raise click.UsageError("give --subject (and --text or --claim), or --file")
-        items = [event_from_flags(fields)]
-    with memory(ctx) as mem:
-        events = mem.add_events(items)
+    """Append events; they are consolidated by the next `distill consolidate`. An event
+    stored before (the same idempotency key, or the same content: see README) is not
+    stored again, and the count says so."""
+    with adding_progress(err, enabled=file is not None and not as_json) as progress:
+        if file is not None:
+            items = read_jsonl(file, future_margin_setting(), progress=progress.read)
+        else:
+            if not fields["subject"]:
+                raise click.UsageError("give --subject (and --text or --claim), or --file")
+            items = [event_from_flags(fields)]
+        progress.storing(len(items))
+        with memory(ctx) as mem:
+            added = mem.append(items)
     if as_json:
-        emit([e.model_dump(mode="json") for e in events])
-    else:
-        out.print(
-            f"added {len(events)} event(s); run `distill consolidate` to turn them into facts"
+        emit(
+            [
+                {**e.model_dump(mode="json"), "already_stored": again}
+                for e, again in zip(added.events, added.already_stored, strict=True)
+            ]
         )
+        return
+    counts = f"added {added.added} event(s)"
+    if added.duplicates:
+        counts += f", {added.duplicates} already stored"
+    if added.added:
+        out.print(f"{counts}; run `distill consolidate` to turn them into facts")
+    else:
+        out.print(f"{counts}: nothing new to consolidate")
 
 
 # -- consolidate -------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from distill.adapters.llm import close_llm, make_llm
 from distill.errors import ConfigurationError
 from distill.memory import Memory
 from distill.ports import Embedder
+from distill.service.event_input import future_margin_setting
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -148,6 +149,7 @@ def memory(ctx: click.Context, with_llm: bool = False) -> Iterator[Memory]:
                 embedder=embedder,
                 llm=llm,
                 extractor=ctx.obj["extractor"] if with_llm else "auto",
+                future_margin=future_margin_setting(),
             )
             try:
                 yield mem

@@ -28,8 +28,8 @@ def state(mem: Memory, day: int, value: dict[str, Any], **extra: Any) -> None:
     mem.add_event(
         subject="u1",
         occurred_at=T0 + timedelta(days=day),
-        claims=[{"predicate": "home_city", "value": value, **extra}],
-        **{k: v for k, v in extra.items() if k in ("source", "trust")},
+        claims=[{"predicate": "home_city", "value": value}],
+        **extra,  # the event's source and trust (a claim names claim fields only)
     )
     mem.consolidate()
 

@@ -1,6 +1,7 @@
 """Distill: memory consolidation for AI agents. Events in, durable, auditable facts out."""
 
 from distill.core.models import (
+    Added,
     Claim,
     ConflictSet,
     Event,
@@ -33,6 +34,7 @@ from distill.memory import History, Memory, Status
 from distill.report import Report
 
 __all__ = [
+    "Added",
     "AlreadyResolved",
     "Claim",
     "ClaimLost",

@@ -24,6 +24,7 @@ from distill import ids
 from distill.adapters.embed import close_embedder, make_embedder
 from distill.adapters.embed.calibrations import match_bands
 from distill.adapters.llm import close_llm, make_llm
+from distill.adapters.store import open_store
 from distill.applier import apply_plan
 from distill.core import audit_trail, resolve
 from distill.core.identity import canonical_json, content_hash, identity_text
@@ -43,13 +44,14 @@ from distill.core.models import (
     FactStatus,
     Job,
     Observation,
+    normalise_subject,
 )
 from distill.core.passes import Scope
 from distill.core.plan import Plan
 from distill.engine import Engine
-from distill.errors import ConfigurationError, InvalidInput, MissingDependency, NotFound
+from distill.errors import ConfigurationError, InvalidInput, NotFound
 from distill.extractors import BATCH_EVENTS, BATCH_TOKENS, make_extraction
-from distill.ports import LLM, Clock, Embedder, IdentityVector, IdTable, Store, StoreCounts
+from distill.ports import LLM, Clock, Embedder, IdentityVector, IdTable, StoreCounts
 from distill.report import Report
 
 REEMBED_PAGE = 500  # facts embedded again per store round trip (and per embedding call)
@@ -117,54 +119,6 @@ class Status:
                 for j in self.counts.running_jobs
             ],
         }
-
-
-def default_database() -> Path:
-    from platformdirs import user_data_dir
-
-    return Path(user_data_dir("distill", appauthor=False)) / "memory.db"
-
-
-def open_store(url: str | Path | None) -> tuple[Store, str]:
-    """Build the store a URL names: a path, `sqlite:///path`, `:memory:`, or a
-    `postgresql://` (or `postgres://`) URL. Returns it and where it is, fit to be shown (a
-    PostgreSQL URL's password left out)."""
-    if url is None:
-        path = default_database()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        url = str(path)
-    url = str(url)
-    if url.startswith(("postgresql://", "postgres://")):
-        return _open_postgres(url)
-    if url.startswith("postgresql+"):
-        raise ConfigurationError(
-            f"unsupported database URL scheme in {url.split('://')[0]!r}: distill talks to "
-            "PostgreSQL through psycopg itself; use postgresql://user@host/dbname"
-        )
-    if url.startswith("sqlite://"):
-        # sqlite:///relative.db, sqlite:////absolute.db, sqlite:// or sqlite:///:memory:
-        url = url.removeprefix("sqlite://").removeprefix("/") or ":memory:"
-    elif "://" in url:
-        raise ConfigurationError(
-            f"unsupported database URL {url!r}: use a file path, sqlite:///path or "
-            "postgresql://user@host/dbname"
-        )
-    from distill.adapters.store.sqlite import SqliteStore
-
-    return SqliteStore(url), url
-
-
-def _open_postgres(url: str) -> tuple[Store, str]:
-    try:
-        import psycopg  # noqa: F401
-    except ImportError as exc:
-        raise MissingDependency(
-            "the PostgreSQL backend needs psycopg — pip install 'distill[postgres]'"
-        ) from exc
-    from distill.adapters.store.postgres import PostgresStore
-    from distill.adapters.store.postgres_connection import describe
-
-    return PostgresStore(url), f"postgresql://{describe(url)}"
 
 
 class Memory:
@@ -369,7 +323,7 @@ class Memory:
         `as_of`, what was true at that time as far as we know now; with `include_retired`,
         every fact whatever its status or interval."""
         when = _parse_time(as_of, "as_of") if as_of is not None else None
-        found = self.store.facts(project, subject, include_retired, when)
+        found = self.store.facts(project, _subject(subject), include_retired, when)
         if when is None and not include_retired:
             # A fact stated to have ended ("played for Reading until 2010") stays the latest
             # version of its identity, but it is no longer true and is not served as current.
@@ -419,7 +373,7 @@ class Memory:
         except ValueError:
             choices = ", ".join(repr(s.value) for s in ConflictStatus)
             raise InvalidInput(f"status: {status!r} is not one of {choices} (or None)") from None
-        return self.store.conflicts(project, subject, wanted)
+        return self.store.conflicts(project, _subject(subject), wanted)
 
     def audit(
         self, subject: str | None = None, project: str = "default", limit: int = 100
@@ -428,7 +382,7 @@ class Memory:
         every action with its pass, job, reason, and before/after."""
         if limit < 1:
             raise InvalidInput("limit must be at least 1")
-        entries = self.store.audit(project, subject, limit)
+        entries = self.store.audit(project, _subject(subject), limit)
         # Entries store what changed: the rows they point at give them back whole. The window
         # holds every later entry of each fact and conflict set in it (they share a subject).
         facts = {}
@@ -522,6 +476,7 @@ class Memory:
         Returns those counts (all zero, and no entry, when there was nothing)."""
         if subject is not None and not subject.strip():
             raise InvalidInput("subject: give the subject to erase, or None for the project")
+        subject = _subject(subject)
         with self.store.serialised(project, subject or ""):
             counts = self.store.erasable(project, subject)
             events = list(self.store.iter_events(project, subject))
@@ -560,6 +515,11 @@ class Memory:
     def _apply(self, plan: Plan, project: str, subject: str) -> None:
         scope = Scope(project, subject)
         apply_plan(self.store, plan, scope, job_id=None, now=self.clock.now(), new_id=self._new_id)
+
+
+def _subject(given: str | None) -> str | None:
+    """A subject a read names, spelt as it was stored (trimmed, NFC)."""
+    return None if given is None else normalise_subject(given)
 
 
 def _age(now: datetime | None, since: datetime | None) -> str:

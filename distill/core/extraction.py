@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from distill.core.gate import contains_span, gate
 from distill.core.identity import canonical_json, content_hash
+from distill.core.json_data import JsonProblem, check_json
 from distill.core.models import Claim, Event, Fact, FactKind, normalise_predicate
 from distill.core.plan import Rejection
 
@@ -30,6 +31,7 @@ MESSAGE_OVERHEAD_TOKENS = 12  # the "[n] time from source" header of each messag
 # The key `attribute` puts on a candidate that names no message of its batch: why, for the
 # rejection. It is kept with the stored answer, so a replay rejects the candidate again.
 UNKNOWN_MESSAGE = "unknown_message"
+UNSTORABLE = "unstorable"  # marks a model's candidate no store could keep as given
 
 
 class UnparseableAnswer(ValueError):
@@ -81,6 +83,11 @@ def validate_candidates(
         if isinstance(item, dict) and item.get("kind") is not None and item["kind"] not in KINDS:
             item = {k: v for k, v in item.items() if k != "kind"}
             fallbacks += 1
+        if isinstance(item, dict) and UNSTORABLE in item:
+            shown = {"raw": item.get("raw")}
+            detail = str(item[UNSTORABLE])
+            rejections.append(Rejection(event.id, extractor, "invalid_candidate", detail, shown))
+            continue
         try:
             claim = item if isinstance(item, Claim) else Claim.model_validate(item)
         except ValidationError as exc:
@@ -279,8 +286,19 @@ def attribute(raw: Sequence[Any], events: Sequence[Event]) -> dict[str, list[Any
             item = _tidy(item)
             if unshown:
                 item[UNKNOWN_MESSAGE] = unshown
-        found[target.id].append(item)
+        found[target.id].append(_storable(item))
     return found
+
+
+def _storable(item: Any) -> Any:
+    """A candidate as it is kept with the model's answer, or, when a store could not keep it
+    as given (a NUL, which PostgreSQL refuses; NaN; a float beyond 2^53...), the mark that
+    it is invalid with why and a printable copy: rejected now, and on every replay."""
+    try:
+        check_json(item)
+    except JsonProblem as exc:
+        return {UNSTORABLE: f"a store cannot keep it as given: {exc}", "raw": repr(item)[:200]}
+    return item
 
 
 def _message_number(raw: Any) -> int | None:
@@ -303,7 +321,7 @@ def _tidy(item: dict[str, Any]) -> dict[str, Any]:
     """Drop the message number (and a key of the model's own that reads like the mark of an
     unknown message) and read a model's dates leniently: a null date is no date,
     and a date without a time zone ("2024-05-07") is taken as UTC."""
-    tidy = {k: v for k, v in item.items() if k not in ("message", UNKNOWN_MESSAGE)}
+    tidy = {k: v for k, v in item.items() if k not in ("message", UNKNOWN_MESSAGE, UNSTORABLE)}
     for key in ("valid_from", "valid_to"):
         value = tidy.get(key)
         if value is None:

@@ -17,11 +17,11 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from distill.adapters.store import open_store
 from distill.adapters.store.copy import Progress as CopyProgress
 from distill.adapters.store.copy import copy_store
 from distill.adapters.store.sql_store import SqlStore
 from distill.errors import ConfigurationError, StoreError
-from distill.memory import open_store
 from distill.service.terminal import err, json_option, out
 
 

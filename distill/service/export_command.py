@@ -13,8 +13,8 @@ from typing import IO
 
 import click
 
+from distill.adapters.store import open_store
 from distill.export import export_lines
-from distill.memory import open_store
 from distill.ports import Store
 from distill.service.terminal import err, json_flag, out
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from distill.memory import open_store
+from distill.adapters.store import open_store
 from distill.service.terminal import emit, json_option, memory, out
 
 

@@ -34,7 +34,7 @@ CLAIMER = textwrap.dedent(
     """
     import sys
     from datetime import datetime, timezone
-    from distill.memory import open_store
+    from distill.adapters.store import open_store
 
     store, _ = open_store(sys.argv[1])
     claimed = store.claim_jobs(datetime(2024, 5, 1, 12, tzinfo=timezone.utc), 100, 5)

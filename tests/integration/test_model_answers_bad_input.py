@@ -191,3 +191,22 @@ def test_consolidate_shows_the_rejection_and_the_hold_in_text_and_json(
     assert {r["reason"] for r in data["rejections"]} == {"unknown_message"}
     facts = run_cli(["--db", db, "facts", "--json"], env, tmp_path)
     assert json.loads(facts.stdout) == []
+
+
+def test_an_answer_no_store_can_keep_as_given_is_rejected_not_a_failed_job(
+    open_memory: Callable[[], Memory], server: ScriptedServer
+) -> None:
+    """A NUL in a value (PostgreSQL refuses it in JSON) or a float beyond 2^53: the candidate
+    is rejected as invalid and the job is done; the other candidate of the answer is kept."""
+    nul = {**candidate(1, {"password": "hun\x00ter"}, "bikes"), "predicate": "nickname"}
+    bikes = {**candidate(1, {"count": 3}, "3 bikes"), "predicate": "bike_count"}
+    server.default = openai_reply(answer(nul, bikes))
+    mem = open_memory()
+    mem.add_event(subject="alice", text=ALICE)
+
+    report = mem.consolidate()
+
+    assert report.jobs_done == 1 and report.jobs_failed == 0
+    assert [r.reason for r in report.rejections] == ["invalid_candidate"]
+    assert "NUL" in report.rejections[0].detail or "\\x00" in report.rejections[0].detail
+    assert [f.predicate for f in mem.facts(subject="alice")] == ["bike_count"]

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from distill import Memory
+from distill.adapters.store import open_store
 from distill.errors import ConfigurationError, MissingDependency
-from distill.memory import open_store
 from tests.conftest import FakeClock
 
 pytest.importorskip("psycopg")

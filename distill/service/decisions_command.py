@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import click
 
+from distill.core.models import Fact
 from distill.service.terminal import emit, json_option, memory, out
 
 
@@ -40,10 +41,7 @@ def pin(ctx: click.Context, fact_id: str, unpin: bool, project: str, as_json: bo
     start of it)."""
     with memory(ctx) as mem:
         fact = mem.pin(fact_id, pinned=not unpin, project=project)
-    if as_json:
-        emit(fact.model_dump(mode="json"))
-    else:
-        out.print(f"{'pinned' if fact.pinned else 'unpinned'} {fact.id}: {fact.text}", markup=False)
+    _done("pinned" if fact.pinned else "unpinned", fact, as_json)
 
 
 @click.command()
@@ -57,10 +55,7 @@ def retract(ctx: click.Context, fact_id: str, reason: str, project: str, as_json
     (FACT_ID: the id, or the start of it)."""
     with memory(ctx) as mem:
         fact = mem.retract(fact_id, reason=reason, project=project)
-    if as_json:
-        emit(fact.model_dump(mode="json"))
-    else:
-        out.print(f"retracted {fact.id}: {fact.text}", markup=False)
+    _done("retracted", fact, as_json)
 
 
 @click.command()
@@ -96,3 +91,10 @@ def erase(
         return
     done = ", ".join(f"{n} {kind}" for kind, n in counts.items())
     out.print(f"erased {whom} of project {project!r}: {done}", markup=False)
+
+
+def _done(what: str, fact: Fact, as_json: bool) -> None:
+    if as_json:
+        emit(fact.model_dump(mode="json"))
+    else:
+        out.print(f"{what} {fact.id}: {fact.text}", markup=False)

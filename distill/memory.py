@@ -318,11 +318,21 @@ class Memory:
         project: str = "default",
         include_retired: bool = False,
         as_of: datetime | str | None = None,
+        known_at: datetime | str | None = None,
     ) -> list[Fact]:
         """What is true now: active facts whose stated end (`valid_to`) has not passed. With
         `as_of`, what was true at that time as far as we know now; with `include_retired`,
-        every fact whatever its status or interval."""
+        every fact whatever its status or interval.
+
+        The second time axis: with `known_at`, the same question answered as Distill would
+        have answered it then, from what it had recorded by that time: each fact as it read
+        at `known_at` (its later revisions undone from the audit trail), facts recorded
+        later left out. `as_of` and `known_at` together: what Distill believed at `known_at`
+        had been true at `as_of`."""
         when = _parse_time(as_of, "as_of") if as_of is not None else None
+        if known_at is not None:
+            believed = _parse_time(known_at, "known_at")
+            return self._believed(project, _subject(subject), include_retired, when, believed)
         found = self.store.facts(project, _subject(subject), include_retired, when)
         if when is None and not include_retired:
             # A fact stated to have ended ("played for Reading until 2010") stays the latest
@@ -330,6 +340,40 @@ class Memory:
             now = self.clock.now()
             found = [f for f in found if f.valid_to is None or f.valid_to > now]
         return found
+
+    def _believed(
+        self,
+        project: str,
+        subject: str | None,
+        include_retired: bool,
+        as_of: datetime | None,
+        known_at: datetime,
+    ) -> list[Fact]:
+        """`facts` as it read at `known_at`: every fact recorded by then, rolled back past
+        the revisions made since, and filtered as `facts` filters (with `known_at` as now)."""
+        later: dict[str, list[AuditEntry]] = {}
+        for entry in self.store.fact_changes_after(project, subject, known_at):
+            later.setdefault(entry.fact_id or "", []).append(entry)
+        found = [
+            audit_trail.as_believed_before(f, later.get(f.id, []))
+            for f in self.store.facts(project, subject, True, None)
+            if f.recorded_at <= known_at
+        ]
+        if include_retired:
+            return found
+        if as_of is not None:
+            return [
+                f
+                for f in found
+                if f.status in (FactStatus.ACTIVE, FactStatus.SUPERSEDED)
+                and f.valid_from <= as_of
+                and (f.valid_to is None or f.valid_to > as_of)
+            ]
+        return [
+            f
+            for f in found
+            if f.status is FactStatus.ACTIVE and (f.valid_to is None or f.valid_to > known_at)
+        ]
 
     def events(self, ids: Iterable[str], project: str = "default") -> list[Event]:
         """The project's stored events with these ids (a fact's `source_event_ids`, say);

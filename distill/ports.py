@@ -361,6 +361,13 @@ class Store(Protocol):
         """The latest `limit` audit entries of a project (or one subject), oldest first."""
         ...
 
+    def fact_changes_after(
+        self, project: str, subject: str | None, after: datetime
+    ) -> list[AuditEntry]:
+        """The audit entries of fact actions (`*_fact`) of a project, or one subject, made
+        after `after`, oldest first."""
+        ...
+
     def observations_for(self, project: str, fact_id: str) -> list[Observation]: ...
     def conflict(self, project: str, conflict_id: str) -> ConflictSet: ...
     def conflicts(

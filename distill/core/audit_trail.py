@@ -133,6 +133,17 @@ def expand(
     return out
 
 
+def as_believed_before(fact: Fact, later: Sequence[AuditEntry]) -> Fact:
+    """`fact` (its row as it is now) as it read before the revisions in `later` (every entry
+    of it made after some instant, oldest first) were applied: the fact as Distill believed
+    it then. Its creation is not undone: the caller knows whether it existed."""
+    state = fact.model_dump(mode="json")
+    for entry in reversed(later):
+        if is_fact_revision(entry.action) and entry.before is not None and entry.after is not None:
+            _undo(entry.before, entry.after, state)
+    return Fact.model_validate(state)
+
+
 def observation_event_ids(entries: Sequence[AuditEntry]) -> list[str]:
     """The events whose observations `expand` needs for these entries."""
     return sorted(

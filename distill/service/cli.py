@@ -344,6 +344,7 @@ def _where(project: str, subject: str | None) -> str:
 @click.option("--project", default="default", show_default=True)
 @click.option("--all", "include_retired", is_flag=True, help="Include retired and held facts.")
 @click.option("--as-of", help="What was true at this ISO-8601 time.")
+@click.option("--known-at", help="As Distill believed it at this ISO-8601 time.")
 @json_option
 @click.pass_context
 def facts(
@@ -352,21 +353,26 @@ def facts(
     project: str,
     include_retired: bool,
     as_of: str | None,
+    known_at: str | None,
     as_json: bool,
 ) -> None:
-    """List facts (active ones by default)."""
+    """List facts (active ones by default); --as-of and --known-at are the two time axes."""
     with memory(ctx) as mem:
         found = mem.facts(
-            subject=subject, project=project, include_retired=include_retired, as_of=as_of
+            subject=subject,
+            project=project,
+            include_retired=include_retired,
+            as_of=as_of,
+            known_at=known_at,
         )
+    when = (f" as of {as_of}" if as_of else "") + (f" as known at {known_at}" if known_at else "")
     if as_json:
         emit([f.model_dump(mode="json") for f in found])
     elif not found:
         which = "" if include_retired or as_of else "active "
-        when = f" as of {as_of}" if as_of else ""
         out.print(f"no {which}facts {_where(project, subject)}{when}", markup=False)
     else:
-        out.print(fact_table(found, title=f"facts as of {as_of}" if as_of else "facts"))
+        out.print(fact_table(found, title=f"facts{when}"))
 
 
 @cli.command()

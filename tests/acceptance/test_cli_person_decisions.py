@@ -64,3 +64,18 @@ def test_erase_forgets_a_subject_and_says_what_went(cli: Cli, tmp_path: Path) ->
     everyone = cli.ok("erase", "--all-subjects", "--yes")
     assert "erased every subject of project 'default'" in everyone.stdout
     assert cli.ok_json("facts") == []
+
+
+def test_facts_known_at_shows_what_was_believed_then(cli: Cli) -> None:
+    cli.add_claim("bike_count", {"count": 3}, "2024-05-01T10:00:00Z")
+    cli.ok("consolidate")
+    [first] = cli.ok_json("facts")
+    cli.add_claim("bike_count", {"count": 4}, "2024-06-01T10:00:00Z", action="supersede")
+    cli.ok("consolidate")
+    then = cli.ok_json("facts", "--known-at", first["recorded_at"])
+    assert [f["value"] for f in then] == [{"count": 3}]
+    assert [f["value"] for f in cli.ok_json("facts")] == [{"count": 4}]
+    before = cli("facts", "--known-at", "2000-01-01T00:00:00Z")
+    assert before.code == 0 and "as known at 2000-01-01T00:00:00Z" in before.stdout
+    bad = cli("facts", "--known-at", "soon")
+    assert bad.code == 1 and bad.error.startswith("Error: known_at:")

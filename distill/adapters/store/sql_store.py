@@ -253,6 +253,14 @@ class SqlStore(SqlJobs):
         params = {"project": project, "subject": subject, "limit": limit}
         return [rows.audit_from_row(r, self.codec) for r in self._read("audit_latest", params)]
 
+    def fact_changes_after(
+        self, project: str, subject: str | None, after: datetime
+    ) -> list[AuditEntry]:
+        params = {"project": project, "subject": subject, "after": self.codec.time(after)}
+        return [
+            rows.audit_from_row(r, self.codec) for r in self._read("fact_changes_after", params)
+        ]
+
     def observations_for_events(self, project: str, event_ids: Sequence[str]) -> list[Observation]:
         if not event_ids:
             return []

@@ -527,6 +527,14 @@ SELECT * FROM (
 ) AS latest
 ORDER BY at, id;
 
+-- name: fact_changes_after
+-- The revisions of a project's (or one subject's) facts recorded after an instant: undone
+-- from the newest back, they give each fact as it was believed then.
+SELECT * FROM audit
+WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s)
+  AND at > %(after)s AND fact_id IS NOT NULL AND action LIKE '%%\_fact'
+ORDER BY at, id;
+
 -- ---------------------------------------------------------------------------------------------
 -- embedding cache
 

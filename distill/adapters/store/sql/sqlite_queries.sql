@@ -511,6 +511,17 @@ SELECT * FROM (
     LIMIT :limit
 ) ORDER BY at, id;
 
+-- name: fact_changes_after
+-- The revisions of a project's (or one subject's) facts recorded after an instant: undone
+-- from the newest back, they give each fact as it was believed then. Two branches, as above.
+SELECT * FROM (
+    SELECT * FROM audit WHERE project = :project AND subject = :subject AND at > :after
+    UNION ALL
+    SELECT * FROM audit WHERE project = :project AND :subject IS NULL AND at > :after
+)
+WHERE fact_id IS NOT NULL AND action LIKE '%\_fact' ESCAPE '\'
+ORDER BY at, id;
+
 -- ---------------------------------------------------------------------------------------------
 -- embedding cache: also the one copy of every identity vector that fact_vectors names
 

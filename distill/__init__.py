@@ -30,8 +30,9 @@ from distill.errors import (
     StoreError,
     TransientProviderError,
 )
-from distill.memory import History, Memory, Status
+from distill.memory import History, Memory
 from distill.report import Report
+from distill.status import Status
 
 __all__ = [
     "Added",

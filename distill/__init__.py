@@ -1,5 +1,6 @@
 """Distill: memory consolidation for AI agents. Events in, durable, auditable facts out."""
 
+from distill.core.context import Context
 from distill.core.models import (
     Added,
     Claim,
@@ -41,6 +42,7 @@ __all__ = [
     "ClaimLost",
     "ConfigurationError",
     "ConflictSet",
+    "Context",
     "DistillError",
     "EmbeddingMismatch",
     "Event",

@@ -27,6 +27,7 @@ from distill.adapters.llm import close_llm, make_llm
 from distill.adapters.store import open_store
 from distill.applier import apply_plan
 from distill.core import audit_trail, resolve
+from distill.core.context import Context, build_context
 from distill.core.identity import canonical_json, content_hash, identity_text
 from distill.core.json_data import JsonProblem
 from distill.core.models import (
@@ -56,6 +57,9 @@ from distill.report import Report
 from distill.status import Status
 
 REEMBED_PAGE = 500  # facts embedded again per store round trip (and per embedding call)
+# Tokens of a context block by default: a few dozen facts, a small share of any model's prompt.
+CONTEXT_TOKENS = 1_000
+CONTEXT_TOKENS_MIN = 50  # room for the header, one fact and the closing line
 MIN_ID_PREFIX = 4  # hex characters a person must type of an id, as git asks for a commit
 PREFIX_MATCHES_SHOWN = 5  # ids an ambiguous prefix error lists
 
@@ -328,6 +332,32 @@ class Memory:
             for f in found
             if f.status is FactStatus.ACTIVE and (f.valid_to is None or f.valid_to > known_at)
         ]
+
+    def context(
+        self,
+        subject: str,
+        project: str = "default",
+        as_of: datetime | str | None = None,
+        budget_tokens: int = CONTEXT_TOKENS,
+    ) -> Context:
+        """The block an agent puts in its prompt about `subject`: the facts served now (or
+        true `as_of`) that fit `budget_tokens`, each with its dates; a fact in an open
+        conflict is shown with the other values of its set, marked contested, never silently
+        picked. `.text` for the prompt, `.to_dict()` for the same as data. See
+        `distill.core.context` for the order and the rules."""
+        if not isinstance(budget_tokens, int) or budget_tokens < CONTEXT_TOKENS_MIN:
+            raise InvalidInput(
+                f"budget_tokens: give a whole number of at least {CONTEXT_TOKENS_MIN}"
+            )
+        if not isinstance(subject, str) or not subject.strip():
+            raise InvalidInput("subject: the context is about one subject; give it")
+        subject = normalise_subject(subject)
+        when = _parse_time(as_of, "as_of") if as_of is not None else None
+        served = self.facts(subject, project, as_of=when)
+        open_sets = self.store.conflicts(project, subject, ConflictStatus.OPEN)
+        wanted = sorted({m for c in open_sets for m in c.member_ids})
+        members = {f.id: f for f in self.store.facts_by_ids(project, wanted)}
+        return build_context(subject, project, served, open_sets, members, budget_tokens, when)
 
     def events(self, ids: Iterable[str], project: str = "default") -> list[Event]:
         """The project's stored events with these ids (a fact's `source_event_ids`, say);

@@ -376,6 +376,26 @@ def facts(
 
 
 @cli.command()
+@click.argument("subject")
+@click.option("--project", default="default", show_default=True)
+@click.option("--as-of", help="What was true at this ISO-8601 time.")
+@click.option("--budget", default=1_000, show_default=True, help="Tokens the block may take.")
+@json_option
+@click.pass_context
+def context(
+    ctx: click.Context, subject: str, project: str, as_of: str | None, budget: int, as_json: bool
+) -> None:
+    """The block an agent puts in its prompt about SUBJECT: its facts with their dates, fit
+    to a token budget; a contested fact is shown with its rivals, never silently picked."""
+    with memory(ctx) as mem:
+        block = mem.context(subject, project=project, as_of=as_of, budget_tokens=budget)
+    if as_json:
+        emit(block.to_dict())
+    else:
+        out.print(block.text, markup=False, highlight=False)
+
+
+@cli.command()
 @click.argument("fact_id")
 @click.option("--project", default="default", show_default=True)
 @json_option

@@ -79,3 +79,17 @@ def test_facts_known_at_shows_what_was_believed_then(cli: Cli) -> None:
     assert before.code == 0 and "as known at 2000-01-01T00:00:00Z" in before.stdout
     bad = cli("facts", "--known-at", "soon")
     assert bad.code == 1 and bad.error.startswith("Error: known_at:")
+
+
+def test_context_prints_the_block_and_its_data(cli: Cli) -> None:
+    cli.add_claim("bike_count", {"count": 3}, "2024-05-01T10:00:00Z")
+    cli.ok("consolidate")
+    text = cli.ok("context", "u1").stdout
+    assert text.splitlines() == [
+        "What is known about u1:",
+        "- bike count: count=3 (since 2024-05-01)",
+    ]
+    data = cli.ok_json("context", "u1", "--budget", "200")
+    assert data["budget_tokens"] == 200 and [f["value"] for f in data["facts"]] == [{"count": 3}]
+    small = cli("context", "u1", "--budget", "3")
+    assert small.code == 1 and small.error.startswith("Error: budget_tokens")

@@ -1,0 +1,100 @@
+"""`Memory.context`: the block an agent puts in its prompt, on every backend."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from distill import Memory
+from distill.adapters.embed.hashing import HashingEmbedder
+from distill.core.extraction import estimate_tokens
+from distill.errors import InvalidInput
+from tests.conftest import FakeClock
+
+T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def memory(database: str) -> Iterator[Memory]:
+    mem = Memory(database, embedder=HashingEmbedder(256), clock=FakeClock())
+    yield mem
+    mem.close()
+
+
+def say(mem: Memory, day: int, predicate: str, value: dict[str, Any], **event: Any) -> None:
+    action = event.pop("action", "create")
+    mem.add_event(
+        subject="u1",
+        occurred_at=T0 + timedelta(days=day),
+        claims=[{"predicate": predicate, "value": value, "action": action}],
+        **event,
+    )
+
+
+def test_the_block_has_every_served_fact_with_its_dates(memory: Memory) -> None:
+    say(memory, 0, "bike_count", {"count": 3})
+    say(memory, 30, "bike_count", {"count": 4}, action="supersede")
+    say(memory, 2, "home_city", {"city": "Lyon"})
+    memory.add_event(subject="u2", occurred_at=T0, claims=[{"text": "Someone else entirely."}])
+    memory.consolidate()
+
+    block = memory.context("u1")
+
+    assert block.text.splitlines()[0] == "What is known about u1:"
+    assert "- bike count: count=4 (since 2024-05-31)" in block.text
+    assert "- home city: city=Lyon (since 2024-05-03)" in block.text
+    assert "count=3" not in block.text  # superseded: not current
+    assert "Someone else" not in block.text  # another subject
+    assert {i["id"] for i in block.to_dict()["facts"]} == {f.id for f in memory.facts("u1")}
+    assert block.left_out == 0 and block.tokens == estimate_tokens(block.text)
+    # What was true then, with the interval it had.
+    earlier = memory.context("u1", as_of=T0 + timedelta(days=10))
+    assert "- bike count: count=3 (2024-05-01 to 2024-05-31)" in earlier.text
+
+
+def test_a_contested_fact_is_shown_with_its_rival_never_silently_picked(memory: Memory) -> None:
+    say(memory, 1, "language", {"lang": "fr"}, source="crm")
+    say(memory, 1, "language", {"lang": "de"}, source="billing")
+    say(memory, 1, "employer", {"name": "Acme"})
+    say(memory, 2, "employer", {"name": "Initech"}, source="web", trust="third_party")
+    memory.consolidate()
+
+    block = memory.context("u1")
+
+    [language] = [i for i in block.items if i.fact.predicate == "language"]
+    assert language.contested and len(language.alternatives) == 1
+    assert {language.fact.value["lang"], language.alternatives[0].value["lang"]} == {"fr", "de"}
+    [line] = [line for line in block.text.splitlines() if "language" in line]
+    assert "contested, unresolved" in line and "lang=fr" in line and "lang=de" in line
+    # A quarantined claim is not shown: the trusted value it disputes is, uncontested.
+    [employer] = [i for i in block.items if i.fact.predicate == "employer"]
+    assert employer.fact.value == {"name": "Acme"} and not employer.contested
+    assert "Initech" not in block.text
+
+
+def test_the_budget_is_a_hard_limit_and_the_block_says_what_it_left_out(memory: Memory) -> None:
+    for n in range(40):
+        say(memory, n, f"hobby_{n}", {"name": f"hobby number {n} with a longer description"})
+    memory.consolidate()
+    memory.pin(next(f.id for f in memory.facts("u1") if f.predicate == "hobby_0"))
+
+    block = memory.context("u1", budget_tokens=120)
+
+    assert block.tokens <= 120
+    assert 0 < len(block.items) < 40 and block.left_out == 40 - len(block.items)
+    assert f"({block.left_out} more fact(s) left out to fit the budget)" in block.text
+    assert block.items[0].fact.predicate == "hobby_0"  # pinned first
+    assert memory.context("u1", budget_tokens=100_000).left_out == 0
+
+
+def test_context_refuses_what_it_cannot_answer(memory: Memory) -> None:
+    assert "nothing known yet" in memory.context("nobody").text
+    with pytest.raises(InvalidInput, match="budget_tokens"):
+        memory.context("u1", budget_tokens=3)
+    with pytest.raises(InvalidInput, match="subject"):
+        memory.context("  ")
+    with pytest.raises(InvalidInput, match="as_of"):
+        memory.context("u1", as_of="tomorrow-ish")

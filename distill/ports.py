@@ -126,6 +126,9 @@ class StoreCounts:
     failed_jobs: tuple[Job, ...]
     llm_usage: LLMUsage = field(default_factory=LLMUsage)
     running_jobs: tuple[Job, ...] = ()
+    # Open sets by kind: two values of one identity, a held low-trust claim, two names that
+    # may be one attribute.
+    open_conflicts_by_kind: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ class Status:
             "facts": self.counts.facts_by_status,
             "jobs": self.counts.jobs_by_status,
             "open_conflicts": self.counts.open_conflicts,
+            "open_conflicts_by_kind": self.counts.open_conflicts_by_kind,
             "failed_jobs": [
                 {
                     "id": j.id,

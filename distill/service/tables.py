@@ -151,7 +151,9 @@ def status_table(data: dict[str, Any]) -> Table:
         table.add_row(f"facts {name}", str(count))
     for name, count in sorted(data["jobs"].items()):
         table.add_row(f"jobs {name}", str(count))
-    table.add_row("open conflicts", str(data["open_conflicts"]))
+    kinds = ", ".join(f"{n} {kind}" for kind, n in data["open_conflicts_by_kind"].items() if n)
+    shown = f"{data['open_conflicts']} ({kinds})" if kinds else str(data["open_conflicts"])
+    table.add_row("open conflicts", shown)
     table.add_section()
     table.add_row("embedder", data["embedder"])
     table.add_row("extractor", data["extractor"])

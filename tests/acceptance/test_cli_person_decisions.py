@@ -93,3 +93,13 @@ def test_context_prints_the_block_and_its_data(cli: Cli) -> None:
     assert data["budget_tokens"] == 200 and [f["value"] for f in data["facts"]] == [{"count": 3}]
     small = cli("context", "u1", "--budget", "3")
     assert small.code == 1 and small.error.startswith("Error: budget_tokens")
+
+
+def test_status_counts_open_sets_by_kind(cli: Cli) -> None:
+    cli.add_claim("language", {"lang": "fr"}, "2024-05-01T10:00:00Z")
+    cli.add_claim("language", {"lang": "de"}, "2024-05-01T10:00:00Z")
+    cli.ok("consolidate")
+    data = cli.ok_json("status")
+    assert data["open_conflicts"] == 1
+    assert data["open_conflicts_by_kind"] == {"conflict": 1, "quarantine": 0, "identity": 0}
+    assert "1 (1 conflict)" in cli.ok("status").stdout

@@ -818,12 +818,15 @@ def test_counts(store: Store) -> None:
     a = make_fact()
     create(store, a, make_fact(status=FactStatus.CANDIDATE), make_fact("x", project="other"))
     store.apply(plan_of(OpenConflict(make_conflict([a.id]), "x")), None, [])
+    held = make_conflict([a.id], identity_key="home_city|{}", kind=ConflictKind.QUARANTINE)
+    store.apply(plan_of(OpenConflict(held, "x")), None, [])
 
     counts = store.counts(PROJECT)
     assert counts.events == 2
     assert counts.facts_by_status == {"candidate": 1, "active": 1, "superseded": 0, "retracted": 0}
     assert counts.jobs_by_status == {"pending": 0, "running": 1, "done": 0, "failed": 1}
-    assert counts.open_conflicts == 1
+    assert counts.open_conflicts == 2
+    assert counts.open_conflicts_by_kind == {"conflict": 1, "quarantine": 1, "identity": 0}
     assert [j.id for j in counts.failed_jobs] == [job.id]
     assert counts.failed_jobs[0].error == "boom"
     everything = store.counts(None)

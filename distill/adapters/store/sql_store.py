@@ -22,6 +22,7 @@ from distill.adapters.store.sql_jobs import SqlJobs
 from distill.core.models import (
     Alias,
     AuditEntry,
+    ConflictKind,
     ConflictSet,
     ConflictStatus,
     Event,
@@ -309,7 +310,9 @@ class SqlStore(SqlJobs):
             jobs = dict.fromkeys((s.value for s in JobStatus), 0)
             for r in self._run(db, "count_jobs_by_status", params):
                 jobs[r["status"]] = r["n"]
-            open_conflicts = self._one(db, "count_open_conflicts", params)["n"]
+            open_sets = dict.fromkeys((k.value for k in ConflictKind), 0)
+            for r in self._run(db, "count_open_conflicts", params):
+                open_sets[r["kind"]] = r["n"]
             failed = self._load_jobs(db, "failed_jobs", params)
             running = self._load_jobs(db, "running_jobs", params)
             usage = self._one(db, "llm_usage", params)
@@ -317,7 +320,8 @@ class SqlStore(SqlJobs):
             events=events,
             facts_by_status=facts,
             jobs_by_status=jobs,
-            open_conflicts=open_conflicts,
+            open_conflicts=sum(open_sets.values()),
+            open_conflicts_by_kind=open_sets,
             failed_jobs=tuple(failed),
             running_jobs=tuple(running),
             llm_usage=LLMUsage(usage["calls"], usage["prompt_tokens"], usage["completion_tokens"]),

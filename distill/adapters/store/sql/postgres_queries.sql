@@ -468,8 +468,9 @@ WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subjec
 ORDER BY created_at, id;
 
 -- name: count_open_conflicts
-SELECT count(*) AS n FROM conflicts
-WHERE status = 'open' AND (%(project)s::text IS NULL OR project = %(project)s);
+SELECT kind, count(*) AS n FROM conflicts
+WHERE status = 'open' AND (%(project)s::text IS NULL OR project = %(project)s)
+GROUP BY kind;
 
 -- ---------------------------------------------------------------------------------------------
 -- observations, aliases, audit

@@ -446,8 +446,9 @@ WHERE project = :project AND (:subject IS NULL OR subject = :subject)
 ORDER BY created_at, id;
 
 -- name: count_open_conflicts
-SELECT count(*) AS n FROM conflicts
-WHERE status = 'open' AND (:project IS NULL OR project = :project);
+SELECT kind, count(*) AS n FROM conflicts
+WHERE status = 'open' AND (:project IS NULL OR project = :project)
+GROUP BY kind;
 
 -- ---------------------------------------------------------------------------------------------
 -- observations, aliases, audit

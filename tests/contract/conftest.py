@@ -71,6 +71,14 @@ def store(open_store: Callable[[], Store]) -> Store:
 
 
 @pytest.fixture
+def memory(database: str, clock: FakeClock) -> Iterator[Memory]:
+    """A Memory on this test's database, with the hashing embedder and the test's clock."""
+    mem = Memory(database, embedder=HashingEmbedder(256), clock=clock)
+    yield mem
+    mem.close()
+
+
+@pytest.fixture
 def stamp_schema_version(backend: str, database: str) -> Callable[[int], None]:
     """Record a schema version in the database behind the store's back."""
 

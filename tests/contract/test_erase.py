@@ -14,20 +14,11 @@ from typing import Any
 import pytest
 
 from distill import Memory
-from distill.adapters.embed.hashing import HashingEmbedder
 from distill.core.identity import content_hash, identity_text
 from distill.errors import InvalidInput
-from tests.conftest import FakeClock
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 SECRET = "Zanzibar7731"  # appears in u1's texts and values only
-
-
-@pytest.fixture
-def memory(database: str) -> Iterator[Memory]:
-    mem = Memory(database, embedder=HashingEmbedder(256), clock=FakeClock())
-    yield mem
-    mem.close()
 
 
 def live(mem: Memory, subject: str, project: str = "default") -> None:

@@ -7,14 +7,12 @@ superseded, retracted or kept from quarantine read differently before that happe
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from distill import Memory
-from distill.adapters.embed.hashing import HashingEmbedder
 from distill.core.models import FactStatus
 from distill.errors import InvalidInput
 from tests.conftest import FakeClock
@@ -25,13 +23,6 @@ WORLD = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)  # when things happened
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock(datetime(2025, 1, 1, tzinfo=UTC))  # when Distill learnt them
-
-
-@pytest.fixture
-def memory(database: str, clock: FakeClock) -> Iterator[Memory]:
-    mem = Memory(database, embedder=HashingEmbedder(256), clock=clock)
-    yield mem
-    mem.close()
 
 
 def say(mem: Memory, day: int, predicate: str, value: dict[str, Any], **event: Any) -> None:

@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from distill import Memory
-from distill.adapters.embed.hashing import HashingEmbedder
 from distill.core.models import FactStatus
 from distill.errors import InvalidInput, InvalidOperation, NotFound, PinnedFact
-from tests.conftest import FakeClock
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def memory(database: str) -> Iterator[Memory]:
-    mem = Memory(database, embedder=HashingEmbedder(256), clock=FakeClock())
-    yield mem
-    mem.close()
 
 
 def state(mem: Memory, day: int, value: dict[str, Any], **extra: Any) -> None:

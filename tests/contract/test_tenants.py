@@ -10,7 +10,7 @@ reveals anything of it.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -26,13 +26,6 @@ from tests.conftest import FakeClock
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 HOME, AWAY = "acme", "globex"
-
-
-@pytest.fixture
-def memory(database: str) -> Iterator[Memory]:
-    mem = Memory(database, embedder=HashingEmbedder(256), clock=FakeClock())
-    yield mem
-    mem.close()
 
 
 def claim(predicate: str, value: dict[str, Any], **extra: Any) -> dict[str, Any]:

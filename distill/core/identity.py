@@ -11,6 +11,7 @@ import json
 import re
 import unicodedata
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 from distill.core.models import Claim, Scalar
@@ -185,6 +186,7 @@ GUARDS: dict[str, Callable[[str, str], bool]] = {
 }
 
 
+@lru_cache(maxsize=8192)  # pure in its two names; a run asks about the same pairs many times
 def veto(a: str, b: str) -> str | None:
     """The first guard that tells predicates `a` and `b` apart, by name; None if none does.
 

@@ -262,6 +262,7 @@ def _contrasts(own: frozenset[str], other: frozenset[str]) -> bool:
     return bool(own & MARKED) or bool(other)
 
 
+@lru_cache(maxsize=8192)  # pure in its two names, asked about the same pairs again and again
 def compare_names(a: str, b: str) -> NameComparison:
     """How two predicate names relate, by their folded words (see the module docstring)."""
     words_a, words_b = name_words(a), name_words(b)

@@ -19,6 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from distill.adapters.embed import EMBEDDERS, close_embedder
 from distill.adapters.embed.calibrations import uncalibrated
 from distill.adapters.llm import PROVIDERS
+from distill.adapters.llm.calls import RetryPolicy
 from distill.errors import DistillError
 from distill.extractors import EXTRACTORS
 from distill.report import Report
@@ -83,6 +84,8 @@ Environment:
   DISTILL_LLM_API_KEY   the provider's key (read from the environment only, never
                         printed); OPENAI_API_KEY / ANTHROPIC_API_KEY also work
   DISTILL_LLM_TIMEOUT   seconds one model request may take (default 120)
+  DISTILL_LLM_ATTEMPTS  tries of one model request before its job fails (default 3;
+                        transient failures only: timeouts, 5xx, 429)
   DISTILL_FUTURE_MARGIN
                         seconds an event's time may be past now (default 86400:
                         a day, more than any time zone mistake)
@@ -132,6 +135,12 @@ Environment:
     help="Seconds one model request may take.",
 )
 @click.option(
+    "--llm-attempts",
+    envvar="DISTILL_LLM_ATTEMPTS",
+    type=click.IntRange(min=1),
+    help="Tries of one model request (the first included) before its job fails.",
+)
+@click.option(
     "-v",
     "--verbose",
     is_flag=True,
@@ -153,6 +162,7 @@ def cli(
     llm_model: str | None,
     llm_base_url: str | None,
     llm_timeout: float | None,
+    llm_attempts: int | None,
     verbose: bool,
     as_json: bool,
 ) -> None:
@@ -175,6 +185,7 @@ def cli(
             "model": llm_model,
             "base_url": llm_base_url,
             **({"timeout": llm_timeout} if llm_timeout else {}),
+            **({"retry": RetryPolicy(attempts=llm_attempts)} if llm_attempts else {}),
         },
     }
 

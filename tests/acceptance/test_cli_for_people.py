@@ -191,6 +191,7 @@ def test_consolidate_exits_1_when_jobs_failed_with_their_count(cli: Cli) -> None
         DISTILL_LLM="openai",
         DISTILL_LLM_BASE_URL="http://127.0.0.1:9/v1",  # discard: nothing listens
         DISTILL_LLM_API_KEY="k",
+        DISTILL_LLM_ATTEMPTS="1",  # one try per request: no retry waits (see the test below)
     )
     text = cli("consolidate")
     assert text.code == 1
@@ -202,6 +203,29 @@ def test_consolidate_exits_1_when_jobs_failed_with_their_count(cli: Cli) -> None
     assert as_json.json()["counters"]["jobs_failed"] == 2
     assert "Error: 2 job(s) failed" in as_json.error
     assert cli.ok_json("status")["jobs"]["failed"] == 2
+
+
+def test_distill_llm_attempts_sets_how_often_a_request_is_tried(cli: Cli) -> None:
+    """Two attempts: one retry per request is logged; one attempt: none."""
+    cli.ok("add", "--subject", "u1", "--text", "I have three bikes.")
+    cli.env.update(
+        DISTILL_LLM="openai",
+        DISTILL_LLM_BASE_URL="http://127.0.0.1:9/v1",
+        DISTILL_LLM_API_KEY="k",
+        DISTILL_LLM_ATTEMPTS="2",
+    )
+    twice = cli("-v", "consolidate")
+    assert twice.code == 1
+    assert twice.error.count("retry 1 of 1") == 1
+    cli.ok("replay")
+    cli.env["DISTILL_LLM_ATTEMPTS"] = "1"
+    once = cli("-v", "consolidate")
+    assert once.code == 1
+    assert "retry" not in once.error
+    cli.env["DISTILL_LLM_ATTEMPTS"] = "0"
+    refused = cli("consolidate")
+    assert refused.code == 2
+    assert "DISTILL_LLM_ATTEMPTS" in refused.error or "--llm-attempts" in refused.error
 
 
 # -- advice in the CLI's terms -----------------------------------------------------------------

@@ -371,11 +371,13 @@ def test_invariant_3_racing_writers_never_leave_two_active_facts(
     values = {"first": "English", "second": "English" if same_value else "German"}
     texts = {"first": f"I speak {values['first']}", "second": f"My language is {values['second']}"}
     other_worker_ran = threading.Event()
+    first_job_held = threading.Event()
 
     def respond(prompt: str) -> str:
         """One model for both workers, answering by the message it is shown."""
         text = texts["first"] if texts["first"] in prompt else texts["second"]
         if text == texts["first"]:  # hold the earlier job while the other worker runs
+            first_job_held.set()
             other_worker_ran.wait(timeout=20)
         value = {"lang": "en"} if "English" in text else {"lang": "de"}
         return llm_answer({"predicate": "language", "value": value, "evidence_span": text})
@@ -385,10 +387,9 @@ def test_invariant_3_racing_writers_never_leave_two_active_facts(
     workers["first"].add_event(subject=SUBJECT, text=texts["first"], occurred_at=at(0))
     first = threading.Thread(target=lambda: reports.append(workers["first"].consolidate()))
     first.start()
-    for _ in range(200):  # until the first job is claimed, so the next event gets its own job
-        if any(j.status is JobStatus.RUNNING for j in workers["first"].jobs()):
-            break
-        threading.Event().wait(0.01)
+    # Until the first worker holds its job (the model is asked only after the claim), so the
+    # next event gets its own job: an event, not a time budget, which a loaded machine exceeds.
+    assert first_job_held.wait(timeout=60)
     # A moment later: two values of one instant are ordered by their words, not by arrival.
     workers["second"].add_event(subject=SUBJECT, text=texts["second"], occurred_at=at(1))
 

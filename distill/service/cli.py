@@ -33,7 +33,9 @@ from distill.service.event_input import (
     read_jsonl,
 )
 from distill.service.export_command import export_cmd
+from distill.service.keys_command import keys
 from distill.service.maintenance_command import migrate, reembed, replay
+from distill.service.serve_command import serve
 from distill.service.tables import (
     audit_table,
     conflict_table,
@@ -528,12 +530,14 @@ cli.add_command(copy_cmd)
 cli.add_command(erase)
 cli.add_command(eval_cmd)
 cli.add_command(export_cmd)
+cli.add_command(keys)
 cli.add_command(migrate)
 cli.add_command(pin)
 cli.add_command(reembed)
 cli.add_command(replay)
 cli.add_command(resolve_cmd)
 cli.add_command(retract)
+cli.add_command(serve)
 cli.add_command(worker)
 for _command in cli.commands.values():
     _command.params.append(db_option())

@@ -88,6 +88,7 @@ QUERY_USERS = {
         "sql_store.py",
         "plan_writer.py",
         "copy.py",
+        "sql_keys.py",
         "postgres.py",
     ),
     "sqlite": (
@@ -96,6 +97,7 @@ QUERY_USERS = {
         "sql_store.py",
         "plan_writer.py",
         "copy.py",
+        "sql_keys.py",
         "sqlite.py",
         "sqlite_vectors.py",
     ),

@@ -4,9 +4,10 @@ SQLite (or PostgreSQL → PostgreSQL), written once over both backends' named SQ
 Everything is copied, ids and times as they are: events (with their claims, idempotency keys
 and embeddings), jobs and the events they hold, every version of every fact (status,
 validity, `superseded_by` links, sources), identity vectors, conflict sets, observations,
-aliases, the audit trail, the embedding cache and the model's kept answers. Two tables are
-not: `schema_migrations` (each database records its own) and SQLite's `vector_changes` (its
-triggers write it as the vectors are inserted).
+aliases, the audit trail, the embedding cache and the model's kept answers. Three tables are
+not: `schema_migrations` (each database records its own), SQLite's `vector_changes` (its
+triggers write it as the vectors are inserted) and `api_keys` (the HTTP API's credentials
+belong to the deployment they were made for).
 
 **All or nothing.** The source is read in one snapshot (a WAL read transaction in SQLite,
 REPEATABLE READ in PostgreSQL), so workers may keep running on it, and the target is written
@@ -292,6 +293,8 @@ NOT_COPIED = {
     "schema_migrations": "each database records the migrations applied to itself",
     "vector_changes": "SQLite's log for its in-memory indexes, written by triggers as the "
     "vectors are inserted into the target",
+    "api_keys": "the HTTP API's credentials belong to the deployment they were made for: "
+    "make new ones on the copy (distill keys create)",
 }
 
 # What a running job becomes in the copy: pending, held by nobody.

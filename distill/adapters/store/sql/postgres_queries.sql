@@ -800,3 +800,36 @@ WHERE text_hash = ANY(%(hashes)s::text[])
       SELECT 1 FROM fact_vectors AS v
       WHERE v.model_id = embedding_cache.model_id AND v.text_hash = embedding_cache.text_hash
   );
+
+-- ---------------------------------------------------------------------------------------------
+-- api keys: the HTTP API's keys, by the SHA-256 of their token (sql_keys.py)
+
+-- name: insert_api_key
+INSERT INTO api_keys (id, project, name, token_hash, created_at, revoked_at)
+VALUES (%(id)s, %(project)s, %(name)s, %(token_hash)s, %(created_at)s, NULL);
+
+-- name: api_key_by_hash
+SELECT id, project, name, created_at, revoked_at FROM api_keys
+WHERE token_hash = %(token_hash)s;
+
+-- name: api_key_by_id
+SELECT id, project, name, created_at, revoked_at FROM api_keys WHERE id = %(id)s;
+
+-- name: api_keys_list
+-- A project's keys; with no project, every key (the admin keys, project NULL, too).
+SELECT id, project, name, created_at, revoked_at FROM api_keys
+WHERE %(project)s::text IS NULL OR project = %(project)s
+ORDER BY created_at, id;
+
+-- name: revoke_api_key
+UPDATE api_keys SET revoked_at = %(now)s WHERE id = %(id)s AND revoked_at IS NULL;
+
+-- name: count_api_keys
+SELECT count(*) AS made, count(*) FILTER (WHERE revoked_at IS NULL) AS active FROM api_keys;
+
+-- name: subject_known
+-- Whether the project holds anything of a subject: every stored event is held by a job of
+-- its subject until an erase (jobs_by_subject answers it).
+SELECT EXISTS (
+    SELECT 1 FROM jobs WHERE project = %(project)s AND subject = %(subject)s
+) AS known;

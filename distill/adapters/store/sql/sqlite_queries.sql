@@ -761,3 +761,33 @@ WHERE text_hash IN (SELECT stored_id(value) FROM json_each(:hashes))
 -- lookup, as it drops a retired fact's.
 INSERT INTO vector_changes (project, subject, fact_id)
 SELECT project, subject, fact_id FROM fact_vectors WHERE project = :project AND (:subject IS NULL OR subject = :subject);
+
+-- ---------------------------------------------------------------------------------------------
+-- api keys: the HTTP API's keys, by the SHA-256 of their token (sql_keys.py)
+
+-- name: insert_api_key
+INSERT INTO api_keys (id, project, name, token_hash, created_at, revoked_at)
+VALUES (:id, :project, :name, :token_hash, :created_at, NULL);
+
+-- name: api_key_by_hash
+SELECT id, project, name, created_at, revoked_at FROM api_keys WHERE token_hash = :token_hash;
+
+-- name: api_key_by_id
+SELECT id, project, name, created_at, revoked_at FROM api_keys WHERE id = :id;
+
+-- name: api_keys_list
+-- A project's keys; with no project, every key (the admin keys, project NULL, too).
+SELECT id, project, name, created_at, revoked_at FROM api_keys
+WHERE :project IS NULL OR project = :project
+ORDER BY created_at, id;
+
+-- name: revoke_api_key
+UPDATE api_keys SET revoked_at = :now WHERE id = :id AND revoked_at IS NULL;
+
+-- name: count_api_keys
+SELECT count(*) AS made, count(*) FILTER (WHERE revoked_at IS NULL) AS active FROM api_keys;
+
+-- name: subject_known
+-- Whether the project holds anything of a subject: every stored event is held by a job of
+-- its subject until an erase (jobs_by_subject answers it).
+SELECT EXISTS (SELECT 1 FROM jobs WHERE project = :project AND subject = :subject) AS known;

@@ -10,6 +10,7 @@ to the network. On loopback without any key it serves every caller as an admin o
 from __future__ import annotations
 
 import logging
+import signal
 from typing import Any
 
 import click
@@ -119,8 +120,14 @@ def serve(ctx: click.Context, host: str, port: int, worker_threads: int, interva
                 "(project 'default', or ?project=); the first `distill keys create` ends this",
                 markup=False,
             )
-        # uvicorn runs the app's lifespan: the worker starts with it and stops with it.
-        uvicorn.Server(config).run(sockets=[sock])
+        # uvicorn stops on SIGTERM or Ctrl-C, then sends itself the signal again, to die of
+        # it. By then the app's lifespan has stopped the worker (the job being decided
+        # finished, the others released), so the command ends as `distill worker` does.
+        server = uvicorn.Server(config)
+        for stopping in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(stopping, lambda *_: setattr(server, "should_exit", True))
+        server.run(sockets=[sock])
+        err.print("distill serve: stopped", markup=False)
     finally:
         for llm in models:
             close_llm(llm)

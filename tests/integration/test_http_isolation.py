@@ -144,6 +144,15 @@ def test_every_route_refuses_another_project_s_data(api: Api) -> None:
                 response = call(b, method, path, OWN_ONLY[method, path], ids)
                 assert response.is_success, (method, path, response.text)
                 assert_nothing_of_a(response, ids)
+        # Reads over every subject of B's project find B's own data only.
+        for response in (
+            b.post("/v1/memories/search", json={"query": "home city language"}),
+            b.post("/v1/memories/list", json={"include_retired": True}),
+            b.get("/v1/conflicts", params={"status": "all"}),
+            b.get("/v1/audit"),
+        ):
+            assert response.status_code == 200, response.text
+            assert_nothing_of_a(response, ids)
 
     with api.client(api.key("alpha")) as a:
         after = a.post("/v1/memories/list", json={"include_retired": True}).json()

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, settings
 
 from tests.http_server import Api, claim_event, running_api, wait_for
 
-EXAMPLES = 30  # per operation; about 20 operations at a few milliseconds each
+EXAMPLES = 20  # per operation: about 20 operations, 15 s in all
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,8 @@ from typing import Any, Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from distill.core.models import AuditEntry, Event, Fact, FactKind, Observation, Trust
+from distill.core.recall import MAX_SEARCH_LIMIT
+from distill.memory import CONTEXT_TOKENS, CONTEXT_TOKENS_MIN
 
 # Events in one request. A batch is written in one transaction, validated whole first: a
 # thousand events of a chat history is one request, and a client with more sends pages.
@@ -70,31 +72,47 @@ class TimeAxes(Body):
 class SearchBody(TimeAxes):
     query: str
     subject: str | None = Field(None, description="One subject; every one when left out.")
-    limit: int = Field(10, ge=1)
+    limit: int = Field(10, ge=1, le=MAX_SEARCH_LIMIT)
     kinds: list[FactKind] | None = None
     include: list[Literal["events"]] = Field(
         default_factory=list, description='"events": each hit carries its evidence events.'
     )
 
 
+class EvidenceEvent(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    text: str
+    occurred_at: str
+    source: str
+
+
 class Hit(BaseModel):
+    """A fact that answers the query, as `distill.core.recall.Hit.to_dict` gives it."""
+
     model_config = ConfigDict(extra="allow")
 
     id: str
     subject: str
-    text: str
-    kind: str
+    kind: FactKind
     predicate: str | None = None
     value: dict[str, Any] | None = None
-    valid_from: str | None = None
+    text: str
+    status: str
+    valid_from: str
     valid_to: str | None = None
-    recorded_at: str | None = None
+    recorded_at: str
+    retired_at: str | None = None
     pinned: bool = False
-    score: float
-    parts: dict[str, Any] = Field(default_factory=dict)
-    contested: bool = False
-    conflict_ids: list[str] = Field(default_factory=list)
-    evidence_event_ids: list[str] = Field(default_factory=list)
+    reinforcement_count: int = 0
+    last_reinforced_at: str | None = None
+    score: float = Field(description="Higher is better.")
+    parts: dict[str, Any] = Field(description="What each arm (lexical, vector) made of it.")
+    contested: bool = Field(description="In an open conflict: see conflict_ids.")
+    conflict_ids: list[str]
+    evidence_event_ids: list[str]
+    events: list[EvidenceEvent] | None = Field(None, description='With include ["events"].')
 
 
 class Hits(BaseModel):
@@ -136,7 +154,7 @@ class ResolveBody(Body):
 class ContextBody(TimeAxes):
     subject: str
     query: str | None = None
-    budget_tokens: int = Field(1_000, ge=1, le=MAX_CONTEXT_TOKENS)
+    budget_tokens: int = Field(CONTEXT_TOKENS, ge=CONTEXT_TOKENS_MIN, le=MAX_CONTEXT_TOKENS)
 
 
 class ContextItem(BaseModel):

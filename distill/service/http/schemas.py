@@ -166,9 +166,16 @@ class ContextItem(BaseModel):
 
 
 class ContextOut(BaseModel):
+    """The block, as `distill.core.context.Context.to_dict` gives it."""
+
     model_config = ConfigDict(extra="allow")
 
     subject: str
+    project: str
+    as_of: str | None = None
+    budget_tokens: int
+    tokens: int = Field(description="What the block takes.")
+    left_out: int = Field(description="Facts that did not fit the budget.")
     text: str = Field(description="The block to put in a prompt.")
     facts: list[ContextItem] = Field(description="The same facts as data.")
 

@@ -292,7 +292,21 @@ NOT_COPIED = {
     "schema_migrations": "each database records the migrations applied to itself",
     "vector_changes": "SQLite's log for its in-memory indexes, written by triggers as the "
     "vectors are inserted into the target",
+    **{
+        name: "SQLite's full-text index of the facts' words (FTS5 and its shadow tables), "
+        "written by triggers as the facts are inserted into the target"
+        for name in (
+            "fact_words",
+            "fact_words_config",
+            "fact_words_data",
+            "fact_words_docsize",
+            "fact_words_idx",
+            "fact_words_rows",
+        )
+    },
 }
+# Columns the database computes from the others: never read, never written.
+GENERATED = {"facts": {"words": "PostgreSQL's tsvector of the fact's words (search)"}}
 
 # What a running job becomes in the copy: pending, held by nobody.
 _UNCLAIMED = {
@@ -467,7 +481,8 @@ def _check_columns(store: SqlStore, db: DB, role: str) -> None:
         if have is None:
             problems.append(f"no table {table.name}")
             continue
-        unknown = sorted(f"{table.name}.{c}" for c in have - set(table.columns))
+        derived = set(GENERATED.get(table.name, {}))
+        unknown = sorted(f"{table.name}.{c}" for c in have - set(table.columns) - derived)
         missing = sorted(f"{table.name}.{c}" for c in set(table.columns) - have)
         if unknown:
             problems.append(f"columns the copy does not know and would drop: {', '.join(unknown)}")

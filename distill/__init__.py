@@ -12,6 +12,7 @@ from distill.core.models import (
     Observation,
     Trust,
 )
+from distill.core.recall import Hit
 from distill.errors import (
     AlreadyResolved,
     ClaimLost,
@@ -50,6 +51,7 @@ __all__ = [
     "FactKind",
     "FactStatus",
     "History",
+    "Hit",
     "IntegrityViolation",
     "InvalidInput",
     "InvalidOperation",

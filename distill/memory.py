@@ -28,7 +28,7 @@ from distill.adapters.store import open_store
 from distill.applier import apply_plan
 from distill.core import audit_trail, resolve
 from distill.core.context import Context, build_context
-from distill.core.identity import canonical_json, content_hash, identity_text
+from distill.core.identity import canonical_json, content_hash
 from distill.core.json_data import JsonProblem
 from distill.core.models import (
     FUTURE_MARGIN,
@@ -49,11 +49,13 @@ from distill.core.models import (
 )
 from distill.core.passes import Scope
 from distill.core.plan import Plan
+from distill.core.recall import MAX_SEARCH_LIMIT, Hit, recall_text
 from distill.engine import Engine
 from distill.errors import ConfigurationError, InvalidInput, NotFound
 from distill.extractors import BATCH_EVENTS, BATCH_TOKENS, make_extraction
 from distill.ports import LLM, Clock, Embedder, IdentityVector, IdTable
 from distill.report import Report
+from distill.search import search
 from distill.status import Status
 
 REEMBED_PAGE = 500  # facts embedded again per store round trip (and per embedding call)
@@ -246,15 +248,16 @@ class Memory:
         return self.store.requeue_jobs(project, self.clock.now())
 
     def reembed(self, project: str | None = None) -> int:
-        """Embed again, with this Memory's embedder, the identity of every active state fact
-        whose vector another model made (or that has none), so that claims are matched by
-        meaning to facts stored before a switch of embedders. Vectors of two models are
-        never compared: until this runs, those facts are found by exact predicate and
-        learned aliases only. Returns how many facts were embedded again."""
+        """Embed again, with this Memory's embedder, every active fact whose vector another
+        model made (or that has none: facts stored before every kind had one), so that
+        claims are matched by meaning to facts stored before a switch of embedders, and
+        search's vector arm finds them. Vectors of two models are never compared: until this
+        runs, those facts are found by exact predicate, learned aliases and words only.
+        Returns how many facts were embedded again."""
         model = self.embedder.model_id
         done, after = 0, None
         while page := self.store.facts_to_reembed(model, project, after, REEMBED_PAGE):
-            texts = {f.id: identity_text(f.predicate or "", f.value) for f in page}
+            texts = {f.id: recall_text(f.predicate, f.value, f.text) for f in page}
             vectors = self.engine.embed(sorted(set(texts.values())))
             self.store.replace_identity_vectors(
                 model,
@@ -333,18 +336,51 @@ class Memory:
             if f.status is FactStatus.ACTIVE and (f.valid_to is None or f.valid_to > known_at)
         ]
 
+    def search(
+        self,
+        query: str,
+        subject: str | None = None,
+        project: str = "default",
+        as_of: datetime | str | None = None,
+        known_at: datetime | str | None = None,
+        limit: int = 10,
+        kinds: Iterable[str] | None = None,
+        include: Iterable[str] = (),
+    ) -> list[Hit]:
+        """The facts that best answer `query`, best first: of one subject, or of every subject
+        of the project. Lexical (BM25) and vector arms fused by rank (`distill.core.recall`);
+        each `Hit` has its score and the parts it came from, the fact with its validity and
+        evidence event ids, and `contested` when it sits in an open conflict. Only what
+        `facts` would serve is ever returned: now, or true `as_of`, or believed `known_at`.
+        `kinds`: some of "state", "event", "memory"; `include=("events",)` attaches the
+        evidence events. See `distill.search`."""
+        return search(
+            self,
+            query,
+            _subject(subject),
+            project,
+            _parse_time(as_of, "as_of") if as_of is not None else None,
+            _parse_time(known_at, "known_at") if known_at is not None else None,
+            limit,
+            kinds,
+            include,
+        )
+
     def context(
         self,
         subject: str,
+        query: str | None = None,
         project: str = "default",
         as_of: datetime | str | None = None,
+        known_at: datetime | str | None = None,
         budget_tokens: int = CONTEXT_TOKENS,
     ) -> Context:
         """The block an agent puts in its prompt about `subject`: the facts served now (or
-        true `as_of`) that fit `budget_tokens`, each with its dates; a fact in an open
-        conflict is shown with the other values of its set, marked contested, never silently
-        picked. `.text` for the prompt, `.to_dict()` for the same as data. See
-        `distill.core.context` for the order and the rules."""
+        true `as_of`, or believed `known_at`) that fit `budget_tokens`, each with its dates;
+        with a `query`, the most relevant first (as `search` ranks them), else pinned and
+        recently confirmed first. A fact in an open conflict is shown with the other values
+        of its set, marked contested, never silently picked. `.text` for the prompt,
+        `.to_dict()` for the same as data. See `distill.core.context`."""
         if not isinstance(budget_tokens, int) or budget_tokens < CONTEXT_TOKENS_MIN:
             raise InvalidInput(
                 f"budget_tokens: give a whole number of at least {CONTEXT_TOKENS_MIN}"
@@ -353,11 +389,18 @@ class Memory:
             raise InvalidInput("subject: the context is about one subject; give it")
         subject = normalise_subject(subject)
         when = _parse_time(as_of, "as_of") if as_of is not None else None
-        served = self.facts(subject, project, as_of=when)
+        believed = _parse_time(known_at, "known_at") if known_at is not None else None
+        if query is not None:
+            hits = self.search(query, subject, project, when, believed, MAX_SEARCH_LIMIT)
+            served = [h.fact for h in hits]
+        else:
+            served = self.facts(subject, project, as_of=when, known_at=believed)
         open_sets = self.store.conflicts(project, subject, ConflictStatus.OPEN)
         wanted = sorted({m for c in open_sets for m in c.member_ids})
         members = {f.id: f for f in self.store.facts_by_ids(project, wanted)}
-        return build_context(subject, project, served, open_sets, members, budget_tokens, when)
+        return build_context(
+            subject, project, served, open_sets, members, budget_tokens, when, query is not None
+        )
 
     def events(self, ids: Iterable[str], project: str = "default") -> list[Event]:
         """The project's stored events with these ids (a fact's `source_event_ids`, say);

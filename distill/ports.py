@@ -33,6 +33,19 @@ IdTable = Literal["fact", "conflict"]  # what a person may name by an id prefix
 Vector = npt.NDArray[np.float32]
 
 
+@dataclass(frozen=True)
+class RecallScope:
+    """The facts a search ranks: the active facts of one subject, or of the whole project
+    when `subject` is None, of some `kinds` (None: all); or, for a search of the past, the
+    facts `among` (any status), which were served then."""
+
+    project: str
+    subject: str | None
+    model_id: str
+    kinds: tuple[str, ...] | None = None
+    among: tuple[str, ...] | None = None
+
+
 class Clock(Protocol):
     def now(self) -> datetime:
         """The current time, timezone-aware (UTC)."""
@@ -289,6 +302,18 @@ class Store(Protocol):
     ) -> list[list[Neighbour]]:
         """For each row of `vectors`, the k nearest active state facts of the subject whose
         identity vector was made by `model_id`, nearest first."""
+        ...
+
+    def recall_words(
+        self, scope: RecallScope, terms: Sequence[str], limit: int
+    ) -> list[tuple[str, float]]:
+        """The lexical arm of search: facts of the scope holding any of `terms` (as
+        `core.recall.query_terms` gives them), best BM25 first, with their score."""
+        ...
+
+    def recall_nearest(self, scope: RecallScope, vector: Vector, k: int) -> list[Neighbour]:
+        """The vector arm of search: the k facts of the scope whose recall vector, made by
+        the scope's model, is nearest `vector`, nearest first."""
         ...
 
     def aliases(self, project: str, predicates: Sequence[str]) -> dict[str, Alias]: ...

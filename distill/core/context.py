@@ -11,8 +11,9 @@ budget, each with its dates, as a text block and as structured data. Two rules s
   the block says how many were left out. A contested item and its alternatives count as
   one: they are shown together or not at all.
 
-The order, without a query: pinned facts first (a person said they matter), then the most
-recently confirmed (`last_reinforced_at`), then the most often confirmed, then by id.
+The order with a query is the search's (most relevant first). Without one: pinned facts
+first (a person said they matter), then the most recently confirmed (`last_reinforced_at`),
+then the most often confirmed, then by id.
 Pure: the caller reads the facts and the open sets.
 """
 
@@ -100,9 +101,11 @@ def build_context(
     members: Mapping[str, Fact],
     budget_tokens: int,
     as_of: datetime | None = None,
+    ranked: bool = False,
 ) -> Context:
     """The block: `served` (the subject's facts as `Memory.facts` serves them), marked with
-    the open `open_sets` they sit in (whose members are in `members`, by id)."""
+    the open `open_sets` they sit in (whose members are in `members`, by id). `ranked`:
+    `served` is in the order to show (a search's, most relevant first)."""
     sets_of: dict[str, ConflictSet] = {}
     for open_set in open_sets:
         if open_set.kind in CONTESTING:
@@ -113,7 +116,7 @@ def build_context(
     used = estimate_tokens(header)
     items: list[ContextItem] = []
     shown: set[str] = set()
-    ordered = sorted(served, key=_rank)
+    ordered = list(served) if ranked else sorted(served, key=_rank)
     for index, fact in enumerate(ordered):
         if fact.id in shown:
             continue

@@ -52,6 +52,7 @@ from distill.core.plan import (
     ReviseConflict,
     ReviseFact,
 )
+from distill.core.recall import recall_text
 
 # A conflict set holds at most this many members; a further distinct value reclassifies the
 # candidates as event facts ("the user said X on date D") instead of growing the set forever.
@@ -357,6 +358,8 @@ class WorkingSet:
         norm_hash: str | None = None,
         vector_from: str | None = None,
     ) -> None:
+        if vector_text is None and vector_from is None:  # its recall vector, if embedded
+            vector_text = recall_text(fact.predicate, fact.value, fact.text)
         vector = self.s.vectors.get(vector_text) if vector_text else None
         if fact.kind is FactKind.MEMORY and norm_hash is None:
             norm_hash = content_hash(normalise_text(fact.text))
@@ -373,7 +376,9 @@ class WorkingSet:
                 vector_model=self.s.vector_model if vector is not None else None,
                 norm_hash=norm_hash,
                 vector_from=vector_from,
-                vector_text_hash=content_hash(vector_text) if vector_text else None,
+                vector_text_hash=content_hash(vector_text)
+                if vector_text and vector is not None
+                else None,
             )
         )
 

@@ -35,6 +35,7 @@ from distill.service.event_input import (
 from distill.service.export_command import export_cmd
 from distill.service.maintenance_command import migrate, reembed, replay
 from distill.service.mcp_command import mcp_cmd
+from distill.service.recall_command import context, search
 from distill.service.tables import (
     audit_table,
     conflict_table,
@@ -388,26 +389,6 @@ def facts(
 
 
 @cli.command()
-@click.argument("subject")
-@click.option("--project", default="default", show_default=True)
-@click.option("--as-of", help="What was true at this ISO-8601 time.")
-@click.option("--budget", default=1_000, show_default=True, help="Tokens the block may take.")
-@json_option
-@click.pass_context
-def context(
-    ctx: click.Context, subject: str, project: str, as_of: str | None, budget: int, as_json: bool
-) -> None:
-    """The block an agent puts in its prompt about SUBJECT: its facts with their dates, fit
-    to a token budget; a contested fact is shown with its rivals, never silently picked."""
-    with memory(ctx) as mem:
-        block = mem.context(subject, project=project, as_of=as_of, budget_tokens=budget)
-    if as_json:
-        emit(block.to_dict())
-    else:
-        out.print(block.text, markup=False, highlight=False)
-
-
-@cli.command()
 @click.argument("fact_id")
 @click.option("--project", default="default", show_default=True)
 @json_option
@@ -525,6 +506,7 @@ def demo(ctx: click.Context, as_json: bool) -> None:
         close_embedder(embedder)
 
 
+cli.add_command(context)
 cli.add_command(copy_cmd)
 cli.add_command(erase)
 cli.add_command(eval_cmd)
@@ -536,6 +518,7 @@ cli.add_command(reembed)
 cli.add_command(replay)
 cli.add_command(resolve_cmd)
 cli.add_command(retract)
+cli.add_command(search)
 cli.add_command(worker)
 for _command in cli.commands.values():
     _command.params.append(db_option())

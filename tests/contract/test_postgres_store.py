@@ -36,12 +36,20 @@ SQLITE_ONLY = {
     "PostgreSQL's HNSW index lives in the database",
     "changed_vectors": "SQLite's in-memory ANN indexes catch up from vector_changes",
     "note_erased_vectors": "an erase tells SQLite's in-memory ANN indexes through vector_changes",
+    "active_recall_vectors": "SQLite reads the recall vectors and searches them with numpy or "
+    "its in-memory ANN index; PostgreSQL searches in the database (nearest_recall_facts)",
+    "changed_recall_vectors": "SQLite's in-memory ANN indexes catch up from vector_changes",
+    "recall_vectors_of": "SQLite scores a search of the past with numpy; PostgreSQL in the "
+    "database (nearest_recall_facts)",
+    "merge_fact_words": "FTS5 keeps deleted words until its segments merge; PostgreSQL's "
+    "tsvector is a column of the fact's row",
 }
 POSTGRES_ONLY = {
     "vector_extension_available": "pgvector is a server extension; SQLite needs none",
     "configure_session": "time zone and HNSW settings of a PostgreSQL session",
     "advisory_lock": "per-subject (and migration) advisory locks; SQLite serialises every writer",
     "nearest_state_facts": "vector search in the database (SQLite: active_state_vectors)",
+    "nearest_recall_facts": "search's vector arm in the database (SQLite: active_recall_vectors)",
     "create_vector_index": "an HNSW index per vector dimension",
     "notify_events": "LISTEN/NOTIFY wakes waiting workers; SQLite workers poll",
     "listen_events": "LISTEN/NOTIFY wakes waiting workers; SQLite workers poll",

@@ -22,6 +22,7 @@ import pytest
 from distill.adapters.store import sqlite_vectors
 from distill.adapters.store.ann_index import AnnIndex
 from distill.adapters.store.sqlite import SqliteStore
+from distill.adapters.store.sqlite_vectors import VectorScope
 from distill.adapters.store.vector_search import exact_nearest
 from distill.core.models import Fact, FactKind, FactStatus
 from distill.core.plan import CreateFact, Plan, ReviseFact
@@ -180,7 +181,7 @@ def lookup(store: SqliteStore, queries: Matrix, k: int) -> list[list[Neighbour]]
 
 def indexed(store: SqliteStore) -> int:
     """How many active vectors the store's index of the subject holds (0: none built)."""
-    scope = store._vectors._scopes.get((PROJECT, SUBJECT, MODEL, DIM))
+    scope = store._vectors._scopes.get((VectorScope(PROJECT, SUBJECT, MODEL), DIM))
     return 0 if scope is None else len(scope.index)
 
 

@@ -43,7 +43,7 @@ from distill.adapters.store.queries import Migration, load_migrations, load_quer
 from distill.adapters.store.sql_base import DB
 from distill.adapters.store.sql_store import SqlStore
 from distill.errors import StoreError
-from distill.ports import Neighbour, Vector
+from distill.ports import Neighbour, RecallScope, Vector
 
 QUERIES = load_queries("postgres")
 
@@ -209,6 +209,24 @@ class PostgresStore(SqlStore):
         ):
             results[r["query_index"] - 1].append(Neighbour(r["fact_id"], r["distance"]))
         return results
+
+    def _recall_nearest(self, db: DB, scope: RecallScope, query: Vector, k: int) -> list[Neighbour]:
+        params = {
+            "project": scope.project,
+            "subject": scope.subject,
+            "model_id": scope.model_id,
+            "kinds": list(scope.kinds) if scope.kinds is not None else None,
+            "among": list(scope.among) if scope.among is not None else None,
+            "query": self._vector_param(query[0]),
+            "k": k,
+        }
+        sql = _with_dim(self.queries["nearest_recall_facts"], query.shape[1])
+        return [Neighbour(r["fact_id"], r["distance"]) for r in db.execute(sql, params)]
+
+    def _word_query(self, terms: Sequence[str]) -> dict[str, Any]:
+        # `recall_words` joins them with | into a tsquery: each is letters and digits only
+        # (`query_terms`), so none is tsquery syntax.
+        return {"terms": list(terms)}
 
     def _vectors_written(self, dims: set[int]) -> None:
         for dim in sorted(dims - self._indexed_dims):

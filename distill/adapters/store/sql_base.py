@@ -13,8 +13,9 @@ every operation is built from.
 - locks (`_lock`): none in SQLite, where one writer at a time is the rule, or
   `pg_advisory_xact_lock`;
 - new events (`_events_stored`, `wait_for_events`): polling, or NOTIFY / LISTEN;
-- vectors (`_vector_param`, `_nearest`, `_vectors_written`): BLOBs searched exactly or
-  through an in-memory HNSW index, or pgvector and its HNSW indexes;
+- vectors (`_vector_param`, `_nearest`, `_recall_nearest`, `_vectors_written`): BLOBs
+  searched exactly or through an in-memory HNSW index, or pgvector and its HNSW indexes;
+- words (`_word_query`): an FTS5 MATCH of quoted words, or a tsquery's words;
 - migrations (`_run_migration`, `_check_can_migrate`, `_current_version`): statements one by
   one, or one script once pgvector is known to be there; SQLite reads its version first and
   writes only when a migration is due;
@@ -38,7 +39,7 @@ from distill.adapters.store import rows
 from distill.adapters.store.claims import this_process
 from distill.adapters.store.queries import Migration
 from distill.errors import StoreError
-from distill.ports import Neighbour, Vector
+from distill.ports import Neighbour, RecallScope, Vector
 
 
 class Cursor(Protocol):
@@ -111,6 +112,15 @@ class SqlBase(ABC):
     ) -> list[list[Neighbour]]:
         """For each row of `queries`, the k nearest active state facts of scope (project,
         subject, model id), nearest first, ties by fact id."""
+
+    @abstractmethod
+    def _recall_nearest(self, db: DB, scope: RecallScope, query: Vector, k: int) -> list[Neighbour]:
+        """The k facts of the recall scope nearest `query` (one vector), nearest first, ties
+        by fact id."""
+
+    @abstractmethod
+    def _word_query(self, terms: Sequence[str]) -> dict[str, Any]:
+        """The parameters `recall_words` takes for the question's words."""
 
     @abstractmethod
     def _breaks_active_identity(self, exc: Exception) -> bool:

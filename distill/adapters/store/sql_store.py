@@ -34,7 +34,15 @@ from distill.core.models import (
 from distill.core.plan import Plan
 from distill.errors import NotFound
 from distill.ids import ID_LENGTH, ID_PREFIX_RE
-from distill.ports import IdentityVector, IdTable, LLMUsage, Neighbour, StoreCounts, Vector
+from distill.ports import (
+    IdentityVector,
+    IdTable,
+    LLMUsage,
+    Neighbour,
+    RecallScope,
+    StoreCounts,
+    Vector,
+)
 
 EVENT_PAGE_SIZE = 500  # rows per read transaction when iterating over every event
 _PREFIX_QUERIES: dict[IdTable, str] = {
@@ -93,6 +101,35 @@ class SqlStore(SqlJobs):
             return [[] for _ in range(queries.shape[0])]
         with self._tx(write=False) as db:
             return self._nearest(db, (project, subject, model_id), queries, k)
+
+    # -- recall (the two arms of Memory.search) ----------------------------------------------------
+    def recall_words(
+        self, scope: RecallScope, terms: Sequence[str], limit: int
+    ) -> list[tuple[str, float]]:
+        """Facts of the scope holding any of `terms`, best BM25 first, with their score."""
+        if not terms or limit <= 0 or (scope.among is not None and not scope.among):
+            return []
+        params = {
+            "project": scope.project,
+            "subject": scope.subject,
+            "kinds": self._array(scope.kinds) if scope.kinds is not None else None,
+            "among": self._array(scope.among) if scope.among is not None else None,
+            "limit": limit,
+            **self._word_query(terms),
+        }
+        read_id = self.codec.read_id
+        return [
+            (read_id(r["fact_id"]), float(r["score"])) for r in self._read("recall_words", params)
+        ]
+
+    def recall_nearest(self, scope: RecallScope, vector: Vector, k: int) -> list[Neighbour]:
+        """The k facts of the scope whose recall vector (made by the scope's model) is
+        nearest `vector`, nearest first."""
+        query = np.asarray(vector, dtype=np.float32).reshape(1, -1)
+        if k <= 0 or (scope.among is not None and not scope.among):
+            return []
+        with self._tx(write=False) as db:
+            return self._recall_nearest(db, scope, query, k)
 
     def aliases(self, project: str, predicates: Sequence[str]) -> dict[str, Alias]:
         if not predicates:

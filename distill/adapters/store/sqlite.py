@@ -24,15 +24,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
+import numpy as np
+
 from distill.adapters.store import rows
 from distill.adapters.store.queries import Migration, load_migrations, load_queries
 from distill.adapters.store.sql_base import DB
 from distill.adapters.store.sql_store import SqlStore
 from distill.adapters.store.sqlite_connection import SqliteConnections, split_statements
 from distill.adapters.store.sqlite_file import open_file
-from distill.adapters.store.sqlite_vectors import SqliteVectors
+from distill.adapters.store.sqlite_vectors import SqliteVectors, VectorScope
+from distill.adapters.store.vector_search import exact_nearest
 from distill.errors import StoreError
-from distill.ports import Neighbour, Vector
+from distill.ports import Neighbour, RecallScope, Vector
 
 QUERIES = load_queries("sqlite")
 # How SQLite names the unique index of one active fact per identity in its error message.
@@ -105,7 +108,12 @@ class SqliteStore(SqlStore):
     def forget_erased(self) -> None:
         """Copy the write-ahead log into the file and empty it, so that no copy of an erased
         page stays in the log (the file's own pages were zeroed as they were freed)."""
-        self._connections.raw().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        raw = self._connections.raw()
+        # The full-text index keeps a deleted fact's words in its segments until they merge:
+        # 'optimize' merges them all into one, without the deleted words.
+        with self._tx() as db:
+            self._run(db, "merge_fact_words", {})
+        raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def _vector_param(self, vector: Vector) -> bytes:
         return rows.to_blob(vector)
@@ -114,7 +122,29 @@ class SqliteStore(SqlStore):
         self, db: DB, scope: tuple[str, str, str], queries: Vector, k: int
     ) -> list[list[Neighbour]]:
         uncommitted = self._connections.uncommitted()
-        return self._vectors.nearest(cast(sqlite3.Connection, db), scope, queries, k, uncommitted)
+        vectors = VectorScope(*scope)
+        return self._vectors.nearest(cast(sqlite3.Connection, db), vectors, queries, k, uncommitted)
+
+    def _recall_nearest(self, db: DB, scope: RecallScope, query: Vector, k: int) -> list[Neighbour]:
+        if scope.among is None:  # the active facts: an ANN index once there are many
+            kinds = json.dumps(list(scope.kinds)) if scope.kinds is not None else None
+            vectors = VectorScope(scope.project, scope.subject, scope.model_id, True, kinds)
+            conn = cast(sqlite3.Connection, db)
+            uncommitted = self._connections.uncommitted()
+            return self._vectors.nearest(conn, vectors, query, k, uncommitted)[0]
+        params = {"project": scope.project, "model_id": scope.model_id}
+        found = self._run(db, "recall_vectors_of", {**params, "among": self._array(scope.among)})
+        usable = [r for r in found if r["dim"] == query.shape[1]]
+        if not usable:
+            return []
+        ids = [rows.unpack_id(r["fact_id"]) for r in usable]
+        matrix = np.stack([rows.from_blob(r["vector"]) for r in usable])
+        return exact_nearest(ids, matrix, query, k)[0]
+
+    def _word_query(self, terms: Sequence[str]) -> dict[str, Any]:
+        # Each word quoted, so that AND, NOT, NEAR, * or : in a question are words, not syntax;
+        # joined by OR: FTS5's default (all words) finds almost nothing for a question.
+        return {"match": " OR ".join(f'"{t}"' for t in terms)}
 
     def _breaks_active_identity(self, exc: Exception) -> bool:
         return _ACTIVE_IDENTITY_INDEX in str(exc)

@@ -1,4 +1,9 @@
-"""Nearest active state facts of a subject, for `SqliteStore`: exact below a size, ANN above.
+"""Nearest facts by vector, for `SqliteStore`: exact below a size, ANN above.
+
+Two sets of vectors are searched this way, each named by a `VectorScope`: the identity
+vectors of a subject's active state facts (identity matching, during consolidation), and the
+recall vectors of the active facts of any kind of a subject or of a whole project (the vector
+arm of `Memory.search`). What follows holds for both.
 
 A subject with fewer than `INDEX_MIN_VECTORS` active identity vectors of one embedder is
 searched exactly, as it always was: its rows are read and scored with numpy. The first lookup
@@ -24,6 +29,7 @@ import logging
 import sqlite3
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -44,7 +50,37 @@ log = logging.getLogger(__name__)
 INDEX_MIN_VECTORS = 1_000
 
 Matrix = npt.NDArray[np.float32]
-_ScopeKey = tuple[str, str, str, int]  # project, subject, model id, dimension
+
+
+@dataclass(frozen=True)
+class VectorScope:
+    """Which vectors a lookup searches: those of one subject (or, for recall, of the whole
+    project when `subject` is None) made by one model, of active state facts (`recall`
+    False) or of active facts of the `kinds` (a JSON list; None: every kind)."""
+
+    project: str
+    subject: str | None
+    model_id: str
+    recall: bool = False
+    kinds: str | None = None
+
+    @property
+    def queries(self) -> tuple[str, str]:
+        """The named queries that read every vector of the scope, and those changed since."""
+        if self.recall:
+            return "active_recall_vectors", "changed_recall_vectors"
+        return "active_state_vectors", "changed_vectors"
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "project": self.project,
+            "subject": self.subject,
+            "model_id": self.model_id,
+            "kinds": self.kinds,
+        }
+
+
+_ScopeKey = tuple[VectorScope, int]  # the scope, and the vectors' dimension
 
 
 @dataclass
@@ -67,26 +103,24 @@ class SqliteVectors:
     def nearest(
         self,
         db: sqlite3.Connection,
-        scope: tuple[str, str, str],
+        scope: VectorScope,
         queries: Matrix,
         k: int,
         uncommitted: bool,
     ) -> list[list[Neighbour]]:
-        """For each row of `queries`, the `k` nearest active state facts of the subject.
+        """For each row of `queries`, the `k` nearest facts of the scope.
 
-        `scope` is (project, subject, model id); `db` is in a transaction, all reads happen
-        in it; `uncommitted` says whether that transaction has written anything yet.
+        `db` is in a transaction, all reads happen in it; `uncommitted` says whether that
+        transaction has written anything yet.
         """
-        project, subject, model_id = scope
-        key = (project, subject, model_id, queries.shape[1])
+        key = (scope, queries.shape[1])
         with self._lock:
             known = self._scopes.get(key)
             if known is not None:
                 return self._search(db, key, known, queries, k, uncommitted)
             build = key not in self._building and not uncommitted
-        params = {"project": project, "subject": subject, "model_id": model_id}
-        found = db.execute(QUERIES["active_state_vectors"], params).fetchall()
-        usable = [r for r in found if r["dim"] == key[3]]
+        found = db.execute(QUERIES[scope.queries[0]], scope.params()).fetchall()
+        usable = [r for r in found if r["dim"] == key[1]]
         if not usable:
             return [[] for _ in range(queries.shape[0])]
         ids = [rows.unpack_id(r["fact_id"]) for r in usable]
@@ -122,10 +156,10 @@ class SqliteVectors:
 
     def _build(self, key: _ScopeKey, ids: list[str], matrix: Matrix, seq: int) -> None:
         try:
-            index = AnnIndex(key[3])
+            index = AnnIndex(key[1])
             index.add(ids, matrix)
         except Exception:  # the lookups stay exact, and correct
-            log.exception("could not build the vector index of %s/%s", key[0], key[1])
+            log.exception("could not build the vector index of %s", key[0])
             return
         with self._lock:
             self._building.discard(key)
@@ -162,12 +196,12 @@ def _latest_change(db: sqlite3.Connection) -> int:
 def _changed_vectors(
     db: sqlite3.Connection, key: _ScopeKey, after: int
 ) -> dict[str, Matrix | None]:
-    """The facts of the scope logged after `after`: their vector if they are active state
-    facts now, else None."""
-    project, subject, model_id, dim = key
-    params = {"project": project, "subject": subject, "model_id": model_id, "dim": dim}
+    """The facts of the scope logged after `after`: their vector if the scope searches them
+    now, else None."""
+    scope, dim = key
+    params = {**scope.params(), "dim": dim, "after": after}
     changed: dict[str, Matrix | None] = {}
-    for r in db.execute(QUERIES["changed_vectors"], {**params, "after": after}):
+    for r in db.execute(QUERIES[scope.queries[1]], params):
         fact_id = rows.unpack_id(r["fact_id"])
         changed[fact_id] = rows.from_blob(r["vector"]) if r["live"] else None
     return changed

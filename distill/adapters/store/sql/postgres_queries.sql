@@ -336,6 +336,20 @@ CROSS JOIN LATERAL (
 ) AS hit
 ORDER BY q.n, hit.distance, hit.fact_id;
 
+-- name: nearest_recall_facts
+-- The vector arm of search: the k facts nearest one question vector, active ones of the
+-- scope (one subject or the whole project, some kinds or all), or, for a search of the past,
+-- the facts `among` whatever their status.
+SELECT v.fact_id, v.embedding::vector({dim}) <=> %(query)s::vector({dim}) AS distance
+FROM fact_vectors AS v JOIN facts AS f ON f.id = v.fact_id
+WHERE v.project = %(project)s AND (%(subject)s::text IS NULL OR v.subject = %(subject)s)
+  AND v.model_id = %(model_id)s AND v.dim = {dim}
+  AND (%(kinds)s::text[] IS NULL OR f.kind = ANY(%(kinds)s::text[]))
+  AND CASE WHEN %(among)s::text[] IS NULL THEN f.status = 'active'
+           ELSE f.id = ANY(%(among)s::text[]) END
+ORDER BY v.embedding::vector({dim}) <=> %(query)s::vector({dim}), v.fact_id
+LIMIT %(k)s;
+
 -- name: create_vector_index
 -- HNSW over one dimension's identity vectors, cosine distance (they are L2-normalised).
 CREATE INDEX IF NOT EXISTS fact_vectors_hnsw_{dim}
@@ -382,10 +396,53 @@ WHERE project = %(project)s AND subject = %(subject)s
   AND id IN (SELECT fact_id FROM fact_sources WHERE event_id = ANY(%(event_ids)s::text[]))
 ORDER BY valid_from, id;
 
+-- name: recall_words
+-- The lexical arm of search: BM25 over the facts that hold any of the question's words
+-- (`terms`, as `distill.core.recall.query_terms` gives them), best first. PostgreSQL finds
+-- them with the GIN index; ts_rank has no idf, so the score is computed here: idf from the
+-- facts of the scope (N, and each word's document count among the matches, which are all
+-- the facts holding it), term frequency from the word's positions, length from the number
+-- of distinct words (k1 1.2, b 0.75, as FTS5's bm25()). Active facts of the scope, or, for a
+-- search of the past, the facts `among`.
+WITH matched AS MATERIALIZED (
+    SELECT f.id, f.words
+    FROM facts AS f
+    WHERE f.words @@ to_tsquery('simple', array_to_string(%(terms)s::text[], ' | '))
+      AND f.project = %(project)s AND (%(subject)s::text IS NULL OR f.subject = %(subject)s)
+      AND (%(kinds)s::text[] IS NULL OR f.kind = ANY(%(kinds)s::text[]))
+      AND CASE WHEN %(among)s::text[] IS NULL THEN f.status = 'active'
+               ELSE f.id = ANY(%(among)s::text[]) END
+),
+hits AS (
+    SELECT m.id, w.lexeme, cardinality(w.positions)::float8 AS tf, length(m.words)::float8 AS len
+    FROM matched AS m, unnest(m.words) AS w
+    WHERE w.lexeme = ANY(%(terms)s::text[])
+),
+df AS (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme),
+scope AS (
+    SELECT
+        CASE WHEN %(among)s::text[] IS NULL THEN (
+            SELECT count(*) FROM facts AS f
+            WHERE f.project = %(project)s
+              AND (%(subject)s::text IS NULL OR f.subject = %(subject)s)
+              AND f.status = 'active'
+        ) ELSE cardinality(%(among)s::text[]) END::float8 AS n,
+        greatest((SELECT avg(length(words)) FROM matched), 1)::float8 AS avgdl
+)
+SELECT h.id AS fact_id,
+       sum(
+           ln(1 + (s.n - d.df + 0.5) / (d.df + 0.5))
+           * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.len / s.avgdl))
+       ) AS score
+FROM hits AS h JOIN df AS d USING (lexeme) CROSS JOIN scope AS s
+GROUP BY h.id
+ORDER BY score DESC, h.id
+LIMIT %(limit)s;
+
 -- name: facts_to_reembed
--- Active state facts whose identity vector is missing or was made by another model.
+-- Active facts whose vector is missing or was made by another model.
 SELECT f.* FROM facts AS f LEFT JOIN fact_vectors AS v ON v.fact_id = f.id
-WHERE f.status = 'active' AND f.kind = 'state'
+WHERE f.status = 'active'
   AND (%(project)s::text IS NULL OR f.project = %(project)s)
   AND (v.fact_id IS NULL OR v.model_id != %(model_id)s)
   AND (%(after_id)s::text IS NULL OR f.id > %(after_id)s)

@@ -38,10 +38,12 @@ FROM events
 WHERE project = :project AND idempotency_key = :idempotency_key;
 
 -- name: events_by_ids
+-- `+project`: looked up by primary key, then checked; without the +, SQLite (which has no
+-- statistics) prefers the project index and reads every event of the project.
 SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
        idempotency_key
 FROM events
-WHERE project = :project AND id IN (SELECT stored_id(value) FROM json_each(:ids))
+WHERE +project = :project AND id IN (SELECT stored_id(value) FROM json_each(:ids))
 ORDER BY occurred_at, id;
 
 -- name: events_page
@@ -307,8 +309,9 @@ WHERE project = :project AND id BETWEEN :low AND :high
 ORDER BY id LIMIT :limit;
 
 -- name: facts_by_ids
+-- `+project`: by primary key, as events_by_ids.
 SELECT * FROM facts
-WHERE project = :project AND id IN (SELECT stored_id(value) FROM json_each(:ids))
+WHERE +project = :project AND id IN (SELECT stored_id(value) FROM json_each(:ids))
 ORDER BY valid_from, id;
 
 -- name: facts_by_identity
@@ -331,8 +334,9 @@ WHERE project = :project AND subject = :subject AND kind = 'memory'
 ORDER BY valid_from, id;
 
 -- name: facts_with_sources
+-- `+project`, `+subject`: by primary key from the events' sources, as events_by_ids.
 SELECT * FROM facts
-WHERE project = :project AND subject = :subject
+WHERE +project = :project AND +subject = :subject
   AND id IN (
       SELECT fact_id FROM fact_sources
       WHERE event_id IN (SELECT stored_id(value) FROM json_each(:event_ids))
@@ -362,10 +366,65 @@ WHERE v.model_id = :model_id AND v.dim = :dim
       SELECT fact_id FROM vector_changes
       WHERE project = :project AND subject = :subject AND seq > :after);
 
+-- name: active_recall_vectors
+-- The recall vectors search reads (Memory.search's vector arm): active facts of any kind, of
+-- one subject or of the whole project, of some kinds or all.
+SELECT v.fact_id, v.dim, c.vector
+FROM fact_vectors AS v
+JOIN facts AS f ON f.id = v.fact_id
+JOIN embedding_cache AS c ON c.model_id = v.model_id AND c.text_hash = v.text_hash
+WHERE v.project = :project AND (:subject IS NULL OR v.subject = :subject)
+  AND v.model_id = :model_id AND f.status = 'active'
+  AND (:kinds IS NULL OR f.kind IN (SELECT value FROM json_each(:kinds)))
+ORDER BY v.fact_id;
+
+-- name: changed_recall_vectors
+-- The facts of a recall scope logged after a point, and whether each is searched now.
+SELECT v.fact_id, c.vector,
+       f.status = 'active'
+           AND (:kinds IS NULL OR f.kind IN (SELECT value FROM json_each(:kinds))) AS live
+FROM fact_vectors AS v
+JOIN facts AS f ON f.id = v.fact_id
+JOIN embedding_cache AS c ON c.model_id = v.model_id AND c.text_hash = v.text_hash
+WHERE v.model_id = :model_id AND v.dim = :dim
+  AND v.fact_id IN (
+      SELECT fact_id FROM vector_changes
+      WHERE project = :project AND (:subject IS NULL OR subject = :subject) AND seq > :after);
+
+-- name: recall_vectors_of
+-- The recall vectors of some facts, whatever their status: a search of the past scores the
+-- facts that were served then.
+SELECT v.fact_id, v.dim, c.vector
+FROM fact_vectors AS v
+JOIN embedding_cache AS c ON c.model_id = v.model_id AND c.text_hash = v.text_hash
+WHERE v.project = :project AND v.model_id = :model_id
+  AND v.fact_id IN (SELECT stored_id(value) FROM json_each(:among))
+ORDER BY v.fact_id;
+
+-- name: recall_words
+-- The lexical arm of search: facts holding any of the question's words (`match` is an OR of
+-- quoted words), best BM25 first. bm25() is negative, lower is better; the score returned is
+-- its opposite. Active facts of the scope, or, for a search of the past, the facts `among`.
+SELECT r.fact_id, -bm25(fact_words) AS score
+FROM fact_words
+JOIN fact_words_rows AS r ON r.n = fact_words.rowid
+JOIN facts AS f ON f.id = r.fact_id
+WHERE fact_words MATCH :match
+  AND f.project = :project AND (:subject IS NULL OR f.subject = :subject)
+  AND (:kinds IS NULL OR f.kind IN (SELECT value FROM json_each(:kinds)))
+  AND CASE WHEN :among IS NULL THEN f.status = 'active'
+           ELSE f.id IN (SELECT stored_id(value) FROM json_each(:among)) END
+ORDER BY bm25(fact_words), r.fact_id
+LIMIT :limit;
+
+-- name: merge_fact_words
+-- Merge the full-text index into one segment, leaving out the words of deleted facts.
+INSERT INTO fact_words (fact_words) VALUES ('optimize');
+
 -- name: facts_to_reembed
--- Active state facts whose identity vector is missing or was made by another model.
+-- Active facts whose vector is missing or was made by another model.
 SELECT f.* FROM facts AS f LEFT JOIN fact_vectors AS v ON v.fact_id = f.id
-WHERE f.status = 'active' AND f.kind = 'state'
+WHERE f.status = 'active'
   AND (:project IS NULL OR f.project = :project)
   AND (v.fact_id IS NULL OR v.model_id != :model_id)
   AND (:after_id IS NULL OR f.id > :after_id)

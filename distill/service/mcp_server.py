@@ -33,12 +33,14 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from distill.core.models import ConflictSet, Fact
+from distill.core.recall import MAX_SEARCH_LIMIT
 from distill.errors import DistillError, InvalidInput
 from distill.memory import Memory
 
 # Memories one `list_memories` call returns at most: a page a model can read in its context.
 LIST_LIMIT_MAX = 100
 LIST_LIMIT_DEFAULT = 20
+SEARCH_LIMIT_DEFAULT = 10  # as `Memory.search`
 
 INSTRUCTIONS = """\
 Long-term memory for agents. Add what you learn about a subject (a user, a customer, a \
@@ -149,6 +151,34 @@ class MemoryTools:
         return result
 
     # -- reading -------------------------------------------------------------------------------
+    def search_memories(
+        self,
+        query: Annotated[str, Field(description="What you want to recall, in plain words.")],
+        subject: Annotated[
+            str | None, Field(description="Whose memories; omit to search every subject.")
+        ] = None,
+        as_of: AsOf = None,
+        known_at: KnownAt = None,
+        limit: Annotated[
+            int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="How many memories at most.")
+        ] = SEARCH_LIMIT_DEFAULT,
+    ) -> dict[str, Any]:
+        """Recall: the memories most relevant to `query`, best first, by words and by
+        meaning, among those served now (or true `as_of`, or believed `known_at`).
+        Superseded and retracted memories are never returned as current. Each has its
+        score, its dates (valid_from, valid_to) and its evidence event ids. `contested`
+        (with `conflict_ids`) means another value is held against it, undecided: do not
+        present it as settled; list_conflicts shows every value."""
+        hits = self.memory.search(
+            query,
+            subject=subject,
+            project=self.project,
+            as_of=as_of,
+            known_at=known_at,
+            limit=limit,
+        )
+        return {"memories": [hit.to_dict() for hit in hits]}
+
     def get_memory(self, id: MemoryId) -> dict[str, Any]:
         """One memory by id, whatever its status (active, superseded, retracted), with its
         validity, evidence event ids, and `contested` when it sits in an open conflict."""
@@ -166,8 +196,9 @@ class MemoryTools:
         ] = LIST_LIMIT_DEFAULT,
     ) -> dict[str, Any]:
         """The memories served as current (or true `as_of`, or believed `known_at`), most
-        recently recorded first. Contested memories (in an open conflict) are marked
-        `contested` with their `conflict_ids`: present both values, never pick one."""
+        recently recorded first. A memory marked `contested` (with `conflict_ids`) has
+        another value held against it, undecided: do not present it as settled;
+        list_conflicts shows every value."""
         found = self.memory.facts(subject, self.project, as_of=as_of, known_at=known_at)
         found.sort(key=lambda f: (f.recorded_at, f.id), reverse=True)
         return {
@@ -319,6 +350,7 @@ def _hints(
 # resolution or erasure of the same thing changes nothing (it is refused, or finds nothing).
 TOOLS: dict[str, tuple[str, ToolAnnotations]] = {
     "add_memory": ("Add a memory", _hints(idempotent=True)),
+    "search_memories": ("Search memories", _hints(read_only=True)),
     "get_memory": ("Get a memory", _hints(read_only=True)),
     "list_memories": ("List memories", _hints(read_only=True)),
     "get_memory_history": ("Get a memory's history", _hints(read_only=True)),

@@ -94,6 +94,16 @@ def test_a_memory_added_is_consolidated_at_once_and_read_back(tmp_path: Path, db
         assert memory["source_event_ids"] == [added["event_id"]]
         assert "searchable" in added["note"]
 
+        (hit,) = (await tools.ok("search_memories", query="where does u1 live", subject="u1"))[
+            "memories"
+        ]
+        assert hit["id"] == memory["id"] and hit["text"] == "I live in Lyon."
+        assert hit["score"] > 0 and hit["contested"] is False
+        assert hit["evidence_event_ids"] == [added["event_id"]]
+        everyone = await tools.ok("search_memories", query="Lyon")
+        assert [h["id"] for h in everyone["memories"]] == [memory["id"]]
+        assert (await tools.ok("search_memories", query="Lyon", subject="u2"))["memories"] == []
+
         again = await tools.ok("add_memory", subject="u1", text="I live in Lyon.")
         assert again["already_stored"] is True and again["event_id"] == added["event_id"]
 
@@ -171,6 +181,13 @@ def test_a_new_value_supersedes_the_old_and_as_of_reads_the_past(
         assert [m["value"] for m in now["memories"]] == [{"count": 4}]
         then = await tools.ok("list_memories", subject="u1", as_of="2024-05-15T00:00:00Z")
         assert [m["value"] for m in then["memories"]] == [{"count": 3}]
+        found = await tools.ok("search_memories", query="bike count", subject="u1")
+        assert [h["value"] for h in found["memories"]] == [{"count": 4}]
+        found = await tools.ok(
+            "search_memories", query="bike count", subject="u1", as_of="2024-05-15T00:00:00Z"
+        )
+        assert [h["value"] for h in found["memories"]] == [{"count": 3}]
+        assert "limit" in await tools.error("search_memories", query="bikes", limit=101)
 
         history = await tools.ok("get_memory_history", id=four["id"])
         assert [v["id"] for v in history["versions"]] == [three["id"], four["id"]]
@@ -207,8 +224,15 @@ def test_a_conflict_is_listed_contested_and_resolved(tmp_path: Path, any_db: str
         assert all(
             m["contested"] and m["conflict_ids"] == [conflict["id"]] for m in members.values()
         )
+        # The value held first is served, marked contested; the other waits in the set.
+        assert members["en"]["status"] == "candidate"
         listed = await tools.ok("list_memories", subject="u1")
-        assert all(m["contested"] for m in listed["memories"])
+        assert [(m["id"], m["contested"]) for m in listed["memories"]] == [
+            (members["fr"]["id"], True)
+        ]
+        (hit,) = (await tools.ok("search_memories", query="language", subject="u1"))["memories"]
+        assert hit["id"] == members["fr"]["id"]
+        assert hit["contested"] is True and hit["conflict_ids"] == [conflict["id"]]
         assert (await tools.ok("list_conflicts", subject="u2"))["conflicts"] == []
 
         resolved = await tools.ok(
@@ -234,6 +258,7 @@ def test_delete_memory_retracts_with_a_receipt(tmp_path: Path, any_db: str) -> N
         retracted = await tools.ok("delete_memory", id=memory["id"], reason="never lived there")
         assert retracted["status"] == "retracted"
         assert (await tools.ok("list_memories", subject="u1"))["memories"] == []
+        assert (await tools.ok("search_memories", query="Lyon", subject="u1"))["memories"] == []
         # Never erased: it is still there to read, with the reason in its history.
         assert (await tools.ok("get_memory", id=memory["id"]))["status"] == "retracted"
         history = await tools.ok("get_memory_history", id=memory["id"])
@@ -253,11 +278,15 @@ def test_delete_all_memories_asks_for_confirmation_then_erases(tmp_path: Path, a
         refused = await tools.error("delete_all_memories", subject="u1")
         assert "confirm=true" in refused
         assert (await tools.ok("list_memories", subject="u1"))["total"] == 1
+        found = await tools.ok("search_memories", query="PIN")
+        assert found["memories"][0]["id"] == memory["id"]
 
         erased = await tools.ok("delete_all_memories", subject="u1", confirm=True)
         assert erased["subject"] == "u1"
         assert erased["erased"]["events"] == 1 and erased["erased"]["facts"] == 1
         assert (await tools.ok("list_memories", subject="u1"))["memories"] == []
+        found = await tools.ok("search_memories", query="PIN")
+        assert [h["subject"] for h in found["memories"]] == ["u2"]
         assert "NotFound" in await tools.error("get_memory", id=memory["id"])
         # Another subject is untouched; erasing again finds nothing.
         assert (await tools.ok("list_memories", subject="u2"))["total"] == 1

@@ -41,6 +41,8 @@ def test_the_tools_over_streamable_http(processes: Processes, tmp_path: Path) ->
         assert {"add_memory", "list_memories", "delete_all_memories"} <= names
         (memory,) = (await tools.ok("add_memory", subject="u1", text="I live in Lyon."))["memories"]
         assert memory["project"] == "web"
+        (hit,) = (await tools.ok("search_memories", query="Lyon", subject="u1"))["memories"]
+        assert hit["id"] == memory["id"]
         history = await tools.ok("get_memory_history", id=memory["id"])
         assert history["memory"]["id"] == memory["id"]
         assert "NotFound" in await tools.error("get_memory", id="ffffffffffff")

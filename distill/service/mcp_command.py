@@ -49,6 +49,7 @@ def _loopback_only(ctx: click.Context, param: click.Parameter, host: str) -> str
 @click.option(
     "--project",
     envvar="DISTILL_PROJECT",
+    show_envvar=True,
     default="default",
     show_default=True,
     help="The project every tool works on (the model cannot choose another).",
@@ -67,7 +68,13 @@ def _loopback_only(ctx: click.Context, param: click.Parameter, host: str) -> str
     callback=_loopback_only,
     help="HTTP: the interface to listen on (loopback only).",
 )
-@click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(1, 65535))
+@click.option(
+    "--port",
+    default=DEFAULT_PORT,
+    show_default=True,
+    type=click.IntRange(1, 65535),
+    help="HTTP: the port to listen on.",
+)
 @click.pass_context
 def mcp_cmd(ctx: click.Context, project: str, transport: str, host: str, port: int) -> None:
     """Serve the memory of one project to MCP clients (Claude Desktop, Cursor, agents):

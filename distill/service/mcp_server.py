@@ -32,7 +32,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from distill.core.models import ConflictSet, Fact
+from distill.core.models import ConflictSet, Fact, JobStatus
 from distill.core.recall import MAX_SEARCH_LIMIT
 from distill.errors import DistillError, InvalidInput
 from distill.memory import Memory
@@ -117,12 +117,17 @@ class MemoryTools:
         `distill consolidate` does), so it is searchable when this returns; the result
         lists the memories made or reinforced from it. Adding the same content again is a
         no-op (`already_stored` is true)."""
-        event: dict[str, Any] = {"subject": subject, "text": text, "source": source}
+        event: dict[str, Any] = {
+            "project": self.project,
+            "subject": subject,
+            "text": text,
+            "source": source,
+        }
         if occurred_at is not None:
             event["occurred_at"] = occurred_at
         if claims:
             event["claims"] = claims
-        added = self.memory.append([{**event, "project": self.project}])
+        added = self.memory.append([event])
         stored = added.events[0]
         result: dict[str, Any] = {
             "event_id": stored.id,
@@ -135,9 +140,21 @@ class MemoryTools:
             return result
         with self._consolidating:
             report = self.memory.consolidate()
+        if report.errors or report.stopped_by_provider:
+            # The run is the database's: only this event's own job is the caller's business.
+            waiting = [
+                j
+                for j in self.memory.jobs(self.project)
+                if stored.id in j.event_ids and j.status is not JobStatus.DONE
+            ]
+            if waiting:
+                why = waiting[0].error or report.stopped_by_provider
+                result["note"] = (
+                    f"stored, not consolidated yet ({waiting[0].status}: {why}); a later "
+                    "run retries it"
+                )
+                return result
         result["consolidated"] = True
-        if report.errors:
-            result["errors"] = report.errors
         made = [
             f
             for f in self.memory.facts(stored.subject, self.project)

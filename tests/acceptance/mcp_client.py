@@ -30,8 +30,8 @@ def server_env(tmp_path: Path, db: str, **extra: str) -> dict[str, str]:
         HOME=str(tmp_path / "home"),
         XDG_DATA_HOME=str(tmp_path / "xdg"),
         NO_COLOR="1",
-        **extra,
     )
+    env.update(extra)
     return env
 
 

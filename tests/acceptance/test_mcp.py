@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.acceptance.mcp_client import CHECKOUT, Tools, over_stdio, server_env
+from tests.llm_server import unused_port
 
 TOOLS = {
     "add_memory",
@@ -361,3 +362,24 @@ def test_the_server_needs_the_mcp_extra(tmp_path: Path, db: str) -> None:
     assert done.returncode == 1
     assert "pip install 'distill[mcp]'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_failed_consolidation_is_said_and_the_event_kept(tmp_path: Path, db: str) -> None:
+    """A model that cannot be reached: the event is stored, the result says why it is not
+    consolidated yet, and the server goes on serving."""
+    unreachable = {
+        "DISTILL_LLM": "openai",
+        "DISTILL_LLM_BASE_URL": f"http://127.0.0.1:{unused_port()}/v1",
+        "DISTILL_LLM_API_KEY": "sk-test",
+        "DISTILL_LLM_ATTEMPTS": "1",
+        "DISTILL_EXTRACTOR": "llm",
+    }
+
+    async def scenario(tools: Tools) -> None:
+        added = await tools.ok("add_memory", subject="u1", text="I live in Lyon.")
+        assert added["consolidated"] is False and "memories" not in added
+        assert "not consolidated yet" in added["note"] and "retries" in added["note"]
+        assert added["event_id"]
+        assert (await tools.ok("list_memories", subject="u1"))["total"] == 0
+
+    over_stdio(tmp_path, db, scenario, env=unreachable)

@@ -80,3 +80,18 @@ def test_a_non_loopback_host_is_refused(tmp_path: Path, host: str) -> None:
 def test_what_counts_as_loopback() -> None:
     assert all(map(loopback, ["127.0.0.1", "127.8.0.1", "::1", "[::1]", "localhost"]))
     assert not any(map(loopback, ["0.0.0.0", "::", "10.0.0.1", "localhost.evil.com", ""]))
+
+
+def test_help_says_where_the_project_comes_from_and_where_it_listens(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "distill", "mcp", "--help"],
+        env=server_env(tmp_path, str(tmp_path / "m.db")),
+        cwd=CHECKOUT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0
+    for words in ("DISTILL_PROJECT", "stdio", "http", "127.0.0.1", "8421", "delete_memory"):
+        assert words in done.stdout

@@ -35,6 +35,7 @@ import warnings
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import click
 import numpy as np
@@ -209,7 +210,7 @@ def main(sizes: str, backends: tuple[str, ...], queries: int, seed: int, as_json
                         server, base = start_postgres()
                     name = f"search_{n}"
                     server.psql(f"CREATE DATABASE {name};")
-                    url = base.rsplit("/", 1)[0] + f"/{name}"
+                    url = urlunsplit(urlsplit(base)._replace(path=f"/{name}"))
                 results.append(measure(url, backend, n, queries, seed))
     finally:
         if server is not None:

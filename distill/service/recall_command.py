@@ -4,6 +4,9 @@ answer a question) and `context` (the block for a prompt). Both take the two tim
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import click
 from rich.table import Table
 
@@ -11,14 +14,22 @@ from distill.core.recall import MAX_SEARCH_LIMIT
 from distill.service.terminal import emit, json_option, memory, out
 
 KINDS = ("state", "event", "memory")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def time_axes(command: F) -> F:
+    """`--project`, `--as-of` and `--known-at`, as every reading command takes them."""
+    command = click.option("--known-at", help="What Distill believed at this ISO-8601 time.")(
+        command
+    )
+    command = click.option("--as-of", help="What was true at this ISO-8601 time.")(command)
+    return click.option("--project", default="default", show_default=True)(command)
 
 
 @click.command()
 @click.argument("query")
 @click.option("--subject", help="Search one subject's facts (default: every subject).")
-@click.option("--project", default="default", show_default=True)
-@click.option("--as-of", help="What was true at this ISO-8601 time.")
-@click.option("--known-at", help="What Distill believed at this ISO-8601 time.")
+@time_axes
 @click.option("--limit", default=10, show_default=True, type=click.IntRange(1, MAX_SEARCH_LIMIT))
 @click.option("--kind", "kinds", multiple=True, type=click.Choice(KINDS), help="Repeatable.")
 @click.option("--events", is_flag=True, help="Include each fact's evidence events.")
@@ -74,9 +85,7 @@ def search(
 @click.command()
 @click.argument("subject")
 @click.option("--query", help="Put the facts most relevant to this question first.")
-@click.option("--project", default="default", show_default=True)
-@click.option("--as-of", help="What was true at this ISO-8601 time.")
-@click.option("--known-at", help="What Distill believed at this ISO-8601 time.")
+@time_axes
 @click.option("--budget", default=1_000, show_default=True, help="Tokens the block may take.")
 @json_option
 @click.pass_context

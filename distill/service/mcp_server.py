@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
@@ -232,8 +232,8 @@ class MemoryTools:
         return {
             "memory": self._described([history.fact])[0],
             "versions": self._described(history.versions),
-            "observations": _dumped(history.observations),
-            "audit": _dumped(history.audit),
+            "observations": [o.model_dump(mode="json") for o in history.observations],
+            "audit": [e.model_dump(mode="json") for e in history.audit],
         }
 
     def list_conflicts(
@@ -287,22 +287,19 @@ class MemoryTools:
     def delete_all_memories(
         self,
         subject: Subject,
-        confirm: Annotated[
-            bool,
-            Field(description="Must be true: erasing cannot be undone."),
-        ] = False,
+        confirm: Annotated[bool, Field(description="Must be true: it cannot be undone.")] = False,
     ) -> dict[str, Any]:
         """Erase everything about a subject, for good: its events, memories, history and
         conflicts are deleted from the database; only an audit entry without content
         remains (when, how many rows). Irreversible: ask the user first, then call with
         confirm=true. Returns how many rows of each kind were erased."""
+        if not subject.strip():  # in this tool's words: `erase` would offer None
+            raise InvalidInput("subject: name the subject whose memories to erase")
         if not confirm:
             raise InvalidInput(
                 f"erasing {subject!r} cannot be undone: call again with confirm=true once "
                 "the user has agreed (delete_memory retracts one memory instead)"
             )
-        if not subject.strip():
-            raise InvalidInput("subject: name the subject to erase")
         return {"subject": subject, "erased": self.memory.erase(self.project, subject)}
 
     # -- shapes --------------------------------------------------------------------------------
@@ -330,10 +327,6 @@ class MemoryTools:
         return {**conflict.model_dump(mode="json"), "members": self._described(members)}
 
 
-def _dumped(items: Iterable[Any]) -> list[dict[str, Any]]:
-    return [item.model_dump(mode="json") for item in items]
-
-
 def _reported(tool: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
     """A tool whose Distill errors reach the model as tool errors naming the error and the
     fix. Anything else is a crash the SDK logs with its traceback and reports to the client
@@ -350,10 +343,11 @@ def _reported(tool: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, An
 
 
 def _hints(
-    read_only: bool = False, destructive: bool = False, idempotent: bool = False
+    title: str, read_only: bool = False, destructive: bool = False, idempotent: bool = False
 ) -> ToolAnnotations:
     # Every tool works on this database alone: a closed world.
     return ToolAnnotations(
+        title=title,
         read_only_hint=read_only,
         destructive_hint=destructive,
         idempotent_hint=idempotent,
@@ -361,23 +355,22 @@ def _hints(
     )
 
 
-# name: (title, hints). Writes that only add (an event, a pin) are not destructive; the same
+# Writes that only add (an event, a pin) are not destructive; the same
 # content added twice is one event, a pin set twice is one pin. Retracting and resolving
 # retire facts (kept in history, no longer served); erasing deletes. A second retraction,
 # resolution or erasure of the same thing changes nothing (it is refused, or finds nothing).
-TOOLS: dict[str, tuple[str, ToolAnnotations]] = {
-    "add_memory": ("Add a memory", _hints(idempotent=True)),
-    "search_memories": ("Search memories", _hints(read_only=True)),
-    "get_memory": ("Get a memory", _hints(read_only=True)),
-    "list_memories": ("List memories", _hints(read_only=True)),
-    "get_memory_history": ("Get a memory's history", _hints(read_only=True)),
-    "list_conflicts": ("List open conflicts", _hints(read_only=True)),
-    "resolve_conflict": ("Resolve a conflict", _hints(destructive=True, idempotent=True)),
-    "pin_memory": ("Pin or unpin a memory", _hints(idempotent=True)),
-    "delete_memory": ("Retract a memory", _hints(destructive=True, idempotent=True)),
-    "delete_all_memories": (
-        "Erase every memory of a subject",
-        _hints(destructive=True, idempotent=True),
+TOOLS: dict[str, ToolAnnotations] = {
+    "add_memory": _hints("Add a memory", idempotent=True),
+    "search_memories": _hints("Search memories", read_only=True),
+    "get_memory": _hints("Get a memory", read_only=True),
+    "list_memories": _hints("List memories", read_only=True),
+    "get_memory_history": _hints("Get a memory's history", read_only=True),
+    "list_conflicts": _hints("List open conflicts", read_only=True),
+    "resolve_conflict": _hints("Resolve a conflict", destructive=True, idempotent=True),
+    "pin_memory": _hints("Pin or unpin a memory", idempotent=True),
+    "delete_memory": _hints("Retract a memory", destructive=True, idempotent=True),
+    "delete_all_memories": _hints(
+        "Erase every memory of a subject", destructive=True, idempotent=True
     ),
 }
 
@@ -392,11 +385,8 @@ def build_server(memory: Memory, project: str, version: str, log_level: str) -> 
         version=version,
         log_level=log_level,  # type: ignore[arg-type]
     )
-    for name, (title, hints) in TOOLS.items():
+    for name, hints in TOOLS.items():
         server.add_tool(
-            _reported(getattr(tools, name)),
-            name=name,
-            title=title,
-            annotations=hints.model_copy(update={"title": title}),
+            _reported(getattr(tools, name)), name=name, title=hints.title, annotations=hints
         )
     return server

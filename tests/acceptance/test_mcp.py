@@ -278,6 +278,8 @@ def test_delete_all_memories_asks_for_confirmation_then_erases(tmp_path: Path, a
         await tools.ok("add_memory", subject="u2", text="I live in Oslo.")
         refused = await tools.error("delete_all_memories", subject="u1")
         assert "confirm=true" in refused
+        blank = await tools.error("delete_all_memories", subject=" ", confirm=True)
+        assert "name the subject" in blank
         assert (await tools.ok("list_memories", subject="u1"))["total"] == 1
         found = await tools.ok("search_memories", query="PIN")
         assert found["memories"][0]["id"] == memory["id"]

@@ -34,6 +34,7 @@ from distill.service.event_input import (
 )
 from distill.service.export_command import export_cmd
 from distill.service.maintenance_command import migrate, reembed, replay
+from distill.service.mcp_command import mcp_cmd
 from distill.service.recall_command import context, search
 from distill.service.tables import (
     audit_table,
@@ -510,6 +511,7 @@ cli.add_command(copy_cmd)
 cli.add_command(erase)
 cli.add_command(eval_cmd)
 cli.add_command(export_cmd)
+cli.add_command(mcp_cmd)
 cli.add_command(migrate)
 cli.add_command(pin)
 cli.add_command(reembed)

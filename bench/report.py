@@ -55,6 +55,7 @@ BENCHES = [
     ),
     Bench("lookup", "lookup.py", (), ("--quick",)),
     Bench("storage", "storage.py", (), ("--n", "2000", "--embedder", "hashing")),
+    Bench("search", "search.py", (), ("--sizes", "2000", "--queries", "50")),
 ]
 
 

@@ -26,10 +26,10 @@ from distill.adapters.embed.calibrations import match_bands
 from distill.adapters.llm import close_llm, make_llm
 from distill.adapters.store import open_store
 from distill.applier import apply_plan
+from distill.arguments import explain_validation, parse_time
 from distill.core import audit_trail, resolve
 from distill.core.context import Context, build_context
 from distill.core.identity import canonical_json, content_hash
-from distill.core.json_data import JsonProblem
 from distill.core.models import (
     FUTURE_MARGIN,
     FUTURE_MARGIN_KEY,
@@ -290,9 +290,9 @@ class Memory:
         at `known_at` (its later revisions undone from the audit trail), facts recorded
         later left out. `as_of` and `known_at` together: what Distill believed at `known_at`
         had been true at `as_of`."""
-        when = _parse_time(as_of, "as_of") if as_of is not None else None
+        when = parse_time(as_of, "as_of") if as_of is not None else None
         if known_at is not None:
-            believed = _parse_time(known_at, "known_at")
+            believed = parse_time(known_at, "known_at")
             return self._believed(project, _subject(subject), include_retired, when, believed)
         found = self.store.facts(project, _subject(subject), include_retired, when)
         if when is None and not include_retired:
@@ -359,8 +359,8 @@ class Memory:
             query,
             _subject(subject),
             project,
-            _parse_time(as_of, "as_of") if as_of is not None else None,
-            _parse_time(known_at, "known_at") if known_at is not None else None,
+            parse_time(as_of, "as_of") if as_of is not None else None,
+            parse_time(known_at, "known_at") if known_at is not None else None,
             limit,
             kinds,
             include,
@@ -388,8 +388,8 @@ class Memory:
         if not isinstance(subject, str) or not subject.strip():
             raise InvalidInput("subject: the context is about one subject; give it")
         subject = normalise_subject(subject)
-        when = _parse_time(as_of, "as_of") if as_of is not None else None
-        believed = _parse_time(known_at, "known_at") if known_at is not None else None
+        when = parse_time(as_of, "as_of") if as_of is not None else None
+        believed = parse_time(known_at, "known_at") if known_at is not None else None
         if query is not None:
             hits = self.search(query, subject, project, when, believed, MAX_SEARCH_LIMIT)
             served = [h.fact for h in hits]
@@ -591,43 +591,3 @@ class Memory:
 def _subject(given: str | None) -> str | None:
     """A subject a read names, spelt as it was stored (trimmed, NFC)."""
     return None if given is None else normalise_subject(given)
-
-
-def _parse_time(value: object, field: str) -> datetime:
-    """A time a caller gave (a timezone-aware datetime or an ISO-8601 string) in UTC, or
-    `InvalidInput` naming the field."""
-    if isinstance(value, datetime):
-        when = value
-    elif isinstance(value, str):
-        try:
-            when = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError as exc:
-            raise InvalidInput(f"{field}: not an ISO-8601 time: {value!r}") from exc
-    else:
-        raise InvalidInput(
-            f"{field}: expected a datetime or an ISO-8601 string, got {type(value).__name__}"
-        )
-    if when.tzinfo is None:
-        raise InvalidInput(
-            f"{field}: times must carry a timezone (for example 2024-05-01T10:00:00Z)"
-        )
-    try:
-        return when.astimezone(UTC)
-    except OverflowError as exc:  # year 1 at +01:00, year 9999 at -01:00
-        raise InvalidInput(f"{field}: {value!s} is outside the years 1 to 9999 in UTC") from exc
-
-
-def explain_validation(exc: ValidationError) -> str:
-    """A pydantic error as one line: `field: problem; field: problem`, each naming the
-    field down to the key or index at fault (`claims.0.value.count: nan is not ...`)."""
-    problems = []
-    for error in exc.errors():
-        where: tuple[Any, ...] = tuple(error["loc"])
-        message = error["msg"]
-        cause = error.get("ctx", {}).get("error")
-        if isinstance(cause, JsonProblem):
-            where, message = (*where, *cause.path), cause.problem
-        elif isinstance(cause, ValueError):
-            message = str(cause)  # without pydantic's "Value error, "
-        problems.append(f"{'.'.join(str(p) for p in where) or 'event'}: {message}")
-    return "; ".join(problems)

@@ -35,6 +35,7 @@ from distill.service.event_input import (
 from distill.service.export_command import export_cmd
 from distill.service.keys_command import keys
 from distill.service.maintenance_command import migrate, reembed, replay
+from distill.service.mcp_command import mcp_cmd
 from distill.service.recall_command import context, search
 from distill.service.serve_command import serve
 from distill.service.tables import (
@@ -513,6 +514,7 @@ cli.add_command(erase)
 cli.add_command(eval_cmd)
 cli.add_command(export_cmd)
 cli.add_command(keys)
+cli.add_command(mcp_cmd)
 cli.add_command(migrate)
 cli.add_command(pin)
 cli.add_command(reembed)

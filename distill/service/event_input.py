@@ -22,11 +22,11 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from distill.arguments import explain_validation
 from distill.core.json_data import INTEGER_MAX_DIGITS
 from distill.core.models import FUTURE_MARGIN, FUTURE_MARGIN_KEY, NOW, EventIn
 from distill.errors import ConfigurationError, InvalidInput
 from distill.export import event_fields
-from distill.memory import explain_validation
 
 FUTURE_MARGIN_VARIABLE = "DISTILL_FUTURE_MARGIN"  # seconds; see FUTURE_MARGIN
 PROGRESS_EVERY = 500  # lines between two updates of the progress display

@@ -93,6 +93,8 @@ EXPECTED = {
     "BM25@5 recall, observations": 0.917,
     "BM25@5 recall, live facts": 0.917,
     "embedding@20 recall, live facts": 0.917,
+    "search@5 recall, live facts": 0.917,  # Memory.search finds what the arms find
+    "search@20 recall, live facts": 0.917,
     "temporal questions with a dated answer": 3,
     "answer date recoverable, observations": 0.667,  # 7 May and June; not 2022
     "answer date recoverable from fact validity": 0.333,  # 7 May only
@@ -107,7 +109,12 @@ def check(metrics: dict[str, Any]) -> None:
 def test_slice_figures(tmp_path: Path) -> None:
     result = run_suite("locomo", EvalContext(write_slice(tmp_path), embedder="hashing"))
     check({m.name: m.value for m in result.metrics})
-    assert [m.name for m in result.targets_missed] == ["answer date recoverable from fact validity"]
+    # On six questions both arms already reach the ceiling (0.917): no room for search's gain.
+    assert [m.name for m in result.targets_missed] == [
+        "search@5 gain over the better arm",
+        "search@20 gain over the better arm",
+        "answer date recoverable from fact validity",
+    ]
     table = result.tables[0]
     # No open-domain question has evidence: no column for it.
     assert table.columns == ["measure", "multi-hop", "temporal", "single-hop", "adversarial", "all"]

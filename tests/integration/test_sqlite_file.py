@@ -24,7 +24,7 @@ import pytest
 
 from distill import Memory
 from distill.adapters.embed.hashing import HashingEmbedder
-from distill.adapters.store import sqlite_lock
+from distill.adapters.store import rows, sqlite_lock
 from distill.adapters.store.queries import load_migrations, load_queries
 from distill.adapters.store.sqlite import SqliteStore
 from distill.errors import ConfigurationError, StoreError
@@ -327,6 +327,7 @@ def test_a_database_opened_read_only_is_read_and_refuses_writes(distill_db: Path
 def test_a_read_only_database_that_needs_a_migration_says_so(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     old = sqlite3.connect(path)
+    old.create_function("stored_id", 1, rows.pack_id, deterministic=True)  # as the store does
     old.execute(load_queries("sqlite")["create_migrations_table"])
     previous = load_migrations("sqlite")[:-1]
     for migration in previous:

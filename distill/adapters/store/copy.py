@@ -4,10 +4,10 @@ SQLite (or PostgreSQL → PostgreSQL), written once over both backends' named SQ
 Everything is copied, ids and times as they are: events (with their claims, idempotency keys
 and embeddings), jobs and the events they hold, every version of every fact (status,
 validity, `superseded_by` links, sources), identity vectors, conflict sets, observations,
-aliases, the audit trail, the embedding cache and the model's kept answers. Three tables are
-not: `schema_migrations` (each database records its own), SQLite's `vector_changes` (its
-triggers write it as the vectors are inserted) and `api_keys` (the HTTP API's credentials
-belong to the deployment they were made for).
+aliases, the audit trail, the embedding cache and the model's kept answers. Not copied
+(`NOT_COPIED`): `schema_migrations` (each database records its own), SQLite's
+`vector_changes` and full-text index (its triggers write them as the rows are inserted), and
+`api_keys` (the HTTP API's credentials belong to the deployment they were made for).
 
 **All or nothing.** The source is read in one snapshot (a WAL read transaction in SQLite,
 REPEATABLE READ in PostgreSQL), so workers may keep running on it, and the target is written
@@ -295,7 +295,21 @@ NOT_COPIED = {
     "vectors are inserted into the target",
     "api_keys": "the HTTP API's credentials belong to the deployment they were made for: "
     "make new ones on the copy (distill keys create)",
+    **{
+        name: "SQLite's full-text index of the facts' words (FTS5 and its shadow tables), "
+        "written by triggers as the facts are inserted into the target"
+        for name in (
+            "fact_words",
+            "fact_words_config",
+            "fact_words_data",
+            "fact_words_docsize",
+            "fact_words_idx",
+            "fact_words_rows",
+        )
+    },
 }
+# Columns the database computes from the others: never read, never written.
+GENERATED = {"facts": {"words": "PostgreSQL's tsvector of the fact's words (search)"}}
 
 # What a running job becomes in the copy: pending, held by nobody.
 _UNCLAIMED = {
@@ -470,7 +484,8 @@ def _check_columns(store: SqlStore, db: DB, role: str) -> None:
         if have is None:
             problems.append(f"no table {table.name}")
             continue
-        unknown = sorted(f"{table.name}.{c}" for c in have - set(table.columns))
+        derived = set(GENERATED.get(table.name, {}))
+        unknown = sorted(f"{table.name}.{c}" for c in have - set(table.columns) - derived)
         missing = sorted(f"{table.name}.{c}" for c in set(table.columns) - have)
         if unknown:
             problems.append(f"columns the copy does not know and would drop: {', '.join(unknown)}")

@@ -399,11 +399,13 @@ ORDER BY valid_from, id;
 -- name: recall_words
 -- The lexical arm of search: BM25 over the facts that hold any of the question's words
 -- (`terms`, as `distill.core.recall.query_terms` gives them), best first. PostgreSQL finds
--- them with the GIN index; ts_rank has no idf, so the score is computed here: idf from the
--- facts of the scope (N, and each word's document count among the matches, which are all
--- the facts holding it), term frequency from the word's positions, length from the number
--- of distinct words (k1 1.2, b 0.75, as FTS5's bm25()). Active facts of the scope, or, for a
--- search of the past, the facts `among`.
+-- them with the GIN index; ts_rank has no idf, so the score is computed here: idf from each
+-- word's document count among the matches (all the scope's facts holding it) and N, the
+-- facts table's row count as the planner last estimated it (counting the scope on every
+-- search read 100,000 rows; FTS5 too takes N from its whole table), or the facts `among`
+-- for a search of the past; term frequency from the word's positions, length from the
+-- number of distinct words (k1 1.2, b 0.75, as FTS5's bm25()). Active facts of the scope,
+-- or, for a search of the past, the facts `among`.
 WITH matched AS MATERIALIZED (
     SELECT f.id, f.words
     FROM facts AS f
@@ -421,11 +423,9 @@ hits AS (
 df AS (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme),
 scope AS (
     SELECT
-        CASE WHEN %(among)s::text[] IS NULL THEN (
-            SELECT count(*) FROM facts AS f
-            WHERE f.project = %(project)s
-              AND (%(subject)s::text IS NULL OR f.subject = %(subject)s)
-              AND f.status = 'active'
+        CASE WHEN %(among)s::text[] IS NULL THEN greatest(
+            (SELECT reltuples FROM pg_class WHERE oid = 'facts'::regclass),
+            (SELECT count(*) FROM matched)
         ) ELSE cardinality(%(among)s::text[]) END::float8 AS n,
         greatest((SELECT avg(length(words)) FROM matched), 1)::float8 AS avgdl
 )

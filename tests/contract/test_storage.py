@@ -24,7 +24,6 @@ import pytest
 
 from distill import Memory
 from distill.adapters.store import rows, sql_store
-from distill.adapters.store.copy import TABLES, Kind
 from distill.adapters.store.queries import load_migrations, load_queries
 from distill.adapters.store.sqlite import SqliteStore
 from distill.core.identity import identity_text
@@ -245,18 +244,6 @@ def test_a_claim_reads_back_as_given_without_its_default_fields_stored(
 
 
 # -- migration -------------------------------------------------------------------------------------
-# How the previous SQLite version (6) held what this one packs: ids and hashes as their hex
-# text, instants as fixed-width UTC text. Which columns those are, the copy's table list says
-# (vector_changes, which the copy leaves out, names a fact).
-PREVIOUS_FORM = {Kind.ID: "text_id({})", Kind.TIME: "text_time({})"}
-KINDS = {t.name: dict(t.columns) for t in TABLES} | {"vector_changes": {"fact_id": Kind.ID}}
-
-
-def previous_form(table: str, column: str) -> str:
-    kind = KINDS[table].get(column)
-    return PREVIOUS_FORM[kind].format(column) if kind in PREVIOUS_FORM else column
-
-
 # Tables in an order that satisfies their foreign keys, for PostgreSQL's row-by-row checks.
 POSTGRES_TABLES = [
     "events",
@@ -277,6 +264,7 @@ POSTGRES_TABLES = [
 def sqlite_previous_version(old: str, now: str) -> None:
     db = sqlite3.connect(old)
     try:
+        db.create_function("stored_id", 1, rows.pack_id, deterministic=True)  # as the store does
         db.execute(load_queries("sqlite")["create_migrations_table"])
         for migration in load_migrations("sqlite")[:-1]:
             db.executescript(migration.sql)
@@ -285,23 +273,21 @@ def sqlite_previous_version(old: str, now: str) -> None:
                 (migration.version,),
             )
         db.commit()
-        db.create_function("text_id", 1, rows.unpack_id)
-        db.create_function("text_time", 1, lambda t: rows.ts(rows.from_micros(t)))
         db.execute("ATTACH DATABASE ? AS now", (now,))
         tables = [
             name
             for (name,) in db.execute("SELECT name FROM main.sqlite_schema WHERE type = 'table'")
+            # The full-text index of the facts' words: its triggers fill it as facts are copied.
             if name not in ("schema_migrations", "sqlite_sequence")
+            and not name.startswith("fact_words")
         ]
         # The change log last, as it was: copying fact_vectors fired its triggers.
         tables.sort(key=lambda name: name == "vector_changes")
         for table in tables:
             db.execute(f"DELETE FROM main.{table}")
             columns = [r[1] for r in db.execute(f"PRAGMA main.table_info({table})")]
-            values = ", ".join(previous_form(table, column) for column in columns)
-            db.execute(
-                f"INSERT INTO main.{table} ({', '.join(columns)}) SELECT {values} FROM now.{table}"
-            )
+            names = ", ".join(columns)  # the previous version stores rows as this one does
+            db.execute(f"INSERT INTO main.{table} ({names}) SELECT {names} FROM now.{table}")
         db.commit()
     finally:
         db.close()

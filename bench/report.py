@@ -56,6 +56,7 @@ BENCHES = [
     Bench("lookup", "lookup.py", (), ("--quick",)),
     Bench("storage", "storage.py", (), ("--n", "2000", "--embedder", "hashing")),
     Bench("search", "search.py", (), ("--sizes", "2000", "--queries", "50")),
+    Bench("http_ingest", "http_ingest.py", (), ("--events", "200")),
 ]
 
 

@@ -11,21 +11,14 @@ from __future__ import annotations
 
 import logging
 import signal
-from typing import Any
 
 import click
 
-from distill.adapters.embed import close_embedder
-from distill.adapters.llm import close_llm
 from distill.errors import MissingDependency
-from distill.memory import Memory
-from distill.ports import Embedder
-from distill.service.event_input import future_margin_setting
 from distill.service.terminal import (
-    build_embedder,
-    build_llm,
     configure_logging,
     err,
+    memory_factory,
     require_model,
 )
 
@@ -70,25 +63,9 @@ def serve(ctx: click.Context, host: str, port: int, worker_threads: int, interva
             "pip install 'distill[server]'"
         ) from exc
     require_model(ctx)
-    models: list[Any] = []
-    embedders: list[Embedder] = []
-
-    def open_memory() -> Memory:
-        llm = build_llm(ctx)
-        models.append(llm)
-        embedder = build_embedder(ctx)
-        embedders.append(embedder)
-        return Memory(
-            ctx.obj["db"],
-            embedder=embedder,
-            llm=llm,
-            extractor=ctx.obj["extractor"],
-            future_margin=future_margin_setting(),
-        )
-
     loopback = is_loopback_address(host)
     configure_logging(logging.INFO if ctx.obj["verbose"] else logging.WARNING)
-    try:
+    with memory_factory(ctx) as open_memory:
         svc = Service(
             open_memory, loopback=loopback, worker_threads=worker_threads, interval=interval
         )
@@ -128,8 +105,3 @@ def serve(ctx: click.Context, host: str, port: int, worker_threads: int, interva
             signal.signal(stopping, lambda *_: setattr(server, "should_exit", True))
         server.run(sockets=[sock])
         err.print("distill serve: stopped", markup=False)
-    finally:
-        for llm in models:
-            close_llm(llm)
-        for embedder in embedders:
-            close_embedder(embedder)

@@ -163,3 +163,32 @@ def memory(ctx: click.Context, with_llm: bool = False) -> Iterator[Memory]:
 
 def emit(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+@contextmanager
+def memory_factory(ctx: click.Context) -> Iterator[Callable[[], Memory]]:
+    """A way to open one Memory per worker thread (each with its own model client and
+    embedder, as `Worker` wants), and every model and embedder opened closed at the end."""
+    models: list[Any] = []
+    embedders: list[Embedder] = []
+
+    def open_memory() -> Memory:
+        llm = build_llm(ctx)
+        models.append(llm)
+        embedder = build_embedder(ctx)
+        embedders.append(embedder)
+        return Memory(
+            ctx.obj["db"],
+            embedder=embedder,
+            llm=llm,
+            extractor=ctx.obj["extractor"],
+            future_margin=future_margin_setting(),
+        )
+
+    try:
+        yield open_memory
+    finally:
+        for llm in models:
+            close_llm(llm)
+        for embedder in embedders:
+            close_embedder(embedder)

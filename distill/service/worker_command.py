@@ -4,20 +4,14 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-from typing import Any
 
 import click
 
-from distill.adapters.embed import close_embedder
-from distill.adapters.llm import close_llm
-from distill.memory import Memory
-from distill.ports import Embedder
 from distill.report import Report
 from distill.service.terminal import (
-    build_embedder,
-    build_llm,
     configure_logging,
     err,
+    memory_factory,
     require_model,
 )
 from distill.service.worker import Worker
@@ -53,35 +47,25 @@ def worker(
     """Consolidate continuously, until SIGTERM or Ctrl-C (which finish the job being decided
     and put the other claimed ones back). Several workers may share one database."""
     require_model(ctx)
-    models: list[Any] = []
-    embedders: list[Embedder] = []
-
-    def open_memory() -> Memory:
-        llm = build_llm(ctx)
-        models.append(llm)
-        embedder = build_embedder(ctx)
-        embedders.append(embedder)
-        return Memory(ctx.obj["db"], embedder=embedder, llm=llm, extractor=ctx.obj["extractor"])
 
     def announce(report: Report) -> None:
         counters = ", ".join(f"{k} {v}" for k, v in report.counters().items() if v)
         err.print(f"[{datetime.now().astimezone():%H:%M:%S}] {counters}")
 
-    runner = Worker(
-        open_memory, concurrency=concurrency, interval=interval, on_run=announce, settle=settle
-    )
     # A worker runs unattended: its warnings (failed jobs, reclaimed ones, a database that
     # went away) are its log.
     configure_logging(logging.INFO if ctx.obj["verbose"] else logging.WARNING)
-    runner.stop_on_signals()
-    err.print(f"distill worker: {concurrency} thread(s), polling every {interval:g} s")
-    try:
+    with memory_factory(ctx) as open_memory:
+        runner = Worker(
+            open_memory,
+            concurrency=concurrency,
+            interval=interval,
+            on_run=announce,
+            settle=settle,
+        )
+        runner.stop_on_signals()
+        err.print(f"distill worker: {concurrency} thread(s), polling every {interval:g} s")
         totals = runner.run(once=once)
-    finally:
-        for llm in models:
-            close_llm(llm)
-        for embedder in embedders:
-            close_embedder(embedder)
     err.print(
         f"stopped: {totals.jobs_done} job(s) done, {totals.jobs_failed} failed, "
         f"{totals.llm_calls} LLM call(s)"

@@ -40,13 +40,14 @@ embedder.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import math
 import shlex
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -105,10 +106,29 @@ class Measured:
     pair: Pair
     distance: float  # of the identity texts (name and value)
     name_distance: float  # of the names alone
+    # verdicts by which band edges the pair falls within: `judge` reads the bands only
+    # through those three comparisons, and the band search asks for 2,600 bands per pair
+    _verdicts: dict[tuple[bool, bool, bool], Verdict] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def verdict(self, bands: Bands) -> Verdict:
         """As the adjudicator judges it (`attribute_match.judge`)."""
-        return judge(self.pair.a, self.pair.b, bands, self.name_distance, self.distance).verdict
+        full, name = self._rounded
+        edges = (
+            bands.same is not None and full <= bands.same,
+            bands.name is not None and name <= bands.name,
+            bands.full is not None and full <= bands.full,
+        )
+        if edges not in self._verdicts:
+            self._verdicts[edges] = judge(
+                self.pair.a, self.pair.b, bands, self.name_distance, self.distance
+            ).verdict
+        return self._verdicts[edges]
+
+    @functools.cached_property
+    def _rounded(self) -> tuple[float, float]:
+        return round(self.distance, 6), round(self.name_distance, 6)  # as `judge` rounds them
 
     def merges(self, threshold: float) -> bool:
         return self.verdict(Bands(same=threshold)) is Verdict.SAME

@@ -1,15 +1,22 @@
 """What a caller hands `Memory` checked and put in shape: times on either axis, and a
-pydantic error said in one line. Bad input is `InvalidInput` naming the field at fault."""
+pydantic error said in one line, an id a person typed as a prefix made whole. Bad input is
+`InvalidInput` naming the field at fault."""
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
 
+from distill import ids
 from distill.core.json_data import JsonProblem
-from distill.errors import InvalidInput
+from distill.errors import InvalidInput, NotFound
+from distill.ports import IdTable, Store
+
+MIN_ID_PREFIX = 4  # hex characters a person must type of an id, as git asks for a commit
+PREFIX_MATCHES_SHOWN = 5  # ids an ambiguous prefix error lists
 
 
 def parse_time(value: object, field: str) -> datetime:
@@ -50,3 +57,29 @@ def explain_validation(exc: ValidationError) -> str:
             message = str(cause)  # without pydantic's "Value error, "
         problems.append(f"{'.'.join(str(p) for p in where) or 'event'}: {message}")
     return "; ".join(problems)
+
+
+def full_id(store: Store, table: IdTable, given: str, project: str) -> str:
+    """The id a person meant: the id itself, or the one id of the project that begins
+    with what they typed (at least `MIN_ID_PREFIX` characters, as git asks for)."""
+    if not isinstance(given, str):
+        raise InvalidInput(f"{table} id: expected a string, got {type(given).__name__}")
+    if len(given) >= ids.ID_LENGTH or not ids.ID_PREFIX_RE.fullmatch(given.lower()):
+        return given  # a whole id (or a caller's own): looked up exactly
+    with contextlib.suppress(NotFound):  # a caller's own short id ("a000072") is whole
+        (store.fact if table == "fact" else store.conflict)(project, given)
+        return given
+    if len(given) < MIN_ID_PREFIX:
+        raise InvalidInput(
+            f"{table} id {given!r} is too short: give at least {MIN_ID_PREFIX} characters"
+        )
+    found = store.ids_with_prefix(table, project, given.lower(), PREFIX_MATCHES_SHOWN)
+    if not found:
+        raise NotFound(f"no {table} {given} in project {project!r}")
+    if len(found) > 1:
+        more = " or more" if len(found) == PREFIX_MATCHES_SHOWN else ""
+        raise InvalidInput(
+            f"{table} id prefix {given!r} is ambiguous: it begins {len(found)}{more} ids "
+            f"({', '.join(found)}); give more characters"
+        )
+    return found[0]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -26,7 +26,7 @@ from distill.adapters.embed.calibrations import match_bands
 from distill.adapters.llm import close_llm, make_llm
 from distill.adapters.store import open_store
 from distill.applier import apply_plan
-from distill.arguments import explain_validation, parse_time
+from distill.arguments import explain_validation, full_id, parse_time
 from distill.core import audit_trail, resolve
 from distill.core.context import Context, build_context
 from distill.core.identity import canonical_json, content_hash
@@ -53,6 +53,7 @@ from distill.core.recall import MAX_SEARCH_LIMIT, Hit, recall_text
 from distill.engine import Engine
 from distill.errors import ConfigurationError, InvalidInput, NotFound
 from distill.extractors import BATCH_EVENTS, BATCH_TOKENS, make_extraction
+from distill.passes.dedupe import MAX_SUPERSEDES_PER_RUN, DedupeReport, run_dedupe
 from distill.ports import LLM, Clock, Embedder, IdentityVector, IdTable
 from distill.report import Report
 from distill.search import search
@@ -62,8 +63,6 @@ REEMBED_PAGE = 500  # facts embedded again per store round trip (and per embeddi
 # Tokens of a context block by default: a few dozen facts, a small share of any model's prompt.
 CONTEXT_TOKENS = 1_000
 CONTEXT_TOKENS_MIN = 50  # room for the header, one fact and the closing line
-MIN_ID_PREFIX = 4  # hex characters a person must type of an id, as git asks for a commit
-PREFIX_MATCHES_SHOWN = 5  # ids an ambiguous prefix error lists
 
 
 class SystemClock:
@@ -539,6 +538,28 @@ class Memory:
             self._apply(plan, project, fact.subject)
         return self.store.fact(project, fact.id)
 
+    def dedupe(
+        self,
+        projects: Sequence[str] = (),
+        subject: str | None = None,
+        dry_run: bool = False,
+        max_supersedes: int | None = MAX_SUPERSEDES_PER_RUN,
+    ) -> DedupeReport:
+        """Merge stored memories that say the same thing in the same words (`core.dedupe`):
+        the survivor absorbs each duplicate's evidence, the duplicate is superseded by it.
+        Only `projects` (all when empty), or one `subject`; at most `max_supersedes`
+        retired per run (None: no cap). `dry_run` reports the same groups, writing nothing."""
+        subject = _subject(subject)
+        return run_dedupe(
+            self.store,
+            self.clock.now,
+            self._new_id,
+            projects=projects,
+            subject=subject,
+            dry_run=dry_run,
+            max_supersedes=max_supersedes,
+        )
+
     def erase(self, project: str, subject: str | None = None) -> dict[str, int]:
         """Forget a subject for good (every subject of the project with None): its events,
         facts, vectors, observations, conflict sets, jobs, the model's kept answers, its audit
@@ -559,29 +580,7 @@ class Memory:
         return counts
 
     def _full_id(self, table: IdTable, given: str, project: str) -> str:
-        """The id a person meant: the id itself, or the one id of the project that begins
-        with what they typed (at least `MIN_ID_PREFIX` characters, as git asks for)."""
-        if not isinstance(given, str):
-            raise InvalidInput(f"{table} id: expected a string, got {type(given).__name__}")
-        if len(given) >= ids.ID_LENGTH or not ids.ID_PREFIX_RE.fullmatch(given.lower()):
-            return given  # a whole id (or a caller's own): looked up exactly
-        with contextlib.suppress(NotFound):  # a caller's own short id ("a000072") is whole
-            (self.store.fact if table == "fact" else self.store.conflict)(project, given)
-            return given
-        if len(given) < MIN_ID_PREFIX:
-            raise InvalidInput(
-                f"{table} id {given!r} is too short: give at least {MIN_ID_PREFIX} characters"
-            )
-        found = self.store.ids_with_prefix(table, project, given.lower(), PREFIX_MATCHES_SHOWN)
-        if not found:
-            raise NotFound(f"no {table} {given} in project {project!r}")
-        if len(found) > 1:
-            more = " or more" if len(found) == PREFIX_MATCHES_SHOWN else ""
-            raise InvalidInput(
-                f"{table} id prefix {given!r} is ambiguous: it begins {len(found)}{more} ids "
-                f"({', '.join(found)}); give more characters"
-            )
-        return found[0]
+        return full_id(self.store, table, given, project)
 
     def _apply(self, plan: Plan, project: str, subject: str) -> None:
         scope = Scope(project, subject)

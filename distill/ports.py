@@ -275,6 +275,11 @@ class Store(Protocol):
         """The project's facts among `fact_ids`, any status; unknown ids are left out."""
         ...
 
+    def memory_scopes(self, projects: Sequence[str]) -> list[tuple[str, str]]:
+        """(project, subject) of every scope holding two or more active memories, in order;
+        only those of `projects` unless it is empty."""
+        ...
+
     def facts_by_identity(self, project: str, subject: str, keys: Sequence[str]) -> list[Fact]:
         """Every non-retracted fact whose identity key is in `keys`, any status."""
         ...

@@ -62,6 +62,12 @@ class SqlStore(SqlJobs):
         params = {"project": project, "ids": self._array(fact_ids)}
         return [rows.fact_from_row(r, self.codec) for r in self._read("facts_by_ids", params)]
 
+    def memory_scopes(self, projects: Sequence[str]) -> list[tuple[str, str]]:
+        """(project, subject) of every scope with two or more active memories, in order;
+        only those of `projects` unless it is empty."""
+        params = {"projects": self._array(list(projects)) if projects else None}
+        return [(r["project"], r["subject"]) for r in self._read("memory_scopes", params)]
+
     def facts_by_identity(self, project: str, subject: str, keys: Sequence[str]) -> list[Fact]:
         """Every non-retracted fact whose identity key is in `keys`, any status."""
         return self._facts("facts_by_identity", project, subject, keys=keys)

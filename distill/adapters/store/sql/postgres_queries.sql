@@ -462,6 +462,15 @@ WHERE project = %(project)s AND subject = %(subject)s AND status = 'active' AND 
 ORDER BY last_reinforced_at DESC, id
 LIMIT %(limit)s;
 
+-- name: memory_scopes
+-- Scopes with two or more active memories: where dedupe has something to compare.
+SELECT project, subject FROM facts
+WHERE (%(projects)s::text[] IS NULL OR project = ANY(%(projects)s::text[]))
+  AND status = 'active' AND kind = 'memory'
+GROUP BY project, subject
+HAVING count(*) > 1
+ORDER BY project, subject;
+
 -- name: facts_active
 SELECT * FROM facts
 WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s)

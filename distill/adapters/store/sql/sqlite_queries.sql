@@ -441,6 +441,15 @@ WHERE project = :project AND subject = :subject AND status = 'active' AND kind =
 ORDER BY last_reinforced_at DESC, id
 LIMIT :limit;
 
+-- name: memory_scopes
+-- Scopes with two or more active memories: where dedupe has something to compare.
+SELECT project, subject FROM facts
+WHERE (:projects IS NULL OR project IN (SELECT value FROM json_each(:projects)))
+  AND status = 'active' AND kind = 'memory'
+GROUP BY project, subject
+HAVING count(*) > 1
+ORDER BY project, subject;
+
 -- name: facts_active
 SELECT * FROM facts
 WHERE project = :project AND (:subject IS NULL OR subject = :subject) AND status = 'active'

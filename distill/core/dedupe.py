@@ -1,0 +1,217 @@
+"""Dedupe: free-text memories of one subject that say the same thing in the same words.
+
+Arrival already files a memory whose normalised text is known under the fact that has it
+(`core.adjudicate`). What piles up anyway is what arrival could not see: memories stored by
+an earlier version with another normalisation, copies brought in by `distill copy`, the same
+words said under two speakers' names, a held candidate kept later. This pass looks at what is
+stored, not at what arrives, and is deliberately conservative (the iii seed's v1):
+
+* **merge**: texts equal once case, punctuation, white space and Unicode forms are folded
+  (`identity.normalise_text`), under the same speaker (`attribution`). Nothing else merges
+  here: one differing word is another statement ("always publishes" / "never publishes"),
+  and meaning is the judge's and the offline tier's business, with their guards;
+* **report only**: the same words in another order ("the deploy runs on Fridays" / "on
+  Fridays the deploy runs", but also "Alice manages Bob" / "Bob manages Alice"). Word order
+  can carry meaning, so a group of these is listed and nothing is written.
+
+The survivor of a group is the pinned member, then the most corroborated, then the oldest
+record (it carries the first provenance), then the smallest id: a total order, so the input
+order never changes the outcome. Each other member retires in one action that is its
+receipt (`superseded` with `superseded_by` the survivor, its validity emptied: the survivor
+now stands for that span), while the survivor absorbs its evidence and corroboration in the
+same plan: its events are added to the survivor's, its statements to the survivor's count
+(a memory stated k+1 times has `reinforcement_count` k), its start moves back to the
+earliest. A pinned member is never retired (it is reported as skipped); a pinned survivor is
+never revised, so the losers point at it and keep their own evidence, which their receipts
+lead to.
+
+`max_retired` caps how many memories one run may retire; the members past it are reported as
+capped and wait for the next run, which finds them again (nothing is remembered between
+runs: the stored memories are the state).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from distill.core.identity import normalise_text
+from distill.core.models import Fact, FactKind, FactStatus
+from distill.core.passes import Decision, PassResult
+from distill.core.plan import Plan, ReviseFact
+
+PASS_NAME = "dedupe"
+
+
+@dataclass(frozen=True)
+class Group:
+    """One set of memories that say the same thing: the survivor and what became of the rest.
+
+    `merged` is "merged" or "report_only" (the same words in another order: nothing
+    written); `capped` are the members the run's cap left for the next run."""
+
+    text: str
+    survivor: str
+    retired: tuple[str, ...] = ()
+    pinned_skipped: tuple[str, ...] = ()
+    members: tuple[str, ...] = ()
+    merged: str = "merged"
+    capped: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "text": self.text,
+            "survivor": self.survivor,
+            "retired": list(self.retired),
+            "pinned_skipped": list(self.pinned_skipped),
+            "capped": list(self.capped),
+            "members": list(self.members),
+            "outcome": self.merged,
+        }
+
+
+@dataclass
+class DedupeResult(PassResult):
+    """What `decide` returns: the plan, and every group it found."""
+
+    groups: list[Group] = field(default_factory=list)
+
+    @property
+    def retired(self) -> int:
+        return sum(len(g.retired) for g in self.groups if g.merged == "merged")
+
+
+def survivor_order(fact: Fact) -> tuple[bool, int, datetime, str]:
+    """Sort key of a group's members, best survivor first: pinned, most corroborated, oldest
+    record, smallest id."""
+    return (not fact.pinned, -fact.reinforcement_count, fact.recorded_at, fact.id)
+
+
+def word_bag(text: str) -> tuple[str, ...]:
+    """The words of a text, case and punctuation folded, in sorted order (kept with their
+    repetitions: "very very good" is not "very good")."""
+    return tuple(sorted(normalise_text(text).split()))
+
+
+def dedupe(memories: Iterable[Fact], now: datetime, max_retired: int | None = None) -> DedupeResult:
+    """Group one subject's live memories and plan the merges (see the module docstring).
+
+    Only active, unpinned or pinned memory facts take part; anything else is ignored.
+    `max_retired` None: no cap.
+    """
+    live = sorted(
+        (f for f in memories if f.kind is FactKind.MEMORY and f.status is FactStatus.ACTIVE),
+        key=survivor_order,
+    )
+    exact: dict[tuple[str | None, str], list[Fact]] = defaultdict(list)
+    for fact in live:
+        exact[(fact.attribution, normalise_text(fact.text))].append(fact)
+
+    result = DedupeResult(plan=Plan())
+    budget = max_retired
+    # Groups in a stable order (by their survivor), so that a capped run always takes the
+    # same groups first.
+    for (_, norm), members in sorted(exact.items(), key=lambda kv: survivor_order(kv[1][0])):
+        if len(members) < 2:
+            continue
+        survivor, others = members[0], members[1:]
+        losers = [f for f in others if not f.pinned]
+        skipped = tuple(f.id for f in others if f.pinned)
+        ids = tuple(f.id for f in members)
+        left: list[Fact] = []
+        if budget is not None:
+            losers, left = losers[:budget], losers[budget:]
+            budget -= len(losers)
+            result.capped = result.capped or bool(left)
+        _merge(result.plan, result.decisions, survivor, losers, now)
+        retired = tuple(f.id for f in losers)
+        capped = tuple(f.id for f in left)
+        result.groups.append(Group(norm, survivor.id, retired, skipped, ids, "merged", capped))
+        for fact in others:
+            if fact.pinned:
+                result.decisions.append(
+                    Decision("pinned_skipped", fact.id, "pinned: never retired")
+                )
+
+    # Word-order groups: the same bag of words under one speaker, in more than one order.
+    reordered: dict[tuple[str | None, tuple[str, ...]], dict[str, Fact]] = defaultdict(dict)
+    for fact in live:
+        norm = normalise_text(fact.text)
+        reordered[(fact.attribution, word_bag(fact.text))].setdefault(norm, fact)
+    for (_, bag), by_text in sorted(reordered.items(), key=lambda kv: kv[0][1]):
+        if len(by_text) < 2:
+            continue
+        firsts = sorted(by_text.values(), key=survivor_order)
+        result.groups.append(
+            Group(
+                " ".join(bag),
+                firsts[0].id,
+                members=tuple(f.id for f in firsts),
+                merged="report_only",
+            )
+        )
+        result.decisions.append(
+            Decision(
+                "report_only",
+                firsts[0].id,
+                "the same words in another order: word order may carry meaning",
+            )
+        )
+    result.plan.outcomes.update(
+        {"retired": result.retired, "groups": sum(g.merged == "merged" for g in result.groups)}
+    )
+    return result
+
+
+def _merge(
+    plan: Plan, decisions: list[Decision], survivor: Fact, losers: Sequence[Fact], now: datetime
+) -> None:
+    if not losers:
+        return
+    for loser in losers:
+        retired = loser.model_copy(
+            update={
+                "status": FactStatus.SUPERSEDED,
+                "superseded_by": survivor.id,
+                "valid_to": loser.valid_from,
+                "retired_at": now,
+            }
+        )
+        plan.add(
+            ReviseFact(
+                loser,
+                retired,
+                "merge",
+                f"the same text as {survivor.id} once case, punctuation and spacing are folded",
+                PASS_NAME,
+            )
+        )
+        decisions.append(Decision("merged", loser.id, f"merged into {survivor.id}"))
+    if survivor.pinned:
+        return  # a pinned fact is never revised; the losers' receipts lead to their evidence
+    sources = list(survivor.source_event_ids)
+    for loser in losers:
+        sources.extend(e for e in loser.source_event_ids if e not in sources)
+    absorbed = survivor.model_copy(
+        update={
+            "source_event_ids": tuple(sources),
+            "reinforcement_count": survivor.reinforcement_count
+            + sum(f.reinforcement_count + 1 for f in losers),
+            "valid_from": min([survivor.valid_from, *(f.valid_from for f in losers)]),
+            "last_reinforced_at": max(
+                [survivor.last_reinforced_at, *(f.last_reinforced_at for f in losers)]
+            ),
+        }
+    )
+    plan.add(
+        ReviseFact(
+            survivor,
+            absorbed,
+            "absorb",
+            f"absorbed {len(losers)} memory(ies) with the same text: "
+            + ", ".join(f.id for f in losers),
+            PASS_NAME,
+        )
+    )

@@ -9,13 +9,17 @@ Actions: `add` an event (`claim` or `claims`, `text`, `at` minutes or `days` aft
 `subject` (default u1), `project`, `trust`, `source`; `name` it to refer to it later),
 `consolidate` (`dry_run`; `name` its report), `replay`, `pin` a fact, `resolve` a conflict
 (`keep` a fact or null), `advance` the clock, `answer` (queue more model answers),
-`snapshot`, and `race` (several workers on one database at once). Any action may say it
-`raises` a distill error (`message_contains`).
+`snapshot`, `race` (several workers on one database at once), `plant` a stored memory as
+an earlier version or a copy would have left it (`text`, `count` reinforcements, `pinned`,
+`copies` of it; arrival would have filed it under its twin), and `dedupe` (`dry_run`,
+`max_supersedes`, `projects`; `name` its report). Any action may say it `raises` a distill
+error (`message_contains`).
 
 Checks: `report` (counters, rejection reasons, learned aliases, whether the provider stopped
 the run, or `same_as` another report), `fact` (one fact's fields), `facts` (the served facts
 of a subject, exactly; the number of rows with retired ones), `conflicts`, `jobs`, and
-`unchanged` since a snapshot (all of it, or one fact).
+`unchanged` since a snapshot (all of it, or one fact), and `dedupe` (a dedupe report's
+counters).
 
 Facts are named by selectors: fields with their values (`{"value": {"lang": "fr"}}`), where
 `sources` and times are event names. A selector must name exactly one fact.
@@ -34,9 +38,13 @@ from typing import Any
 from distill import errors
 from distill.adapters.embed.hashing import HashingEmbedder, vectors_at_distance
 from distill.adapters.llm.fake import FakeLLM
+from distill.applier import apply_plan
 from distill.core.identity import identity_text
-from distill.core.models import ConflictSet, Event, Fact
+from distill.core.models import ConflictSet, Event, Fact, FactKind, FactStatus, Trust
+from distill.core.passes import Scope
+from distill.core.plan import CreateFact, Plan
 from distill.memory import Memory
+from distill.passes.dedupe import MAX_SUPERSEDES_PER_RUN, DedupeReport
 from distill.report import Report
 
 # World time of events (`at` minutes or `days` after T0) and the clock's start: "now" is
@@ -71,6 +79,8 @@ ACTIONS: dict[str, set[str]] = {
     "answer": {"answers"},
     "snapshot": {"name"},
     "race": {"name", "workers"},
+    "plant": {"text", "subject", "project", "at", "count", "pinned", "copies"},
+    "dedupe": {"name", "dry_run", "max_supersedes", "projects"},
 }
 CHECKS: dict[str, set[str]] = {
     "report": {"of", "counts", "rejections", "aliases", "stopped_by_provider", "same_as"},
@@ -79,6 +89,7 @@ CHECKS: dict[str, set[str]] = {
     "conflicts": {"subject", "project", "status", "count", "kind", "members", "kept"},
     "jobs": {"all", "count", "by_subject"},
     "unchanged": {"since", "fact"},
+    "dedupe": {"of", "counts"},
 }
 ANY_ACTION = {"raises", "message_contains"}
 REQUIRED: dict[str, set[str]] = {
@@ -86,6 +97,7 @@ REQUIRED: dict[str, set[str]] = {
     "advance": {"seconds"},
     "answer": {"answers"},
     "snapshot": {"name"},
+    "plant": {"text"},
     "fact": {"where", "is"},
     "unchanged": {"since"},
 }
@@ -174,6 +186,7 @@ class CaseRun:
         self.new_id = new_id
         self.events: dict[str, Event] = {}
         self.reports: dict[str, Report] = {}
+        self.dedupes: dict[str, DedupeReport] = {}
         self.snapshots: dict[str, dict[str, Any]] = {}
         self.projects = {"default"}
 
@@ -280,7 +293,72 @@ class CaseRun:
             total.jobs_released += report.jobs_released
         self.reports[step.get("name", "last")] = self.reports["last"] = total
 
+    def do_plant(self, step: Mapping[str, Any]) -> None:
+        subject, project = step.get("subject", "u1"), step.get("project", "default")
+        when = T0 + timedelta(minutes=step.get("at", 0))
+        self.projects.add(project)
+        plan = Plan()
+        for _ in range(step.get("copies", 1)):
+            event = Event(
+                id=self.new_id(),
+                project=project,
+                subject=subject,
+                text=step["text"],
+                occurred_at=when,
+                recorded_at=when,
+                source="import",
+                trust=Trust.TRUSTED,
+                idempotency_key=self.new_id(),
+            )
+            self.mem.store.append_events([event], when)
+            self.events[f"E{len(self.events) + 1}"] = event
+            fact = Fact(
+                id=self.new_id(),
+                project=project,
+                subject=subject,
+                kind=FactKind.MEMORY,
+                predicate=None,
+                value=None,
+                text=step["text"],
+                identity_key=None,
+                status=FactStatus.ACTIVE,
+                valid_from=when,
+                recorded_at=when,
+                source_event_ids=(event.id,),
+                reinforcement_count=step.get("count", 0),
+                last_reinforced_at=when,
+                trust=Trust.TRUSTED,
+                pinned=step.get("pinned", False),
+            )
+            plan.add(CreateFact(fact, "stored as an earlier version left it", "import"))
+        apply_plan(
+            self.mem.store,
+            plan,
+            Scope(project, subject),
+            job_id=None,
+            now=when,
+            new_id=self.new_id,
+        )
+
+    def do_dedupe(self, step: Mapping[str, Any]) -> None:
+        report = self.mem.dedupe(
+            projects=step.get("projects", ()),
+            dry_run=step.get("dry_run", False),
+            max_supersedes=step.get("max_supersedes", MAX_SUPERSEDES_PER_RUN),
+        )
+        self.dedupes[step.get("name", "last")] = self.dedupes["last"] = report
+
     # -- checks ----------------------------------------------------------------------------------
+    def check_dedupe(self, step: Mapping[str, Any]) -> None:
+        name = step.get("of", "last")
+        if name not in self.dedupes:
+            raise CaseFailed(f"no dedupe report named {name!r}")
+        counters = self.dedupes[name].to_dict()
+        for key, want in step.get("counts", {}).items():
+            if key not in counters or key == "groups":
+                raise CaseFailed(f"a dedupe report has no counter {key!r}")
+            expect(f"dedupe {name}: {key}", counters[key], want)
+
     def check_report(self, step: Mapping[str, Any]) -> None:
         name = step.get("of", "last")
         if name not in self.reports:

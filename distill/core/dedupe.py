@@ -125,7 +125,9 @@ def dedupe(memories: Iterable[Fact], now: datetime, max_retired: int | None = No
             losers, left = losers[:budget], losers[budget:]
             budget -= len(losers)
             result.capped = result.capped or bool(left)
-        _merge(result.plan, result.decisions, survivor, losers, now)
+        same = f"the same text as {survivor.id} once case, punctuation and spacing are folded"
+        merge_into(result.plan, survivor, losers, now, same)
+        result.decisions.extend(Decision("merged", f.id, f"into {survivor.id}") for f in losers)
         retired = tuple(f.id for f in losers)
         capped = tuple(f.id for f in left)
         result.groups.append(Group(norm, survivor.id, retired, skipped, ids, "merged", capped))
@@ -165,9 +167,19 @@ def dedupe(memories: Iterable[Fact], now: datetime, max_retired: int | None = No
     return result
 
 
-def _merge(
-    plan: Plan, decisions: list[Decision], survivor: Fact, losers: Sequence[Fact], now: datetime
+def merge_into(
+    plan: Plan,
+    survivor: Fact,
+    losers: Sequence[Fact],
+    now: datetime,
+    reason: str,
+    pass_name: str = PASS_NAME,
 ) -> None:
+    """Retire each of `losers` into `survivor` (the receipt: superseded by it, its validity
+    emptied, for the survivor now stands for its span) and let the survivor absorb their
+    evidence, statements and earliest start, unless it is pinned (then it is left as it is,
+    and the losers' receipts lead to their own evidence). Every pass that merges memories
+    merges them this way."""
     if not losers:
         return
     for loser in losers:
@@ -179,18 +191,9 @@ def _merge(
                 "retired_at": now,
             }
         )
-        plan.add(
-            ReviseFact(
-                loser,
-                retired,
-                "merge",
-                f"the same text as {survivor.id} once case, punctuation and spacing are folded",
-                PASS_NAME,
-            )
-        )
-        decisions.append(Decision("merged", loser.id, f"merged into {survivor.id}"))
+        plan.add(ReviseFact(loser, retired, "merge", reason, pass_name))
     if survivor.pinned:
-        return  # a pinned fact is never revised; the losers' receipts lead to their evidence
+        return
     sources = list(survivor.source_event_ids)
     for loser in losers:
         sources.extend(e for e in loser.source_event_ids if e not in sources)
@@ -205,13 +208,5 @@ def _merge(
             ),
         }
     )
-    plan.add(
-        ReviseFact(
-            survivor,
-            absorbed,
-            "absorb",
-            f"absorbed {len(losers)} memory(ies) with the same text: "
-            + ", ".join(f.id for f in losers),
-            PASS_NAME,
-        )
-    )
+    absorbed_ids = ", ".join(f.id for f in losers)
+    plan.add(ReviseFact(survivor, absorbed, "absorb", f"absorbed {absorbed_ids}", pass_name))

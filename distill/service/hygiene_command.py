@@ -57,7 +57,8 @@ def dedupe(
 def _print(report: DedupeReport) -> None:
     verb = "would retire" if report.dry_run else "retired"
     if not report.groups and not report.errors:
-        out.print(f"no duplicate memories ({report.scopes} subject(s) with two or more memories looked at)")
+        looked = f"{report.scopes} subject(s) with two or more memories looked at"
+        out.print(f"no duplicate memories ({looked})")
         return
     table = Table("project", "subject", "outcome", "survivor", "retired", "text")
     for g in report.groups:

@@ -11,11 +11,12 @@ Per scope (a subject with two or more active memories, within a project allowlis
 2. **Candidates.** For each, `CANDIDATES_PER_ARM` live memories of the scope from the lexical
    arm (BM25 over the memory's own words) and as many from the vector arm (its recall
    vector, read through the embedding cache), interleaved.
-3. **One call per `JUDGE_BATCH` memories.** An answer that cannot be read (not the JSON
-   asked for, or cut off at the output limit) is asked again in halves, down to one memory,
-   which is then listed as failed and skipped: it cannot wedge the tier. A provider error
-   (transport, auth, quota, a timeout) stops the tier for the scope with a note, cursor left
-   where it was.
+3. **One call per `JUDGE_BATCH` memories**, batches filled across scopes. An answer that
+   cannot be read (not the JSON asked for, or cut off at the output limit) is asked again
+   in halves, down to one memory, which is then listed as failed and skipped: it cannot
+   wedge the tier. A provider error
+   (transport, auth, quota, a timeout) stops the tier with a note: the memories not yet
+   asked about stay behind each scope's cursor.
 4. **Apply.** Under the subject's lock every fact the model saw is read again; a verdict on a
    fact edited since is dropped (`edited_meanwhile`), the others are checked and applied with
    the cursor move to the batch's last memory: the cursor advances only over batches fully
@@ -165,6 +166,16 @@ class JudgeBatch:
         return result
 
 
+@dataclass(frozen=True)
+class _Backlog:
+    """One scope's memories to judge, in cursor order, with each one's position."""
+
+    scope: Scope
+    items: list[Item]
+    positions: list[str]
+    cursor: str | None
+
+
 class _Stop(Exception):
     """The tier stops for this scope (a provider error, or the budget)."""
 
@@ -183,35 +194,82 @@ class _Run:
     max_tokens: int | None
     max_changes: int | None
 
-    def scope(self, project: str, subject: str) -> None:
-        store, report = self.store, self.report
-        cursor = store.pass_cursor(project, subject, mj.PASS_NAME)
-        backlog = self.backlog(project, subject, cursor)
-        if len(backlog) > JUDGE_MAX_PER_RUN:
-            report.capped = True
-            backlog = backlog[:JUDGE_MAX_PER_RUN]
-        if not backlog:
+    def run(self, scopes: Sequence[tuple[str, str]]) -> None:
+        """Read every scope's backlog, ask about all of it in batches filled across scopes
+        (a subject's last few memories share a call with the next subject's), then apply
+        each scope's verdicts under its lock. A stop (a provider error, the budget) leaves
+        every memory not yet asked about, and each scope's cursor after the memories before
+        its first one."""
+        report = self.report
+        pending: list[_Backlog] = []
+        for project, subject in scopes:
+            report.scopes += 1
+            cursor = self.store.pass_cursor(project, subject, mj.PASS_NAME)
+            backlog = self.backlog(project, subject, cursor)
+            if len(backlog) > JUDGE_MAX_PER_RUN:
+                report.capped = True
+                backlog = backlog[:JUDGE_MAX_PER_RUN]
+            if backlog:
+                items = self.items(project, subject, [f for f, _ in backlog])
+                positions = [p for _, p in backlog]
+                pending.append(_Backlog(Scope(project, subject), items, positions, cursor))
+        # A memory with nothing near it needs no verdict; the cursor still moves past it.
+        asking = [i for b in pending for i in b.items if i.candidates]
+        if report.capped and len(asking) > mj.JUDGE_BATCH:
+            # More waits than this run judges: leave a short last batch for the next run,
+            # whose first batch it fills, so that every call carries a full batch.
+            asking = asking[: len(asking) - len(asking) % mj.JUDGE_BATCH]
+        verdicts: list[Verdict] = []
+        asked: set[str] = set()
+        stop = ""
+        for start in range(0, len(asking), mj.JUDGE_BATCH):
+            batch = asking[start : start + mj.JUDGE_BATCH]
+            try:
+                verdicts.extend(self.ask(batch))
+            except _Stop as stopped:
+                stop = str(stopped)
+                log.warning("judge stopped: %s", stop)
+                break
+            asked.update(i.memory.id for i in batch)
+        for b in pending:
+            done = 0
+            while done < len(b.items) and (
+                not b.items[done].candidates or b.items[done].memory.id in asked
+            ):
+                done += 1
+            if done < len(b.items) and stop:
+                report.stopped.append(f"{b.scope.project}/{b.scope.subject}: {stop}")
+            if done:
+                self.apply(b, done, verdicts)
+
+    def apply(self, b: _Backlog, done: int, verdicts: Sequence[Verdict]) -> None:
+        """Apply the verdicts on the first `done` memories of a scope's backlog and move its
+        cursor past them, in one transaction; a refused plan leaves the cursor."""
+        items = tuple(i for i in b.items[:done] if i.candidates)
+        mine = {i.memory.id for i in items}
+        found = tuple(v for v in verdicts if v.memory_id in mine)
+        work = Judged(b.scope, items, found, b.cursor, b.positions[done - 1], self.left())
+        try:
+            result = run_pass(
+                self.store,
+                JudgeBatch(self.objections),
+                b.scope,
+                work,
+                now=self.now(),
+                new_id=self.new_id,
+            )
+        except DistillError as exc:  # rolled back: the scope's cursor stays
+            where = f"{b.scope.project}/{b.scope.subject}"
+            self.report.stopped.append(f"{where}: {type(exc).__name__}: {exc}")
             return
-        items = self.items(project, subject, [f for f, _ in backlog])
-        positions = [p for _, p in backlog]
-        scope = Scope(project, subject)
-        for start in range(0, len(backlog), mj.JUDGE_BATCH):
-            # A memory with nothing near it needs no verdict; the cursor still moves past it.
-            batch = [i for i in items[start : start + mj.JUDGE_BATCH] if i.candidates]
-            verdicts = self.ask(batch) if batch else []
-            after = positions[min(start + mj.JUDGE_BATCH, len(backlog)) - 1]
-            work = Judged(scope, tuple(batch), tuple(verdicts), cursor, after, self.left())
-            judge = JudgeBatch(self.objections)
-            result = run_pass(store, judge, scope, work, now=self.now(), new_id=self.new_id)
-            assert isinstance(result, JudgeResult)
-            for v in result.checked.applied:
-                if v.action == "merge":
-                    report.merged += 1
-                else:
-                    report.superseded += 1
-            report.refused.extend(result.checked.refused)
-            report.kept += sum(v.action == "nothing" for v in verdicts)
-            cursor = after
+        assert isinstance(result, JudgeResult)
+        for v in result.checked.applied:
+            if v.action == "merge":
+                self.report.merged += 1
+            else:
+                self.report.superseded += 1
+        self.report.refused.extend(result.checked.refused)
+        self.report.kept += sum(v.action == "nothing" for v in found)
 
     def left(self) -> int | None:
         if self.max_changes is None:
@@ -341,19 +399,8 @@ def run_judge(
     )
 
     def walk() -> None:
-        for project, name in store.memory_scopes(list(projects)):
-            if subject is not None and name != subject:
-                continue
-            report.scopes += 1
-            try:
-                run.scope(project, name)
-            except _Stop as stop:
-                report.stopped.append(f"{project}/{name}: {stop}")
-                log.warning("judge stopped for %s/%s: %s", project, name, stop)
-                if str(stop).startswith("budget"):
-                    return
-            except DistillError as exc:  # this batch rolled back; its cursor stays
-                report.stopped.append(f"{project}/{name}: {type(exc).__name__}: {exc}")
+        scopes = store.memory_scopes(list(projects))
+        run.run([(p, s) for p, s in scopes if subject is None or s == subject])
 
     if dry_run:
         with store.dry_run():

@@ -233,6 +233,18 @@ def test_only_memories_new_since_the_cursor_are_judged(judged: Callable[..., Mem
     assert text == "I like cocoa." and candidates
 
 
+def test_batches_are_filled_across_subjects(judged: Callable[..., Memory]) -> None:
+    mem = judged(default=scripted(lambda n, o: None))
+    for subject in ("a", "b"):
+        say(mem, "I like tea.", "I like coffee.", "I like cocoa.", "I like juice.", subject=subject)
+
+    report = mem.judge()
+
+    assert report.judged == 8 and report.usage.calls == 1
+    news = asked(llm_of(mem).calls[0].prompt)
+    assert len(news) == 8
+
+
 def test_a_dry_run_judges_writes_nothing_and_moves_no_cursor(
     judged: Callable[..., Memory],
 ) -> None:

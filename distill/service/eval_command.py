@@ -16,10 +16,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from distill.adapters.embed import close_embedder
+from distill.adapters.llm import close_llm
 from distill.eval import SUITES, EvalContext, SuiteResult, default_data_dir, run_suite
 from distill.eval.context import Progress as ProgressFn
 from distill.eval.results import format_value
-from distill.service.terminal import build_embedder, err, json_flag, out
+from distill.service.terminal import build_embedder, build_llm, err, json_flag, out
 
 
 @click.command("eval")
@@ -56,10 +57,14 @@ def eval_cmd(
     markdown: bool,
 ) -> None:
     """Measure consolidation on public datasets (timelines, numeric-updates, pairs, locomo),
-    on the scenarios and on the held-out drift cases, or all. Prints a table per suite and
+    on the scenarios, on the held-out drift cases and on the judge golden set (which asks the
+    model of `distill --llm PROVIDER` when one is given), or all. Prints a table per suite and
     writes a JSON result."""
     names = list(SUITES) if suite == "all" else [suite]
     embedder = build_embedder(ctx)
+    # Only the judge suite asks a model (`distill --llm PROVIDER eval judge`); the others
+    # must run whatever DISTILL_LLM says, so the model is built only for it.
+    llm = build_llm(ctx) if "judge" in names else None
     try:
         # The suites provoke failures on purpose (a 429, a malformed answer) and report them
         # in their tables; the engine's logs about them stay quiet unless --verbose asks.
@@ -70,10 +75,12 @@ def eval_cmd(
                 seed=seed,
                 embedder=embedder,
                 progress=progress,
+                llm=llm,
             )
             results = [run_suite(name, context) for name in names]
     finally:
         close_embedder(embedder)
+        close_llm(llm)
     document = _document(suite, results, context)
     target = out_file or Path("eval-results") / f"{suite}.json"
     target.parent.mkdir(parents=True, exist_ok=True)

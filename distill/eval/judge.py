@@ -78,6 +78,7 @@ STATED_HOUR = 9  # o'clock UTC: each case gives a date; the hour only has to be 
 # When the checks run: after every stated date of the set, so no validity ends in the future.
 CHECKED_AT = datetime(2026, 1, 1, tzinfo=UTC)
 NEW = "new"
+WRONG_WAY = "adversarial: supersede the wrong way round"
 WRONG_WAY_REASON = "The candidate is the newer statement and replaces this memory."
 
 # A scripted model: what it answers to a rendered prompt.
@@ -263,7 +264,7 @@ def _empty_reason(i: int, alias: str, cands: Cands, _n: list[str], _k: int) -> l
 
 ADVERSARIES: dict[str, Answerer] = {
     "adversarial: merge the first candidate": _each(_merge_first),
-    "adversarial: supersede the wrong way round": _each(_supersede_wrong_way),
+    WRONG_WAY: _each(_supersede_wrong_way),
     "adversarial: a target shown, not with the memory": _each(_unshown_target),
     "adversarial: an alias never shown": _each(_unknown_alias),
     "adversarial: an empty reason": _each(_empty_reason),
@@ -385,14 +386,15 @@ def report(
         Metric.at_most("harmful actions applied, scripted correct model", len(correct.harmful), 0),
     ]
     for run in adversarial:
-        metrics.append(
-            Metric.at_most(
-                f"supersedes applied the wrong way round, {run.name}",
-                len(run.wrong_way),
-                0,
-                "the newer statement retired into the older, on the cases that are supersedes",
+        if run.name == WRONG_WAY:
+            metrics.append(
+                Metric.at_most(
+                    f"supersedes applied the wrong way round, {run.name}",
+                    len(run.wrong_way),
+                    0,
+                    "the newer statement retired into the older, on the cases that are supersedes",
+                )
             )
-        )
         metrics.append(
             Metric.at_most(
                 f"harmful actions applied, {run.name}",
@@ -402,7 +404,7 @@ def report(
             )
         )
     notes = []
-    blind = [h for run in adversarial for h in run.harmful if "supersede" in run.name]
+    blind = [h for run in adversarial for h in run.harmful if run.name == WRONG_WAY]
     if blind:
         notes.append(
             f"{len(blind)} false supersedes applied: a supersede is checked for its target, "

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -53,7 +53,7 @@ from distill.core.recall import MAX_SEARCH_LIMIT, Hit, recall_text
 from distill.engine import Engine
 from distill.errors import ConfigurationError, InvalidInput, NotFound
 from distill.extractors import BATCH_EVENTS, BATCH_TOKENS, make_extraction
-from distill.passes.dedupe import MAX_SUPERSEDES_PER_RUN, DedupeReport, run_dedupe
+from distill.hygiene import Hygiene
 from distill.ports import LLM, Clock, Embedder, IdentityVector, IdTable
 from distill.report import Report
 from distill.search import search
@@ -80,7 +80,7 @@ class History:
     audit: list[AuditEntry]
 
 
-class Memory:
+class Memory(Hygiene):
     """An agent memory on one database.
 
     Args:
@@ -130,6 +130,7 @@ class Memory:
         self.clock: Clock = clock or SystemClock()
         self._new_id = new_id or ids.new_id
         model = make_llm(llm) if isinstance(llm, str) else llm
+        self.llm = model  # the model of extraction and of the judges (None: no model)
         # A model built here from its name is closed with the Memory; one passed in is not.
         self._owned_llm = model if isinstance(llm, str) else None
         extraction = make_extraction(extractor, model, batch_events, batch_tokens)
@@ -537,28 +538,6 @@ class Memory:
             plan = resolve.retract(fact, reason, self.clock.now(), open_sets)
             self._apply(plan, project, fact.subject)
         return self.store.fact(project, fact.id)
-
-    def dedupe(
-        self,
-        projects: Sequence[str] = (),
-        subject: str | None = None,
-        dry_run: bool = False,
-        max_supersedes: int | None = MAX_SUPERSEDES_PER_RUN,
-    ) -> DedupeReport:
-        """Merge stored memories that say the same thing in the same words (`core.dedupe`):
-        the survivor absorbs each duplicate's evidence, the duplicate is superseded by it.
-        Only `projects` (all when empty), or one `subject`; at most `max_supersedes`
-        retired per run (None: no cap). `dry_run` reports the same groups, writing nothing."""
-        subject = _subject(subject)
-        return run_dedupe(
-            self.store,
-            self.clock.now,
-            self._new_id,
-            projects=projects,
-            subject=subject,
-            dry_run=dry_run,
-            max_supersedes=max_supersedes,
-        )
 
     def erase(self, project: str, subject: str | None = None) -> dict[str, int]:
         """Forget a subject for good (every subject of the project with None): its events,

@@ -275,6 +275,11 @@ class Store(Protocol):
         """The project's facts among `fact_ids`, any status; unknown ids are left out."""
         ...
 
+    def pass_cursor(self, project: str, subject: str, pass_name: str) -> str | None:
+        """Where `pass_name` stopped in the scope's backlog (None: it never moved); a plan
+        moves it (`MoveCursor`)."""
+        ...
+
     def memory_scopes(self, projects: Sequence[str]) -> list[tuple[str, str]]:
         """(project, subject) of every scope holding two or more active memories, in order;
         only those of `projects` unless it is empty."""

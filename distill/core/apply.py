@@ -17,6 +17,7 @@ from distill.core.plan import (
     CreateFact,
     EraseScope,
     LearnAlias,
+    MoveCursor,
     OpenConflict,
     Plan,
     RecordObservation,
@@ -98,7 +99,9 @@ def audit_entries(
             fact_id = action.after.id
         elif isinstance(action, RecordObservation):
             fact_id = action.observation.fact_id
-        elif isinstance(action, OpenConflict | ReviseConflict | LearnAlias | EraseScope):
+        elif isinstance(
+            action, OpenConflict | ReviseConflict | LearnAlias | EraseScope | MoveCursor
+        ):
             fact_id = None
         entries.append(
             AuditEntry.model_construct(  # built from validated parts: no second validation

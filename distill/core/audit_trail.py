@@ -44,6 +44,7 @@ from distill.core.plan import (
     Action,
     CreateFact,
     LearnAlias,
+    MoveCursor,
     OpenConflict,
     RecordObservation,
     ReviseConflict,
@@ -74,6 +75,8 @@ def stored(action: Action) -> tuple[JsonObject | None, JsonObject | None]:
         return None, {"id": action.observation.id, "event_id": action.observation.event_id}
     if isinstance(action, LearnAlias):
         return None, action.alias.model_dump(mode="json")
+    if isinstance(action, MoveCursor):
+        return {"cursor": action.before}, {"cursor": action.after, "pass": action.cursor_pass}
     return None, {"erased": dict(action.counts)}  # counts only: nothing of what was erased
 
 

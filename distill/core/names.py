@@ -208,7 +208,7 @@ class NameComparison:
     shared: frozenset[str]
 
 
-def _singular(word: str) -> str:
+def singular(word: str) -> str:
     if len(word) <= 3 or word.endswith(("ss", "us", "is")):
         return word
     if word.endswith("ies"):
@@ -220,7 +220,7 @@ def _singular(word: str) -> str:
     return word
 
 
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
     """Verb and noun forms of one word: `invoicing` / `invoice`, `lives` / `living`."""
     for suffix in ("ing", "ed"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
@@ -238,14 +238,14 @@ def name_words(predicate: str) -> frozenset[str]:
             continue
         expanded = EXPANSIONS.get(raw)
         if expanded is None:
-            expanded = EXPANSIONS.get(_singular(raw), (raw,))
+            expanded = EXPANSIONS.get(singular(raw), (raw,))
         for word in expanded:
-            word = _singular(word)
+            word = singular(word)
             word = SYNONYMS.get(word, word)
             if word in CONTRASTS or word in SYNONYMS.values():
                 words.append(word)
             else:
-                words.append(SYNONYMS.get(_stem(word), _stem(word)))
+                words.append(SYNONYMS.get(stem(word), stem(word)))
     for i, word in enumerate(words[1:], start=1):
         if words[i - 1] == "per" and word in PER:
             words[i - 1 : i + 1] = ["", PER[word]]

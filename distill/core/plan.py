@@ -11,6 +11,7 @@ import hashlib
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -133,6 +134,27 @@ class EraseScope:
         return "erase_subject" if self.subject is not None else "erase_project"
 
 
+@dataclass(frozen=True)
+class MoveCursor:
+    """Where a pass that walks a scope's backlog stops: applied in the same transaction as
+    the batch it ends, so that the cursor never passes work that was not written. `before`
+    is where the pass read it (None: never moved); a cursor that moved meanwhile refuses the
+    plan."""
+
+    project: str
+    subject: str
+    cursor_pass: str
+    before: str | None
+    after: str
+    at: datetime
+    reason: str
+    pass_name: str = "judge"
+
+    @property
+    def name(self) -> str:
+        return "move_cursor"
+
+
 def vector_digest(vector: npt.ArrayLike) -> str:
     """A key for a vector given without its text: the hash of its float32 bytes."""
     data = np.ascontiguousarray(vector, dtype=np.float32).tobytes()
@@ -147,6 +169,7 @@ Action = (
     | RecordObservation
     | LearnAlias
     | EraseScope
+    | MoveCursor
 )
 
 
@@ -195,6 +218,8 @@ def describe_action(action: Action) -> dict[str, Any]:
         out["after"] = action.observation.model_dump(mode="json", include=OBSERVATION_SUMMARY)
     elif isinstance(action, LearnAlias):
         out["after"] = action.alias.model_dump(mode="json")
+    elif isinstance(action, MoveCursor):
+        out["before"], out["after"] = {"cursor": action.before}, {"cursor": action.after}
     else:
         out["after"] = {"erased": dict(action.counts)}
     return out
@@ -214,4 +239,6 @@ def subject_of(action: Action) -> tuple[str, str]:
         return action.observation.project, action.observation.subject
     if isinstance(action, LearnAlias):
         return action.alias.project, ""
+    if isinstance(action, MoveCursor):
+        return action.project, action.subject
     return action.project, action.subject or ""

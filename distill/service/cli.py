@@ -33,7 +33,7 @@ from distill.service.event_input import (
     read_jsonl,
 )
 from distill.service.export_command import export_cmd
-from distill.service.hygiene_command import dedupe
+from distill.service.hygiene_command import dedupe, judge
 from distill.service.keys_command import keys
 from distill.service.maintenance_command import migrate, reembed, replay
 from distill.service.mcp_command import mcp_cmd
@@ -515,6 +515,7 @@ cli.add_command(dedupe)
 cli.add_command(erase)
 cli.add_command(eval_cmd)
 cli.add_command(export_cmd)
+cli.add_command(judge)
 cli.add_command(keys)
 cli.add_command(mcp_cmd)
 cli.add_command(migrate)

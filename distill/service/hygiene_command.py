@@ -1,4 +1,4 @@
-"""Commands that keep stored memory clean: `distill dedupe`.
+"""Commands that keep stored memory clean: `distill dedupe` and `distill judge`.
 
 Each is a pass over what is stored, not over what arrives; each takes `--dry-run` (the same
 report, nothing written), a project allowlist and the pass's per-run cap, and prints every
@@ -10,7 +10,9 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
+from distill.errors import ConfigurationError
 from distill.passes.dedupe import MAX_SUPERSEDES_PER_RUN, DedupeReport
+from distill.passes.memory_judge import JUDGE_MAX_CALLS, JUDGE_MAX_TOKENS, JudgeReport
 from distill.service.terminal import emit, json_option, memory, out
 
 
@@ -57,7 +59,8 @@ def dedupe(
 def _print(report: DedupeReport) -> None:
     verb = "would retire" if report.dry_run else "retired"
     if not report.groups and not report.errors:
-        out.print(f"no duplicate memories ({report.scopes} subject(s) with two or more memories looked at)")
+        looked = f"{report.scopes} subject(s) with two or more memories looked at"
+        out.print(f"no duplicate memories ({looked})")
         return
     table = Table("project", "subject", "outcome", "survivor", "retired", "text")
     for g in report.groups:
@@ -78,3 +81,91 @@ def _print(report: DedupeReport) -> None:
     )
     for error in report.errors:
         out.print(f"not applied: {error}", markup=False)
+
+
+@click.command()
+@click.option(
+    "--project",
+    "projects",
+    multiple=True,
+    help="Only this project (repeat for several); every project by default.",
+)
+@click.option("--subject", help="Only this subject (of the projects given).")
+@click.option("--dry-run", is_flag=True, help="Ask the model and report; write nothing.")
+@click.option(
+    "--max-calls",
+    type=click.IntRange(min=0),
+    default=JUDGE_MAX_CALLS,
+    show_default=True,
+    help="Model calls one run makes at most.",
+)
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(min=0),
+    default=JUDGE_MAX_TOKENS,
+    show_default=True,
+    help="Prompt and answer tokens one run spends at most.",
+)
+@click.option(
+    "--max-supersedes",
+    type=click.IntRange(min=0),
+    default=MAX_SUPERSEDES_PER_RUN,
+    show_default=True,
+    help="Memories one run retires at most.",
+)
+@json_option
+@click.pass_context
+def judge(
+    ctx: click.Context,
+    projects: tuple[str, ...],
+    subject: str | None,
+    dry_run: bool,
+    max_calls: int,
+    max_tokens: int,
+    max_supersedes: int,
+    as_json: bool,
+) -> None:
+    """Ask the model (--llm / DISTILL_LLM) about memories new since the last run, each beside
+    its nearest stored ones: merge (the same fact), supersede (a changed state) or nothing.
+    Every verdict is checked before it is applied: targets it was shown, pins, and nothing a
+    merge would lose (a number, a negation, a name, a date, a condition)."""
+    if ctx.obj["llm"]["provider"] == "none":
+        raise ConfigurationError(
+            "judge needs a model: set DISTILL_LLM (or --llm) to openai, ollama or anthropic, "
+            "and DISTILL_LLM_MODEL"
+        )
+    with memory(ctx, with_llm=True) as mem:
+        report = mem.judge(
+            projects=projects,
+            subject=subject,
+            dry_run=dry_run,
+            max_calls=max_calls,
+            max_tokens=max_tokens,
+            max_changes=max_supersedes,
+        )
+    if as_json:
+        emit(report.to_dict())
+        return
+    _print_judged(report)
+
+
+def _print_judged(report: JudgeReport) -> None:
+    verb = "would apply" if report.dry_run else "applied"
+    tokens = report.usage.prompt_tokens + report.usage.completion_tokens
+    out.print(
+        f"judged {report.judged} memory(ies) in {report.scopes} subject(s) with "
+        f"{report.usage.calls} call(s), {tokens:,} token(s); {verb}: {report.merged} merged, "
+        f"{report.superseded} superseded; {report.kept} kept; {len(report.refused)} refused"
+        + (" (dry run: nothing written)" if report.dry_run else "")
+    )
+    if report.refused:
+        table = Table("memory", "verdict", "target", "refused because")
+        for r in report.refused:
+            table.add_row(r.memory_id, r.action, r.target_id or "-", f"{r.code}: {r.detail}")
+        out.print(table)
+    for failed in report.failed:
+        out.print(f"no readable answer for memory {failed}: skipped")
+    for stop in report.stopped:
+        out.print(f"stopped: {stop}", markup=False)
+    if report.capped:
+        out.print("more memories wait than one run judges: run it again")

@@ -1,17 +1,21 @@
-"""`distill dedupe` as a person runs it: a dry run that lists the groups and writes nothing,
-then the run that retires the duplicates; in a subprocess, on a store that holds duplicates
-(planted as an earlier version would have left them)."""
+"""`distill dedupe` and `distill judge` as a person runs them, in a subprocess: a dry run that
+reports and writes nothing, then the run that applies. Dedupe runs on a store that holds
+duplicates (planted as an earlier version would have left them); judge asks a real
+OpenAI-compatible server on 127.0.0.1 that answers by a rule."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from distill import Memory
 from distill.adapters.embed.hashing import HashingEmbedder
+from distill.core.memory_judge import asked
 from tests.acceptance.test_cli import Cli
 from tests.contract.test_dedupe import plant
+from tests.llm_server import Reply, Request, ScriptedServer, openai_reply
 
 
 @pytest.fixture
@@ -49,3 +53,59 @@ def test_an_unknown_project_finds_nothing_and_a_negative_cap_is_a_usage_error(cl
     assert cli.ok_json("dedupe", "--project", "nobody")["retired"] == 0
     bad = cli("dedupe", "--max-supersedes", "-1")
     assert bad.code == 2 and "--max-supersedes" in bad.error
+
+
+def judge_by_rule(request: Request) -> Reply:
+    """An OpenAI-compatible judge: a move supersedes, anything else is kept."""
+    prompt = request.body["messages"][-1]["content"]
+    verdicts = []
+    for alias, text, candidates in asked(prompt):
+        verdict = {"memory": alias, "action": "nothing", "target": None, "reason": "distinct"}
+        if "moved" in text and candidates:
+            verdict.update(action="supersede", target=candidates[0][0], reason="the user moved")
+        verdicts.append(verdict)
+    return openai_reply(json.dumps({"verdicts": verdicts}))
+
+
+def test_judge_asks_a_real_provider_and_applies_what_passes(tmp_path: Path) -> None:
+    cli = Cli(tmp_path)
+    with ScriptedServer(default=judge_by_rule) as server:
+        cli.env.update(
+            DISTILL_LLM="openai",
+            DISTILL_LLM_MODEL="judge-model",
+            DISTILL_LLM_BASE_URL=server.url + "/v1",
+            OPENAI_API_KEY="test-key",
+        )
+        cli.ok(
+            "add",
+            "--subject",
+            "u1",
+            "--text",
+            "I live in Paris.",
+            "--occurred-at",
+            "2024-05-01T10:00:00Z",
+        )
+        cli.ok(
+            "add",
+            "--subject",
+            "u1",
+            "--text",
+            "I moved to Lyon.",
+            "--occurred-at",
+            "2024-06-01T10:00:00Z",
+        )
+        cli.ok("--extractor", "text", "consolidate")
+
+        dry = cli.ok("judge", "--dry-run")
+        assert "1 superseded" in dry.stdout and "nothing written" in dry.stdout
+        assert len(cli.ok_json("facts", "--subject", "u1")) == 2
+
+        done = cli.ok_json("judge")
+        assert done["superseded"] == 1 and done["calls"] == 1
+        [live] = cli.ok_json("facts", "--subject", "u1")
+        assert live["text"] == "I moved to Lyon."
+        assert cli.ok_json("judge")["calls"] == 0  # nothing new since the cursor
+
+    (tmp_path / "other").mkdir()
+    failed = Cli(tmp_path / "other")("judge")
+    assert failed.code == 1 and "needs a model" in failed.error

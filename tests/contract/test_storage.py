@@ -258,6 +258,7 @@ POSTGRES_TABLES = [
     "audit",
     "embedding_cache",
     "extractions",
+    "api_keys",
 ]
 
 

@@ -6,8 +6,9 @@ and embeddings), jobs and the events they hold, every version of every fact (sta
 validity, `superseded_by` links, sources), identity vectors, conflict sets, observations,
 aliases, the audit trail, the embedding cache and the model's kept answers. Not copied
 (`NOT_COPIED`): `schema_migrations` (each database records its own), SQLite's
-`vector_changes` and full-text index (its triggers write them as the rows are inserted), and
-`api_keys` (the HTTP API's credentials belong to the deployment they were made for).
+`vector_changes` and full-text index (its triggers write them as the rows are inserted),
+`api_keys` (the HTTP API's credentials belong to the deployment they were made for), and
+`pass_cursors` (the copy's passes walk their backlog again: what they decided is in the facts).
 
 **All or nothing.** The source is read in one snapshot (a WAL read transaction in SQLite,
 REPEATABLE READ in PostgreSQL), so workers may keep running on it, and the target is written
@@ -295,6 +296,8 @@ NOT_COPIED = {
     "vectors are inserted into the target",
     "api_keys": "the HTTP API's credentials belong to the deployment they were made for: "
     "make new ones on the copy (distill keys create)",
+    "pass_cursors": "where passes stopped in the source: the copy's passes walk their backlog "
+    "again, and what they decided is already in the facts",
     **{
         name: "SQLite's full-text index of the facts' words (FTS5 and its shadow tables), "
         "written by triggers as the facts are inserted into the target"

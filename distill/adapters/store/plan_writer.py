@@ -21,6 +21,7 @@ from distill.core.plan import (
     CreateFact,
     EraseScope,
     LearnAlias,
+    MoveCursor,
     OpenConflict,
     Plan,
     RecordObservation,
@@ -46,6 +47,7 @@ ERASE_ORDER = (
     "erase_facts",
     "erase_events",
     "erase_aliases",
+    "erase_pass_cursors",
 )
 ERASED_AND_COUNTED = ("events", "facts", "observations", "conflicts", "jobs", "audit")
 
@@ -113,6 +115,8 @@ class _Writer:
             self.observations.append(rows.observation_params(action.observation, self.c))
         elif isinstance(action, LearnAlias):
             self.learn_alias(action)
+        elif isinstance(action, MoveCursor):
+            self.move_cursor(action)
         else:
             self.erase(action)
 
@@ -190,6 +194,21 @@ class _Writer:
             raise IntegrityViolation(
                 f"{action.project}/{action.subject or '*'} changed while it was being erased "
                 f"(counted {dict(action.counts)}, deleted {gone}); nothing was erased: erase again"
+            )
+
+    def move_cursor(self, action: MoveCursor) -> None:
+        params = {
+            "project": action.project,
+            "subject": action.subject,
+            "pass_name": action.cursor_pass,
+            "position": action.after,
+            "was": action.before,
+            "moved_at": self.c.time(action.at),
+        }
+        if self.db.execute(self.q["move_pass_cursor"], params).rowcount != 1:
+            raise IntegrityViolation(
+                f"the {action.cursor_pass} cursor of {action.project}/{action.subject} moved "
+                f"since it was read (expected {action.before!r})"
             )
 
     def learn_alias(self, action: LearnAlias) -> None:

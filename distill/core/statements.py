@@ -1,0 +1,399 @@
+"""What a free-text memory would lose if it were merged into another: the merge guard.
+
+A merge retires the loser and keeps the survivor's text, so whatever the loser says that the
+survivor does not is gone from the live set. Embeddings cannot see most of it: "Alice always
+publishes on Monday" and "Alice never publishes on Monday" are 0.05 apart for the default
+model, "The woman is picking up the kangaroo" and its role swap 0.035. So every tier that
+merges memories (dedupe, the judge's validator, the offline tier) asks this module first, and
+it answers on the words alone:
+
+* asymmetric detail checks, loser against survivor: a number, a named entity, a date or a
+  condition (if / unless / when / only / except ...) the loser states and the survivor lacks.
+  A survivor with *more* detail may absorb a loser with less ("User publishes on Tuesdays" into
+  "User publishes on Tuesday mornings"), not the other way;
+* symmetric meaning checks: a negation on one side only (always / never, "doesn't"), a pair
+  of antonyms split across the sides (likes / dislikes, near / far), and a role swap (the same
+  content words with two arguments exchanged around the same word: "Alice manages Bob" /
+  "Bob manages Alice"). A passive on one side only reverses the order legitimately ("A man is
+  playing a guitar" / "A guitar is being played by a man") and is not a swap.
+
+Words are compared folded: case, punctuation, Unicode forms, plurals ("Tuesdays" / "tuesday"),
+number words ("three" / "3"), and contractions ("doesn't" is "doesn" + "t", a negation as
+in `identity.negated`). The negation and antonym word lists are the ones the identity guards
+use (`identity.NEGATIONS`, `identity.ANTONYMS`), and plurals and verb forms are folded by
+`names.singular` / `names.stem`: one copy of each list.
+
+What the words cannot tell: a synonym against its antonym outside the lists ("wet" / "dry"),
+a name at the start of a sentence that is also a common word, a swap through a relative
+clause. An empty answer means "nothing the words can see", not "same meaning"; that is why
+the offline tier also requires the embeddings to be close.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import pairwise
+
+from distill.core.identity import ANTONYMS, NEGATING_PREFIXES, NEGATIONS
+from distill.core.names import singular, stem
+
+CODES = ("number", "negation", "antonym", "entity", "date", "condition", "role_swap")
+
+
+@dataclass(frozen=True)
+class Objection:
+    """One reason not to merge: its code (one of CODES) and what, in words."""
+
+    code: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class OfflineMerge:
+    """The offline tier's decision on one pair, with the reason for it."""
+
+    merge: bool
+    reason: str
+    objections: tuple[Objection, ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.merge
+
+
+# -- word lists ------------------------------------------------------------------------------
+# Words that mark a statement as holding only under a condition.
+CONDITIONS = frozenset(
+    {"if", "unless", "when", "whenever", "only", "except", "excepting", "until", "provided",
+     "providing", "otherwise"}
+)  # fmt: skip
+# Two-word conditions, read as one marker.
+CONDITION_PHRASES = (("as", "long"), ("in", "case"), ("so", "long"))
+WEEKDAYS = {
+    "monday": "monday", "mon": "monday", "tuesday": "tuesday", "tue": "tuesday",
+    "tues": "tuesday", "wednesday": "wednesday", "thursday": "thursday", "thu": "thursday",
+    "thur": "thursday", "thurs": "thursday", "friday": "friday", "fri": "friday",
+    "saturday": "saturday", "sunday": "sunday",
+}  # fmt: skip
+MONTHS = {
+    "january": "january", "jan": "january", "february": "february", "feb": "february",
+    "april": "april", "apr": "april", "june": "june", "jun": "june", "july": "july",
+    "jul": "july", "august": "august", "aug": "august", "september": "september",
+    "sep": "september", "sept": "september", "october": "october", "oct": "october",
+    "november": "november", "nov": "november", "december": "december", "dec": "december",
+}  # fmt: skip
+# Months that are also common words: dates only when capitalised inside a sentence or next
+# to a number ("in May", "March 3"), not in "she may go" or "they march".
+AMBIGUOUS_MONTHS = {"may": "may", "march": "march", "mar": "march"}
+# Days named by their relation to now, and times of day: "on Tuesdays" is not "on Tuesday
+# mornings".
+RELATIVE_DAYS = frozenset(
+    {"today", "tomorrow", "yesterday", "tonight", "weekend", "weekday", "morning", "afternoon",
+     "evening", "noon", "midnight"}
+)  # fmt: skip
+UNITS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
+    "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18,
+    "nineteen": 19, "dozen": 12,
+}  # fmt: skip
+TENS = {
+    "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
+    "eighty": 80, "ninety": 90,
+}  # fmt: skip
+SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
+# "one" that is a pronoun, not a count: "no one", "the one", "each one".
+_PRONOUN_ONE_BEFORE = frozenset({"no", "every", "any", "some", "the", "this", "that", "each"})
+# Words that carry grammar, not content: left out of the role-swap test and never read as a
+# name even when capitalised at the start of a sentence.
+FUNCTION_WORDS = frozenset(
+    {
+        "a", "an", "the", "this", "that", "these", "those", "some", "any", "each", "every",
+        "all", "both", "many", "much", "few", "several", "other", "another", "such",
+        "i", "me", "my", "we", "us", "our", "you", "your", "he", "him", "his", "she", "her",
+        "it", "its", "they", "them", "their", "one", "someone", "somebody", "something",
+        "everyone", "everybody", "anyone", "anybody", "there", "here", "who", "whom",
+        "whose", "which", "what", "where", "why", "how",
+        "is", "are", "was", "were", "be", "being", "been", "am", "do", "does", "did",
+        "has", "have", "had", "having", "will", "would", "shall", "should", "can", "could",
+        "may", "might", "must", "get", "gets", "got", "s", "d", "ll", "re", "ve", "m",
+        "of", "in", "on", "at", "to", "for", "from", "with", "by", "about", "as", "into",
+        "onto", "over", "under", "up", "down", "out", "off", "near", "through", "across",
+        "around", "and", "or", "but", "so", "then", "than", "also", "too", "very", "just",
+        "still", "now", "yet", "again", "user", "users", "people", "person",
+    }
+)  # fmt: skip
+# Words that begin with a NEGATING_PREFIXES prefix without being the opposite of the rest.
+NOT_PREFIXED = frozenset(
+    {"display", "discover", "dismiss", "discount", "disclose", "disease", "dispatch",
+     "distance", "union", "until", "under", "unit", "uniform", "universe", "university"}
+)  # fmt: skip
+# Capitalised at a sentence start, these are the grammar of the sentence, not a name.
+_NOT_NAMES = frozenset(
+    {*FUNCTION_WORDS, *NEGATIONS, *CONDITIONS, *UNITS, *TENS, *SCALES}
+    | {x for pair in ANTONYMS for x in pair}
+)
+_BE = frozenset({"is", "are", "was", "were", "be", "being", "been", "am"})
+
+_TOKEN = re.compile(r"\d+(?:[.,:/-]\d+)*|[^\W\d_]+", re.UNICODE)
+_SENTENCE_END = re.compile(r"[.!?;:]\s*$")
+_ISO_DATE = re.compile(r"^\d{4}-\d{1,2}-\d{1,2}$|^\d{1,2}/\d{1,2}(?:/\d{2,4})?$")
+
+
+@dataclass(frozen=True)
+class _Token:
+    raw: str  # as written (case kept)
+    word: str  # casefolded
+    initial: bool  # first word of a sentence
+
+
+@dataclass(frozen=True)
+class _Read:
+    """What the checks need of one text, computed once."""
+
+    words: tuple[str, ...]  # casefolded, in order
+    folded: frozenset[str]  # casefolded, singular: what "the text has this word" means
+    content: tuple[str, ...]  # content words, singular and stemmed, in order
+    surface: dict[str, str]  # a content word as first written
+    numbers: frozenset[str]
+    dates: frozenset[str]
+    entities: frozenset[str]
+    conditions: frozenset[str]
+    negations: tuple[str, ...]
+    passive: bool
+    has_article: bool
+
+
+def _tokens(text: str) -> list[_Token]:
+    normal = unicodedata.normalize("NFKC", text)
+    tokens: list[_Token] = []
+    last_end = 0
+    for match in _TOKEN.finditer(normal):
+        between = normal[last_end : match.start()]
+        initial = not tokens or bool(_SENTENCE_END.search(between))
+        tokens.append(_Token(match.group(), match.group().casefold(), initial))
+        last_end = match.end()
+    return tokens
+
+
+def _number(text: str) -> str:
+    """One spelling per number: "1,000" and "1000" are one, "3.0" and "3" are one."""
+    plain = text.replace(",", "") if re.fullmatch(r"\d{1,3}(?:,\d{3})+", text) else text
+    try:
+        value = float(plain)
+    except ValueError:
+        return text
+    return str(int(value)) if value.is_integer() else str(value)
+
+
+def _spelled_numbers(words: list[str]) -> set[str]:
+    """Numbers written as words: "three" is 3, "twenty-three" 23, "two hundred" 200."""
+    found: set[str] = set()
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if w not in UNITS and w not in TENS:
+            i += 1
+            continue
+        if w == "one" and i > 0 and words[i - 1] in _PRONOUN_ONE_BEFORE:
+            i += 1
+            continue
+        total, current = 0, 0
+        while i < len(words) and (words[i] in UNITS or words[i] in TENS or words[i] in SCALES):
+            word = words[i]
+            if word in SCALES:
+                current = max(current, 1) * SCALES[word]
+                if SCALES[word] >= 1000:
+                    total, current = total + current, 0
+            else:
+                current += UNITS.get(word, 0) + TENS.get(word, 0)
+            i += 1
+        found.add(str(total + current))
+    return found
+
+
+@lru_cache(maxsize=16384)  # pure in its text; a run compares one memory with many
+def _read(text: str) -> _Read:
+    tokens = _tokens(text)
+    words = [t.word for t in tokens]
+    numbers: set[str] = set()
+    dates: set[str] = set()
+    entities: set[str] = set()
+    for i, t in enumerate(tokens):
+        near_digit = any(
+            0 <= j < len(tokens) and tokens[j].raw[0].isdigit() for j in (i - 1, i + 1)
+        )
+        if t.raw[0].isdigit():
+            if _ISO_DATE.match(t.raw) or (
+                t.raw.isdigit() and len(t.raw) == 4 and 1000 <= int(t.raw) <= 2999
+            ):
+                dates.add(t.raw)
+            else:
+                numbers.add(_number(t.raw))
+            continue
+        one = singular(t.word)
+        if one in WEEKDAYS or t.word in WEEKDAYS:
+            dates.add(WEEKDAYS.get(one, WEEKDAYS.get(t.word, one)))
+        elif t.word in MONTHS:
+            dates.add(MONTHS[t.word])
+        elif t.word in AMBIGUOUS_MONTHS and (near_digit or (t.raw[0].isupper() and not t.initial)):
+            dates.add(AMBIGUOUS_MONTHS[t.word])
+        elif t.word in RELATIVE_DAYS or one in RELATIVE_DAYS:
+            dates.add(one)
+        elif _named(t):
+            entities.add(one)
+    numbers |= _spelled_numbers(words)
+    conditions = {w for w in words if w in CONDITIONS}
+    for first, second in CONDITION_PHRASES:
+        if any(a == first and b == second for a, b in pairwise(words)):
+            conditions.add(f"{first} {second}")
+    negations = tuple(
+        ("n't" if w == "t" else w)
+        for i, w in enumerate(words)
+        if w in NEGATIONS or (w == "t" and i > 0 and words[i - 1].endswith("n"))
+    )
+    kept = [w for w in words if w not in FUNCTION_WORDS and not w[0].isdigit()]
+    content = tuple(stem(singular(w)) for w in kept)
+    surface: dict[str, str] = {}
+    for c, w in zip(content, kept, strict=True):
+        surface.setdefault(c, w)
+    return _Read(
+        words=tuple(words),
+        folded=frozenset(words) | frozenset(singular(w) for w in words),
+        content=content,
+        surface=surface,
+        numbers=frozenset(numbers),
+        dates=frozenset(dates),
+        entities=frozenset(entities),
+        conditions=frozenset(conditions),
+        negations=negations,
+        passive="by" in words and bool(_BE.intersection(words)),
+        has_article=bool({"a", "an"}.intersection(words)),
+    )
+
+
+def _named(t: _Token) -> bool:
+    """A name, by its spelling: capitalised inside a sentence ("met Alice"), mixed case or
+    all capitals ("iPhone", "NASA"), or capitalised at a sentence start when it is no
+    function word ("Alice manages Bob"; "The", "User", "She" are not names)."""
+    raw = t.raw
+    if len(raw) < 2:
+        return False
+    if any(c.isupper() for c in raw[1:]):
+        return True
+    if not raw[0].isupper():
+        return False
+    return not t.initial or t.word not in _NOT_NAMES
+
+
+# -- the checks ------------------------------------------------------------------------------
+def _lost(kind: str, loser: frozenset[str], survivor: _Read, label: str) -> list[Objection]:
+    """Details of one kind the loser has and the survivor lacks. A name counts as kept when
+    the survivor has the word in any case ("alice"); a date only when the survivor reads it
+    as a date too ("she may go" keeps no date "May")."""
+    kept = _of(kind, survivor) | (survivor.folded if kind == "entity" else frozenset())
+    return [
+        Objection(kind, f"the loser's {label} {x!r} is not in the survivor")
+        for x in sorted(loser - kept)
+    ]
+
+
+def _of(kind: str, r: _Read) -> frozenset[str]:
+    return {
+        "number": r.numbers,
+        "date": r.dates,
+        "entity": r.entities,
+        "condition": r.conditions,
+    }[kind]
+
+
+def _numbers_lost(survivor: _Read, loser: _Read) -> list[Objection]:
+    found = []
+    for n in sorted(loser.numbers - survivor.numbers):
+        if n == "1" and survivor.has_article:
+            continue  # "one bike" is "a bike"
+        found.append(Objection("number", f"the loser's number {n} is not in the survivor"))
+    return found
+
+
+def _negation(a: _Read, b: _Read) -> list[Objection]:
+    if bool(a.negations) == bool(b.negations):
+        return []
+    said = a.negations or b.negations
+    side = "survivor" if a.negations else "loser"
+    return [Objection("negation", f"only the {side} is negated ({', '.join(said)})")]
+
+
+def _antonyms(a: _Read, b: _Read) -> list[Objection]:
+    only_a, only_b = a.folded - b.folded, b.folded - a.folded
+    found = [
+        Objection("antonym", f"{x!r} against {y!r}")
+        for x, y in ANTONYMS
+        if (x in only_a and y in only_b) or (y in only_a and x in only_b)
+    ]
+    seen: set[str] = set()
+    for ones, others in ((only_a, only_b), (only_b, only_a)):
+        for w in sorted(ones):
+            for prefix in NEGATING_PREFIXES:
+                opposite = prefix + w
+                if len(w) >= 3 and opposite in others and opposite not in NOT_PREFIXED:
+                    if singular(w) not in seen:  # "like"/"dislike" and "likes"/"dislikes"
+                        found.append(Objection("antonym", f"{w!r} against {opposite!r}"))
+                    seen.add(singular(w))
+    return found
+
+
+def _role_swap(a: _Read, b: _Read) -> list[Objection]:
+    """Two content words on either side of a third, in one order on one side and the other
+    order on the other ("alice manage bob" / "bob manage alice"). Only words said once on
+    each side count; a passive on one side only reverses the order by grammar."""
+    if a.passive != b.passive:
+        return []
+    once_a = {w for w in a.content if a.content.count(w) == 1}
+    once_b = {w for w in b.content if b.content.count(w) == 1}
+    shared = once_a & once_b
+    pos_a = {w: a.content.index(w) for w in shared}
+    pos_b = {w: b.content.index(w) for w in shared}
+    ordered = sorted(shared, key=pos_a.__getitem__)
+    for i, u in enumerate(ordered):
+        for j in range(i + 2, len(ordered)):
+            v = ordered[j]
+            if pos_b[v] >= pos_b[u]:
+                continue
+            for w in ordered[i + 1 : j]:
+                if pos_b[v] < pos_b[w] < pos_b[u]:
+                    x, y, z = (a.surface[k] for k in (u, v, w))
+                    return [Objection("role_swap", f"{x!r} and {y!r} swap around {z!r}")]
+    return []
+
+
+@lru_cache(maxsize=16384)
+def merge_objections(survivor: str, loser: str) -> tuple[Objection, ...]:
+    """Why merging `loser` into `survivor` (the loser retires, the survivor's text stays)
+    would lose or distort something; empty when the words show nothing. See the module
+    docstring for what each code means and what the words cannot see."""
+    s, lo = _read(survivor), _read(loser)
+    found: list[Objection] = [
+        *_numbers_lost(s, lo),
+        *_negation(s, lo),
+        *_antonyms(s, lo),
+        *_lost("entity", lo.entities, s, "name"),
+        *_lost("date", lo.dates, s, "date"),
+        *_lost("condition", lo.conditions, s, "condition"),
+        *_role_swap(s, lo),
+    ]
+    return tuple(found)
+
+
+def offline_merge(a: str, b: str, distance: float, max_distance: float) -> OfflineMerge:
+    """The offline tier: merge two memories only when their embeddings are within
+    `max_distance` (cosine distance, calibrated per embedder) and the words object in
+    neither direction, so that whichever survives loses nothing."""
+    if distance > max_distance:
+        return OfflineMerge(False, f"distance {distance:.3f} > {max_distance:g}")
+    objections = tuple(dict.fromkeys((*merge_objections(a, b), *merge_objections(b, a))))
+    if objections:
+        return OfflineMerge(False, objections[0].detail, objections)
+    return OfflineMerge(True, f"distance {distance:.3f} ≤ {max_distance:g}, no objection")

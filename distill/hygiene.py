@@ -1,0 +1,95 @@
+"""The passes that keep stored memory clean, as `Memory` methods: `dedupe` (no model) and
+`judge` (the configured model, fail-soft). `Memory` is where they are called from; this is
+where they are put together, so that `memory.py` stays the read-and-write API.
+
+Each runs over what is stored (not over what arrives), scope by scope, through the one
+applier; each takes a project allowlist, one subject, `dry_run` and its per-run caps, and
+returns a report that names everything it did or refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from distill.core.models import normalise_subject
+from distill.core.statements import merge_objections
+from distill.errors import ConfigurationError
+from distill.passes.dedupe import MAX_SUPERSEDES_PER_RUN, DedupeReport, run_dedupe
+from distill.passes.memory_judge import JUDGE_MAX_CALLS, JUDGE_MAX_TOKENS, JudgeReport, run_judge
+
+if TYPE_CHECKING:
+    from distill.engine import Engine
+    from distill.ports import LLM, Clock, Embedder, Store
+
+
+class Hygiene:
+    """`Memory.dedupe` and `Memory.judge` (see the module docstring); `Memory` provides
+    what they use."""
+
+    store: Store
+    clock: Clock
+    llm: LLM | None
+    embedder: Embedder
+    engine: Engine
+    _new_id: Callable[[], str]
+
+    def dedupe(
+        self,
+        projects: Sequence[str] = (),
+        subject: str | None = None,
+        dry_run: bool = False,
+        max_supersedes: int | None = MAX_SUPERSEDES_PER_RUN,
+    ) -> DedupeReport:
+        """Merge stored memories that say the same thing in the same words (`core.dedupe`):
+        the survivor absorbs each duplicate's evidence, the duplicate is superseded by it.
+        Only `projects` (all when empty), or one `subject`; at most `max_supersedes`
+        retired per run (None: no cap). `dry_run` reports the same groups, writing nothing."""
+        return run_dedupe(
+            self.store,
+            self.clock.now,
+            self._new_id,
+            projects=projects,
+            subject=_subject(subject),
+            dry_run=dry_run,
+            max_supersedes=max_supersedes,
+        )
+
+    def judge(
+        self,
+        projects: Sequence[str] = (),
+        subject: str | None = None,
+        dry_run: bool = False,
+        max_calls: int | None = JUDGE_MAX_CALLS,
+        max_tokens: int | None = JUDGE_MAX_TOKENS,
+        max_changes: int | None = MAX_SUPERSEDES_PER_RUN,
+    ) -> JudgeReport:
+        """Put memories new or changed since each scope's cursor to the model, beside their
+        nearest stored ones, and apply the verdicts that pass the checks of
+        `core.memory_judge` (merge, supersede, or nothing). At most `max_calls` model calls
+        and `max_tokens` tokens per run, and `max_changes` memories retired. Needs a model
+        (`Memory(llm=...)`)."""
+        if self.llm is None:
+            raise ConfigurationError(
+                "judge needs a model: Memory(llm='openai' | 'ollama' | 'anthropic' | an LLM), "
+                "or --llm on the command line"
+            )
+        return run_judge(
+            self.store,
+            self.llm,
+            self.engine.embed,
+            self.embedder.model_id,
+            merge_objections,
+            self.clock.now,
+            self._new_id,
+            projects=projects,
+            subject=_subject(subject),
+            dry_run=dry_run,
+            max_calls=max_calls,
+            max_tokens=max_tokens,
+            max_changes=max_changes,
+        )
+
+
+def _subject(given: str | None) -> str | None:
+    return None if given is None else normalise_subject(given)

@@ -1,0 +1,363 @@
+"""The memory judge pass: new and changed memories put to a model beside their nearest stored
+ones, batch by batch, each verdict checked in code (`core.memory_judge`) and applied through
+the one applier, with the scope's cursor moved in the same transaction.
+
+Per scope (a subject with two or more active memories, within a project allowlist):
+
+1. **What is new.** The scope's cursor is the (time, id) of the last audit entry of a memory
+   already judged; the memories with a fact action after it (created, reinforced, revised:
+   an edited or resurrected memory is judged again) are the backlog, oldest change first, at
+   most `JUDGE_MAX_PER_RUN` of them. Each memory's position in it is its latest change.
+2. **Candidates.** For each, `CANDIDATES_PER_ARM` live memories of the scope from the lexical
+   arm (BM25 over the memory's own words) and as many from the vector arm (its recall
+   vector, read through the embedding cache), interleaved.
+3. **One call per `JUDGE_BATCH` memories.** An answer that cannot be read (not the JSON
+   asked for, or cut off at the output limit) is asked again in halves, down to one memory,
+   which is then listed as failed and skipped: it cannot wedge the tier. A provider error
+   (transport, auth, quota, a timeout) stops the tier for the scope with a note, cursor left
+   where it was.
+4. **Apply.** Under the subject's lock every fact the model saw is read again; a verdict on a
+   fact edited since is dropped (`edited_meanwhile`), the others are checked and applied with
+   the cursor move to the batch's last memory: the cursor advances only over batches fully
+   judged and applied.
+
+**Budgets** (no peer has them): at most `max_calls` model calls and `max_tokens` tokens per
+run, across scopes. The tier stops before a call that the budget cannot pay for, cursor left
+at the last batch applied, and the report says what was spent. A dry run judges and reports,
+inside a transaction the store rolls back: nothing written, no cursor moved (the calls are
+made and counted: that is what a dry run of a model tier costs).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from distill.core import memory_judge as mj
+from distill.core.memory_judge import Item, Refusal, Shown, Verdict
+from distill.core.models import Fact, FactKind, FactStatus
+from distill.core.passes import Context, Decision, PassResult, Scope
+from distill.core.plan import MoveCursor
+from distill.core.recall import query_terms
+from distill.errors import DistillError, MalformedAnswer, ProviderError
+from distill.passes import run_pass
+from distill.ports import LLM, LLMUsage, RecallScope, Store, Vector
+
+log = logging.getLogger("distill.judge")
+
+JUDGE_MAX_PER_RUN = 48  # memories judged per scope per run (the seed's semantic_max_per_run)
+# Per-run budget of the tier, across scopes: model calls, and prompt + completion tokens.
+JUDGE_MAX_CALLS = 100
+JUDGE_MAX_TOKENS = 400_000
+_BEFORE = timedelta(microseconds=1)  # the store reads changes strictly after an instant
+
+
+@dataclass
+class JudgeReport:
+    """What one judging run did, or would do (`dry_run`)."""
+
+    dry_run: bool = False
+    scopes: int = 0
+    judged: int = 0  # memories whose verdict was read
+    merged: int = 0
+    superseded: int = 0
+    kept: int = 0  # "nothing" verdicts
+    refused: list[Refusal] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)  # memories no answer could be read for
+    stopped: list[str] = field(default_factory=list)  # scopes where the tier stopped, and why
+    capped: bool = False  # a scope had more memories than one run judges
+    usage: LLMUsage = field(default_factory=LLMUsage)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pass": mj.PASS_NAME,
+            "dry_run": self.dry_run,
+            "scopes": self.scopes,
+            "judged": self.judged,
+            "merged": self.merged,
+            "superseded": self.superseded,
+            "kept": self.kept,
+            "refused": [r.__dict__ for r in self.refused],
+            "failed": list(self.failed),
+            "stopped": list(self.stopped),
+            "capped": self.capped,
+            "calls": self.usage.calls,
+            "tokens": self.usage.prompt_tokens + self.usage.completion_tokens,
+        }
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A batch's answer, to apply: what was shown, the verdicts, the cursor's move."""
+
+    scope: Scope
+    items: tuple[Item, ...]
+    verdicts: tuple[Verdict, ...]
+    cursor_before: str | None
+    cursor_after: str
+    max_changes: int | None
+
+
+@dataclass(frozen=True)
+class Fresh:
+    work: Judged
+    facts: dict[str, Fact]
+    cursor: str | None
+
+
+@dataclass
+class JudgeResult(PassResult):
+    checked: mj.Checked = field(default_factory=mj.Checked)
+
+
+class JudgeBatch:
+    """`distill.passes.Pass`: apply one judged batch of a scope, checked against a fresh read."""
+
+    name = mj.PASS_NAME
+    cap: int | None = None
+
+    def __init__(self, objections: mj.Objections) -> None:
+        self.objections = objections
+
+    def load(self, store: Store, scope: Scope, work: Judged) -> Fresh:
+        ids = sorted({f.id for i in work.items for f in (i.memory, *i.candidates)})
+        facts = {f.id: f for f in store.facts_by_ids(scope.project, ids)}
+        return Fresh(work, facts, store.pass_cursor(scope.project, scope.subject, self.name))
+
+    def decide(self, snapshot: Fresh, context: Context) -> JudgeResult:
+        work = snapshot.work
+        result = JudgeResult(mj.Checked().plan)
+        if snapshot.cursor != work.cursor_before:
+            result.decisions.append(Decision("skipped", None, "another run judged meanwhile"))
+            return result
+        unchanged = {
+            i.memory.id
+            for i in work.items
+            if all(snapshot.facts.get(f.id) == f for f in (i.memory, *i.candidates))
+        }
+        edited = [
+            Refusal(v.memory_id, v.target_id, v.action, "edited_meanwhile", "read again first")
+            for v in work.verdicts
+            if v.memory_id not in unchanged and v.action != "nothing"
+        ]
+        fresh = [v for v in work.verdicts if v.memory_id in unchanged]
+        checked = mj.check(fresh, work.items, context.now, self.objections, work.max_changes)
+        checked.refused.extend(edited)
+        checked.plan.add(
+            MoveCursor(
+                work.scope.project,
+                work.scope.subject,
+                self.name,
+                work.cursor_before,
+                work.cursor_after,
+                context.now,
+                f"judged {len(work.items)} memory(ies)",
+            )
+        )
+        result = JudgeResult(checked.plan, checked=checked)
+        result.decisions.extend(Decision(v.action, v.memory_id, v.reason) for v in checked.applied)
+        result.decisions.extend(
+            Decision(f"refused_{r.code}", r.memory_id, r.detail) for r in checked.refused
+        )
+        return result
+
+
+class _Stop(Exception):
+    """The tier stops for this scope (a provider error, or the budget)."""
+
+
+@dataclass
+class _Run:
+    store: Store
+    llm: LLM
+    embed: Callable[[Sequence[str]], dict[str, Vector]]
+    model_id: str
+    objections: mj.Objections
+    now: Callable[[], datetime]
+    new_id: Callable[[], str]
+    report: JudgeReport
+    max_calls: int | None
+    max_tokens: int | None
+    max_changes: int | None
+
+    def scope(self, project: str, subject: str) -> None:
+        store, report = self.store, self.report
+        cursor = store.pass_cursor(project, subject, mj.PASS_NAME)
+        backlog = self.backlog(project, subject, cursor)
+        if len(backlog) > JUDGE_MAX_PER_RUN:
+            report.capped = True
+            backlog = backlog[:JUDGE_MAX_PER_RUN]
+        if not backlog:
+            return
+        items = self.items(project, subject, [f for f, _ in backlog])
+        positions = [p for _, p in backlog]
+        scope = Scope(project, subject)
+        for start in range(0, len(backlog), mj.JUDGE_BATCH):
+            # A memory with nothing near it needs no verdict; the cursor still moves past it.
+            batch = [i for i in items[start : start + mj.JUDGE_BATCH] if i.candidates]
+            verdicts = self.ask(batch) if batch else []
+            after = positions[min(start + mj.JUDGE_BATCH, len(backlog)) - 1]
+            work = Judged(scope, tuple(batch), tuple(verdicts), cursor, after, self.left())
+            judge = JudgeBatch(self.objections)
+            result = run_pass(store, judge, scope, work, now=self.now(), new_id=self.new_id)
+            assert isinstance(result, JudgeResult)
+            for v in result.checked.applied:
+                if v.action == "merge":
+                    report.merged += 1
+                else:
+                    report.superseded += 1
+            report.refused.extend(result.checked.refused)
+            report.kept += sum(v.action == "nothing" for v in verdicts)
+            cursor = after
+
+    def left(self) -> int | None:
+        if self.max_changes is None:
+            return None
+        return max(0, self.max_changes - self.report.merged - self.report.superseded)
+
+    def backlog(self, project: str, subject: str, cursor: str | None) -> list[tuple[Fact, str]]:
+        """The memories changed after `cursor`, each at its latest change, oldest first."""
+        since = _key(cursor)[0] - _BEFORE if cursor else _EPOCH
+        entries = self.store.fact_changes_after(project, subject, since)
+        latest: dict[str, str] = {}
+        for e in entries:
+            position = f"{e.at.isoformat()}|{e.id}"
+            if e.fact_id and (cursor is None or _later(position, cursor)):
+                latest[e.fact_id] = max(latest.get(e.fact_id, position), position, key=_key)
+        facts = self.store.facts_by_ids(project, sorted(latest))
+        live = [
+            (f, latest[f.id])
+            for f in facts
+            if f.kind is FactKind.MEMORY and f.status is FactStatus.ACTIVE
+        ]
+        return sorted(live, key=lambda fp: _key(fp[1]))
+
+    def items(self, project: str, subject: str, memories: Sequence[Fact]) -> list[Item]:
+        scope = RecallScope(project, subject, self.model_id, ("memory",))
+        vectors = self.embed([m.text for m in memories])
+        arms: dict[str, tuple[list[str], list[str]]] = {}
+        depth = mj.CANDIDATES_PER_ARM + 1  # the memory itself is usually first
+        for m in memories:
+            words = [i for i, _ in self.store.recall_words(scope, query_terms(m.text), depth)]
+            near = [n.fact_id for n in self.store.recall_nearest(scope, vectors[m.text], depth)]
+            arms[m.id] = (words, near)
+        wanted = sorted({i for w, n in arms.values() for i in (*w, *n)})
+        found = {f.id: f for f in self.store.facts_by_ids(project, wanted)}
+
+        def live(ids: list[str]) -> list[Fact]:
+            return [found[i] for i in ids if i in found and found[i].status is FactStatus.ACTIVE]
+
+        return [
+            Item(
+                m,
+                mj.interleave(
+                    [live(arms[m.id][0]), live(arms[m.id][1])], m.id, mj.CANDIDATES_PER_ARM
+                ),
+            )
+            for m in memories
+        ]
+
+    def ask(self, batch: Sequence[Item]) -> list[Verdict]:
+        """The verdicts for a batch, halving it while the answer cannot be read."""
+        self.afford()
+        shown: Shown = mj.render(batch)
+        try:
+            answer = self.llm.complete(mj.SYSTEM, shown.prompt, mj.SCHEMA)
+        except MalformedAnswer:
+            answer = None
+        except ProviderError as exc:
+            raise _Stop(f"{type(exc).__name__}: {exc}") from exc
+        if answer is not None:
+            self.report.usage.add(answer)
+            try:
+                verdicts = mj.read(answer.text, shown, answer.truncated)
+                self.report.judged += len(batch)
+                return verdicts
+            except mj.Unreadable:
+                pass
+        if len(batch) == 1:
+            self.report.failed.append(batch[0].memory.id)
+            log.warning("judge: no answer could be read for memory %s", batch[0].memory.id)
+            return []
+        half = len(batch) // 2
+        return self.ask(batch[:half]) + self.ask(batch[half:])
+
+    def afford(self) -> None:
+        usage = self.report.usage
+        if self.max_calls is not None and usage.calls >= self.max_calls:
+            raise _Stop(f"budget: {usage.calls} call(s) of {self.max_calls} spent")
+        tokens = usage.prompt_tokens + usage.completion_tokens
+        if self.max_tokens is not None and tokens >= self.max_tokens:
+            raise _Stop(f"budget: {tokens:,} token(s) of {self.max_tokens:,} spent")
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _key(position: str) -> tuple[datetime, str]:
+    at, _, entry = position.partition("|")
+    return datetime.fromisoformat(at), entry
+
+
+def _later(a: str, b: str) -> bool:
+    return _key(a) > _key(b)
+
+
+def run_judge(
+    store: Store,
+    llm: LLM,
+    embed: Callable[[Sequence[str]], dict[str, Vector]],
+    model_id: str,
+    objections: mj.Objections,
+    now: Callable[[], datetime],
+    new_id: Callable[[], str],
+    *,
+    projects: Sequence[str] = (),
+    subject: str | None = None,
+    dry_run: bool = False,
+    max_calls: int | None = JUDGE_MAX_CALLS,
+    max_tokens: int | None = JUDGE_MAX_TOKENS,
+    max_changes: int | None = None,
+) -> JudgeReport:
+    """Judge the new memories of every scope of `projects` (empty: all), or of one subject.
+    `objections` is `core.statements.merge_objections` (what a merge may not lose), given by
+    the caller; `embed` embeds texts through the store's cache."""
+    report = JudgeReport(dry_run=dry_run)
+    run = _Run(
+        store,
+        llm,
+        embed,
+        model_id,
+        objections,
+        now,
+        new_id,
+        report,
+        max_calls,
+        max_tokens,
+        max_changes,
+    )
+
+    def walk() -> None:
+        for project, name in store.memory_scopes(list(projects)):
+            if subject is not None and name != subject:
+                continue
+            report.scopes += 1
+            try:
+                run.scope(project, name)
+            except _Stop as stop:
+                report.stopped.append(f"{project}/{name}: {stop}")
+                log.warning("judge stopped for %s/%s: %s", project, name, stop)
+                if str(stop).startswith("budget"):
+                    return
+            except DistillError as exc:  # this batch rolled back; its cursor stays
+                report.stopped.append(f"{project}/{name}: {type(exc).__name__}: {exc}")
+
+    if dry_run:
+        with store.dry_run():
+            walk()
+    else:
+        walk()
+    return report

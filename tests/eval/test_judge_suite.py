@@ -7,7 +7,8 @@ The real merge guards (`statements.merge_objections`) are not used here, so that
 say what the suite and `check` do, apart from what the guards catch: `ideal_guards` objects
 exactly when a case says a merge would lose something (the guards a perfect implementation
 would be), `no_guards` never objects. The suite's own figures with the real guards are
-`distill eval judge`'s (EVAL.md); `test_the_cli_runs_the_suite_with_the_real_guards` runs it.
+`distill eval judge`'s (EVAL.md); `test_the_cli_runs_the_suite_with_the_real_guards` runs it
+and holds what does not depend on them.
 """
 
 from __future__ import annotations
@@ -314,24 +315,26 @@ def test_the_report_reads_as_the_suite_promises(specs: list[dict[str, Any]], cas
 
 
 def test_the_cli_runs_the_suite_with_the_real_guards(tmp_path: Path) -> None:
-    pytest.importorskip("distill.core.statements", reason="the merge guards are not on main yet")
     out = tmp_path / "judge.json"
+    command = [sys.executable, "-m", "distill", "--embedder", "hashing", "eval", "judge"]
     done = subprocess.run(
-        [sys.executable, "-m", "distill", "eval", "judge", "--json", "--out", str(out)],
+        [*command, "--json", "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=120,
-        env={"DISTILL_EMBEDDER": "hashing", "PATH": "/usr/bin:/bin", **_pythonpath()},
         check=False,
     )
     assert done.returncode == 0, done.stderr
     result = json.loads(out.read_text())["results"][0]
+    assert result["params"]["cases"] == len(load_cases())
     metrics = {m["name"]: m for m in result["metrics"]}
-    assert metrics["harmful actions applied, scripted correct model"]["value"] >= 0
-    assert result["params"]["cases"] >= 30
-
-
-def _pythonpath() -> dict[str, str]:
-    import os
-
-    return {k: v for k, v in os.environ.items() if k in ("PYTHONPATH", "HOME", "VIRTUAL_ENV")}
+    # What holds whatever the guards object to: no pin, direction or target is the model's.
+    held = [
+        "harmful actions applied, scripted correct model",
+        f"supersedes applied the wrong way round, {WRONG_WAY}",
+        "harmful actions applied, adversarial: a target shown, not with the memory",
+        "harmful actions applied, adversarial: an alias never shown",
+        "harmful actions applied, adversarial: an empty reason",
+    ]
+    assert {name: metrics[name]["value"] for name in held} == dict.fromkeys(held, 0)
+    assert any("not run" in note for note in result["notes"])

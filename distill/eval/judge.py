@@ -31,7 +31,7 @@ applied). The models:
   then the memory named as replaced by it); a target shown in the batch but not with that
   memory; an alias that was never shown; an empty reason. Target: no harmful action applied.
   What the checks refused is reported by code.
-- **a real provider**, when the command is given one (`distill --llm PROVIDER eval judge`):
+- **a real provider**, when the command is given one (`distill eval judge --llm PROVIDER`):
   accuracy and harmful actions, for users who have a model.
 
 The guards are passed in (`report(..., objections=...)`); `run` passes the real ones.
@@ -420,7 +420,7 @@ def report(
         ]
         notes += [f"{real.name}: {e}" for e in real.errors[:5]]
     else:
-        notes.append("a real provider: not run (give one: distill --llm PROVIDER eval judge)")
+        notes.append("a real provider: not run (give one: distill eval judge --llm PROVIDER)")
     runs = [correct, *adversarial, *([real] if real else [])]
     result = SuiteResult(
         suite=NAME,

@@ -14,6 +14,7 @@ and holds what does not depend on them.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -34,7 +35,7 @@ from distill.errors import TransientProviderError
 from distill.eval import judge
 from distill.eval.judge import ADVERSARIES, Case, build_all, judge_cases, load_cases, report
 from distill.ports import Completion
-from tests.llm_server import ScriptedServer, openai_reply
+from tests.llm_server import ScriptedServer, openai_reply, prompt_of
 
 OUTCOME = re.compile(r"^(nothing|refused [a-z_]+|(supersede|merge) (new|c\d) -> (new|c\d))$")
 MERGE_ADVERSARY = "adversarial: merge the first candidate"
@@ -338,3 +339,31 @@ def test_the_cli_runs_the_suite_with_the_real_guards(tmp_path: Path) -> None:
     ]
     assert {name: metrics[name]["value"] for name in held} == dict.fromkeys(held, 0)
     assert any("not run" in note for note in result["notes"])
+
+
+@pytest.mark.http
+def test_the_cli_asks_a_real_provider_given_with_llm(
+    tmp_path: Path, server: ScriptedServer, cases: list[Case]
+) -> None:
+    # An OpenAI-compatible server on 127.0.0.1 answering as the correct model would: the
+    # provider's figures are then the scripted correct model's, through the real client.
+    scripted = judge.correct_model(cases)
+    server.reset(lambda request: openai_reply(scripted.complete("", prompt_of(request)).text))
+    out = tmp_path / "judge.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "distill", "--embedder", "hashing", "eval", "judge",
+         "--llm", "openai", "--json", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "DISTILL_LLM": "none", "DISTILL_LLM_MODEL": "judge-model",
+             "DISTILL_LLM_BASE_URL": server.url + "/v1", "DISTILL_LLM_API_KEY": "test-key"},
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    metrics = {m["name"]: m["value"] for m in json.loads(out.read_text())["results"][0]["metrics"]}
+    provider = "provider openai/judge-model"
+    assert metrics[f"accuracy, {provider}"] == metrics["accuracy, scripted correct model"]
+    assert metrics[f"harmful actions applied, {provider}"] == 0
+    assert len(server.requests) == metrics[f"model calls, {provider}"] == 5
+    assert server.requests[0].headers.get("authorization") == "Bearer test-key"

@@ -63,7 +63,7 @@ from distill.core.memory_judge import (
 )
 from distill.core.models import Fact, FactKind, FactStatus, Trust
 from distill.core.plan import ReviseFact
-from distill.errors import DistillError
+from distill.errors import ProviderError
 from distill.eval.context import EvalContext
 from distill.eval.results import Dataset, Metric, SuiteResult, Table
 from distill.ports import LLM
@@ -320,6 +320,8 @@ def judge_cases(name: str, cases: Sequence[Case], model: LLM, objections: Object
 
 
 def _batch(run: Run, batch: Sequence[Case], model: LLM, objections: Objections) -> list[Outcome]:
+    if run.errors:  # as the pass does, a provider that failed is not asked again this run
+        return [Outcome(c, "error", (), (), ()) for c in batch]
     shown = render([c.item for c in batch])
     run.calls += 1
     try:
@@ -332,7 +334,7 @@ def _batch(run: Run, batch: Sequence[Case], model: LLM, objections: Objections) 
                 run, batch[half:], model, objections
             )
         return [Outcome(batch[0], "unreadable", (), (), ())]
-    except DistillError as exc:  # transport, auth, quota: these cases were not judged
+    except ProviderError as exc:  # transport, auth, quota: the rest is not judged
         run.errors.append(f"{type(exc).__name__}: {exc}")
         return [Outcome(c, "error", (), (), ()) for c in batch]
     checked = check(verdicts, [c.item for c in batch], CHECKED_AT, objections)

@@ -264,12 +264,13 @@ def test_a_provider_answer_in_prose_or_cut_off_is_unreadable_and_applies_nothing
     assert run.calls == len(llm.calls) > len(cases)
 
 
-def test_a_provider_error_stops_its_batch_and_is_noted(cases: list[Case]) -> None:
+def test_a_provider_error_stops_the_run_and_is_noted(cases: list[Case]) -> None:
     llm = FakeLLM(default=TransientProviderError("503 from the provider"))
     result = report([c.spec for c in cases], ideal_guards(cases), llm)
     assert result.metric("accuracy, provider fake").value == 0
     assert result.metric("harmful actions applied, provider fake").value == 0
     assert any("503" in note for note in result.notes)
+    assert len(llm.calls) == 1  # a provider that failed is not asked again in the run
 
 
 @pytest.fixture

@@ -104,11 +104,9 @@ class Case:
         return {self.expected, *self.spec.get("harmless", [])}
 
     def fact(self, name: str) -> Fact:
-        return next(f for f, n in self._facts() if n == name)
-
-    def _facts(self) -> list[tuple[Fact, str]]:
-        facts = [self.item.memory, *self.item.candidates]
-        return [(f, self.names[f.id]) for f in facts]
+        return next(
+            f for f in (self.item.memory, *self.item.candidates) if self.names[f.id] == name
+        )
 
 
 @dataclass(frozen=True)

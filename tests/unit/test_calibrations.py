@@ -26,7 +26,9 @@ from distill.adapters.embed.calibrations import (
     calibration_for,
     load,
     match_distance,
+    offline_merge_distance,
     record,
+    record_offline_merge,
 )
 from distill.adapters.embed.hashing import HashingEmbedder, vectors_at_distance
 from distill.adapters.store.vector_search import exact_nearest
@@ -207,6 +209,42 @@ def test_record_adds_or_replaces_one_entry_and_keeps_the_others(tmp_path: Path) 
     assert list(document) == ["_comment", "model-a", "model-b"]
     assert "model_id" not in document["model-a"]  # the key says it
     assert [p.name for p in tmp_path.iterdir()] == ["calibrations.json"]  # no temporary left
+
+
+def test_the_offline_merge_distance_sits_beside_the_identity_threshold(tmp_path: Path) -> None:
+    """scripts/calibrate_offline_merge.py records under `offline_merge` of an existing entry;
+    re-recording the identity threshold keeps it; no entry, or a null distance, is off."""
+    registry = tmp_path / "calibrations.json"
+    embedder = Uncalibrated()
+    assert offline_merge_distance(embedder, registry) is None
+    with pytest.raises(ConfigurationError, match=r"calibrate_threshold\.py --record"):
+        record_offline_merge(embedder.model_id, {"max_distance": 0.2}, registry)
+    record(entry(embedder.model_id, 0.07), registry)
+    assert offline_merge_distance(embedder, registry) is None
+
+    record_offline_merge(embedder.model_id, {"max_distance": 0.27, "recall": 0.8}, registry)
+    assert offline_merge_distance(embedder, registry) == 0.27
+    record(entry(embedder.model_id, 0.08), registry)
+    assert match_distance(embedder, registry) == 0.08
+    assert offline_merge_distance(embedder, registry) == 0.27
+    document = json.loads(registry.read_text(encoding="utf-8"))
+    assert document[embedder.model_id]["offline_merge"] == {"max_distance": 0.27, "recall": 0.8}
+
+    record_offline_merge(embedder.model_id, {"max_distance": None}, registry)
+    assert offline_merge_distance(embedder, registry) is None
+
+
+def test_the_shipped_offline_merge_distances_were_measured_on_the_calibration_split() -> None:
+    for model_id in ("all-MiniLM-L6-v2/int8-onnx", "hashing-256"):
+        found = calibration_for(model_id)
+        assert found is not None and found.offline_merge is not None, model_id
+        measured = found.offline_merge
+        assert measured["calibration_split"] == "SICK TRAIN+TRIAL, STS-B train+dev"
+        assert "scripts/calibrate_offline_merge.py" in measured["command"]
+        if measured["max_distance"] is not None:
+            assert measured["contradictions_merged"] <= 0.01
+            assert measured["sts_unrelated_merged"] <= 0.01
+            assert measured["negations_merged"] == 0.0
 
 
 @pytest.mark.parametrize(

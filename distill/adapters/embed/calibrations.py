@@ -23,7 +23,7 @@ import logging
 import os
 import tempfile
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,11 @@ class Calibration:
     band_full: float | None = None
     band_same_flagged: int | None = None  # same-attribute pairs merged or contested
     band_different_contested: int | None = None  # different-attribute pairs contested
+    # The offline tier's merge distance for free-text memories (cosine distance of the raw
+    # texts) with the figures it was chosen from, written by
+    # scripts/calibrate_offline_merge.py --record; None: not calibrated, the tier is off.
+    # `max_distance` inside it may itself be None: calibrated, and no distance is safe.
+    offline_merge: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.max_distance <= 2.0:
@@ -132,8 +137,13 @@ def calibration_for(model_id: str, path: Path = REGISTRY) -> Calibration | None:
 
 
 def record(calibration: Calibration, path: Path = REGISTRY) -> None:
-    """Write (or replace) one embedder's entry; the others are kept as they are."""
+    """Write (or replace) one embedder's entry; the others are kept as they are. An entry
+    written without an offline-merge calibration keeps the one it had: the two scripts
+    measure different things and neither should erase the other's."""
     entries = load(path)
+    old = entries.get(calibration.model_id)
+    if old is not None and calibration.offline_merge is None and old.offline_merge is not None:
+        calibration = replace(calibration, offline_merge=old.offline_merge)
     entries[calibration.model_id] = calibration
     document: dict[str, Any] = {"_comment": _COMMENT}
     document.update({k: entries[k].to_dict() for k in sorted(entries)})
@@ -176,6 +186,27 @@ def match_bands(embedder: Embedder, path: Path = REGISTRY) -> Bands:
 def match_distance(embedder: Embedder, path: Path = REGISTRY) -> float | None:
     """The calibrated merge threshold of `embedder` alone (None: uncalibrated)."""
     return match_bands(embedder, path).same
+
+
+def record_offline_merge(model_id: str, measured: dict[str, Any], path: Path = REGISTRY) -> None:
+    """Set the offline-merge calibration of an embedder that already has an entry."""
+    found = calibration_for(model_id, path)
+    if found is None:
+        raise ConfigurationError(
+            f"{model_id} has no calibration entry in {path}; run `{SCRIPT} --record` for it "
+            "first, the offline-merge distance is recorded beside its identity threshold"
+        )
+    record(replace(found, offline_merge=dict(measured)), path)
+
+
+def offline_merge_distance(embedder: Embedder, path: Path = REGISTRY) -> float | None:
+    """The offline tier's calibrated merge distance for `embedder`; None when it has none
+    (not calibrated, or calibrated with no safe distance): the tier is then off."""
+    found = calibration_for(embedder.model_id, path)
+    if found is None or not found.offline_merge:
+        return None
+    value = found.offline_merge.get("max_distance")
+    return float(value) if value is not None else None
 
 
 def uncalibrated(embedder: Embedder) -> str:

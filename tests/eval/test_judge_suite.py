@@ -25,12 +25,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from distill.adapters.llm.calls import RetryPolicy
 from distill.adapters.llm.fake import FakeLLM
 from distill.adapters.llm.openai import OpenAILLM
 from distill.core import memory_judge
 from distill.core.memory_judge import Item
+from distill.core.models import FactStatus
+from distill.core.plan import ReviseFact
 from distill.errors import TransientProviderError
 from distill.eval import judge
 from distill.eval.judge import ADVERSARIES, Case, build_all, judge_cases, load_cases, report
@@ -368,3 +372,29 @@ def test_the_cli_asks_a_real_provider_given_with_llm(
     assert metrics[f"harmful actions applied, {provider}"] == 0
     assert len(server.requests) == metrics[f"model calls, {provider}"] == 5
     assert server.requests[0].headers.get("authorization") == "Bearer test-key"
+
+
+@settings(max_examples=15, deadline=None)
+@given(order=st.permutations(range(len(load_cases()))))
+def test_what_a_case_comes_to_does_not_depend_on_its_batch(order: list[int]) -> None:
+    # Aliases are per batch: a case judged beside other cases, in another position, must come
+    # to the same outcome.
+    cases = build_all(load_cases())
+    guards = ideal_guards(cases)
+    shuffled = [cases[i] for i in order]
+    first = {o.case.id: o.outcome for o in correct(cases, guards).outcomes}
+    again = {o.case.id: o.outcome for o in correct(shuffled, guards).outcomes}
+    assert again == first
+
+
+def test_retiring_a_pinned_memory_is_harmful_even_where_a_case_would_allow_it(
+    specs: list[dict[str, Any]],
+) -> None:
+    spec = next(s for s in specs if s["id"] == "pinned-supersede")
+    lenient = build_all([{**spec, "harmless": ["supersede c1 -> new"]}])[0]
+    pinned, new = lenient.fact("c1"), lenient.item.memory
+    checked = memory_judge.Checked()
+    gone = pinned.model_copy(update={"status": FactStatus.SUPERSEDED, "superseded_by": new.id})
+    checked.plan.add(ReviseFact(pinned, gone, "retire", "judge: moved", memory_judge.PASS_NAME))
+    found = judge.outcome_of(lenient, checked)
+    assert found.outcome == "supersede c1 -> new" and found.harmful == ("supersede c1 -> new",)

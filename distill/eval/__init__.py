@@ -33,6 +33,7 @@ SUITES: dict[str, str] = {
     "locomo": "distill.eval.locomo",
     "scenarios": "distill.eval.scenarios",
     "drift": "distill.eval.drift",
+    "judge": "distill.eval.judge",
 }
 
 

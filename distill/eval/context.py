@@ -17,7 +17,7 @@ from typing import Any
 from distill.adapters.embed import make_embedder
 from distill.errors import ConfigurationError
 from distill.memory import Memory
-from distill.ports import Embedder
+from distill.ports import LLM, Embedder
 
 Progress = Callable[[str, int, int], None]
 
@@ -64,6 +64,7 @@ class EvalContext:
     seed: int = 0
     embedder: str | Embedder = "local"
     progress: Progress = _quiet
+    llm: LLM | None = None  # a real model, for the suites that can ask one (judge)
     _embedder: Embedder | None = field(default=None, repr=False)
 
     def path(self, *parts: str) -> Path:

@@ -16,10 +16,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from distill.adapters.embed import close_embedder
+from distill.adapters.llm import PROVIDERS, close_llm
 from distill.eval import SUITES, EvalContext, SuiteResult, default_data_dir, run_suite
 from distill.eval.context import Progress as ProgressFn
 from distill.eval.results import format_value
-from distill.service.terminal import build_embedder, err, json_flag, out
+from distill.service.terminal import build_embedder, build_llm, err, json_flag, out
 
 
 @click.command("eval")
@@ -42,6 +43,13 @@ from distill.service.terminal import build_embedder, err, json_flag, out
     type=click.Path(dir_okay=False, path_type=Path),
     help="Where to write the JSON result (default: eval-results/SUITE.json).",
 )
+@click.option(
+    "--llm",
+    "llm_provider",
+    type=click.Choice(PROVIDERS),
+    help="A model for the judge suite to ask (default: distill --llm / DISTILL_LLM; its "
+    "name, URL and key from --llm-model, --llm-base-url and DISTILL_LLM_API_KEY).",
+)
 @json_flag("Print the JSON result instead of tables.")
 @click.option("--markdown", is_flag=True, help="Print Markdown tables (for a report).")
 @click.pass_context
@@ -52,14 +60,21 @@ def eval_cmd(
     limit: int | None,
     seed: int,
     out_file: Path | None,
+    llm_provider: str | None,
     as_json: bool,
     markdown: bool,
 ) -> None:
     """Measure consolidation on public datasets (timelines, numeric-updates, pairs, locomo),
-    on the scenarios and on the held-out drift cases, or all. Prints a table per suite and
-    writes a JSON result."""
+    on the scenarios, on the held-out drift cases and on the judge golden set (which also asks
+    a real model when given one: `distill eval judge --llm ollama`), or all. Prints a table
+    per suite and writes a JSON result."""
     names = list(SUITES) if suite == "all" else [suite]
     embedder = build_embedder(ctx)
+    # Only the judge suite asks a model; the others must run whatever DISTILL_LLM says, so
+    # the model is built only for it.
+    if llm_provider is not None:
+        ctx.obj["llm"] = {**ctx.obj["llm"], "provider": llm_provider}
+    llm = build_llm(ctx) if "judge" in names else None
     try:
         # The suites provoke failures on purpose (a 429, a malformed answer) and report them
         # in their tables; the engine's logs about them stay quiet unless --verbose asks.
@@ -70,10 +85,12 @@ def eval_cmd(
                 seed=seed,
                 embedder=embedder,
                 progress=progress,
+                llm=llm,
             )
             results = [run_suite(name, context) for name in names]
     finally:
         close_embedder(embedder)
+        close_llm(llm)
     document = _document(suite, results, context)
     target = out_file or Path("eval-results") / f"{suite}.json"
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,8 @@ reason.
 `check` is where the model is not trusted. A verdict is refused, with its code, when:
 
 * it has no reason, or its target was not shown with that memory (`no_reason`,
-  `target_not_shown`);
+  `target_not_shown`); or it is a supersede of two memories stated at one instant, where
+  "the one stated last" means nothing (`no_order`);
 * either fact was already changed by an earlier verdict of the run (`already_changed`);
 * it would retire a pinned fact (`pinned`);
 * it is a merge and merging would lose or distort something (`statements.merge_objections`:
@@ -173,12 +174,20 @@ def render(items: Sequence[Item]) -> Shown:
 
 
 def _shown(fact: Fact) -> str:
-    said = f", said by {fact.attribution}" if fact.attribution else ""
-    return f"(stated {fact.valid_from.date().isoformat()}{said}): {fact.text}"
+    """One line per fact, whatever its text holds: a line break in a memory must not write
+    a line of the prompt (a fake candidate, say)."""
+    said = f", said by {_one_line(fact.attribution)}" if fact.attribution else ""
+    return f"(stated {fact.valid_from.date().isoformat()}{said}): {_one_line(fact.text)}"
 
 
-_NEW_LINE = re.compile(r"^NEW (F\d+) \(stated [^)]*\): (.*)$")
-_CANDIDATE_LINE = re.compile(r"^  candidate (F\d+) \(stated [^)]*\): (.*)$")
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+# The date anchors the header, so that a bracket in a speaker's name cannot end it early.
+_HEADER = r"\(stated \d{4}-\d{2}-\d{2}(?:, said by .*?)?\): (.*)$"
+_NEW_LINE = re.compile(r"^NEW (F\d+) " + _HEADER)
+_CANDIDATE_LINE = re.compile(r"^  candidate (F\d+) " + _HEADER)
 
 
 def asked(prompt: str) -> list[tuple[str, str, list[tuple[str, str]]]]:
@@ -281,6 +290,9 @@ def check(
             continue
         if v.action == "supersede":
             older, newer = sorted((memory, target), key=_stated)
+            if _stated(older)[:2] == _stated(newer)[:2]:
+                refuse("no_order", "both were stated and recorded at one instant: which is last?")
+                continue
             if older.pinned:
                 refuse("pinned", f"{older.id} is pinned and may not be retired")
                 continue

@@ -225,7 +225,10 @@ def test_a_false_supersede_of_two_distinct_facts_is_obeyed(cases: list[Case]) ->
     # (its harmful count for this adversary), so that closing it shows here.
     run = adversary(WRONG_WAY, cases, ideal_guards(cases))
     harmed = {case for case, _ in run.harmful}
-    assert {"two-allergies", "always-never", "role-swap"} <= harmed
+    assert "two-allergies" in harmed
+    # Two statements of one instant have no "last": such a supersede is refused.
+    by_id = {o.case.id: o for o in run.outcomes}
+    assert by_id["always-never"].outcome == by_id["role-swap"].outcome == "refused no_order"
 
 
 @pytest.mark.parametrize(

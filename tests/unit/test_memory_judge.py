@@ -108,11 +108,6 @@ def test_render_names_facts_by_per_batch_aliases_only() -> None:
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug in core.memory_judge._shown: a memory's text is written into the prompt as it "
-    "is, so a line break in it writes a prompt line (fix: flatten its whitespace)",
-)
 def test_render_keeps_a_memory_with_a_line_break_on_its_own_line() -> None:
     # A memory's text is the user's: a line break in it must not write a line of the prompt
     # (here one that looks like another candidate, which asked() and a model would read).
@@ -122,11 +117,6 @@ def test_render_keeps_a_memory_with_a_line_break_on_its_own_line() -> None:
     assert "\n  candidate F9" not in shown.prompt
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug in core.memory_judge.asked: its pattern stops at the first ')' of the header, "
-    "so a memory whose attribution has one is not read at all (fix: anchor on the date)",
-)
 def test_asked_reads_a_memory_said_by_someone_with_a_bracket_in_their_name() -> None:
     said = mem("Standup is at ten.", 3, attribution="Sam (team lead)")
     shown = render([Item(said, (mem("Standup is at nine.", 1),))])

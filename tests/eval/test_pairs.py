@@ -14,10 +14,10 @@ import pytest
 
 from distill import Memory
 from distill.adapters.embed import make_embedder
-from distill.adapters.embed.calibrations import match_distance
+from distill.adapters.embed.calibrations import match_distance, offline_merge_distance
 from distill.core.identity import identity_text
-from distill.eval import EvalContext, default_data_dir, run_suite
-from distill.eval.pairs import read_sts
+from distill.eval import EvalContext, default_data_dir, offline, run_suite
+from distill.eval.pairs import band_of, read_sts
 
 SICK_HEADER = [
     "pair_ID",
@@ -166,6 +166,41 @@ def test_slice_reports_what_the_tiers_do(tmp_path: Path) -> None:
     assert text_tier["paraphrase (entailment both ways)"] == 0.5
     bands = {row[0]: row[1] for row in result.tables[1].rows}
     assert bands == {"0–1": 1, "1–2": 1, "2–3": 0, "3–4": 0, "4–5": 2}
+
+
+OFFLINE_EXPECTED = {
+    # The negated contradiction is refused by the word guard, however close.
+    "SICK TEST: offline tier, contradiction pairs merged": 0.0,
+    "SICK TEST: offline tier, negation pairs merged": 0.0,
+    "SICK TEST: merge-everything judge, contradiction pairs merged": 0.0,
+    "SICK TEST: merge-everything judge, negation pairs merged": 0.0,
+    # "Children are frolicking outdoors" names what the other does not ("Children", read as a
+    # name at a sentence start) and does something else ("frolicking"): refused even for the
+    # judge; the equal-after-normalising pair is merged by both.
+    "SICK TEST: merge-everything judge, paraphrase pairs merged": 0.5,
+    "SICK TEST: offline tier, paraphrase recall": 0.5,
+}
+
+
+def test_slice_reports_the_offline_tier_and_the_merge_everything_judge(tmp_path: Path) -> None:
+    result = run_suite("pairs", EvalContext(data_dir=write_slice(tmp_path), embedder="hashing"))
+    for name, value in OFFLINE_EXPECTED.items():
+        assert result.metric(name).value == value, name
+    assert result.metric("SICK TEST: offline tier, paraphrase recall").met is False
+    assert result.metric("SICK TEST: merge-everything judge, negation pairs merged").met
+    # Each figure carries the same figure on the calibration split, as recorded.
+    note = result.metric("SICK TEST: offline tier, contradiction pairs merged").note
+    assert "calibration split (SICK TRAIN+TRIAL, STS-B train+dev)" in note
+    assert result.params["offline_max_distance"] == offline_merge_distance(make_embedder("hashing"))
+    table = result.tables[-1]
+    rows = {row[0]: dict(zip(table.columns, row, strict=True)) for row in table.rows}
+    assert rows["SICK contradiction"]["negation"] == 1  # refused, and why
+    assert rows["SICK paraphrase (entailment both ways)"]["n"] == 2
+
+
+def test_the_offline_bands_are_the_suites_bands() -> None:
+    assert {band_of(4.0)} == offline.STS_PARAPHRASE_BANDS
+    assert {band_of(0.0), band_of(1.0)} == offline.STS_UNRELATED_BANDS
 
 
 def test_sts_rows_with_extra_fields_and_quotes_are_read(tmp_path: Path) -> None:

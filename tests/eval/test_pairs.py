@@ -280,3 +280,31 @@ def test_full_data_meets_the_contradiction_target() -> None:
         pytest.skip("SICK not found")
     result = run_suite("pairs", EvalContext(data_dir=data))
     assert result.metric("SICK TEST: contradiction pairs merged").met
+
+
+@pytest.mark.slow
+def test_full_data_offline_tier_meets_the_negation_and_recall_targets() -> None:
+    """SICK TEST with the real model: the offline tier and the merge-everything judge merge
+    no negation pair, and the offline tier keeps at least 60% of the paraphrases."""
+    data = default_data_dir()
+    if not (data / "sick" / "SICK.txt").exists():
+        pytest.skip("SICK not found")
+    result = run_suite("pairs", EvalContext(data_dir=data))
+    assert result.metric("SICK TEST: offline tier, negation pairs merged").met
+    assert result.metric("SICK TEST: merge-everything judge, negation pairs merged").met
+    assert result.metric("SICK TEST: offline tier, paraphrase recall").met
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="known gap (EVAL.md): the offline tier merges 1.5% of SICK TEST contradictions and "
+    "the merge-everything judge 2.0%, the target is 1%; the offline tier stays off",
+)
+def test_full_data_offline_tier_meets_the_contradiction_target() -> None:
+    data = default_data_dir()
+    if not (data / "sick" / "SICK.txt").exists():
+        pytest.skip("SICK not found")
+    result = run_suite("pairs", EvalContext(data_dir=data))
+    assert result.metric("SICK TEST: offline tier, contradiction pairs merged").met
+    assert result.metric("SICK TEST: merge-everything judge, contradiction pairs merged").met

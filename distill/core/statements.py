@@ -209,7 +209,8 @@ class _Read:
     actions: frozenset[str]  # content words that were verbs in -ing, stemmed
     numbers: frozenset[str]
     dates: frozenset[str]
-    entities: frozenset[str]
+    entities: frozenset[str]  # singular, casefolded
+    spelled: dict[str, str]  # an entity as written ("james" for "jame")
     conditions: frozenset[str]
     negations: tuple[str, ...]
     passive: bool
@@ -277,6 +278,7 @@ def _read(text: str) -> _Read:
     numbers: set[str] = set()
     dates: set[str] = set()
     entities: set[str] = set()
+    spelled: dict[str, str] = {}
     for i, t in enumerate(tokens):
         near_digit = any(
             0 <= j < len(tokens) and tokens[j].raw[0].isdigit() for j in (i - 1, i + 1)
@@ -298,6 +300,7 @@ def _read(text: str) -> _Read:
             dates.add(one)
         elif _named(t):
             entities.add(one)
+            spelled.setdefault(one, t.word)
     numbers |= _spelled_numbers(words)
     conditions = {w for w in words if w in CONDITIONS}
     for first, second in CONDITION_PHRASES:
@@ -324,6 +327,7 @@ def _read(text: str) -> _Read:
         numbers=frozenset(numbers),
         dates=frozenset(dates),
         entities=frozenset(entities),
+        spelled=spelled,
         conditions=frozenset(conditions),
         negations=negations,
         passive="by" in words and bool(_BE.intersection(words)),
@@ -346,14 +350,14 @@ def _named(t: _Token) -> bool:
 
 
 # -- the checks ------------------------------------------------------------------------------
-def _lost(kind: str, loser: frozenset[str], survivor: _Read, label: str) -> list[Objection]:
+def _lost(kind: str, loser: _Read, survivor: _Read, label: str) -> list[Objection]:
     """Details of one kind the loser has and the survivor lacks. A name counts as kept when
     the survivor has the word in any case ("alice"); a date only when the survivor reads it
     as a date too ("she may go" keeps no date "May")."""
     kept = _of(kind, survivor) | (survivor.folded if kind == "entity" else frozenset())
     return [
-        Objection(kind, f"the loser's {label} {x!r} is not in the survivor")
-        for x in sorted(loser - kept)
+        Objection(kind, f"the loser's {label} {loser.spelled.get(x, x)!r} is not in the survivor")
+        for x in sorted(_of(kind, loser) - kept)
     ]
 
 
@@ -450,9 +454,9 @@ def merge_objections(survivor: str, loser: str) -> tuple[Objection, ...]:
         *_negation(s, lo),
         *_antonyms(s, lo),
         *_action(s, lo),
-        *_lost("entity", lo.entities, s, "name"),
-        *_lost("date", lo.dates, s, "date"),
-        *_lost("condition", lo.conditions, s, "condition"),
+        *_lost("entity", lo, s, "name"),
+        *_lost("date", lo, s, "date"),
+        *_lost("condition", lo, s, "condition"),
         *_role_swap(s, lo),
     ]
     return tuple(found)

@@ -308,3 +308,37 @@ def test_full_data_offline_tier_meets_the_contradiction_target() -> None:
     result = run_suite("pairs", EvalContext(data_dir=data))
     assert result.metric("SICK TEST: offline tier, contradiction pairs merged").met
     assert result.metric("SICK TEST: merge-everything judge, contradiction pairs merged").met
+
+
+def test_calibrate_offline_merge_reads_only_the_calibration_splits_and_records(
+    tmp_path: Path,
+) -> None:
+    """scripts/calibrate_offline_merge.py on a slice: the TRAIN and TRIAL rows and the STS-B
+    train and dev files only (sts-test.csv is left out of the slice, so reading it would
+    fail), and `--record` writes `offline_merge` beside the entry's identity threshold."""
+    root = Path(__file__).parents[2]
+    (tmp_path / "data").mkdir()
+    data = write_slice(tmp_path / "data")
+    sts = data / "stsbenchmark"
+    (sts / "sts-test.csv").rename(sts / "sts-train.csv")
+    (sts / "sts-dev.csv").write_text("", encoding="utf-8")
+    registry = tmp_path / "calibrations.json"
+    registry.write_text(
+        (root / "distill" / "adapters" / "embed" / "calibrations.json").read_text("utf-8"),
+        encoding="utf-8",
+    )
+    command = [sys.executable, "scripts/calibrate_offline_merge.py", "--embedder", "hashing"]
+    command += ["--data", str(data), "--json", "--record", "--registry", str(registry)]
+    run = subprocess.run(command, check=True, capture_output=True, text=True, cwd=root)
+    found = json.loads(run.stdout)
+    # The slice's calibration rows: one TRIAL contradiction ("A cat sleeps" / "No cat
+    # sleeps", refused for its negation) and one TRAIN paraphrase equal after normalising.
+    assert found["contradiction_pairs"] == 1
+    assert found["paraphrase_pairs"] == 1
+    assert found["contradictions_merged"] == 0.0
+    assert found["paraphrase_recall"] == 1.0
+    assert found["calibration_split"] == "SICK TRAIN+TRIAL, STS-B train+dev"
+    assert found["max_distance"] == 1.0  # nothing in the slice bounds it: the last step
+    entry = json.loads(registry.read_text("utf-8"))["hashing-256"]
+    assert entry["offline_merge"]["max_distance"] == 1.0
+    assert entry["max_distance"] == 0.12  # the identity threshold is left as it was

@@ -189,7 +189,9 @@ def metrics(
     def beside(key: str) -> str:
         value = cal.get(key)
         split = cal.get("calibration_split", "the calibration split")
-        return f"; {split}: {value:.4f}" if isinstance(value, float | int) else ""
+        return (
+            f"; calibration split ({split}): {value:.4f}" if isinstance(value, float | int) else ""
+        )
 
     return [
         Metric.at_most(

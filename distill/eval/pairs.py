@@ -17,6 +17,10 @@ Two tiers decide "same fact" without a model in the loop:
   pair matches when the distance is within the threshold and `veto` finds no guard that
   objects. (tests/eval/test_pairs.py checks the same rule end to end through `Memory`.)
 
+A third tier, off unless calibrated and shown here apart from "any tier": the offline tier
+and the merge-everything judge of distill/eval/offline.py (raw texts embedded, close within
+the embedder's offline-merge distance, and `statements.merge_objections` clean both ways).
+
 Each guard is measured by ablation: the identity tier with every guard, and with every guard
 but that one. A word-overlap deduper (Jaccard ≥ 0.6 on word sets) is the baseline.
 
@@ -34,9 +38,14 @@ from pathlib import Path
 
 import numpy as np
 
-from distill.adapters.embed.calibrations import match_distance
+from distill.adapters.embed.calibrations import (
+    calibration_for,
+    match_distance,
+    offline_merge_distance,
+)
 from distill.core.identity import GUARDS, identity_text, normalise_text
 from distill.core.models import normalise_predicate
+from distill.eval import offline
 from distill.eval.context import EvalContext
 from distill.eval.results import Dataset, Metric, SuiteResult, Table
 from distill.ports import Embedder
@@ -287,6 +296,7 @@ class Measured:
     datasets: list[Dataset]
     sick: list[tuple[Pair, Outcome]]
     sts: list[tuple[Pair, Outcome]]
+    offline: offline.Sets
 
 
 def measure_all(
@@ -312,6 +322,12 @@ def measure_all(
         datasets,
         list(zip(sick, measure(ctx, sick, "SICK"), strict=True)),
         list(zip(sts, measure(ctx, sts, "STS-B"), strict=True)),
+        offline.measure(
+            ctx.shared_embedder(),
+            sick,
+            sts,
+            lambda done, total: ctx.progress("offline tier: embedding", done, total),
+        ),
     )
 
 
@@ -323,7 +339,11 @@ def summarise(ctx: EvalContext, m: Measured) -> SuiteResult:
     contradictions, negations = sets["contradiction"], sets["negation (no/not on one side)"]
     paraphrases = sets["paraphrase (entailment both ways)"]
     bands = sts_bands(m.sts)
-    threshold = match_distance(ctx.shared_embedder())
+    embedder = ctx.shared_embedder()
+    threshold = match_distance(embedder)
+    offline_at = offline_merge_distance(embedder)
+    found = calibration_for(embedder.model_id)
+    offline_calibration = found.offline_merge if found is not None else None
     within = f"distance ≤ {threshold:g}" if threshold is not None else "no calibrated threshold"
     metrics = [
         Metric.at_most(
@@ -363,6 +383,7 @@ def summarise(ctx: EvalContext, m: Measured) -> SuiteResult:
             share(bands[band_of(0.0)] + bands[band_of(1.0)], lambda o: o.merged),
             "false merges of unrelated or barely related pairs",
         ),
+        *offline.metrics(where, sts_where, m.offline, offline_at, offline_calibration),
     ]
     return SuiteResult(
         suite=NAME,
@@ -377,14 +398,16 @@ def summarise(ctx: EvalContext, m: Measured) -> SuiteResult:
                 [row(n, o) for n, o in bands.items()],
             ),
             vetoes_table(where, sets),
+            offline.table(f"{where}, {sts_where}", m.offline, offline_at),
         ],
-        notes=NOTES,
+        notes=NOTES + offline.NOTES,
         params={
             "max_distance": threshold,
             "guards": list(GUARDS),
             "sick_sets": list(m.sick_splits),
             "sts_files": list(m.sts_files),
-            "embedder": ctx.shared_embedder().model_id,
+            "embedder": embedder.model_id,
+            "offline_max_distance": offline_at,
         },
     )
 

@@ -14,10 +14,10 @@ import pytest
 
 from distill import Memory
 from distill.adapters.embed import make_embedder
-from distill.adapters.embed.calibrations import match_distance
+from distill.adapters.embed.calibrations import match_distance, offline_merge_distance
 from distill.core.identity import identity_text
-from distill.eval import EvalContext, default_data_dir, run_suite
-from distill.eval.pairs import read_sts
+from distill.eval import EvalContext, default_data_dir, offline, run_suite
+from distill.eval.pairs import band_of, read_sts
 
 SICK_HEADER = [
     "pair_ID",
@@ -168,6 +168,41 @@ def test_slice_reports_what_the_tiers_do(tmp_path: Path) -> None:
     assert bands == {"0–1": 1, "1–2": 1, "2–3": 0, "3–4": 0, "4–5": 2}
 
 
+OFFLINE_EXPECTED = {
+    # The negated contradiction is refused by the word guard, however close.
+    "SICK TEST: offline tier, contradiction pairs merged": 0.0,
+    "SICK TEST: offline tier, negation pairs merged": 0.0,
+    "SICK TEST: merge-everything judge, contradiction pairs merged": 0.0,
+    "SICK TEST: merge-everything judge, negation pairs merged": 0.0,
+    # "Children are frolicking outdoors" names what the other does not ("Children", read as a
+    # name at a sentence start) and does something else ("frolicking"): refused even for the
+    # judge; the equal-after-normalising pair is merged by both.
+    "SICK TEST: merge-everything judge, paraphrase pairs merged": 0.5,
+    "SICK TEST: offline tier, paraphrase recall": 0.5,
+}
+
+
+def test_slice_reports_the_offline_tier_and_the_merge_everything_judge(tmp_path: Path) -> None:
+    result = run_suite("pairs", EvalContext(data_dir=write_slice(tmp_path), embedder="hashing"))
+    for name, value in OFFLINE_EXPECTED.items():
+        assert result.metric(name).value == value, name
+    assert result.metric("SICK TEST: offline tier, paraphrase recall").met is False
+    assert result.metric("SICK TEST: merge-everything judge, negation pairs merged").met
+    # Each figure carries the same figure on the calibration split, as recorded.
+    note = result.metric("SICK TEST: offline tier, contradiction pairs merged").note
+    assert "calibration split (SICK TRAIN+TRIAL, STS-B train+dev)" in note
+    assert result.params["offline_max_distance"] == offline_merge_distance(make_embedder("hashing"))
+    table = result.tables[-1]
+    rows = {row[0]: dict(zip(table.columns, row, strict=True)) for row in table.rows}
+    assert rows["SICK contradiction"]["negation"] == 1  # refused, and why
+    assert rows["SICK paraphrase (entailment both ways)"]["n"] == 2
+
+
+def test_the_offline_bands_are_the_suites_bands() -> None:
+    assert {band_of(4.0)} == offline.STS_PARAPHRASE_BANDS
+    assert {band_of(0.0), band_of(1.0)} == offline.STS_UNRELATED_BANDS
+
+
 def test_sts_rows_with_extra_fields_and_quotes_are_read(tmp_path: Path) -> None:
     pairs = read_sts(write_slice(tmp_path) / "stsbenchmark" / "sts-test.csv")
     assert [p.group for p in pairs] == ["4–5", "0–1", "4–5", "1–2"]
@@ -245,3 +280,65 @@ def test_full_data_meets_the_contradiction_target() -> None:
         pytest.skip("SICK not found")
     result = run_suite("pairs", EvalContext(data_dir=data))
     assert result.metric("SICK TEST: contradiction pairs merged").met
+
+
+@pytest.mark.slow
+def test_full_data_offline_tier_meets_the_negation_and_recall_targets() -> None:
+    """SICK TEST with the real model: the offline tier and the merge-everything judge merge
+    no negation pair, and the offline tier keeps at least 60% of the paraphrases."""
+    data = default_data_dir()
+    if not (data / "sick" / "SICK.txt").exists():
+        pytest.skip("SICK not found")
+    result = run_suite("pairs", EvalContext(data_dir=data))
+    assert result.metric("SICK TEST: offline tier, negation pairs merged").met
+    assert result.metric("SICK TEST: merge-everything judge, negation pairs merged").met
+    assert result.metric("SICK TEST: offline tier, paraphrase recall").met
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="known gap (EVAL.md): the offline tier merges 1.5% of SICK TEST contradictions and "
+    "the merge-everything judge 2.0%, the target is 1%; the offline tier stays off",
+)
+def test_full_data_offline_tier_meets_the_contradiction_target() -> None:
+    data = default_data_dir()
+    if not (data / "sick" / "SICK.txt").exists():
+        pytest.skip("SICK not found")
+    result = run_suite("pairs", EvalContext(data_dir=data))
+    assert result.metric("SICK TEST: offline tier, contradiction pairs merged").met
+    assert result.metric("SICK TEST: merge-everything judge, contradiction pairs merged").met
+
+
+def test_calibrate_offline_merge_reads_only_the_calibration_splits_and_records(
+    tmp_path: Path,
+) -> None:
+    """scripts/calibrate_offline_merge.py on a slice: the TRAIN and TRIAL rows and the STS-B
+    train and dev files only (sts-test.csv is left out of the slice, so reading it would
+    fail), and `--record` writes `offline_merge` beside the entry's identity threshold."""
+    root = Path(__file__).parents[2]
+    (tmp_path / "data").mkdir()
+    data = write_slice(tmp_path / "data")
+    sts = data / "stsbenchmark"
+    (sts / "sts-test.csv").rename(sts / "sts-train.csv")
+    (sts / "sts-dev.csv").write_text("", encoding="utf-8")
+    registry = tmp_path / "calibrations.json"
+    registry.write_text(
+        (root / "distill" / "adapters" / "embed" / "calibrations.json").read_text("utf-8"),
+        encoding="utf-8",
+    )
+    command = [sys.executable, "scripts/calibrate_offline_merge.py", "--embedder", "hashing"]
+    command += ["--data", str(data), "--json", "--record", "--registry", str(registry)]
+    run = subprocess.run(command, check=True, capture_output=True, text=True, cwd=root)
+    found = json.loads(run.stdout)
+    # The slice's calibration rows: one TRIAL contradiction ("A cat sleeps" / "No cat
+    # sleeps", refused for its negation) and one TRAIN paraphrase equal after normalising.
+    assert found["contradiction_pairs"] == 1
+    assert found["paraphrase_pairs"] == 1
+    assert found["contradictions_merged"] == 0.0
+    assert found["paraphrase_recall"] == 1.0
+    assert found["calibration_split"] == "SICK TRAIN+TRIAL, STS-B train+dev"
+    assert found["max_distance"] == 1.0  # nothing in the slice bounds it: the last step
+    entry = json.loads(registry.read_text("utf-8"))["hashing-256"]
+    assert entry["offline_merge"]["max_distance"] == 1.0
+    assert entry["max_distance"] == 0.12  # the identity threshold is left as it was

@@ -16,8 +16,7 @@ from typing import Any
 
 import anyio
 from mcp import Client, StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 CALL_TIMEOUT = 60  # seconds a tool call may take; each takes well under one here

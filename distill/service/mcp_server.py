@@ -5,9 +5,13 @@ Tool names are the ones users know from other memory servers (`add_memory`,
 plus what only Distill has: a memory's history, its conflicts and their resolution, pins.
 A "memory" is a fact: what consolidation made of the events the agent added.
 
-The project is the server's, fixed when it starts (`--project`, `DISTILL_PROJECT`), never a
-tool argument: a model can neither read nor write another project, nor learn that one
-exists. The subject (whose memory) is an argument of every tool that needs one.
+The project is never a tool argument: a model can neither read nor write another project,
+nor learn that one exists. Over stdio it is the server's, fixed when it starts (`--project`,
+`DISTILL_PROJECT`). Over HTTP it is decided for each request from the key it carries
+(`distill.service.mcp_access`) and reaches the tools through `ACTING_PROJECT`, set around
+each message by `_acting_project`, the one place that reads it off the HTTP request; a
+message over HTTP that arrives without one is refused, never served on a default. The
+subject (whose memory) is an argument of every tool that needs one.
 
 `delete_memory` and `delete_all_memories` keep the names users expect but mean different
 things, as DESIGN does: the first *retracts* (the fact is retired with a receipt and the
@@ -25,17 +29,21 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Annotated, Any
 
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_REQUEST, ToolAnnotations
 from pydantic import Field
 
 from distill.core.models import ConflictSet, Fact, JobStatus
 from distill.core.recall import MAX_SEARCH_LIMIT
 from distill.errors import DistillError, InvalidInput
 from distill.memory import Memory
+from distill.service.mcp_access import PROJECT_SCOPE_KEY
 
 # Memories one `list_memories` call returns at most: a page a model can read in its context.
 LIST_LIMIT_MAX = 100
@@ -48,8 +56,12 @@ project) with add_memory; Distill consolidates it into durable facts: a new valu
 attribute supersedes the old one (kept in its history), a contradiction it cannot decide \
 is held as a conflict and its facts are marked contested. Recall with search_memories \
 (as_of for what was true at a past time). Ids may be given whole or by a unique prefix \
-of at least 4 characters. This server works on one project, chosen by its operator: \
-{project!r}."""
+of at least 4 characters. {scope}"""
+ONE_PROJECT = "This server works on one project, chosen by its operator: {project!r}."
+KEYED = "This server works on the project of the key your client connects with."
+
+# The project of the message being handled, over HTTP; unset over stdio.
+ACTING_PROJECT: ContextVar[str] = ContextVar("distill_mcp_project")
 
 Subject = Annotated[
     str, Field(description="Whose memory: a user, customer or entity id, as you named it.")
@@ -77,10 +89,15 @@ class MemoryTools:
 
     def __init__(self, memory: Memory, project: str) -> None:
         self.memory = memory
-        self.project = project
+        self._project = project
         # One consolidation at a time in this server: tool calls run on worker threads, and
         # two runs at once would only contend for the same jobs.
         self._consolidating = threading.Lock()
+
+    @property
+    def project(self) -> str:
+        """The project this call acts on: its request's over HTTP, the server's over stdio."""
+        return ACTING_PROJECT.get(self._project)
 
     # -- writing -------------------------------------------------------------------------------
     def add_memory(
@@ -375,15 +392,40 @@ TOOLS: dict[str, ToolAnnotations] = {
 }
 
 
-def build_server(memory: Memory, project: str, version: str, log_level: str) -> MCPServer:
-    """The MCP server for `project` on `memory`; the caller runs it and closes the memory."""
+def _acting_project(over_http: bool) -> Callable[..., Any]:
+    """Middleware around every message: over HTTP, the project `mcp_access` decided for
+    the request that carried it becomes the tools' `ACTING_PROJECT` while it is handled."""
+
+    async def middleware(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if not over_http:
+            return await call_next(ctx)
+        project = getattr(ctx.request, "scope", {}).get(PROJECT_SCOPE_KEY)
+        if project is None:  # not through `KeyedEndpoint`: refused rather than defaulted
+            raise MCPError(INVALID_REQUEST, "no project for this request; see distill mcp --help")
+        token = ACTING_PROJECT.set(project)
+        try:
+            return await call_next(ctx)
+        finally:
+            ACTING_PROJECT.reset(token)
+
+    return middleware
+
+
+def build_server(
+    memory: Memory, project: str, version: str, log_level: str, *, over_http: bool = False
+) -> MCPServer:
+    """The MCP server on `memory`; the caller runs it and closes the memory. Over stdio
+    every call acts on `project`; `over_http`, on the project of its request's key (or on
+    `project` where `mcp_access` serves without keys)."""
     tools = MemoryTools(memory, project)
+    scope = KEYED if over_http else ONE_PROJECT.format(project=project)
     server: MCPServer = MCPServer(
         "distill",
         title="Distill memory",
-        instructions=INSTRUCTIONS.format(project=project),
+        instructions=INSTRUCTIONS.format(scope=scope),
         version=version,
         log_level=log_level,  # type: ignore[arg-type]
+        middleware=[_acting_project(over_http)],
     )
     for name, hints in TOOLS.items():
         server.add_tool(

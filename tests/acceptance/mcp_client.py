@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 CALL_TIMEOUT = 60  # seconds a tool call may take; each takes well under one here
@@ -81,24 +82,33 @@ def over_stdio(
     _run(Client(params), scenario)
 
 
-def over_http(url: str, scenario: Scenario) -> None:
-    """Run `scenario` against a server already listening at `url`."""
+def over_http(url: str, scenario: Scenario, headers: Mapping[str, str] | None = None) -> None:
+    """Run `scenario` against a server already listening at `url`, every request sent with
+    `headers` (an API key) as a client configured with them sends it."""
+    failed: list[AssertionError] = []
 
-    _run(Client(url), scenario)
+    async def run() -> None:
+        async with create_mcp_http_client(headers=dict(headers or {})) as http:
+            client = Client(streamable_http_client(url, http_client=http))
+            await _session(client, scenario, failed)
+
+    anyio.run(run)
+    if failed:
+        raise failed[0]
 
 
 def _run(client: Client, scenario: Scenario) -> None:
     """Run `scenario` on `client`; a failed assertion is raised as it is, not wrapped in
     the exception groups of the client's task groups."""
     failed: list[AssertionError] = []
-
-    async def run() -> None:
-        async with client:
-            try:
-                await scenario(Tools(client))
-            except AssertionError as exc:
-                failed.append(exc)
-
-    anyio.run(run)
+    anyio.run(_session, client, scenario, failed)
     if failed:
         raise failed[0]
+
+
+async def _session(client: Client, scenario: Scenario, failed: list[AssertionError]) -> None:
+    async with client:
+        try:
+            await scenario(Tools(client))
+        except AssertionError as exc:
+            failed.append(exc)

@@ -7,6 +7,9 @@ group it found, so that a person sees what was (or would be) retired and why.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import click
 from rich.table import Table
 
@@ -15,23 +18,36 @@ from distill.passes.dedupe import MAX_SUPERSEDES_PER_RUN, DedupeReport
 from distill.passes.memory_judge import JUDGE_MAX_CALLS, JUDGE_MAX_TOKENS, JudgeReport
 from distill.service.terminal import emit, json_option, memory, out
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def pass_options(command: F) -> F:
+    """What every hygiene pass takes: the scopes it may touch and its per-run cap."""
+    for option in reversed(
+        [
+            click.option(
+                "--project",
+                "projects",
+                multiple=True,
+                help="Only this project (repeat for several); every project by default.",
+            ),
+            click.option("--subject", help="Only this subject (of the projects given)."),
+            click.option(
+                "--max-supersedes",
+                type=click.IntRange(min=0),
+                default=MAX_SUPERSEDES_PER_RUN,
+                show_default=True,
+                help="Memories one run retires at most; the rest wait for the next run.",
+            ),
+        ]
+    ):
+        command = option(command)
+    return command
+
 
 @click.command()
-@click.option(
-    "--project",
-    "projects",
-    multiple=True,
-    help="Only this project (repeat for several); every project by default.",
-)
-@click.option("--subject", help="Only this subject (of the projects given).")
+@pass_options
 @click.option("--dry-run", is_flag=True, help="Report the groups; write nothing.")
-@click.option(
-    "--max-supersedes",
-    type=click.IntRange(min=0),
-    default=MAX_SUPERSEDES_PER_RUN,
-    show_default=True,
-    help="Memories one run retires at most; the rest wait for the next run.",
-)
 @json_option
 @click.pass_context
 def dedupe(
@@ -84,13 +100,7 @@ def _print(report: DedupeReport) -> None:
 
 
 @click.command()
-@click.option(
-    "--project",
-    "projects",
-    multiple=True,
-    help="Only this project (repeat for several); every project by default.",
-)
-@click.option("--subject", help="Only this subject (of the projects given).")
+@pass_options
 @click.option("--dry-run", is_flag=True, help="Ask the model and report; write nothing.")
 @click.option(
     "--max-calls",
@@ -105,13 +115,6 @@ def _print(report: DedupeReport) -> None:
     default=JUDGE_MAX_TOKENS,
     show_default=True,
     help="Prompt and answer tokens one run spends at most.",
-)
-@click.option(
-    "--max-supersedes",
-    type=click.IntRange(min=0),
-    default=MAX_SUPERSEDES_PER_RUN,
-    show_default=True,
-    help="Memories one run retires at most.",
 )
 @json_option
 @click.pass_context

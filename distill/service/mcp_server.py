@@ -58,7 +58,10 @@ is held as a conflict and its facts are marked contested. Recall with search_mem
 (as_of for what was true at a past time). Ids may be given whole or by a unique prefix \
 of at least 4 characters. {scope}"""
 ONE_PROJECT = "This server works on one project, chosen by its operator: {project!r}."
-KEYED = "This server works on the project of the key your client connects with."
+KEYED = (
+    "This server works on the project of the API key your client connects with (without "
+    "keys, on the one its operator chose)."
+)
 
 # The project of the message being handled, over HTTP; unset over stdio.
 ACTING_PROJECT: ContextVar[str] = ContextVar("distill_mcp_project")

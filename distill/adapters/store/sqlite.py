@@ -19,7 +19,9 @@ and a reader never waits for a writer.
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -37,6 +39,11 @@ from distill.adapters.store.sqlite_vectors import SqliteVectors, VectorScope
 from distill.adapters.store.vector_search import exact_nearest
 from distill.errors import StoreError
 from distill.ports import Neighbour, RecallScope, Vector
+
+log = logging.getLogger("distill.store")
+# Seconds an erase waits for other connections' reads to end, so that its checkpoint can copy
+# the zeroed pages over the erased ones in the file.
+CHECKPOINT_WAIT_S = 5.0
 
 QUERIES = load_queries("sqlite")
 # How SQLite names the unique index of one active fact per identity in its error message.
@@ -114,7 +121,21 @@ class SqliteStore(SqlStore, SqlKeys):
         # 'optimize' merges them all into one, without the deleted words.
         with self._tx() as db:
             self._run(db, "merge_fact_words", {})
-        raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        # A checkpoint cannot pass a page that another connection (another thread's, in a
+        # server) still reads in its snapshot: it reports itself busy, and until it completes
+        # the file's own copy of an erased page still holds the erased bytes. Such reads are
+        # short, so try again for a while; say so if it never completes.
+        deadline = time.monotonic() + CHECKPOINT_WAIT_S
+        while raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] != 0:
+            if time.monotonic() > deadline:
+                log.warning(
+                    "erase: the write-ahead log of %s could not be emptied within %s s (another "
+                    "connection is reading); erased pages stay in the file until it is",
+                    self.path,
+                    CHECKPOINT_WAIT_S,
+                )
+                return
+            time.sleep(0.02)
 
     def _vector_param(self, vector: Vector) -> bytes:
         return rows.to_blob(vector)

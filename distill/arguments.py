@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from distill import ids
 from distill.core.json_data import JsonProblem
+from distill.core.models import normalise_subject
 from distill.errors import InvalidInput, NotFound
 from distill.ports import IdTable, Store
 
@@ -83,3 +84,8 @@ def full_id(store: Store, table: IdTable, given: str, project: str) -> str:
             f"({', '.join(found)}); give more characters"
         )
     return found[0]
+
+
+def subject_named(given: str | None) -> str | None:
+    """A subject a caller names, spelt as it was stored (trimmed, NFC)."""
+    return None if given is None else normalise_subject(given)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from distill.core.models import normalise_subject
+from distill.arguments import subject_named as _subject
 from distill.core.statements import merge_objections
 from distill.errors import ConfigurationError
 from distill.passes.dedupe import MAX_SUPERSEDES_PER_RUN, DedupeReport, run_dedupe
@@ -89,7 +89,3 @@ class Hygiene:
             max_tokens=max_tokens,
             max_changes=max_changes,
         )
-
-
-def _subject(given: str | None) -> str | None:
-    return None if given is None else normalise_subject(given)

@@ -27,6 +27,7 @@ from distill.adapters.llm import close_llm, make_llm
 from distill.adapters.store import open_store
 from distill.applier import apply_plan
 from distill.arguments import explain_validation, full_id, parse_time
+from distill.arguments import subject_named as _subject
 from distill.core import audit_trail, resolve
 from distill.core.context import Context, build_context
 from distill.core.identity import canonical_json, content_hash
@@ -564,8 +565,3 @@ class Memory(Hygiene):
     def _apply(self, plan: Plan, project: str, subject: str) -> None:
         scope = Scope(project, subject)
         apply_plan(self.store, plan, scope, job_id=None, now=self.clock.now(), new_id=self._new_id)
-
-
-def _subject(given: str | None) -> str | None:
-    """A subject a read names, spelt as it was stored (trimmed, NFC)."""
-    return None if given is None else normalise_subject(given)

@@ -25,8 +25,14 @@ reason.
   carries the first provenance); otherwise the one that keeps every detail does.
 
 A supersede keeps the memory stated last, whichever way round the model put it, and closes
-the older one's validity where the newer begins (its receipt: `superseded_by`). A merge
-retires the loser into the survivor exactly as dedupe does (`dedupe.merge_into`).
+the older one's validity where the newer begins (its receipt: `superseded_by`), but only when
+the words show the change themselves (`changes.replacement_evidence`: "moved", a negation,
+another number). Otherwise the two are put in a conflict set instead (`contested`): both
+stay live, served as contested with the model's reason, until a person keeps one. Code
+cannot tell a changed seat preference from a second allergy; a model that supersedes
+everything then costs questions, not facts. A pair already contested is not contested again
+(`already_contested`). A merge retires the loser into the survivor exactly as dedupe does
+(`dedupe.merge_into`).
 
 Pure: rendering, reading and checking; the calls, the batching with its bisection on an
 unreadable answer, and the cursor are `distill.passes.memory_judge`'s.
@@ -41,9 +47,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from distill.core.changes import replacement_evidence
 from distill.core.dedupe import merge_into
-from distill.core.models import Fact, FactStatus
-from distill.core.plan import Plan, ReviseFact
+from distill.core.models import ConflictKind, ConflictSet, ConflictStatus, Fact, FactStatus
+from distill.core.plan import OpenConflict, Plan, ReviseFact
 
 PASS_NAME = "judge"
 JUDGE_BATCH = 8  # memories per model call (the seed's semantic_batch)
@@ -135,7 +142,8 @@ class Checked:
     """The run's verdicts once checked: the plan of what may be done, and what was refused."""
 
     plan: Plan = field(default_factory=Plan)
-    applied: list[Verdict] = field(default_factory=list)
+    applied: list[Verdict] = field(default_factory=list)  # merges and supersedes written
+    contested: list[Verdict] = field(default_factory=list)  # supersedes put to a person
     refused: list[Refusal] = field(default_factory=list)
     touched: set[str] = field(default_factory=set)
 
@@ -248,19 +256,45 @@ class Objection(Protocol):
 
 # `statements.merge_objections`: (survivor's text, loser's text) -> what merging would lose.
 Objections = Callable[[str, str], Sequence[Objection]]
+# `changes.replacement_evidence`: (older text, newer text) -> what shows the change, or None.
+Evidence = Callable[[str, str], str | None]
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What `check` holds a verdict against, besides its own checks: the merge guards, the
+    words' evidence of a change, and the pairs of facts already in an open conflict set."""
+
+    objections: Objections
+    evidence: Evidence = replacement_evidence
+    contested: frozenset[frozenset[str]] = frozenset()
+
+
+def contested_pairs(conflicts: Iterable[ConflictSet]) -> frozenset[frozenset[str]]:
+    """The pairs of facts that share an open conflict set."""
+    return frozenset(
+        frozenset((a, b))
+        for c in conflicts
+        if c.status is ConflictStatus.OPEN
+        for a in c.member_ids
+        for b in c.member_ids
+        if a < b
+    )
 
 
 def check(
     verdicts: Sequence[Verdict],
     items: Sequence[Item],
     now: datetime,
-    objections: Objections,
+    rules: Rules,
+    new_id: Callable[[], str],
     max_changes: int | None = None,
     checked: Checked | None = None,
 ) -> Checked:
     """Turn verdicts into a plan of what they may do (module docstring); everything else is
     refused with a reason. `max_changes` caps the facts retired (None: no cap); `checked`
-    carries the run's earlier batches, so that no fact is changed twice."""
+    carries the run's earlier batches, so that no fact is changed twice; `new_id` names the
+    conflict sets opened."""
     out = checked if checked is not None else Checked()
     shown_with = {i.memory.id: i for i in items}
     for v in verdicts:
@@ -296,6 +330,14 @@ def check(
             if older.pinned:
                 refuse("pinned", f"{older.id} is pinned and may not be retired")
                 continue
+            if frozenset((older.id, newer.id)) in rules.contested:
+                refuse("already_contested", "the two are in an open conflict set already")
+                continue
+            if rules.evidence(older.text, newer.text) is None:
+                out.plan.add(_contest(older, newer, v.reason, now, new_id()))
+                out.touched |= {memory.id, target.id}
+                out.contested.append(v)
+                continue
             retired = older.model_copy(
                 update={
                     "status": FactStatus.SUPERSEDED,
@@ -306,7 +348,7 @@ def check(
             )
             out.plan.add(ReviseFact(older, retired, "retire", f"judge: {v.reason}", PASS_NAME))
         else:
-            chosen = _survivor(memory, target, objections)
+            chosen = _survivor(memory, target, rules.objections)
             if isinstance(chosen, Refusal):
                 refuse(chosen.code, chosen.detail)
                 continue
@@ -315,6 +357,24 @@ def check(
         out.touched |= {memory.id, target.id}
         out.applied.append(v)
     return out
+
+
+def _contest(older: Fact, newer: Fact, reason: str, now: datetime, set_id: str) -> OpenConflict:
+    """A supersede the words do not show: both served, contested, until a person keeps one
+    (keeping the newer retires the older, as the supersede would have)."""
+    said = f"judge: {reason} (the words show no change: kept both, contested)"
+    contest = ConflictSet(
+        id=set_id,
+        project=older.project,
+        subject=older.subject,
+        identity_key=None,
+        kind=ConflictKind.CONFLICT,
+        status=ConflictStatus.OPEN,
+        member_ids=(older.id, newer.id),
+        reason=said,
+        created_at=now,
+    )
+    return OpenConflict(contest, said, PASS_NAME)
 
 
 def _stated(fact: Fact) -> tuple[datetime, datetime, str]:

@@ -406,7 +406,9 @@ class Fact(BaseModel):
 
 
 class ConflictKind(StrEnum):
-    CONFLICT = "conflict"  # two values for one identity; nobody knows which is right
+    # Two values for one identity, or two memories a model says replace one another where the
+    # words show no change (`core.changes`): nobody knows which is right.
+    CONFLICT = "conflict"
     QUARANTINE = "quarantine"  # a low-trust claim held until somebody looks at it
     # Two facts under two predicate names that are probably one attribute: both stay active
     # and are served as contested until resolved (keeping one teaches an alias).

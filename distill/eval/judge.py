@@ -48,13 +48,16 @@ from importlib import resources
 from typing import Any
 
 from distill.adapters.llm.fake import FakeLLM
+from distill.core.changes import replacement_evidence
 from distill.core.memory_judge import (
     JUDGE_BATCH,
     SCHEMA,
     SYSTEM,
     Checked,
+    Evidence,
     Item,
     Objections,
+    Rules,
     Unreadable,
     asked,
     check,
@@ -62,7 +65,7 @@ from distill.core.memory_judge import (
     render,
 )
 from distill.core.models import Fact, FactKind, FactStatus, Trust
-from distill.core.plan import ReviseFact
+from distill.core.plan import OpenConflict, ReviseFact
 from distill.errors import ProviderError
 from distill.eval.context import EvalContext
 from distill.eval.results import Dataset, Metric, SuiteResult, Table
@@ -71,6 +74,11 @@ from distill.ports import LLM
 NAME = "judge"
 TITLE = "Judge: the semantic judge's golden set (render, a model, read, check)"
 DATA = "judge_cases.json"
+# Written after the checks by someone who had not read them (nor the prompt, nor the guards),
+# the way memories arrive: updates with no change word, typos, three languages, dates in
+# several formats. Nothing was tuned on it; it is reported beside the golden set.
+HELDOUT = "judge_cases_heldout.json"
+HELD_OUT = " (held out)"
 LICENSE = "CC0-1.0 (written for Distill)"
 PROJECT = "eval-judge"
 SUBJECT = "user"
@@ -122,8 +130,8 @@ class Outcome:
         return self.outcome == self.case.expected
 
 
-def load_cases() -> list[dict[str, Any]]:
-    text = resources.files("distill.eval").joinpath(DATA).read_text(encoding="utf-8")
+def load_cases(name: str = DATA) -> list[dict[str, Any]]:
+    text = resources.files("distill.eval").joinpath(name).read_text(encoding="utf-8")
     cases: list[dict[str, Any]] = json.loads(text)["cases"]
     return cases
 
@@ -292,6 +300,10 @@ class Run:
         return sum(len(o.retirements) for o in self.outcomes)
 
     @property
+    def contested(self) -> int:
+        return sum(o.outcome.startswith("contested") for o in self.outcomes)
+
+    @property
     def wrong_way(self) -> list[tuple[str, str]]:
         """Supersedes applied backwards: the newer statement retired into the older."""
         found = []
@@ -309,15 +321,22 @@ class Run:
         return Counter(code for o in self.outcomes for code in o.refused)
 
 
-def judge_cases(name: str, cases: Sequence[Case], model: LLM, objections: Objections) -> Run:
+def judge_cases(
+    name: str,
+    cases: Sequence[Case],
+    model: LLM,
+    objections: Objections,
+    evidence: Evidence = replacement_evidence,
+) -> Run:
     """Every case through render -> `model` -> read -> check, `JUDGE_BATCH` at a time."""
     run = Run(name, [], 0, [])
+    rules = Rules(objections, evidence)
     for start in range(0, len(cases), JUDGE_BATCH):
-        run.outcomes.extend(_batch(run, cases[start : start + JUDGE_BATCH], model, objections))
+        run.outcomes.extend(_batch(run, cases[start : start + JUDGE_BATCH], model, rules))
     return run
 
 
-def _batch(run: Run, batch: Sequence[Case], model: LLM, objections: Objections) -> list[Outcome]:
+def _batch(run: Run, batch: Sequence[Case], model: LLM, rules: Rules) -> list[Outcome]:
     if run.errors:  # as the pass does, a provider that failed is not asked again this run
         return [Outcome(c, "error", (), (), ()) for c in batch]
     shown = render([c.item for c in batch])
@@ -328,14 +347,15 @@ def _batch(run: Run, batch: Sequence[Case], model: LLM, objections: Objections) 
     except Unreadable:
         if len(batch) > 1:  # as the pass does: ask again in halves, down to one memory
             half = len(batch) // 2
-            return _batch(run, batch[:half], model, objections) + _batch(
-                run, batch[half:], model, objections
-            )
+            return _batch(run, batch[:half], model, rules) + _batch(run, batch[half:], model, rules)
         return [Outcome(batch[0], "unreadable", (), (), ())]
     except ProviderError as exc:  # transport, auth, quota: the rest is not judged
         run.errors.append(f"{type(exc).__name__}: {exc}")
         return [Outcome(c, "error", (), (), ()) for c in batch]
-    checked = check(verdicts, [c.item for c in batch], CHECKED_AT, objections)
+    ids = iter(range(len(batch) * 2))
+    checked = check(
+        verdicts, [c.item for c in batch], CHECKED_AT, rules, lambda: f"set-{next(ids)}"
+    )
     return [outcome_of(c, checked) for c in batch]
 
 
@@ -355,9 +375,16 @@ def outcome_of(case: Case, checked: Checked) -> Outcome:
         retirements.append(said)
         if action.before.pinned or said not in case.harmless:
             harmful.append(said)
+    contested = [
+        "contested " + ", ".join(sorted(names[m] for m in action.conflict.member_ids))
+        for action in checked.plan.actions
+        if isinstance(action, OpenConflict) and set(action.conflict.member_ids) <= names.keys()
+    ]
     refused = tuple(r.code for r in checked.refused if r.memory_id == case.item.memory.id)
     if retirements:
         outcome = "; ".join(sorted(retirements))
+    elif contested:
+        outcome = "; ".join(sorted(contested))
     elif refused:
         outcome = f"refused {refused[0]}"
     else:
@@ -369,24 +396,63 @@ def outcome_of(case: Case, checked: Checked) -> Outcome:
 
 
 def report(
-    specs: Sequence[dict[str, Any]], objections: Objections, llm: LLM | None = None
+    specs: Sequence[dict[str, Any]],
+    objections: Objections,
+    llm: LLM | None = None,
+    heldout: Sequence[dict[str, Any]] = (),
+    evidence: Evidence = replacement_evidence,
 ) -> SuiteResult:
-    """The suite's result for these cases, with these merge guards and, when given, a real
+    """The suite's result for these cases (and, when given, the held-out ones, measured the
+    same way), with these merge guards and evidence of change and, when given, a real
     model."""
     cases = build_all(specs)
-    correct = judge_cases("scripted correct", cases, correct_model(cases), objections)
+    runs, metrics, notes = _measure(cases, objections, evidence, llm, "")
+    params: dict[str, Any] = {"cases": len(cases)}
+    params |= {f"{k} cases": n for k, n in sorted(Counter(c.spec["kind"] for c in cases).items())}
+    datasets = [Dataset("Distill judge golden set", LICENSE, f"distill/eval/{DATA}")]
+    if heldout:
+        held = build_all(heldout)
+        more = _measure(held, objections, evidence, llm, HELD_OUT)
+        runs, metrics, notes = runs + more[0], metrics + more[1], notes + more[2]
+        params["held-out cases"] = len(held)
+        datasets.append(Dataset("Distill judge held-out set", LICENSE, f"distill/eval/{HELDOUT}"))
+    if llm is None:
+        notes.append("a real provider: not run (give one: distill eval judge --llm PROVIDER)")
+    result = SuiteResult(
+        suite=NAME, title=TITLE, datasets=datasets, params=params, metrics=metrics, notes=notes
+    )
+    result.tables += [_runs_table(runs), _refusals_table(runs), _misses_table(runs)]
+    return result
+
+
+def _measure(
+    cases: Sequence[Case],
+    objections: Objections,
+    evidence: Evidence,
+    llm: LLM | None,
+    suffix: str,
+) -> tuple[list[Run], list[Metric], list[str]]:
+    """The correct model, the adversaries and the real model (if any) over one set."""
+
+    def judged(name: str, model: LLM) -> Run:
+        return judge_cases(name + suffix, cases, model, objections, evidence)
+
+    correct = judged("scripted correct", correct_model(cases))
     adversarial = [
-        judge_cases(name, cases, scripted(answer, "scripted-adversary"), objections)
-        for name, answer in ADVERSARIES.items()
+        judged(name, scripted(answer, "scripted-adversary")) for name, answer in ADVERSARIES.items()
     ]
-    real = judge_cases(f"provider {_model_id(llm)}", cases, llm, objections) if llm else None
-    kinds = Counter(c.spec["kind"] for c in cases)
+    real = judged(f"provider {_model_id(llm)}", llm) if llm else None
     metrics = [
-        Metric.at_least("accuracy, scripted correct model", correct.accuracy, 1.0),
-        Metric.at_most("harmful actions applied, scripted correct model", len(correct.harmful), 0),
+        Metric.at_least(f"accuracy, scripted correct model{suffix}", correct.accuracy, 1.0),
+        Metric.at_most(
+            f"harmful actions applied, scripted correct model{suffix}",
+            len(correct.harmful),
+            0,
+            f"{correct.contested} supersede(s) contested: the words show no change",
+        ),
     ]
     for run in adversarial:
-        if run.name == WRONG_WAY:
+        if run.name == WRONG_WAY + suffix:
             metrics.append(
                 Metric.at_most(
                     f"supersedes applied the wrong way round, {run.name}",
@@ -400,17 +466,11 @@ def report(
                 f"harmful actions applied, {run.name}",
                 len(run.harmful),
                 0,
-                f"{run.applied} applied; refused: {_codes(run.refused) or 'none'}",
+                f"{run.applied} applied, {run.contested} contested; refused: "
+                f"{_codes(run.refused) or 'none'}",
             )
         )
-    notes = []
-    blind = [h for run in adversarial for h in run.harmful if run.name == WRONG_WAY]
-    if blind:
-        notes.append(
-            f"{len(blind)} false supersedes applied: a supersede is checked for its target, "
-            "reason, pins and direction, never for what it retires, so a model that supersedes "
-            "one of two distinct facts (two allergies) is obeyed"
-        )
+    notes: list[str] = []
     if real is not None:
         metrics += [
             Metric.info(f"accuracy, {real.name}", real.accuracy),
@@ -419,26 +479,15 @@ def report(
             Metric.info(f"model calls, {real.name}", real.calls),
         ]
         notes += [f"{real.name}: {e}" for e in real.errors[:5]]
-    else:
-        notes.append("a real provider: not run (give one: distill eval judge --llm PROVIDER)")
-    runs = [correct, *adversarial, *([real] if real else [])]
-    result = SuiteResult(
-        suite=NAME,
-        title=TITLE,
-        datasets=[Dataset("Distill judge golden set", LICENSE, f"distill/eval/{DATA}")],
-        params={"cases": len(cases), **{f"{k} cases": n for k, n in sorted(kinds.items())}},
-        metrics=metrics,
-        notes=notes,
-    )
-    result.tables += [_runs_table(runs), _refusals_table(runs), _misses_table(runs)]
-    return result
+    return [correct, *adversarial, *([real] if real else [])], metrics, notes
 
 
 def run(ctx: EvalContext) -> SuiteResult:
     # The one place the real merge guards are named: every other caller passes its own.
     from distill.core.statements import merge_objections
 
-    return report(ctx.take(load_cases()), merge_objections, ctx.llm)
+    heldout = ctx.take(load_cases(HELDOUT))
+    return report(ctx.take(load_cases()), merge_objections, ctx.llm, heldout)
 
 
 def _model_id(llm: LLM | None) -> str:
@@ -452,13 +501,14 @@ def _codes(counts: Counter[str]) -> str:
 def _runs_table(runs: Sequence[Run]) -> Table:
     return Table(
         "runs (applied: facts retired; harmful: retired that had to stay, or pointed wrongly)",
-        ["model", "cases", "as expected", "applied", "harmful", "unreadable", "calls"],
+        ["model", "cases", "as expected", "applied", "contested", "harmful", "unreadable", "calls"],
         [
             [
                 r.name,
                 len(r.outcomes),
                 sum(o.accurate for o in r.outcomes),
                 r.applied,
+                r.contested,
                 len(r.harmful),
                 sum(o.outcome == "unreadable" for o in r.outcomes),
                 r.calls,

@@ -17,8 +17,10 @@ Per scope (a subject with two or more active memories, within a project allowlis
    wedge the tier. A provider error
    (transport, auth, quota, a timeout) stops the tier with a note: the memories not yet
    asked about stay behind each scope's cursor.
-4. **Apply.** Under the subject's lock every fact the model saw is read again; a verdict on a
-   fact edited since is dropped (`edited_meanwhile`), the others are checked and applied with
+4. **Apply.** Under the subject's lock every fact the model saw is read again, with the
+   subject's open conflict sets; a verdict on a fact edited since is dropped
+   (`edited_meanwhile`), the others are checked (a supersede the words do not show becomes
+   a conflict set: `core.changes`) and applied with
    the cursor move to the batch's last memory: the cursor advances only over batches fully
    judged and applied.
 
@@ -39,7 +41,7 @@ from typing import Any
 
 from distill.core import memory_judge as mj
 from distill.core.memory_judge import Item, Refusal, Shown, Verdict
-from distill.core.models import Fact, FactKind, FactStatus
+from distill.core.models import ConflictStatus, Fact, FactKind, FactStatus
 from distill.core.passes import Context, Decision, PassResult, Scope
 from distill.core.plan import MoveCursor
 from distill.core.recall import query_terms
@@ -65,6 +67,7 @@ class JudgeReport:
     judged: int = 0  # memories whose verdict was read
     merged: int = 0
     superseded: int = 0
+    contested: int = 0  # supersedes the words do not show: both kept, in a conflict set
     kept: int = 0  # "nothing" verdicts
     refused: list[Refusal] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)  # memories no answer could be read for
@@ -80,6 +83,7 @@ class JudgeReport:
             "judged": self.judged,
             "merged": self.merged,
             "superseded": self.superseded,
+            "contested": self.contested,
             "kept": self.kept,
             "refused": [r.__dict__ for r in self.refused],
             "failed": list(self.failed),
@@ -107,6 +111,7 @@ class Fresh:
     work: Judged
     facts: dict[str, Fact]
     cursor: str | None
+    contested: frozenset[frozenset[str]]  # pairs of facts in an open conflict set
 
 
 @dataclass
@@ -126,7 +131,9 @@ class JudgeBatch:
     def load(self, store: Store, scope: Scope, work: Judged) -> Fresh:
         ids = sorted({f.id for i in work.items for f in (i.memory, *i.candidates)})
         facts = {f.id: f for f in store.facts_by_ids(scope.project, ids)}
-        return Fresh(work, facts, store.pass_cursor(scope.project, scope.subject, self.name))
+        cursor = store.pass_cursor(scope.project, scope.subject, self.name)
+        conflicts = store.conflicts(scope.project, scope.subject, ConflictStatus.OPEN)
+        return Fresh(work, facts, cursor, mj.contested_pairs(conflicts))
 
     def decide(self, snapshot: Fresh, context: Context) -> JudgeResult:
         work = snapshot.work
@@ -145,7 +152,8 @@ class JudgeBatch:
             if v.memory_id not in unchanged and v.action != "nothing"
         ]
         fresh = [v for v in work.verdicts if v.memory_id in unchanged]
-        checked = mj.check(fresh, work.items, context.now, self.objections, work.max_changes)
+        rules = mj.Rules(self.objections, contested=snapshot.contested)
+        checked = mj.check(fresh, work.items, context.now, rules, context.new_id, work.max_changes)
         checked.refused.extend(edited)
         checked.plan.add(
             MoveCursor(
@@ -160,6 +168,9 @@ class JudgeBatch:
         )
         result = JudgeResult(checked.plan, checked=checked)
         result.decisions.extend(Decision(v.action, v.memory_id, v.reason) for v in checked.applied)
+        result.decisions.extend(
+            Decision("contested", v.memory_id, v.reason) for v in checked.contested
+        )
         result.decisions.extend(
             Decision(f"refused_{r.code}", r.memory_id, r.detail) for r in checked.refused
         )
@@ -268,6 +279,7 @@ class _Run:
                 self.report.merged += 1
             else:
                 self.report.superseded += 1
+        self.report.contested += len(result.checked.contested)
         self.report.refused.extend(result.checked.refused)
         self.report.kept += sum(v.action == "nothing" for v in found)
 

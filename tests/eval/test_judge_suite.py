@@ -78,6 +78,24 @@ def no_guards(_survivor: str, _loser: str) -> list[Objection]:
     return []
 
 
+def ideal_evidence(cases: list[Case]) -> Any:
+    """Shows a change exactly where a case says superseding the older by the newer is right
+    (the expected outcome or a harmless one)."""
+    shown: set[tuple[str, str]] = set()
+    for case in cases:
+        facts = [case.item.memory, *case.item.candidates]
+        for older in facts:
+            for newer in facts:
+                said = f"supersede {case.names[older.id]} -> {case.names[newer.id]}"
+                if said in case.harmless:
+                    shown.add((older.text, newer.text))
+    return lambda older, newer: "the case says so" if (older, newer) in shown else None
+
+
+def any_change(_older: str, _newer: str) -> str:
+    return "every supersede taken as shown"
+
+
 @pytest.fixture(scope="module")
 def specs() -> list[dict[str, Any]]:
     return load_cases()
@@ -88,12 +106,15 @@ def cases(specs: list[dict[str, Any]]) -> list[Case]:
     return build_all(specs)
 
 
-def correct(cases: list[Case], guards: Any) -> judge.Run:
-    return judge_cases("correct", cases, judge.correct_model(cases), guards)
+def correct(cases: list[Case], guards: Any, evidence: Any = any_change) -> judge.Run:
+    return judge_cases("correct", cases, judge.correct_model(cases), guards, evidence)
 
 
-def adversary(name: str, cases: list[Case], guards: Any) -> judge.Run:
-    return judge_cases(name, cases, judge.scripted(ADVERSARIES[name], "adversary"), guards)
+def adversary(name: str, cases: list[Case], guards: Any, evidence: Any = None) -> judge.Run:
+    model = judge.scripted(ADVERSARIES[name], "adversary")
+    if evidence is None:  # the real `changes.replacement_evidence`
+        return judge_cases(name, cases, model, guards)
+    return judge_cases(name, cases, model, guards, evidence)
 
 
 # -- the golden set --------------------------------------------------------------------------
@@ -141,7 +162,7 @@ def test_a_set_a_scripted_model_could_not_read_is_refused(specs: list[dict[str, 
 def test_the_correct_model_gets_every_case_with_guards_that_object_rightly(
     cases: list[Case],
 ) -> None:
-    run = correct(cases, ideal_guards(cases))
+    run = correct(cases, ideal_guards(cases), ideal_evidence(cases))
     missed = [(o.case.id, o.case.expected, o.outcome) for o in run.outcomes if not o.accurate]
     assert missed == []
     assert run.harmful == [] and run.accuracy == 1.0
@@ -186,7 +207,7 @@ def test_a_check_that_trusted_the_models_direction_would_be_caught(
     monkeypatch.setattr(
         memory_judge, "_stated", lambda f: (f.id.endswith(":new"), f.valid_from, f.id)
     )
-    run = adversary(WRONG_WAY, cases, ideal_guards(cases))
+    run = adversary(WRONG_WAY, cases, ideal_guards(cases), any_change)
     assert ("backfilled-older-statement", "supersede c1 -> new") in run.wrong_way
 
 
@@ -220,12 +241,21 @@ def test_a_supersede_the_wrong_way_round_never_retires_the_newer(cases: list[Cas
     assert run.refused["pinned"] == 2
 
 
-def test_a_false_supersede_of_two_distinct_facts_is_obeyed(cases: list[Case]) -> None:
-    # What no check looks at: a supersede's content. This pins the gap the suite reports
-    # (its harmful count for this adversary), so that closing it shows here.
+def test_a_false_supersede_of_two_distinct_facts_is_contested_not_applied(
+    cases: list[Case],
+) -> None:
+    # The words show no change between two allergies: the model's supersede puts both to a
+    # person instead of retiring one. Taking every supersede as shown, it would be obeyed.
     run = adversary(WRONG_WAY, cases, ideal_guards(cases))
-    harmed = {case for case, _ in run.harmful}
-    assert "two-allergies" in harmed
+    by_id = {o.case.id: o for o in run.outcomes}
+    assert by_id["two-allergies"].outcome == "contested c1, new"
+    assert by_id["brother-sister"].outcome == "contested c1, new"
+    assert "two-allergies" not in {case for case, _ in run.harmful}
+    trusting = adversary(WRONG_WAY, cases, ideal_guards(cases), any_change)
+    assert "two-allergies" in {case for case, _ in trusting.harmful}
+    # The gap left, which the suite reports: a change word that is about another memory
+    # ("I left Acme..." retires "Acme's office is in Leeds").
+    assert [case for case, _ in run.harmful] == ["job-changed-second-candidate"]
     # Two statements of one instant have no "last": such a supersede is refused.
     by_id = {o.case.id: o for o in run.outcomes}
     assert by_id["always-never"].outcome == by_id["role-swap"].outcome == "refused no_order"
@@ -304,7 +334,7 @@ def test_an_openai_compatible_model_over_http_that_answers_badly_changes_nothing
     assert result.metric("accuracy, provider openai/judge-model").value == 0
     assert result.metric("harmful actions applied, provider openai/judge-model").value == 0
     runs = {row[0]: row for row in result.tables[0].rows}
-    assert runs["provider openai/judge-model"][5] == 3  # unreadable, each asked alone in the end
+    assert runs["provider openai/judge-model"][6] == 3  # unreadable, each asked alone in the end
     assert server.requests[0].body["messages"][0]["content"] == memory_judge.SYSTEM
 
 
@@ -312,11 +342,19 @@ def test_an_openai_compatible_model_over_http_that_answers_badly_changes_nothing
 
 
 def test_the_report_reads_as_the_suite_promises(specs: list[dict[str, Any]], cases: list[Case]):
-    result = report(specs, ideal_guards(cases))
+    # With guards and evidence of change that are right, every target of the suite is met.
+    result = report(specs, ideal_guards(cases), evidence=ideal_evidence(cases))
     assert result.metric("accuracy, scripted correct model").met is True
     assert result.metric(f"harmful actions applied, {MERGE_ADVERSARY}").met is True
     assert result.metric(f"supersedes applied the wrong way round, {WRONG_WAY}").met is True
-    assert result.metric(f"harmful actions applied, {WRONG_WAY}").met is False  # the gap
+    assert result.metric(f"harmful actions applied, {WRONG_WAY}").met is True
+    # With the real evidence, the seat preference is contested: a miss the suite reports.
+    real = report(specs, ideal_guards(cases))
+    assert real.metric("accuracy, scripted correct model").met is False
+    assert (
+        "1 supersede(s) contested"
+        in real.metric("harmful actions applied, scripted correct model").note
+    )
     assert any("not run" in note for note in result.notes)
     refusals = {(row[0], row[1]) for row in result.tables[1].rows}
     assert ("adversarial: an empty reason", "no_reason") in refusals
@@ -355,7 +393,8 @@ def test_the_cli_asks_a_real_provider_given_with_llm(
 ) -> None:
     # An OpenAI-compatible server on 127.0.0.1 answering as the correct model would: the
     # provider's figures are then the scripted correct model's, through the real client.
-    scripted = judge.correct_model(cases)
+    # The golden set and the held-out one, as the command runs both.
+    scripted = judge.correct_model([*cases, *build_all(load_cases(judge.HELDOUT))])
     server.reset(lambda request: openai_reply(scripted.complete("", prompt_of(request)).text))
     out = tmp_path / "judge.json"
     done = subprocess.run(
@@ -373,7 +412,8 @@ def test_the_cli_asks_a_real_provider_given_with_llm(
     provider = "provider openai/judge-model"
     assert metrics[f"accuracy, {provider}"] == metrics["accuracy, scripted correct model"]
     assert metrics[f"harmful actions applied, {provider}"] == 0
-    assert len(server.requests) == metrics[f"model calls, {provider}"] == 5
+    assert metrics[f"model calls, {provider}"] == 5  # 38 cases, 8 to a call
+    assert len(server.requests) == 5 + metrics[f"model calls, {provider}{judge.HELD_OUT}"]
     assert server.requests[0].headers.get("authorization") == "Bearer test-key"
 
 

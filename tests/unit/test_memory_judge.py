@@ -19,16 +19,18 @@ from distill.core.memory_judge import (
     REASON_MAX,
     Checked,
     Item,
+    Rules,
     Unreadable,
     Verdict,
     asked,
     check,
+    contested_pairs,
     interleave,
     read,
     render,
 )
-from distill.core.models import Fact, FactStatus
-from distill.core.plan import ReviseFact
+from distill.core.models import ConflictKind, ConflictSet, ConflictStatus, Fact, FactStatus
+from distill.core.plan import OpenConflict, ReviseFact
 from tests.factories import at, make_memory
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -52,6 +54,23 @@ def lost_words(survivor: str, loser: str) -> list[Objection]:
 
 def always(code: str) -> Any:
     return lambda _s, _l: [Objection(code, "scripted")]
+
+
+def shows_change(_older: str, _newer: str) -> str | None:
+    """Evidence of a change, whatever the words: the supersede path, tested apart from
+    `core.changes` (which tests/unit/test_changes.py tests)."""
+    return "scripted"
+
+
+def rules(objections: Any, evidence: Any = shows_change) -> Rules:
+    return Rules(objections, evidence)
+
+
+_ids = iter(range(1_000_000))
+
+
+def next_id() -> str:
+    return f"set-{next(_ids)}"
 
 
 def mem(text: str, day: float, **fields: Any) -> Fact:
@@ -182,7 +201,7 @@ def test_read_drops_verdicts_it_did_not_ask_for_and_keeps_unknown_targets_for_ch
     )
     assert len(found) == 1  # one verdict per memory: the first readable one
     assert found[0].memory_id == new.id and found[0].target_id not in (new.id, old.id)
-    checked = check(found, shown.items, NOW, no_objection)
+    checked = check(found, shown.items, NOW, rules(no_objection), next_id)
     assert codes(checked) == ["target_not_shown"] and not checked.plan.actions
 
 
@@ -199,7 +218,9 @@ def test_read_flattens_and_clips_the_reason(pair: Any) -> None:
 
 def test_check_refuses_a_verdict_with_no_reason() -> None:
     new, old = mem("I moved to Lyon.", 5), mem("I live in Paris.", 1)
-    checked = check([verdict(new, "supersede", old, "")], [Item(new, (old,))], NOW, no_objection)
+    checked = check(
+        [verdict(new, "supersede", old, "")], [Item(new, (old,))], NOW, rules(no_objection), next_id
+    )
     assert codes(checked) == ["no_reason"] and not checked.plan.actions
 
 
@@ -207,7 +228,7 @@ def test_check_refuses_a_target_shown_with_another_memory() -> None:
     a, a_old = mem("a new", 5), mem("a old", 1)
     b, b_old = mem("b new", 5), mem("b old", 1)
     items = [Item(a, (a_old,)), Item(b, (b_old,))]
-    checked = check([verdict(a, "supersede", b_old)], items, NOW, no_objection)
+    checked = check([verdict(a, "supersede", b_old)], items, NOW, rules(no_objection), next_id)
     assert codes(checked) == ["target_not_shown"] and not retired(checked)
 
 
@@ -215,15 +236,24 @@ def test_check_refuses_a_second_change_to_one_fact_in_a_run() -> None:
     old = mem("I live in Paris.", 1)
     lyon, lille = mem("I moved to Lyon.", 5), mem("I moved to Lille.", 6)
     items = [Item(lyon, (old,)), Item(lille, (old,))]
-    first = check([verdict(lyon, "supersede", old)], items[:1], NOW, no_objection)
+    first = check([verdict(lyon, "supersede", old)], items[:1], NOW, rules(no_objection), next_id)
     # The next batch carries the run's checked verdicts: `old` was changed already.
-    both = check([verdict(lille, "supersede", old)], items[1:], NOW, no_objection, checked=first)
+    both = check(
+        [verdict(lille, "supersede", old)],
+        items[1:],
+        NOW,
+        rules(no_objection),
+        next_id,
+        checked=first,
+    )
     assert codes(both) == ["already_changed"] and retired(both) == {old.id: lyon.id}
 
 
 def test_check_refuses_a_fact_no_longer_active() -> None:
     new, gone = mem("I moved to Lyon.", 5), mem("I live in Paris.", 1, status=FactStatus.RETRACTED)
-    checked = check([verdict(new, "supersede", gone)], [Item(new, (gone,))], NOW, no_objection)
+    checked = check(
+        [verdict(new, "supersede", gone)], [Item(new, (gone,))], NOW, rules(no_objection), next_id
+    )
     assert codes(checked) == ["not_live"]
 
 
@@ -231,14 +261,21 @@ def test_check_stops_at_the_cap_of_changes() -> None:
     pairs = [(mem(f"new {n}", 5), mem(f"old {n}", 1)) for n in range(3)]
     items = [Item(n, (o,)) for n, o in pairs]
     checked = check(
-        [verdict(n, "supersede", o) for n, o in pairs], items, NOW, no_objection, max_changes=2
+        [verdict(n, "supersede", o) for n, o in pairs],
+        items,
+        NOW,
+        rules(no_objection),
+        next_id,
+        max_changes=2,
     )
     assert len(retired(checked)) == 2 and codes(checked) == ["capped"]
 
 
 def test_check_never_lets_nothing_write() -> None:
     new, old = mem("I like jazz.", 5), mem("I like jazz a lot.", 1)
-    checked = check([verdict(new, "nothing", old)], [Item(new, (old,))], NOW, always("x"))
+    checked = check(
+        [verdict(new, "nothing", old)], [Item(new, (old,))], NOW, rules(always("x")), next_id
+    )
     assert not checked.plan.actions and not checked.refused and not checked.applied
 
 
@@ -253,7 +290,11 @@ def test_a_supersede_retires_the_one_stated_first_whatever_the_model_says(model_
     stated_last = mem("I sold the Civic and bought a Tesla.", 9)
     item = Item(arrived_last, (stated_last,))
     checked = check(
-        [verdict(arrived_last, "supersede", stated_last, model_says)], [item], NOW, no_objection
+        [verdict(arrived_last, "supersede", stated_last, model_says)],
+        [item],
+        NOW,
+        rules(no_objection),
+        next_id,
     )
     assert retired(checked) == {arrived_last.id: stated_last.id}
     closed = checked.plan.actions[0]
@@ -263,32 +304,50 @@ def test_a_supersede_retires_the_one_stated_first_whatever_the_model_says(model_
 
 def test_a_merge_keeps_the_older_when_both_ways_are_clean() -> None:
     older, newer = mem("I prefer green tea to coffee.", 1), mem("Green tea over coffee.", 5)
-    checked = check([verdict(newer, "merge", older)], [Item(newer, (older,))], NOW, no_objection)
+    checked = check(
+        [verdict(newer, "merge", older)], [Item(newer, (older,))], NOW, rules(no_objection), next_id
+    )
     assert retired(checked) == {newer.id: older.id}
 
 
 def test_a_merge_keeps_the_one_that_loses_nothing_even_when_newer() -> None:
     older, newer = mem("I have a dog", 1), mem("I have a dog named Biscuit", 5)
-    checked = check([verdict(newer, "merge", older)], [Item(newer, (older,))], NOW, lost_words)
+    checked = check(
+        [verdict(newer, "merge", older)], [Item(newer, (older,))], NOW, rules(lost_words), next_id
+    )
     assert retired(checked) == {older.id: newer.id}
 
 
 def test_a_merge_objected_both_ways_is_refused_with_the_guards_code() -> None:
     three, four = mem("I have 3 kids", 1), mem("I have 4 kids", 5)
-    checked = check([verdict(four, "merge", three)], [Item(four, (three,))], NOW, lost_words)
+    checked = check(
+        [verdict(four, "merge", three)], [Item(four, (three,))], NOW, rules(lost_words), next_id
+    )
     assert codes(checked) == ["merge_detail"] and not checked.plan.actions
 
 
 def test_a_pinned_memory_is_never_superseded() -> None:
     pinned = mem("I live in Berlin.", 1, pinned=True)
     new = mem("I've moved to Hamburg.", 5)
-    checked = check([verdict(new, "supersede", pinned)], [Item(new, (pinned,))], NOW, no_objection)
+    checked = check(
+        [verdict(new, "supersede", pinned)],
+        [Item(new, (pinned,))],
+        NOW,
+        rules(no_objection),
+        next_id,
+    )
     assert codes(checked) == ["pinned"] and not checked.plan.actions
 
 
 def test_a_pinned_memory_survives_a_merge_even_when_newer_and_is_left_as_it_is() -> None:
     older, pinned = mem("I'm vegan.", 1), mem("I am vegan.", 5, pinned=True)
-    checked = check([verdict(pinned, "merge", older)], [Item(pinned, (older,))], NOW, no_objection)
+    checked = check(
+        [verdict(pinned, "merge", older)],
+        [Item(pinned, (older,))],
+        NOW,
+        rules(no_objection),
+        next_id,
+    )
     assert retired(checked) == {older.id: pinned.id}
     assert all(a.before.id != pinned.id for a in checked.plan.actions)  # not even absorbed
 
@@ -297,11 +356,80 @@ def test_a_merge_that_could_only_retire_the_pinned_one_is_refused() -> None:
     # The pinned one lacks a detail: merging into it loses it, and it may not be retired.
     pinned, detailed = mem("I have a dog", 1, pinned=True), mem("I have a dog named Rex", 5)
     checked = check([verdict(detailed, "merge", pinned)], [Item(detailed, (pinned,))], NOW,
-                    lost_words)  # fmt: skip
+                    rules(lost_words), next_id)  # fmt: skip
     assert codes(checked) == ["merge_detail"] and not checked.plan.actions
 
 
 def test_two_pinned_memories_are_never_merged() -> None:
     a, b = mem("Reply in British English.", 1, pinned=True), mem("British English.", 5, pinned=True)
-    checked = check([verdict(b, "merge", a)], [Item(b, (a,))], NOW, no_objection)
+    checked = check([verdict(b, "merge", a)], [Item(b, (a,))], NOW, rules(no_objection), next_id)
     assert codes(checked) == ["pinned"] and not checked.plan.actions
+
+
+# -- check: a supersede the words do not show -------------------------------------------------
+
+
+def test_a_supersede_the_words_do_not_show_contests_both_and_retires_neither() -> None:
+    older, newer = mem("I'm allergic to peanuts.", 1), mem("I'm allergic to shellfish.", 5)
+    checked = check(
+        [verdict(newer, "supersede", older, "Replaced.")],
+        [Item(newer, (older,))],
+        NOW,
+        rules(no_objection, evidence=lambda _o, _n: None),
+        next_id,
+    )
+    assert not retired(checked) and not checked.applied and not checked.refused
+    assert [v.memory_id for v in checked.contested] == [newer.id]
+    (opened,) = checked.plan.actions
+    assert isinstance(opened, OpenConflict)
+    assert opened.conflict.member_ids == (older.id, newer.id)
+    assert opened.conflict.status is ConflictStatus.OPEN and "Replaced." in opened.reason
+    # Contested is a change of the run: neither fact is changed again by a later verdict.
+    later = mem("I'm allergic to nuts.", 6)
+    again = check(
+        [verdict(later, "supersede", older)],
+        [Item(later, (older,))],
+        NOW,
+        rules(no_objection),
+        next_id,
+        checked=checked,
+    )
+    assert codes(again) == ["already_changed"]
+
+
+def test_a_pair_already_contested_is_not_contested_again() -> None:
+    older, newer = mem("I prefer the window seat.", 1), mem("I prefer the aisle seat.", 5)
+    open_set = ConflictSet(
+        id="set-x",
+        project=older.project,
+        subject=older.subject,
+        identity_key=None,
+        kind=ConflictKind.CONFLICT,
+        status=ConflictStatus.OPEN,
+        member_ids=(newer.id, older.id),
+        reason="earlier run",
+        created_at=NOW,
+    )
+    closed = open_set.model_copy(update={"status": ConflictStatus.RESOLVED, "id": "set-y"})
+    pairs = contested_pairs([open_set, closed])
+    assert pairs == {frozenset((older.id, newer.id))}
+    checked = check(
+        [verdict(newer, "supersede", older)],
+        [Item(newer, (older,))],
+        NOW,
+        Rules(no_objection, lambda _o, _n: None, pairs),
+        next_id,
+    )
+    assert codes(checked) == ["already_contested"] and not checked.plan.actions
+
+
+def test_a_supersede_the_words_show_is_applied_with_the_real_evidence() -> None:
+    older, newer = mem("I live in Paris.", 1), mem("I moved to Lyon in March.", 5)
+    checked = check(
+        [verdict(newer, "supersede", older)],
+        [Item(newer, (older,))],
+        NOW,
+        Rules(no_objection),  # the real `changes.replacement_evidence`
+        next_id,
+    )
+    assert retired(checked) == {older.id: newer.id} and not checked.contested

@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from distill.adapters.embed.calibrations import offline_merge_distance
 from distill.arguments import subject_named as _subject
 from distill.core.statements import merge_objections
 from distill.errors import ConfigurationError
-from distill.passes.dedupe import MAX_SUPERSEDES_PER_RUN, DedupeReport, run_dedupe
+from distill.passes.dedupe import MAX_SUPERSEDES_PER_RUN, DedupeReport, Offline, run_dedupe
 from distill.passes.memory_judge import JUDGE_MAX_CALLS, JUDGE_MAX_TOKENS, JudgeReport, run_judge
 
 if TYPE_CHECKING:
@@ -40,11 +41,25 @@ class Hygiene:
         subject: str | None = None,
         dry_run: bool = False,
         max_supersedes: int | None = MAX_SUPERSEDES_PER_RUN,
+        offline: bool = False,
     ) -> DedupeReport:
         """Merge stored memories that say the same thing in the same words (`core.dedupe`):
         the survivor absorbs each duplicate's evidence, the duplicate is superseded by it.
         Only `projects` (all when empty), or one `subject`; at most `max_supersedes`
-        retired per run (None: no cap). `dry_run` reports the same groups, writing nothing."""
+        retired per run (None: no cap). `dry_run` reports the same groups, writing nothing.
+        `offline`: also the offline tier, memories within the embedder's calibrated
+        offline-merge distance that every guard lets merge (off by default: its figures miss
+        the targets for that; EVAL.md)."""
+        tier = None
+        if offline:
+            distance = offline_merge_distance(self.embedder)
+            if distance is None:
+                raise ConfigurationError(
+                    f"the offline tier needs an offline-merge distance calibrated for the "
+                    f"embedder {self.embedder.model_id}: run "
+                    "scripts/calibrate_offline_merge.py --record, or use the local embedder"
+                )
+            tier = Offline(self.engine.embed, self.embedder.model_id, distance)
         return run_dedupe(
             self.store,
             self.clock.now,
@@ -53,6 +68,7 @@ class Hygiene:
             subject=_subject(subject),
             dry_run=dry_run,
             max_supersedes=max_supersedes,
+            offline=tier,
         )
 
     def judge(

@@ -28,6 +28,14 @@ lead to.
 `max_retired` caps how many memories one run may retire; the members past it are reported as
 capped and wait for the next run, which finds them again (nothing is remembered between
 runs: the stored memories are the state).
+
+**The offline tier** (`near`, off unless asked for): for users with no model, two memories of
+one speaker merge when their embeddings are within the embedder's calibrated offline-merge
+distance *and* `statements.offline_merge` finds no objection either way (a number, a
+negation, an opposite, a name, a date, a condition, a role swap, a change), so whichever
+survives loses nothing the words can see. Closest pairs first; each memory takes part in one
+merge per run (the next run goes on from the survivor). Its figures on SICK test miss the
+targets it would need to be on by default (EVAL.md), which is why it is an option.
 """
 
 from __future__ import annotations
@@ -41,16 +49,19 @@ from distill.core.identity import normalise_text
 from distill.core.models import Fact, FactKind, FactStatus
 from distill.core.passes import Decision, PassResult
 from distill.core.plan import Plan, ReviseFact
+from distill.core.statements import offline_merge
 
 PASS_NAME = "dedupe"
+MERGING = ("merged", "offline")  # the group outcomes that retire memories
 
 
 @dataclass(frozen=True)
 class Group:
     """One set of memories that say the same thing: the survivor and what became of the rest.
 
-    `merged` is "merged" or "report_only" (the same words in another order: nothing
-    written); `capped` are the members the run's cap left for the next run."""
+    `merged` is "merged", "offline" (close in meaning, every guard clean: the offline tier)
+    or "report_only" (the same words in another order: nothing written); `capped` are the
+    members the run's cap left for the next run."""
 
     text: str
     survivor: str
@@ -80,7 +91,7 @@ class DedupeResult(PassResult):
 
     @property
     def retired(self) -> int:
-        return sum(len(g.retired) for g in self.groups if g.merged == "merged")
+        return sum(len(g.retired) for g in self.groups if g.merged in MERGING)
 
 
 def survivor_order(fact: Fact) -> tuple[bool, int, datetime, str]:
@@ -95,11 +106,27 @@ def word_bag(text: str) -> tuple[str, ...]:
     return tuple(sorted(normalise_text(text).split()))
 
 
-def dedupe(memories: Iterable[Fact], now: datetime, max_retired: int | None = None) -> DedupeResult:
+@dataclass(frozen=True)
+class Near:
+    """Two memories whose embeddings are `distance` apart (cosine), for the offline tier."""
+
+    a: str
+    b: str
+    distance: float
+
+
+def dedupe(
+    memories: Iterable[Fact],
+    now: datetime,
+    max_retired: int | None = None,
+    near: Sequence[Near] = (),
+    max_distance: float | None = None,
+) -> DedupeResult:
     """Group one subject's live memories and plan the merges (see the module docstring).
 
     Only active, unpinned or pinned memory facts take part; anything else is ignored.
-    `max_retired` None: no cap.
+    `max_retired` None: no cap. `near` and `max_distance`: the offline tier's pairs and its
+    calibrated distance (none: the tier is off).
     """
     live = sorted(
         (f for f in memories if f.kind is FactKind.MEMORY and f.status is FactStatus.ACTIVE),
@@ -137,6 +164,9 @@ def dedupe(memories: Iterable[Fact], now: datetime, max_retired: int | None = No
                     Decision("pinned_skipped", fact.id, "pinned: never retired")
                 )
 
+    if near and max_distance is not None:
+        budget = _offline(result, live, near, max_distance, now, budget)
+
     # Word-order groups: the same bag of words under one speaker, in more than one order.
     reordered: dict[tuple[str | None, tuple[str, ...]], dict[str, Fact]] = defaultdict(dict)
     for fact in live:
@@ -162,9 +192,50 @@ def dedupe(memories: Iterable[Fact], now: datetime, max_retired: int | None = No
             )
         )
     result.plan.outcomes.update(
-        {"retired": result.retired, "groups": sum(g.merged == "merged" for g in result.groups)}
+        {"retired": result.retired, "groups": sum(g.merged in MERGING for g in result.groups)}
     )
     return result
+
+
+def _offline(
+    result: DedupeResult,
+    live: Sequence[Fact],
+    near: Sequence[Near],
+    max_distance: float,
+    now: datetime,
+    budget: int | None,
+) -> int | None:
+    """The offline tier's merges (module docstring), after the exact ones; returns what is
+    left of the cap."""
+    by_id = {f.id: f for f in live}
+    taken = {a.before.id for a in result.plan.actions if isinstance(a, ReviseFact)}
+    for pair in sorted(near, key=lambda n: (n.distance, min(n.a, n.b), max(n.a, n.b))):
+        a, b = by_id.get(pair.a), by_id.get(pair.b)
+        if a is None or b is None or a.id == b.id or {a.id, b.id} & taken:
+            continue
+        if a.attribution != b.attribution or (a.pinned and b.pinned):
+            continue
+        decided = offline_merge(a.text, b.text, pair.distance, max_distance)
+        if not decided:
+            continue
+        survivor, loser = sorted((a, b), key=survivor_order)
+        if budget is not None and budget <= 0:
+            result.capped = True
+            result.groups.append(
+                Group(survivor.text, survivor.id, members=(survivor.id, loser.id),
+                      merged="offline", capped=(loser.id,))
+            )  # fmt: skip
+            continue
+        merge_into(result.plan, survivor, [loser], now, f"offline tier: {decided.reason}")
+        taken |= {a.id, b.id}
+        if budget is not None:
+            budget -= 1
+        result.decisions.append(Decision("merged", loser.id, f"into {survivor.id} (offline)"))
+        result.groups.append(
+            Group(survivor.text, survivor.id, (loser.id,), members=(survivor.id, loser.id),
+                  merged="offline")
+        )  # fmt: skip
+    return budget
 
 
 def merge_into(

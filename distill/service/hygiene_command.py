@@ -48,6 +48,12 @@ def pass_options(command: F) -> F:
 @click.command()
 @pass_options
 @click.option("--dry-run", is_flag=True, help="Report the groups; write nothing.")
+@click.option(
+    "--offline",
+    is_flag=True,
+    help="Also merge memories close in meaning when every guard passes (no model; off by "
+    "default: see the README for what it misses).",
+)
 @json_option
 @click.pass_context
 def dedupe(
@@ -55,16 +61,22 @@ def dedupe(
     projects: tuple[str, ...],
     subject: str | None,
     dry_run: bool,
+    offline: bool,
     max_supersedes: int,
     as_json: bool,
 ) -> None:
     """Merge stored memories that say the same thing in the same words (case, punctuation,
     spacing and Unicode forms folded): the most corroborated survives (a pinned one first)
     and absorbs the others' evidence; each duplicate is superseded by it, with a receipt.
-    The same words in another order are reported, never merged."""
+    The same words in another order are reported, never merged. With --offline, also
+    paraphrases the embedder puts within its calibrated distance that lose nothing."""
     with memory(ctx) as mem:
         report = mem.dedupe(
-            projects=projects, subject=subject, dry_run=dry_run, max_supersedes=max_supersedes
+            projects=projects,
+            subject=subject,
+            dry_run=dry_run,
+            max_supersedes=max_supersedes,
+            offline=offline,
         )
     if as_json:
         emit(report.to_dict())
@@ -86,12 +98,15 @@ def _print(report: DedupeReport) -> None:
             retired += f" (pinned, kept: {', '.join(group.pinned_skipped)})"
         if group.capped:
             retired += f" (capped: {len(group.capped)} left for the next run)"
-        outcome = "word order: report only" if group.merged == "report_only" else group.merged
+        outcome = {"report_only": "word order: report only", "offline": "offline tier: merged"}.get(
+            group.merged, group.merged
+        )
         table.add_row(g.project, g.subject, outcome, group.survivor, retired, group.text)
     out.print(table)
     out.print(
-        f"{verb} {report.retired} memory(ies) in {report.merged_groups} group(s); "
-        f"{report.report_only} word-order group(s) reported; "
+        f"{verb} {report.retired} memory(ies) in {report.merged_groups} group(s)"
+        + (f" ({report.offline_groups} by the offline tier)" if report.offline_groups else "")
+        + f"; {report.report_only} word-order group(s) reported; "
         f"{report.pinned_skipped} pinned kept; {report.capped} capped"
         + (" (dry run: nothing written)" if report.dry_run else "")
     )

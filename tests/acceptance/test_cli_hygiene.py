@@ -109,3 +109,21 @@ def test_judge_asks_a_real_provider_and_applies_what_passes(tmp_path: Path) -> N
     (tmp_path / "other").mkdir()
     failed = Cli(tmp_path / "other")("judge")
     assert failed.code == 1 and "needs a model" in failed.error
+
+
+def test_offline_merges_a_close_paraphrase_that_loses_nothing(tmp_path: Path) -> None:
+    cli = Cli(tmp_path)
+    for day, text in enumerate(["I like jazz music a lot.", "I really like jazz music a lot."]):
+        when = f"2024-05-0{day + 1}T12:00:00Z"
+        cli.ok("add", "--subject", "u1", "--occurred-at", when, "--text", text)
+    cli.ok("consolidate")
+    assert cli.ok_json("dedupe")["retired"] == 0
+
+    dry = cli.ok("dedupe", "--offline", "--dry-run")
+    assert "would retire 1 memory(ies) in 1 group(s) (1 by the offline tier)" in dry.stdout
+    done = cli.ok_json("dedupe", "--offline")
+
+    assert done["retired"] == 1 and done["groups_offline"] == 1
+    assert [f["text"] for f in cli.ok_json("facts", "--subject", "u1")] == [
+        "I like jazz music a lot."
+    ]

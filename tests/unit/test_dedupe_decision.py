@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from distill.core.apply import validate
-from distill.core.dedupe import dedupe, word_bag
+from distill.core.dedupe import Near, dedupe, word_bag
 from distill.core.models import FactKind, FactStatus
 from distill.core.plan import ReviseFact
 from tests.factories import PROJECT, SUBJECT, T0, make_fact, make_memory
@@ -81,3 +81,43 @@ def test_the_outcome_does_not_depend_on_input_order_and_passes_the_validator(
         assert absorbed.reinforcement_count == survivor.reinforcement_count + sum(
             f.reinforcement_count + 1 for f in losers
         )
+
+
+# -- the offline tier ------------------------------------------------------------------------
+PARAPHRASES = ["I like jazz music a lot.", "I really like jazz music a lot.", "I like jazz a lot."]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    pinned=st.lists(st.booleans(), min_size=3, max_size=3),
+    order=st.permutations(range(3)),
+    pairs=st.permutations([("m0", "m1", 0.1), ("m1", "m2", 0.05), ("m0", "m2", 0.2)]),
+)
+def test_the_offline_tier_merges_each_memory_once_whatever_the_order(
+    pinned: list[bool], order: list[int], pairs: list[tuple[str, str, float]]
+) -> None:
+    facts = [
+        make_memory(text, id=f"m{i}", pinned=pinned[i], recorded_at=T0 + timedelta(minutes=i))
+        for i, text in enumerate(PARAPHRASES)
+    ]
+    near = [Near(a, b, d) for a, b, d in pairs]
+    first = dedupe(facts, T0, near=near, max_distance=0.24)
+    second = dedupe([facts[i] for i in order], T0, near=list(reversed(near)), max_distance=0.24)
+
+    assert first.groups == second.groups
+    validate(first.plan, PROJECT, SUBJECT)
+    retired = [a.before.id for a in first.plan.actions if a.op == "merge"]
+    assert len(retired) == len(set(retired)) <= 1  # one merge per memory per run
+    assert not any(f.pinned for f in facts if f.id in retired)
+    if not (pinned[1] and pinned[2]):  # the closest pair (0.05) goes first
+        assert first.groups[0].members in (("m1", "m2"), ("m2", "m1"))
+
+
+def test_the_offline_tier_refuses_what_a_guard_objects_to_and_what_is_too_far() -> None:
+    always = make_memory("I always publish on Tuesdays.", id="a")
+    never = make_memory("I never publish on Tuesdays.", id="b", recorded_at=T0)
+    assert dedupe([always, never], T0, near=[Near("a", "b", 0.05)], max_distance=0.24).retired == 0
+    close = [make_memory(PARAPHRASES[0], id="x"), make_memory(PARAPHRASES[1], id="y")]
+    assert dedupe(close, T0, near=[Near("x", "y", 0.3)], max_distance=0.24).retired == 0
+    assert dedupe(close, T0, near=[Near("x", "y", 0.1)]).retired == 0  # no distance: off
+    assert dedupe(close, T0, near=[Near("x", "y", 0.1)], max_distance=0.24).retired == 1

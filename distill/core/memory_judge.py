@@ -22,7 +22,9 @@ reason.
   a number, a negation, a named entity, a date, a condition the survivor lacks; opposite
   words; two arguments swapped, "Alice manages Bob" / "Bob manages Alice"), in the only
   direction(s) the pins allow. When both directions are clean the older memory survives (it
-  carries the first provenance); otherwise the one that keeps every detail does.
+  carries the first provenance), unless the newer says clearly more (`MORE_WORDS` more
+  content words the older lacks than the other way round: "piano player here, mostly jazz
+  standards" over "I play the piano"); otherwise the one that keeps every detail does.
 
 A supersede keeps the memory stated last, whichever way round the model put it, and closes
 the older one's validity where the newer begins (its receipt: `superseded_by`), but only when
@@ -51,12 +53,19 @@ from distill.core.changes import replacement_evidence
 from distill.core.dedupe import merge_into
 from distill.core.models import ConflictKind, ConflictSet, ConflictStatus, Fact, FactStatus
 from distill.core.plan import OpenConflict, Plan, ReviseFact
+from distill.core.statements import read as read_statement
 
 PASS_NAME = "judge"
 JUDGE_BATCH = 8  # memories per model call (the seed's semantic_batch)
 CANDIDATES_PER_ARM = 4  # neighbours per recall arm shown with each memory (semantic_candidates)
 REASON_MAX = 300  # characters of a model's reason kept in the audit
 ACTIONS = ("merge", "supersede", "nothing")
+# Content words one memory must have beyond the other's for it to survive a clean merge when
+# it is the newer: a paraphrase trades a word or two ("prefer" / "rather drink", "5 km" /
+# "five kilometre", a filler or two), a memory that says more adds several, which the older
+# record would drop. Only between memories that share a content word: across languages the
+# counts mean nothing.
+MORE_WORDS = 3
 
 SYSTEM = (
     "You keep the long-term memory of an AI agent clean. Each NEW memory below is shown with "
@@ -399,6 +408,17 @@ def _survivor(a: Fact, b: Fact, objections: Objections) -> tuple[Fact, Fact] | R
         details = "; ".join(sorted({f"{o.code}: {o.detail}" for o in found})) or "pinned"
         code = found[0].code if found else "pinned"
         return Refusal(a.id, b.id, "merge", f"merge_{code}", details)
+    if len(options) == 2 and _says_more(options[1][0], options[0][0]):
+        options.reverse()  # the newer says clearly more: it keeps what the older would drop
     # A pinned survivor first; then the older record (options are in that order already).
     options.sort(key=lambda p: not p[0].pinned)
     return options[0]
+
+
+def _says_more(a: Fact, b: Fact) -> bool:
+    """`a` shares a content word with `b` and has at least `MORE_WORDS` more that `b` lacks
+    than `b` has that `a` lacks."""
+    words_a, words_b = set(read_statement(a.text).content), set(read_statement(b.text).content)
+    if not words_a & words_b:
+        return False
+    return len(words_a - words_b) - len(words_b - words_a) >= MORE_WORDS

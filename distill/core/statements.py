@@ -174,6 +174,17 @@ FOREIGN_INITIALS = frozenset(
      "die", "das", "ein", "eine", "mein", "meine", "yo", "él", "ella", "nosotros", "el",
      "los", "las", "una", "mi", "mis"}
 )  # fmt: skip
+# Words that carry no content in a memory: the grammar of those languages beyond their
+# sentence starts, and the fillers of speech ("so yeah um like I said"). Left out of the
+# content words, as FUNCTION_WORDS are.
+NOT_CONTENT = FOREIGN_INITIALS | frozenset(
+    {"j", "ai", "suis", "est", "sont", "et", "de", "des", "du", "à", "au", "aux", "en",
+     "qui", "que", "ne", "pas", "ce", "se", "s", "l", "d", "c", "n", "m", "t", "ist",
+     "bin", "sind", "und", "von", "zu", "mit", "im", "am", "auf", "für", "den", "dem",
+     "nicht", "y", "soy", "estoy", "con", "por", "para", "del", "al", "lo",
+     "um", "uh", "er", "erm", "hmm", "yeah", "yep", "lol", "ish", "ok", "okay", "basically",
+     "actually", "literally", "honestly", "kinda", "sorta"}
+)  # fmt: skip
 # Opposites that a statement (not a predicate name) uses, beyond identity.ANTONYMS. Read off
 # the SICK TRAIN/TRIAL contradictions that the other checks let through (the test split was
 # not looked at); kept here rather than in identity.ANTONYMS because predicate names do not
@@ -355,7 +366,9 @@ def read(text: str) -> Reading:
     )
     changes = {stem(w) for w in words if w in CHANGE_WORDS or stem(w) in _CHANGE_STEMS}
     changes |= {f"{a} {b}" for a, b in pairwise(words) if (a, b) in CHANGE_PHRASES}
-    kept = [w for w in words if w not in FUNCTION_WORDS and not w[0].isdigit()]
+    kept = [
+        w for w in words if w not in FUNCTION_WORDS and w not in NOT_CONTENT and not w[0].isdigit()
+    ]
     content = tuple(stem(singular(w)) for w in kept)
     surface: dict[str, str] = {}
     for c, w in zip(content, kept, strict=True):

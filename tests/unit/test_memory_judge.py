@@ -433,3 +433,17 @@ def test_a_supersede_the_words_show_is_applied_with_the_real_evidence() -> None:
         next_id,
     )
     assert retired(checked) == {older.id: newer.id} and not checked.contested
+
+
+def test_a_clean_merge_keeps_the_newer_when_it_says_clearly_more() -> None:
+    older, newer = mem("I play the piano.", 1), mem("piano player here, mostly jazz standards", 5)
+    checked = check([verdict(newer, "merge", older)], [Item(newer, (older,))], NOW,
+                    rules(no_objection), next_id)  # fmt: skip
+    assert retired(checked) == {older.id: newer.id}
+    # A word or two traded, or another language: the older record survives.
+    tea, rather = mem("I prefer green tea to coffee.", 1), mem("I'd rather drink green tea.", 5)
+    fr, en = mem("J'ai une fille qui s'appelle Chloé.", 5), mem("I have a daughter, Chloé.", 1)
+    for new, old in ((rather, tea), (fr, en)):
+        kept = check([verdict(new, "merge", old)], [Item(new, (old,))], NOW,
+                     rules(no_objection), next_id)  # fmt: skip
+        assert retired(kept) == {new.id: old.id}

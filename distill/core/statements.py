@@ -174,6 +174,14 @@ FOREIGN_INITIALS = frozenset(
      "die", "das", "ein", "eine", "mein", "meine", "yo", "él", "ella", "nosotros", "el",
      "los", "las", "una", "mi", "mis"}
 )  # fmt: skip
+# German grammar words: a text with GERMAN_MIN of them is read as German, where a capital
+# letter marks every noun, not a name.
+GERMAN_GRAMMAR = frozenset(
+    {"ich", "du", "wir", "ihr", "von", "zu", "aus", "und", "nicht", "ist", "bin", "sind",
+     "mit", "im", "der", "die", "das", "den", "dem", "ein", "eine", "einen", "mein",
+     "meine", "auf", "für", "bei", "nach", "seit", "habe", "hat", "wohne", "arbeite"}
+)  # fmt: skip
+GERMAN_MIN = 2
 # Words that carry no content in a memory: the grammar of those languages beyond their
 # sentence starts, and the fillers of speech ("so yeah um like I said"). Left out of the
 # content words, as FUNCTION_WORDS are.
@@ -328,6 +336,7 @@ def _spelled_numbers(words: list[str]) -> set[str]:
 def read(text: str) -> Reading:
     tokens = _tokens(text)
     words = [t.word for t in tokens]
+    capitals_are_nouns = sum(w in GERMAN_GRAMMAR for w in words) >= GERMAN_MIN
     numbers: set[str] = set()
     dates: set[str] = set()
     entities: set[str] = set()
@@ -351,7 +360,7 @@ def read(text: str) -> Reading:
             dates.add(AMBIGUOUS_MONTHS[t.word])
         elif t.word in RELATIVE_DAYS or one in RELATIVE_DAYS:
             dates.add(one)
-        elif _named(t):
+        elif _named(t, capitals_are_nouns):
             entities.add(one)
             spelled.setdefault(one, t.word)
     numbers |= _spelled_numbers(words)
@@ -393,16 +402,17 @@ def read(text: str) -> Reading:
     )
 
 
-def _named(t: _Token) -> bool:
+def _named(t: _Token, capitals_are_nouns: bool = False) -> bool:
     """A name, by its spelling: capitalised inside a sentence ("met Alice"), mixed case or
     all capitals ("iPhone", "NASA"), or capitalised at a sentence start when it is no
-    function word ("Alice manages Bob"; "The", "User", "She" are not names)."""
+    function word ("Alice manages Bob"; "The", "User", "She" are not names). In German,
+    where every noun is capitalised ("von zu Hause"), only the mixed case and capitals."""
     raw = t.raw
     if len(raw) < 2:
         return False
     if any(c.isupper() for c in raw[1:]):
         return True
-    if not raw[0].isupper():
+    if not raw[0].isupper() or capitals_are_nouns:
         return False
     return not t.initial or t.word not in _NOT_NAMES
 

@@ -64,8 +64,14 @@ def test_a_statement_of_change_is_never_merged_into_the_state_it_changes() -> No
 def test_sentence_initial_pronouns_of_other_languages_are_not_names() -> None:
     english, french = "I am allergic to penicillin.", "Je suis allergique à la pénicilline."
     assert merge_objections(english, french) == ()
-    # A weekday in German is the weekday: the German may absorb the English.
-    assert merge_objections("Freitags arbeite ich zu Hause.", "I work at home on Fridays.") == ()
+    # A weekday in German is the weekday, and German capitals mark nouns, not names: either
+    # may absorb the other.
+    german, english = "Freitags arbeite ich von zu Hause aus.", "I work from home on Fridays."
+    assert merge_objections(german, english) == merge_objections(english, german) == ()
+    # A name in German is still a name when its spelling says so.
+    assert [o.code for o in merge_objections(english, "Ich arbeite mit SAP von zu Hause.")] == [
+        "entity"
+    ]
 
 
 words = st.sampled_from(["tea", "coffee", "Lyon", "Paris", "I", "live", "in", "like", "my", "3"])

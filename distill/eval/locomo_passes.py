@@ -80,6 +80,7 @@ class Passes:
     dedupe: DedupeReport
     judge: JudgeReport | None  # None: no model, not run
     judge_runs: int = 0
+    judge_ended: str = ""  # why the judge's runs ended (`judge_all`)
     seconds: float = 0.0
     retirements: list[Retirement] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # live before, not found after (deleted)
@@ -93,26 +94,27 @@ def run_passes(mem: Memory, projects: Sequence[str], judge: bool) -> Passes:
     model); the retirements are read back by `walk`, once the caller knows what was live."""
     started = time.perf_counter()
     deduped = mem.dedupe(projects=projects, max_supersedes=None)
-    judged, runs = judge_all(mem, projects) if judge else (None, 0)
-    return Passes(deduped, judged, runs, time.perf_counter() - started)
+    if not judge:
+        return Passes(deduped, None, seconds=time.perf_counter() - started)
+    judged, runs, ended = judge_all(mem, projects)
+    return Passes(deduped, judged, runs, ended, time.perf_counter() - started)
 
 
-def judge_all(mem: Memory, projects: Sequence[str]) -> tuple[JudgeReport, int]:
+def judge_all(mem: Memory, projects: Sequence[str]) -> tuple[JudgeReport, int, str]:
     """`Memory.judge` run after run, while a run leaves a backlog (a scope capped, or the
     budget spent) and at most `MAX_JUDGE_RUNS` times; a provider error ends the loop. The
-    reports are summed into one."""
+    reports are summed into one; the last string says why the loop ended."""
     total = JudgeReport()
-    runs = 0
-    while runs < MAX_JUDGE_RUNS:
+    for runs in range(1, MAX_JUDGE_RUNS + 1):
         report = mem.judge(projects=projects, max_changes=None)
-        runs += 1
         _add(total, report)
         budget = bool(report.stopped) and all("budget:" in s for s in report.stopped)
         if report.stopped and not budget:
-            break  # the provider failed: asking again now would fail again
+            # The provider failed: asking again now would fail again.
+            return total, runs, f"stopped: {report.stopped[-1]}"
         if not (report.capped or budget):
-            break
-    return total, runs
+            return total, runs, "no backlog left"
+    return total, MAX_JUDGE_RUNS, f"backlog left after {MAX_JUDGE_RUNS} runs"
 
 
 def _add(total: JudgeReport, run: JudgeReport) -> None:
@@ -210,13 +212,21 @@ def metrics(passes: Passes | None, observations: int, before: int, after: int) -
         out.append(Metric.info("judge run", 0, NO_MODEL))
     else:
         spent = judge.usage.prompt_tokens + judge.usage.completion_tokens
+        budget = sum("budget:" in s for s in judge.stopped)
         out += [
             Metric.info(
                 "judge run",
                 passes.judge_runs,
-                f"runs; {judge.judged} memories judged, {judge.usage.calls} calls, "
-                f"{spent:,} tokens, {len(judge.failed)} unreadable, {len(judge.refused)} "
-                f"verdicts refused{'; stopped: ' + judge.stopped[-1] if judge.stopped else ''}",
+                f"runs ({passes.judge_ended}); {judge.judged} memories judged (a survivor "
+                f"again after each merge), {judge.usage.calls} calls, {spent:,} tokens, "
+                f"{budget} scope stop(s) at a run's budget, {len(judge.failed)} unreadable",
+            ),
+            Metric.info(
+                "judge: verdicts refused by the checks",
+                len(judge.refused),
+                ", ".join(
+                    f"{c} {n}" for c, n in Counter(r.code for r in judge.refused).most_common()
+                ),
             ),
             Metric.info("judge: memories merged", per[("judge", "merge_fact")]),
             Metric.info("judge: memories superseded", per[("judge", "retire_fact")]),

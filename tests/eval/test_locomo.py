@@ -27,10 +27,11 @@ from distill.core.plan import CreateFact, Plan, ReviseFact
 from distill.eval import EvalContext, default_data_dir, locomo, run_suite
 from distill.eval.judge import ADVERSARIES, scripted
 from distill.eval.locomo import AnswerDate, Consolidated, answer_date, dia_ids
-from distill.eval.locomo_passes import Passes, Retirement, run_passes, walk
+from distill.eval.locomo_passes import Passes, Retirement, judge_all, run_passes, walk
 from distill.eval.locomo_passes import metrics as passes_metrics
 from distill.eval.retrieval import BM25, ranking, recall_at
 from distill.passes.dedupe import DedupeReport
+from distill.passes.memory_judge import JudgeReport
 from tests.factories import T0, make_event, make_memory, new_id
 
 REPO = Path(__file__).resolve().parents[2]
@@ -294,6 +295,9 @@ def test_the_judge_merges_within_a_speaker_never_across(tmp_path: Path) -> None:
         assert live_of(mem, "Ann") == [VIOLIN]
         assert live_of(mem, "Bob") == [VIOLIN, CELLO]
         assert passes.judge is not None and passes.judge.merged == 1
+        assert (passes.judge_runs, passes.judge_ended) == (1, "no backlog left")
+        # Bob's two were put to the model too: the guards refused the merge (two names).
+        assert {r.code for r in passes.judge.refused} >= {"merge_entity"}
     finally:
         mem.close()
 
@@ -412,3 +416,31 @@ def test_no_passes(tmp_path: Path) -> None:
     check(names, passes=False)
     assert names["hygiene passes run"] == 0
     assert not [n for n in names if "after the passes" in n or n.startswith("passes:")]
+
+
+class Runs:
+    """A stand-in for `Memory.judge`: the reports of successive runs, in order."""
+
+    def __init__(self, *reports: JudgeReport) -> None:
+        self.reports = list(reports)
+        self.calls = 0
+
+    def judge(self, **_options: Any) -> JudgeReport:
+        self.calls += 1
+        return self.reports.pop(0)
+
+
+def test_the_judge_runs_again_while_a_backlog_is_left() -> None:
+    spent = "conv-1/Ann: budget: 100 call(s) of 100 spent"
+    runs = Runs(
+        JudgeReport(judged=8, merged=1, capped=True),
+        JudgeReport(judged=8, merged=2, stopped=[spent]),
+        JudgeReport(judged=3, merged=1),
+        JudgeReport(judged=99),  # never asked for: the backlog was empty
+    )
+    total, count, ended = judge_all(runs, ["conv-1"])  # type: ignore[arg-type]
+    assert (count, ended, runs.calls) == (3, "no backlog left", 3)
+    assert (total.judged, total.merged) == (19, 4)
+    failing = Runs(JudgeReport(stopped=["conv-1/Ann: ProviderError: 503"]), JudgeReport())
+    _, count, ended = judge_all(failing, ["conv-1"])  # type: ignore[arg-type]
+    assert count == 1 and ended.startswith("stopped: conv-1/Ann: ProviderError")

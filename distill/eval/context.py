@@ -64,7 +64,10 @@ class EvalContext:
     seed: int = 0
     embedder: str | Embedder = "local"
     progress: Progress = _quiet
-    llm: LLM | None = None  # a real model, for the suites that can ask one (judge)
+    llm: LLM | None = None  # a real model, for the suites that can ask one (judge, locomo)
+    # The locomo suite runs the hygiene passes (dedupe; judge with a model) after
+    # consolidating and measures again; off: `--no-passes`.
+    hygiene: bool = True
     _embedder: Embedder | None = field(default=None, repr=False)
 
     def path(self, *parts: str) -> Path:

@@ -17,6 +17,11 @@ observations knew:
 
 Questions of every category are scored, the adversarial ones (5) included: their evidence
 is still dialog that a retriever should find.
+
+Then, unless `--no-passes`, the hygiene passes (`Memory.dedupe`, and `Memory.judge` when the
+run has a model) go over the same store and every measure above is taken again over what is
+live after them, against its own figure before them; the retirements they made are read back
+to check that none crossed a speaker or a conversation (`locomo_passes`).
 """
 
 from __future__ import annotations
@@ -32,6 +37,9 @@ from typing import Any
 import numpy as np
 
 from distill.eval.context import EvalContext
+from distill.eval.locomo_passes import NOTES as PASSES_NOTES
+from distill.eval.locomo_passes import Passes, run_passes, walk
+from distill.eval.locomo_passes import metrics as passes_metrics
 from distill.eval.results import Dataset, Metric, SuiteResult, Table
 from distill.eval.retrieval import BM25, embed_all, ranking, recall_at
 from distill.memory import Memory
@@ -187,35 +195,62 @@ def _turn_order(dia_id: str) -> tuple[int, int]:
 
 
 @dataclass(frozen=True)
-class Consolidated:
-    """What consolidation left: the live facts (those `facts()` serves) of each conversation
-    as documents, the run's counts, and the facts that mixed scopes."""
+class Live:
+    """The live facts (those `facts()` serves) of each conversation as documents, with their
+    ids, and the facts whose source events mix scopes."""
 
     docs: dict[str, list[Doc]]  # conversation → live facts as documents
+    ids: dict[str, frozenset[str]]  # conversation → its live facts' ids
     cited: dict[str, frozenset[str]]  # fact id → the dialog ids its source events cite
-    counts: dict[str, int]
-    seconds: float
     cross_speaker: int
     cross_conversation: int
+
+    @property
+    def count(self) -> int:
+        return sum(len(d) for d in self.docs.values())
+
+
+@dataclass(frozen=True)
+class Consolidated:
+    """What consolidation left (`live`), and the run's counts."""
+
+    live: Live
+    counts: dict[str, int]
+    seconds: float
 
 
 def consolidate(
     mem: Memory, said: Sequence[Said], progress: Callable[[int, int], None]
 ) -> Consolidated:
-    """Add every observation as an event, consolidate, and read the live facts back with the
-    dialog ids of their source events."""
+    """Add every observation as an event, consolidate, and read the live facts back."""
     mem.add_events([event(s) for s in said])
     started = time.perf_counter()
     report = mem.consolidate(progress=progress)
     seconds = time.perf_counter() - started
+    found = live(mem, dict.fromkeys(s.conversation for s in said))
+    counts = {
+        "observations ingested": len(said),
+        "facts created": report.created,
+        "observations merged into a fact": report.reinforced,
+        "duplicates": report.duplicates,
+        "live facts": found.count,
+        "failed jobs": report.jobs_failed,
+    }
+    return Consolidated(found, counts, seconds)
+
+
+def live(mem: Memory, conversations: Iterable[str]) -> Live:
+    """The live facts of each conversation, with the dialog ids of their source events."""
     docs: dict[str, list[Doc]] = {}
+    ids: dict[str, frozenset[str]] = {}
     cited_by_fact: dict[str, frozenset[str]] = {}
     cross_speaker = cross_conversation = 0
-    for conversation in dict.fromkeys(s.conversation for s in said):
+    for conversation in conversations:
         facts = mem.facts(project=conversation)
         wanted = (i for f in facts for i in f.source_event_ids)
         events = {e.id: e for e in mem.events(wanted, project=conversation)}
         docs[conversation] = []
+        ids[conversation] = frozenset(f.id for f in facts)
         for fact in facts:
             sources = [events[i] for i in fact.source_event_ids if i in events]
             cross_speaker += len({e.subject for e in sources}) > 1
@@ -224,15 +259,7 @@ def consolidate(
             cited = frozenset(i for e in sources for i in DIA_ID.findall(e.source))
             docs[conversation].append(Doc(fact.text, cited, fact.valid_from.date()))
             cited_by_fact[fact.id] = cited
-    counts = {
-        "observations ingested": len(said),
-        "facts created": report.created,
-        "observations merged into a fact": report.reinforced,
-        "duplicates": report.duplicates,
-        "live facts": sum(len(d) for d in docs.values()),
-        "failed jobs": report.jobs_failed,
-    }
-    return Consolidated(docs, cited_by_fact, counts, seconds, cross_speaker, cross_conversation)
+    return Live(docs, ids, cited_by_fact, cross_speaker, cross_conversation)
 
 
 def searched(
@@ -309,10 +336,22 @@ def run(ctx: EvalContext) -> SuiteResult:
         for q in questions
         if q.conversation == c
     ]
-    with ctx.memory(extractor="claims") as mem:
+    projects = list(dict.fromkeys(s.conversation for s in said))
+    judging = ctx.hygiene and ctx.llm is not None
+    passes: Passes | None = None
+    after: Live | None = None
+    by_search_after: dict[int, dict[str, float]] | None = None
+    with ctx.memory(extractor="claims", llm=ctx.llm if judging else None) as mem:
         done = consolidate(mem, said, lambda n, total: ctx.progress("consolidating", n, total))
         ctx.progress("searching", 0, len(ordered))
-        by_search = searched(mem, ordered, done.cited)
+        by_search = searched(mem, ordered, done.live.cited)
+        if ctx.hygiene:
+            ctx.progress("hygiene passes", 0, 1)
+            passes = run_passes(mem, projects, judging)
+            after = live(mem, projects)
+            passes.retirements, passes.missing = walk(mem, done.live.ids, after.ids)
+            ctx.progress("searching after the passes", 0, len(ordered))
+            by_search_after = searched(mem, ordered, after.cited)
     before: dict[str, list[Doc]] = defaultdict(list)
     for s in said:
         before[s.conversation].append(Doc(s.text, s.dia_ids, s.at.date()))
@@ -320,32 +359,43 @@ def run(ctx: EvalContext) -> SuiteResult:
     for q in questions:
         asked[q.conversation].append(q)
     embedder = ctx.shared_embedder()
-    texts = [d.text for docs in (*before.values(), *done.docs.values()) for d in docs]
+    corpora = [before, done.live.docs, *([after.docs] if after else [])]
+    texts = [d.text for corpus in corpora for docs in corpus.values() for d in docs]
     vectors = embed_all(
         embedder,
         texts + [q.text for q in questions],
         lambda n, total: ctx.progress("embedding", n, total),
     )
 
-    def scored(corpora: dict[str, list[Doc]]) -> list[Scored]:
-        return [
-            s
-            for c in asked
-            for s in score(corpora.get(c, []), asked[c], vectors, embedder.dimension)
+    def scored(docs: dict[str, list[Doc]], by: dict[int, dict[str, float]] | None) -> list[Scored]:
+        found = [
+            s for c in asked for s in score(docs.get(c, []), asked[c], vectors, embedder.dimension)
         ]
+        if by is None:
+            return found
+        # `score` visits the questions with evidence in the order of `ordered`.
+        extra = [by[n] for n, q in enumerate(ordered) if q.evidence]
+        return [replace(s, found={**s.found, **e}) for s, e in zip(found, extra, strict=True)]
 
-    raw, kept = scored(before), scored(done.docs)
-    # `scored` visits the questions with evidence in the order of `ordered`.
-    extra = [by_search[n] for n, q in enumerate(ordered) if q.evidence]
-    kept = [replace(s, found={**s.found, **e}) for s, e in zip(kept, extra, strict=True)]
+    raw, kept = scored(before, None), scored(done.live.docs, by_search)
+    passed = scored(after.docs, by_search_after) if after is not None else None
+    metrics = _metrics(done, raw, kept)
+    if passes is not None and after is not None and passed is not None:
+        metrics += _after_passes(kept, passed, after)
+    metrics += passes_metrics(passes, len(said), done.live.count, after.count if after else 0)
     return SuiteResult(
         suite=NAME,
         title=TITLE,
         datasets=[Dataset("LoCoMo (locomo10.json)", LICENSE, str(ctx.path(*FILE)))],
-        metrics=_metrics(done, raw, kept),
-        tables=[_by_category(raw, kept)],
-        notes=NOTES,
-        params={"conversations": len(conversations), "days_after": DAYS_AFTER},
+        metrics=metrics,
+        tables=[_by_category(raw, kept, passed)],
+        notes=[*NOTES, *(PASSES_NOTES if passes else ["Hygiene passes off (--no-passes)."])],
+        params={
+            "conversations": len(conversations),
+            "days_after": DAYS_AFTER,
+            "passes": ctx.hygiene,
+            "judge": judging,
+        },
     )
 
 
@@ -361,8 +411,8 @@ def _metrics(done: Consolidated, raw: list[Scored], kept: list[Scored]) -> list[
             ceiling,
             "fact → source events → cited dialog ids",
         ),
-        Metric.at_most("merges across speakers", done.cross_speaker, 0),
-        Metric.at_most("merges across conversations", done.cross_conversation, 0),
+        Metric.at_most("merges across speakers", done.live.cross_speaker, 0),
+        Metric.at_most("merges across conversations", done.live.cross_conversation, 0),
     ]
     for retriever in RETRIEVERS:
         for k in KS:
@@ -386,31 +436,62 @@ def _metrics(done: Consolidated, raw: list[Scored], kept: list[Scored]) -> list[
                 f"better arm {arms}",
             )
         )
-    dated_raw = [s.date_recovered for s in raw if s.date_recovered is not None]
-    dated_kept = [s.date_recovered for s in kept if s.date_recovered is not None]
-    was = mean([float(r) for r in dated_raw])
+    was = _dated(raw)
     metrics += [
-        Metric.info("temporal questions with a dated answer", len(dated_kept)),
-        Metric.info("answer date recoverable, observations", was, "the ceiling"),
-        Metric.at_least(
-            "answer date recoverable from fact validity", mean([float(r) for r in dated_kept]), was
+        Metric.info(
+            "temporal questions with a dated answer",
+            sum(s.date_recovered is not None for s in kept),
         ),
+        Metric.info("answer date recoverable, observations", was, "the ceiling"),
+        Metric.at_least("answer date recoverable from fact validity", _dated(kept), was),
     ]
     return metrics
 
 
-def _by_category(raw: list[Scored], kept: list[Scored]) -> Table:
-    """Rows: a measure over the observations ("obs") or the live facts ("facts"); columns:
-    question categories."""
+def _dated(scored: list[Scored]) -> float:
+    return mean([float(s.date_recovered) for s in scored if s.date_recovered is not None])
+
+
+def _after_passes(kept: list[Scored], passed: list[Scored], after: Live) -> list[Metric]:
+    """Each measure over the live facts after the hygiene passes, at least what the same
+    measure gave over the same store's live facts before them."""
+    metrics = []
+    for measure in MEASURES:
+        name = "evidence reachable" if measure == "reachable" else f"{measure} recall"
+        was = mean([s.found[measure] for s in kept])
+        metrics.append(
+            Metric.at_least(
+                f"{name} after the passes",
+                mean([s.found[measure] for s in passed]),
+                was,
+                "before the passes",
+            )
+        )
+    metrics += [
+        Metric.at_least(
+            "answer date recoverable after the passes", _dated(passed), _dated(kept), "before"
+        ),
+        Metric.at_most("merges across speakers after the passes", after.cross_speaker, 0),
+        Metric.at_most("merges across conversations after the passes", after.cross_conversation, 0),
+    ]
+    return metrics
+
+
+MEASURES = ["reachable", *[f"{r}@{k}" for r in (*RETRIEVERS, SEARCH) for k in KS]]
+
+
+def _by_category(raw: list[Scored], kept: list[Scored], passed: list[Scored] | None) -> Table:
+    """Rows: a measure over the observations ("obs"), the live facts ("facts") and the live
+    facts after the hygiene passes ("passes"); columns: question categories."""
     present = {s.category for s in raw}
     groups = [*((c, name) for c, name in CATEGORIES.items() if c in present), (0, "all")]
 
     rows: list[list[Any]] = [
         ["questions", *[sum(1 for s in raw if c in (0, s.category)) for c, _ in groups]]
     ]
-    measures = ["reachable", *[f"{r}@{k}" for r in (*RETRIEVERS, SEARCH) for k in KS]]
-    for measure in measures:
-        for corpus, scored in (("obs", raw), ("facts", kept)):
+    corpora = [("obs", raw), ("facts", kept), *([("passes", passed)] if passed else [])]
+    for measure in MEASURES:
+        for corpus, scored in corpora:
             if measure.startswith(SEARCH) and corpus == "obs":
                 continue
             cells = [

@@ -47,8 +47,16 @@ from distill.service.terminal import build_embedder, build_llm, err, json_flag, 
     "--llm",
     "llm_provider",
     type=click.Choice(PROVIDERS),
-    help="A model for the judge suite to ask (default: distill --llm / DISTILL_LLM; its "
-    "name, URL and key from --llm-model, --llm-base-url and DISTILL_LLM_API_KEY).",
+    help="A model for the judge suite to ask, and for locomo's judge pass (default: distill "
+    "--llm / DISTILL_LLM; its name, URL and key from --llm-model, --llm-base-url and "
+    "DISTILL_LLM_API_KEY).",
+)
+@click.option(
+    "--passes/--no-passes",
+    default=True,
+    show_default=True,
+    help="locomo: run the hygiene passes (dedupe; the judge too with a model) over the "
+    "consolidated store and measure again.",
 )
 @json_flag("Print the JSON result instead of tables.")
 @click.option("--markdown", is_flag=True, help="Print Markdown tables (for a report).")
@@ -61,20 +69,23 @@ def eval_cmd(
     seed: int,
     out_file: Path | None,
     llm_provider: str | None,
+    passes: bool,
     as_json: bool,
     markdown: bool,
 ) -> None:
-    """Measure consolidation on public datasets (timelines, numeric-updates, pairs, locomo),
-    on the scenarios, on the held-out drift cases and on the judge golden set (which also asks
-    a real model when given one: `distill eval judge --llm ollama`), or all. Prints a table
-    per suite and writes a JSON result."""
+    """Measure consolidation on public datasets (timelines, numeric-updates, pairs, locomo,
+    which also runs the hygiene passes unless --no-passes), on the scenarios, on the
+    held-out drift cases and on the judge golden set (these two ask a real model when given
+    one: `distill eval judge --llm ollama`), or all. Prints a table per suite and writes a
+    JSON result."""
     names = list(SUITES) if suite == "all" else [suite]
     embedder = build_embedder(ctx)
-    # Only the judge suite asks a model; the others must run whatever DISTILL_LLM says, so
-    # the model is built only for it.
+    # Only the judge suite and locomo's judge pass ask a model; the others must run whatever
+    # DISTILL_LLM says, so the model is built only for them.
     if llm_provider is not None:
         ctx.obj["llm"] = {**ctx.obj["llm"], "provider": llm_provider}
-    llm = build_llm(ctx) if "judge" in names else None
+    asking = "judge" in names or ("locomo" in names and passes)
+    llm = build_llm(ctx) if asking else None
     try:
         # The suites provoke failures on purpose (a 429, a malformed answer) and report them
         # in their tables; the engine's logs about them stay quiet unless --verbose asks.
@@ -86,6 +97,7 @@ def eval_cmd(
                 embedder=embedder,
                 progress=progress,
                 llm=llm,
+                hygiene=passes,
             )
             results = [run_suite(name, context) for name in names]
     finally:

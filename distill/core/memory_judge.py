@@ -270,7 +270,7 @@ Evidence = Callable[[str, str], str | None]
 
 
 @dataclass(frozen=True)
-class Rules:
+class Guards:
     """What `check` holds a verdict against, besides its own checks: the merge guards, the
     words' evidence of a change, and the pairs of facts already in an open conflict set."""
 
@@ -295,7 +295,7 @@ def check(
     verdicts: Sequence[Verdict],
     items: Sequence[Item],
     now: datetime,
-    rules: Rules,
+    guards: Guards,
     new_id: Callable[[], str],
     max_changes: int | None = None,
     checked: Checked | None = None,
@@ -339,10 +339,10 @@ def check(
             if older.pinned:
                 refuse("pinned", f"{older.id} is pinned and may not be retired")
                 continue
-            if frozenset((older.id, newer.id)) in rules.contested:
+            if frozenset((older.id, newer.id)) in guards.contested:
                 refuse("already_contested", "the two are in an open conflict set already")
                 continue
-            if rules.evidence(older.text, newer.text) is None:
+            if guards.evidence(older.text, newer.text) is None:
                 out.plan.add(_contest(older, newer, v.reason, now, new_id()))
                 out.touched |= {memory.id, target.id}
                 out.contested.append(v)
@@ -357,7 +357,7 @@ def check(
             )
             out.plan.add(ReviseFact(older, retired, "retire", f"judge: {v.reason}", PASS_NAME))
         else:
-            chosen = _survivor(memory, target, rules.objections)
+            chosen = _survivor(memory, target, guards.objections)
             if isinstance(chosen, Refusal):
                 refuse(chosen.code, chosen.detail)
                 continue

@@ -55,9 +55,9 @@ from distill.core.memory_judge import (
     SYSTEM,
     Checked,
     Evidence,
+    Guards,
     Item,
     Objections,
-    Rules,
     Unreadable,
     asked,
     check,
@@ -330,13 +330,13 @@ def judge_cases(
 ) -> Run:
     """Every case through render -> `model` -> read -> check, `JUDGE_BATCH` at a time."""
     run = Run(name, [], 0, [])
-    rules = Rules(objections, evidence)
+    guards = Guards(objections, evidence)
     for start in range(0, len(cases), JUDGE_BATCH):
-        run.outcomes.extend(_batch(run, cases[start : start + JUDGE_BATCH], model, rules))
+        run.outcomes.extend(_batch(run, cases[start : start + JUDGE_BATCH], model, guards))
     return run
 
 
-def _batch(run: Run, batch: Sequence[Case], model: LLM, rules: Rules) -> list[Outcome]:
+def _batch(run: Run, batch: Sequence[Case], model: LLM, guards: Guards) -> list[Outcome]:
     if run.errors:  # as the pass does, a provider that failed is not asked again this run
         return [Outcome(c, "error", (), (), ()) for c in batch]
     shown = render([c.item for c in batch])
@@ -347,14 +347,16 @@ def _batch(run: Run, batch: Sequence[Case], model: LLM, rules: Rules) -> list[Ou
     except Unreadable:
         if len(batch) > 1:  # as the pass does: ask again in halves, down to one memory
             half = len(batch) // 2
-            return _batch(run, batch[:half], model, rules) + _batch(run, batch[half:], model, rules)
+            return _batch(run, batch[:half], model, guards) + _batch(
+                run, batch[half:], model, guards
+            )
         return [Outcome(batch[0], "unreadable", (), (), ())]
     except ProviderError as exc:  # transport, auth, quota: the rest is not judged
         run.errors.append(f"{type(exc).__name__}: {exc}")
         return [Outcome(c, "error", (), (), ()) for c in batch]
     ids = iter(range(len(batch) * 2))
     checked = check(
-        verdicts, [c.item for c in batch], CHECKED_AT, rules, lambda: f"set-{next(ids)}"
+        verdicts, [c.item for c in batch], CHECKED_AT, guards, lambda: f"set-{next(ids)}"
     )
     return [outcome_of(c, checked) for c in batch]
 

@@ -152,8 +152,8 @@ class JudgeBatch:
             if v.memory_id not in unchanged and v.action != "nothing"
         ]
         fresh = [v for v in work.verdicts if v.memory_id in unchanged]
-        rules = mj.Rules(self.objections, contested=snapshot.contested)
-        checked = mj.check(fresh, work.items, context.now, rules, context.new_id, work.max_changes)
+        guards = mj.Guards(self.objections, contested=snapshot.contested)
+        checked = mj.check(fresh, work.items, context.now, guards, context.new_id, work.max_changes)
         checked.refused.extend(edited)
         checked.plan.add(
             MoveCursor(

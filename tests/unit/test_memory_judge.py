@@ -18,8 +18,8 @@ import pytest
 from distill.core.memory_judge import (
     REASON_MAX,
     Checked,
+    Guards,
     Item,
-    Rules,
     Unreadable,
     Verdict,
     asked,
@@ -62,8 +62,8 @@ def shows_change(_older: str, _newer: str) -> str | None:
     return "scripted"
 
 
-def rules(objections: Any, evidence: Any = shows_change) -> Rules:
-    return Rules(objections, evidence)
+def guards(objections: Any, evidence: Any = shows_change) -> Guards:
+    return Guards(objections, evidence)
 
 
 _ids = iter(range(1_000_000))
@@ -201,7 +201,7 @@ def test_read_drops_verdicts_it_did_not_ask_for_and_keeps_unknown_targets_for_ch
     )
     assert len(found) == 1  # one verdict per memory: the first readable one
     assert found[0].memory_id == new.id and found[0].target_id not in (new.id, old.id)
-    checked = check(found, shown.items, NOW, rules(no_objection), next_id)
+    checked = check(found, shown.items, NOW, guards(no_objection), next_id)
     assert codes(checked) == ["target_not_shown"] and not checked.plan.actions
 
 
@@ -219,7 +219,11 @@ def test_read_flattens_and_clips_the_reason(pair: Any) -> None:
 def test_check_refuses_a_verdict_with_no_reason() -> None:
     new, old = mem("I moved to Lyon.", 5), mem("I live in Paris.", 1)
     checked = check(
-        [verdict(new, "supersede", old, "")], [Item(new, (old,))], NOW, rules(no_objection), next_id
+        [verdict(new, "supersede", old, "")],
+        [Item(new, (old,))],
+        NOW,
+        guards(no_objection),
+        next_id,
     )
     assert codes(checked) == ["no_reason"] and not checked.plan.actions
 
@@ -228,7 +232,7 @@ def test_check_refuses_a_target_shown_with_another_memory() -> None:
     a, a_old = mem("a new", 5), mem("a old", 1)
     b, b_old = mem("b new", 5), mem("b old", 1)
     items = [Item(a, (a_old,)), Item(b, (b_old,))]
-    checked = check([verdict(a, "supersede", b_old)], items, NOW, rules(no_objection), next_id)
+    checked = check([verdict(a, "supersede", b_old)], items, NOW, guards(no_objection), next_id)
     assert codes(checked) == ["target_not_shown"] and not retired(checked)
 
 
@@ -236,13 +240,13 @@ def test_check_refuses_a_second_change_to_one_fact_in_a_run() -> None:
     old = mem("I live in Paris.", 1)
     lyon, lille = mem("I moved to Lyon.", 5), mem("I moved to Lille.", 6)
     items = [Item(lyon, (old,)), Item(lille, (old,))]
-    first = check([verdict(lyon, "supersede", old)], items[:1], NOW, rules(no_objection), next_id)
+    first = check([verdict(lyon, "supersede", old)], items[:1], NOW, guards(no_objection), next_id)
     # The next batch carries the run's checked verdicts: `old` was changed already.
     both = check(
         [verdict(lille, "supersede", old)],
         items[1:],
         NOW,
-        rules(no_objection),
+        guards(no_objection),
         next_id,
         checked=first,
     )
@@ -252,7 +256,7 @@ def test_check_refuses_a_second_change_to_one_fact_in_a_run() -> None:
 def test_check_refuses_a_fact_no_longer_active() -> None:
     new, gone = mem("I moved to Lyon.", 5), mem("I live in Paris.", 1, status=FactStatus.RETRACTED)
     checked = check(
-        [verdict(new, "supersede", gone)], [Item(new, (gone,))], NOW, rules(no_objection), next_id
+        [verdict(new, "supersede", gone)], [Item(new, (gone,))], NOW, guards(no_objection), next_id
     )
     assert codes(checked) == ["not_live"]
 
@@ -264,7 +268,7 @@ def test_check_stops_at_the_cap_of_changes() -> None:
         [verdict(n, "supersede", o) for n, o in pairs],
         items,
         NOW,
-        rules(no_objection),
+        guards(no_objection),
         next_id,
         max_changes=2,
     )
@@ -274,7 +278,7 @@ def test_check_stops_at_the_cap_of_changes() -> None:
 def test_check_never_lets_nothing_write() -> None:
     new, old = mem("I like jazz.", 5), mem("I like jazz a lot.", 1)
     checked = check(
-        [verdict(new, "nothing", old)], [Item(new, (old,))], NOW, rules(always("x")), next_id
+        [verdict(new, "nothing", old)], [Item(new, (old,))], NOW, guards(always("x")), next_id
     )
     assert not checked.plan.actions and not checked.refused and not checked.applied
 
@@ -293,7 +297,7 @@ def test_a_supersede_retires_the_one_stated_first_whatever_the_model_says(model_
         [verdict(arrived_last, "supersede", stated_last, model_says)],
         [item],
         NOW,
-        rules(no_objection),
+        guards(no_objection),
         next_id,
     )
     assert retired(checked) == {arrived_last.id: stated_last.id}
@@ -305,7 +309,11 @@ def test_a_supersede_retires_the_one_stated_first_whatever_the_model_says(model_
 def test_a_merge_keeps_the_older_when_both_ways_are_clean() -> None:
     older, newer = mem("I prefer green tea to coffee.", 1), mem("Green tea over coffee.", 5)
     checked = check(
-        [verdict(newer, "merge", older)], [Item(newer, (older,))], NOW, rules(no_objection), next_id
+        [verdict(newer, "merge", older)],
+        [Item(newer, (older,))],
+        NOW,
+        guards(no_objection),
+        next_id,
     )
     assert retired(checked) == {newer.id: older.id}
 
@@ -313,7 +321,7 @@ def test_a_merge_keeps_the_older_when_both_ways_are_clean() -> None:
 def test_a_merge_keeps_the_one_that_loses_nothing_even_when_newer() -> None:
     older, newer = mem("I have a dog", 1), mem("I have a dog named Biscuit", 5)
     checked = check(
-        [verdict(newer, "merge", older)], [Item(newer, (older,))], NOW, rules(lost_words), next_id
+        [verdict(newer, "merge", older)], [Item(newer, (older,))], NOW, guards(lost_words), next_id
     )
     assert retired(checked) == {older.id: newer.id}
 
@@ -321,7 +329,7 @@ def test_a_merge_keeps_the_one_that_loses_nothing_even_when_newer() -> None:
 def test_a_merge_objected_both_ways_is_refused_with_the_guards_code() -> None:
     three, four = mem("I have 3 kids", 1), mem("I have 4 kids", 5)
     checked = check(
-        [verdict(four, "merge", three)], [Item(four, (three,))], NOW, rules(lost_words), next_id
+        [verdict(four, "merge", three)], [Item(four, (three,))], NOW, guards(lost_words), next_id
     )
     assert codes(checked) == ["merge_detail"] and not checked.plan.actions
 
@@ -333,7 +341,7 @@ def test_a_pinned_memory_is_never_superseded() -> None:
         [verdict(new, "supersede", pinned)],
         [Item(new, (pinned,))],
         NOW,
-        rules(no_objection),
+        guards(no_objection),
         next_id,
     )
     assert codes(checked) == ["pinned"] and not checked.plan.actions
@@ -345,7 +353,7 @@ def test_a_pinned_memory_survives_a_merge_even_when_newer_and_is_left_as_it_is()
         [verdict(pinned, "merge", older)],
         [Item(pinned, (older,))],
         NOW,
-        rules(no_objection),
+        guards(no_objection),
         next_id,
     )
     assert retired(checked) == {older.id: pinned.id}
@@ -356,13 +364,13 @@ def test_a_merge_that_could_only_retire_the_pinned_one_is_refused() -> None:
     # The pinned one lacks a detail: merging into it loses it, and it may not be retired.
     pinned, detailed = mem("I have a dog", 1, pinned=True), mem("I have a dog named Rex", 5)
     checked = check([verdict(detailed, "merge", pinned)], [Item(detailed, (pinned,))], NOW,
-                    rules(lost_words), next_id)  # fmt: skip
+                    guards(lost_words), next_id)  # fmt: skip
     assert codes(checked) == ["merge_detail"] and not checked.plan.actions
 
 
 def test_two_pinned_memories_are_never_merged() -> None:
     a, b = mem("Reply in British English.", 1, pinned=True), mem("British English.", 5, pinned=True)
-    checked = check([verdict(b, "merge", a)], [Item(b, (a,))], NOW, rules(no_objection), next_id)
+    checked = check([verdict(b, "merge", a)], [Item(b, (a,))], NOW, guards(no_objection), next_id)
     assert codes(checked) == ["pinned"] and not checked.plan.actions
 
 
@@ -375,7 +383,7 @@ def test_a_supersede_the_words_do_not_show_contests_both_and_retires_neither() -
         [verdict(newer, "supersede", older, "Replaced.")],
         [Item(newer, (older,))],
         NOW,
-        rules(no_objection, evidence=lambda _o, _n: None),
+        guards(no_objection, evidence=lambda _o, _n: None),
         next_id,
     )
     assert not retired(checked) and not checked.applied and not checked.refused
@@ -390,7 +398,7 @@ def test_a_supersede_the_words_do_not_show_contests_both_and_retires_neither() -
         [verdict(later, "supersede", older)],
         [Item(later, (older,))],
         NOW,
-        rules(no_objection),
+        guards(no_objection),
         next_id,
         checked=checked,
     )
@@ -417,7 +425,7 @@ def test_a_pair_already_contested_is_not_contested_again() -> None:
         [verdict(newer, "supersede", older)],
         [Item(newer, (older,))],
         NOW,
-        Rules(no_objection, lambda _o, _n: None, pairs),
+        Guards(no_objection, lambda _o, _n: None, pairs),
         next_id,
     )
     assert codes(checked) == ["already_contested"] and not checked.plan.actions
@@ -429,7 +437,7 @@ def test_a_supersede_the_words_show_is_applied_with_the_real_evidence() -> None:
         [verdict(newer, "supersede", older)],
         [Item(newer, (older,))],
         NOW,
-        Rules(no_objection),  # the real `changes.replacement_evidence`
+        Guards(no_objection),  # the real `changes.replacement_evidence`
         next_id,
     )
     assert retired(checked) == {older.id: newer.id} and not checked.contested
@@ -438,12 +446,12 @@ def test_a_supersede_the_words_show_is_applied_with_the_real_evidence() -> None:
 def test_a_clean_merge_keeps_the_newer_when_it_says_clearly_more() -> None:
     older, newer = mem("I play the piano.", 1), mem("piano player here, mostly jazz standards", 5)
     checked = check([verdict(newer, "merge", older)], [Item(newer, (older,))], NOW,
-                    rules(no_objection), next_id)  # fmt: skip
+                    guards(no_objection), next_id)  # fmt: skip
     assert retired(checked) == {older.id: newer.id}
     # A word or two traded, or another language: the older record survives.
     tea, rather = mem("I prefer green tea to coffee.", 1), mem("I'd rather drink green tea.", 5)
     fr, en = mem("J'ai une fille qui s'appelle Chloé.", 5), mem("I have a daughter, Chloé.", 1)
     for new, old in ((rather, tea), (fr, en)):
         kept = check([verdict(new, "merge", old)], [Item(new, (old,))], NOW,
-                     rules(no_objection), next_id)  # fmt: skip
+                     guards(no_objection), next_id)  # fmt: skip
         assert retired(kept) == {new.id: old.id}

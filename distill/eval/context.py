@@ -68,6 +68,7 @@ class EvalContext:
     # The locomo suite runs the hygiene passes (dedupe; judge with a model) after
     # consolidating and measures again; off: `--no-passes`.
     hygiene: bool = True
+    offline: bool = False  # and its dedupe with the offline tier: `--offline`
     _embedder: Embedder | None = field(default=None, repr=False)
 
     def path(self, *parts: str) -> Path:

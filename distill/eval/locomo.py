@@ -347,7 +347,7 @@ def run(ctx: EvalContext) -> SuiteResult:
         by_search = searched(mem, ordered, done.live.cited)
         if ctx.hygiene:
             ctx.progress("hygiene passes", 0, 1)
-            passes = run_passes(mem, projects, judging)
+            passes = run_passes(mem, projects, judging, ctx.offline)
             after = live(mem, projects)
             passes.retirements, passes.missing = walk(mem, done.live.ids, after.ids)
             ctx.progress("searching after the passes", 0, len(ordered))
@@ -395,6 +395,7 @@ def run(ctx: EvalContext) -> SuiteResult:
             "days_after": DAYS_AFTER,
             "passes": ctx.hygiene,
             "judge": judging,
+            "offline tier": ctx.hygiene and ctx.offline,
         },
     )
 

@@ -7,7 +7,8 @@ questions, embedder and retrievers, so each figure after the passes is compared 
 with the same figure before them (not with another run):
 
 - **dedupe** always, over every conversation, with no per-run cap (the cap is production's
-  safety valve; the suite wants the whole store's answer in one run);
+  safety valve; the suite wants the whole store's answer in one run); with `--offline`, its
+  offline tier too (close in meaning, every guard clean), off by default as for users;
 - **judge** only when the run has a model (`distill eval locomo --llm PROVIDER`), run after
   run until no scope has a backlog left (each run spends at most the pass's default call and
   token budget; `MAX_JUDGE_RUNS` bounds the loop). Without a model it is reported as not run,
@@ -89,11 +90,12 @@ class Passes:
         return Counter((r.pass_name, r.action) for r in self.retirements)
 
 
-def run_passes(mem: Memory, projects: Sequence[str], judge: bool) -> Passes:
-    """Dedupe the conversations' memories, then judge them when `judge` (the memory has a
-    model); the retirements are read back by `walk`, once the caller knows what was live."""
+def run_passes(mem: Memory, projects: Sequence[str], judge: bool, offline: bool) -> Passes:
+    """Dedupe the conversations' memories (with the offline tier when `offline`), then judge
+    them when `judge` (the memory has a model); the retirements are read back by `walk`,
+    once the caller knows what was live."""
     started = time.perf_counter()
-    deduped = mem.dedupe(projects=projects, max_supersedes=None)
+    deduped = mem.dedupe(projects=projects, max_supersedes=None, offline=offline)
     if not judge:
         return Passes(deduped, None, seconds=time.perf_counter() - started)
     judged, runs, ended = judge_all(mem, projects)
@@ -122,6 +124,7 @@ def _add(total: JudgeReport, run: JudgeReport) -> None:
     total.judged += run.judged
     total.merged += run.merged
     total.superseded += run.superseded
+    total.contested += run.contested
     total.kept += run.kept
     total.refused.extend(run.refused)
     total.failed.extend(run.failed)
@@ -169,7 +172,8 @@ def walk(
 
 NOTES = [
     "Hygiene passes (issue 14): after the measures over the live facts, Memory.dedupe (no "
-    "per-run cap) and, when the run has a model (--llm), Memory.judge run after run until no "
+    "per-run cap; with its offline tier under --offline) "
+    "and, when the run has a model (--llm), Memory.judge run after run until no "
     f"scope has a backlog (at most {MAX_JUDGE_RUNS} runs) went over the same store. The "
     "lines '... after the passes' are the same measures over what was live then, each with "
     "its figure before the passes as its target; the table's 'passes' rows likewise.",
@@ -203,7 +207,8 @@ def metrics(passes: Passes | None, observations: int, before: int, after: int) -
         Metric.info(
             "dedupe: memories merged",
             per[("dedupe", "merge_fact")],
-            f"{dedupe.merged_groups} group(s) merged, {dedupe.report_only} report-only "
+            f"{dedupe.merged_groups} group(s) merged ({dedupe.offline_groups} by the offline "
+            f"tier), {dedupe.report_only} report-only "
             f"(same words, another order), {dedupe.scopes} scope(s) looked at",
         ),
     ]
@@ -230,6 +235,7 @@ def metrics(passes: Passes | None, observations: int, before: int, after: int) -
             ),
             Metric.info("judge: memories merged", per[("judge", "merge_fact")]),
             Metric.info("judge: memories superseded", per[("judge", "retire_fact")]),
+            Metric.info("judge: supersedes contested (the words show no change)", judge.contested),
         ]
     receipts = sum(not r.receipt for r in passes.retirements) + len(passes.missing)
     out += [

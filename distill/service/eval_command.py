@@ -58,6 +58,12 @@ from distill.service.terminal import build_embedder, build_llm, err, json_flag, 
     help="locomo: run the hygiene passes (dedupe; the judge too with a model) over the "
     "consolidated store and measure again.",
 )
+@click.option(
+    "--offline",
+    is_flag=True,
+    help="locomo: the dedupe pass with its offline tier (close in meaning, every guard "
+    "clean), as `distill dedupe --offline`.",
+)
 @json_flag("Print the JSON result instead of tables.")
 @click.option("--markdown", is_flag=True, help="Print Markdown tables (for a report).")
 @click.pass_context
@@ -70,6 +76,7 @@ def eval_cmd(
     out_file: Path | None,
     llm_provider: str | None,
     passes: bool,
+    offline: bool,
     as_json: bool,
     markdown: bool,
 ) -> None:
@@ -98,6 +105,7 @@ def eval_cmd(
                 progress=progress,
                 llm=llm,
                 hygiene=passes,
+                offline=offline,
             )
             results = [run_suite(name, context) for name in names]
     finally:

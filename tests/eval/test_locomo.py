@@ -269,9 +269,9 @@ def consolidated(tmp_path: Path, llm: FakeLLM | None = None) -> tuple[Memory, Co
     return mem, locomo.consolidate(mem, said, lambda _n, _t: None)
 
 
-def passes_over(mem: Memory, done: Consolidated, judge: bool) -> Passes:
+def passes_over(mem: Memory, done: Consolidated, judge: bool, offline: bool = False) -> Passes:
     """What the suite does after consolidating: the passes, then the walk of retirements."""
-    passes = run_passes(mem, ["conv-3"], judge)
+    passes = run_passes(mem, ["conv-3"], judge, offline)
     after = locomo.live(mem, ["conv-3"])
     passes.retirements, passes.missing = walk(mem, done.live.ids, after.ids)
     return passes
@@ -335,6 +335,21 @@ def test_dedupe_merges_the_speakers_own_copy_and_leaves_the_other_speakers(
         assert got["passes: retired into another speaker's fact"].value == 0
         assert got["judge run"].value == 0 and "not run" in got["judge run"].note
         assert got["compression after the passes"].value == 0.8
+    finally:
+        mem.close()
+
+
+def test_the_offline_tier_merges_within_a_speaker_never_across(tmp_path: Path) -> None:
+    mem, done = consolidated(tmp_path)
+    try:
+        passes = passes_over(mem, done, judge=False, offline=True)
+        [retired] = passes.retirements
+        assert (retired.pass_name, retired.action) == ("dedupe", "merge_fact")
+        assert retired.fact.text == PARAPHRASE and retired.survivor is not None
+        assert retired.survivor.text == VIOLIN and retired.survivor.subject == "Ann"
+        assert passes.dedupe.offline_groups == 1
+        # Bob's identical sentence, and his cello (another name), stay his own.
+        assert live_of(mem, "Bob") == [VIOLIN, CELLO]
     finally:
         mem.close()
 

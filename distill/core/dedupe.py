@@ -33,9 +33,11 @@ runs: the stored memories are the state).
 one speaker merge when their embeddings are within the embedder's calibrated offline-merge
 distance *and* `statements.offline_merge` finds no objection either way (a number, a
 negation, an opposite, a name, a date, a condition, a role swap, a change), so whichever
-survives loses nothing the words can see. Closest pairs first; each memory takes part in one
-merge per run (the next run goes on from the survivor). Its figures on SICK test miss the
-targets it would need to be on by default (EVAL.md), which is why it is an option.
+survives loses nothing the words can see, and neither is placed relative to a different day
+of saying ("yesterday", "last week": `statements.time_objection`). Closest pairs first; each
+memory takes part in one merge per run (the next run goes on from the survivor). Its
+figures on SICK test miss the targets it would need to be on by default (EVAL.md), which is
+why it is an option.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ from distill.core.identity import normalise_text
 from distill.core.models import Fact, FactKind, FactStatus
 from distill.core.passes import Decision, PassResult
 from distill.core.plan import Plan, ReviseFact
-from distill.core.statements import offline_merge
+from distill.core.statements import offline_merge, time_objection
 
 PASS_NAME = "dedupe"
 MERGING = ("merged", "offline")  # the group outcomes that retire memories
@@ -215,8 +217,9 @@ def _offline(
             continue
         if a.attribution != b.attribution or (a.pinned and b.pinned):
             continue
+        apart = time_objection(a.text, a.valid_from.date(), b.text, b.valid_from.date())
         decided = offline_merge(a.text, b.text, pair.distance, max_distance)
-        if not decided:
+        if apart is not None or not decided:
             continue
         survivor, loser = sorted((a, b), key=survivor_order)
         if budget is not None and budget <= 0:

@@ -20,7 +20,8 @@ reason.
 * it would retire a pinned fact (`pinned`);
 * it is a merge and merging would lose or distort something (`statements.merge_objections`:
   a number, a negation, a named entity, a date, a condition the survivor lacks; opposite
-  words; two arguments swapped, "Alice manages Bob" / "Bob manages Alice"), in the only
+  words; two arguments swapped, "Alice manages Bob" / "Bob manages Alice"; "yesterday" or
+  "last week" said on two different days, `statements.time_objection`), in the only
   direction(s) the pins allow. When both directions are clean the older memory survives (it
   carries the first provenance), unless the newer says clearly more (`MORE_WORDS` more
   content words the older lacks than the other way round: "piano player here, mostly jazz
@@ -54,6 +55,7 @@ from distill.core.dedupe import merge_into
 from distill.core.models import ConflictKind, ConflictSet, ConflictStatus, Fact, FactStatus
 from distill.core.plan import OpenConflict, Plan, ReviseFact
 from distill.core.statements import read as read_statement
+from distill.core.statements import time_objection
 
 PASS_NAME = "judge"
 JUDGE_BATCH = 8  # memories per model call (the seed's semantic_batch)
@@ -402,6 +404,9 @@ def _survivor(a: Fact, b: Fact, objections: Objections) -> tuple[Fact, Fact] | R
             found.extend(against)
         else:
             options.append((survivor, loser))
+    apart = time_objection(a.text, a.valid_from.date(), b.text, b.valid_from.date())
+    if apart is not None:
+        options, found = [], [apart]
     if not options:
         if a.pinned and b.pinned:
             return Refusal(a.id, b.id, "merge", "pinned", "both memories are pinned")

@@ -43,6 +43,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from datetime import date
 from functools import lru_cache
 from itertools import pairwise
 
@@ -100,6 +101,14 @@ CHANGE_PHRASES = (
     ("no", "longer"), ("used", "to"), ("went", "up"), ("went", "down"), ("gone", "up"),
     ("nicht", "mehr"), ("ya", "no"),
 )  # fmt: skip
+# Words that place a statement relative to when it was said: "yesterday" said on two days
+# is two days. Two memories that use one, stated on different days, are never one fact.
+RELATIVE_TO_NOW = frozenset(
+    {"today", "tonight", "yesterday", "tomorrow", "ago", "recently", "lately", "currently",
+     "aujourd", "hier", "demain", "heute", "gestern", "morgen", "hoy", "ayer", "mañana"}
+)  # fmt: skip
+RELATIVE_PERIODS = frozenset({"week", "weekend", "month", "year", "night", "summer", "winter"})
+RELATIVE_MARKERS = frozenset({"last", "next", "this", "past", "coming"})
 # Two-word conditions, read as one marker.
 CONDITION_PHRASES = (("as", "long"), ("in", "case"), ("so", "long"))
 WEEKDAYS = {
@@ -525,6 +534,30 @@ def _role_swap(a: Reading, b: Reading) -> list[Objection]:
                     x, y, z = (a.surface[k] for k in (u, v, w))
                     return [Objection("role_swap", f"{x!r} and {y!r} swap around {z!r}")]
     return []
+
+
+def said_relative_to_now(text: str) -> str | None:
+    """The word or words placing `text` relative to when it was said ("yesterday", "last
+    week"), if any."""
+    words = read(text).words
+    for w in words:
+        if w in RELATIVE_TO_NOW:
+            return w
+    for a, b in pairwise(words):
+        if a in RELATIVE_MARKERS and singular(b) in RELATIVE_PERIODS:
+            return f"{a} {b}"
+    return None
+
+
+def time_objection(a: str, a_day: date, b: str, b_day: date) -> Objection | None:
+    """Two statements of which one is placed relative to when it was said, said on different
+    days: they speak of different times ("I went hiking yesterday", twice)."""
+    if a_day == b_day:
+        return None
+    said = said_relative_to_now(a) or said_relative_to_now(b)
+    if said is None:
+        return None
+    return Objection("date", f"{said!r}, said on {a_day} and on {b_day}: two different times")
 
 
 @lru_cache(maxsize=16384)

@@ -83,3 +83,18 @@ def test_evidence_is_a_pure_function_of_the_two_texts(a: list[str], b: list[str]
     assert replacement_evidence(older, newer) == replacement_evidence(older, newer)
     # A statement is no evidence against itself.
     assert replacement_evidence(older, older) is None
+
+
+def test_yesterday_said_on_two_days_is_two_times() -> None:
+    from datetime import date
+
+    from distill.core.statements import time_objection
+
+    went = "I went hiking yesterday."
+    assert time_objection(went, date(2024, 5, 1), went, date(2024, 5, 8)) is not None
+    assert time_objection(went, date(2024, 5, 1), went, date(2024, 5, 1)) is None
+    later = "We moved last week."
+    assert time_objection("We moved.", date(2024, 5, 1), later, date(2024, 6, 1)) is not None
+    # A habit is not placed in time: "in the morning" said on two days is one habit.
+    run = "I run in the morning."
+    assert time_objection(run, date(2024, 5, 1), run, date(2024, 6, 1)) is None

@@ -48,6 +48,7 @@ from importlib import resources
 from typing import Any
 
 from distill.adapters.llm.fake import FakeLLM
+from distill.core.answers import Unreadable
 from distill.core.memory_judge import (
     JUDGE_BATCH,
     SCHEMA,
@@ -55,7 +56,6 @@ from distill.core.memory_judge import (
     Checked,
     Item,
     Objections,
-    Unreadable,
     asked,
     check,
     read,

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
+from distill.core.answers import Unreadable
 from distill.core.memory_judge import (
     REASON_MAX,
     Checked,
     Item,
-    Unreadable,
     Verdict,
     asked,
     check,

@@ -41,7 +41,7 @@ def list_rules(ctx: click.Context, subject: str, project: str, as_json: bool) ->
     if not found:
         out.print(f"no rules for {subject!r} in project {project!r}", markup=False)
         return
-    out.print(_table(found))
+    out.print(_lines(found), markup=False, highlight=False)
 
 
 @rules_cmd.command(
@@ -112,21 +112,15 @@ def promote(
     _print_promoted(report)
 
 
-def _table(rules: list[Rule], subjects: bool = False) -> Table:
-    table = Table(box=BOX, show_edge=False, pad_edge=False)
-    columns = ["id", *(["subject"] if subjects else []), "origin", "rule", "from memories"]
-    for column in [*columns, "since"]:
-        table.add_column(column, overflow="fold")
+def _lines(rules: list[Rule], subjects: bool = False) -> str:
+    """One line a rule, its text first and whole (a table would wrap it)."""
+    lines = []
     for r in rules:
-        table.add_row(
-            r.id,
-            *([r.subject] if subjects else []),
-            str(r.origin),
-            r.text,
-            ", ".join(r.source_fact_ids) or "-",
-            r.created_at.date().isoformat(),
-        )
-    return table
+        whose = f"{r.subject}, " if subjects else ""
+        learned = f", from {', '.join(r.source_fact_ids)}" if r.source_fact_ids else ""
+        since = r.created_at.date().isoformat()
+        lines.append(f"- {r.text}  ({whose}{r.origin} {since}, {r.id}{learned})")
+    return "\n".join(lines)
 
 
 def _print_promoted(report: PromoteReport) -> None:
@@ -141,7 +135,7 @@ def _print_promoted(report: PromoteReport) -> None:
         markup=False,
     )
     if report.promoted:
-        out.print(_table(report.promoted, subjects=True))
+        out.print(_lines(report.promoted, subjects=True), markup=False, highlight=False)
     if report.refused:
         table = Table("memory", "rule", "refused because", box=BOX, show_edge=False)
         for r in report.refused:

@@ -2,10 +2,11 @@
 
 One consolidated store (creates, reinforcements, supersedes, a late arrival, conflicts, a
 quarantine, learned aliases, memories read by a model, a failed job, a pin, a resolved
-conflict, a written and a learned rule, event embeddings) is copied SQLite → PostgreSQL → SQLite; every read of the copies
-must equal the original's, and consolidating new events on a copy must do what it does on the
-original. The store-level properties (an empty target, the schema guard, all or nothing,
-running jobs) are checked for every pair of backends.
+conflict, a written and a learned rule, event embeddings) is copied SQLite → PostgreSQL →
+SQLite; every read of the copies must equal the original's, and consolidating new events
+on a copy must do what it does on the original. The store-level properties (an empty
+target, the schema guard, all or nothing, running jobs) are checked for every pair of
+backends.
 """
 
 from __future__ import annotations

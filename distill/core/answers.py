@@ -40,6 +40,17 @@ def answer_list(text: str, key: str, truncated: bool = False) -> list[Any]:
     return found
 
 
+def verdicts_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """The JSON schema of an answer `{"verdicts": [...]}` whose entries have `properties`
+    (a provider with structured output is held to it; the reader checks anyway)."""
+    entry = {"type": "object", "properties": properties, "required": required}
+    return {
+        "type": "object",
+        "properties": {"verdicts": {"type": "array", "items": entry}},
+        "required": ["verdicts"],
+    }
+
+
 def one_line(text: str) -> str:
     """`text` with every run of white space (line breaks included) as one space: what a
     prompt shows of a stored text, so that a line break in it cannot write a line of the

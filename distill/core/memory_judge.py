@@ -38,9 +38,9 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
-from distill.core.answers import answer_list, one_line
+from distill.core.answers import answer_list, one_line, verdicts_schema
 from distill.core.dedupe import merge_into
 from distill.core.models import Fact, FactStatus
 from distill.core.plan import Plan, ReviseFact
@@ -66,25 +66,15 @@ SYSTEM = (
     '"reason": "one short sentence"}]}; "target" is null for "nothing".'
 )
 
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "verdicts": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "memory": {"type": "string"},
-                    "action": {"type": "string", "enum": list(ACTIONS)},
-                    "target": {"type": ["string", "null"]},
-                    "reason": {"type": "string"},
-                },
-                "required": ["memory", "action"],
-            },
-        }
+SCHEMA = verdicts_schema(
+    {
+        "memory": {"type": "string"},
+        "action": {"type": "string", "enum": list(ACTIONS)},
+        "target": {"type": ["string", "null"]},
+        "reason": {"type": "string"},
     },
-    "required": ["verdicts"],
-}
+    ["memory", "action"],
+)
 
 
 @dataclass(frozen=True)

@@ -34,9 +34,8 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
-from distill.core.answers import answer_list, one_line
+from distill.core.answers import answer_list, one_line, verdicts_schema
 from distill.core.gate import is_override
 from distill.core.identity import content_hash, normalise_text
 from distill.core.models import Fact, FactKind, FactStatus, Rule, RuleOrigin, Trust
@@ -72,25 +71,15 @@ SYSTEM = (
     'in British English.", "reason": "one short sentence"}]}; "rule" is null for "not".'
 )
 
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "verdicts": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "memory": {"type": "string"},
-                    "verdict": {"type": "string", "enum": list(VERDICTS)},
-                    "rule": {"type": ["string", "null"]},
-                    "reason": {"type": "string"},
-                },
-                "required": ["memory", "verdict"],
-            },
-        }
+SCHEMA = verdicts_schema(
+    {
+        "memory": {"type": "string"},
+        "verdict": {"type": "string", "enum": list(VERDICTS)},
+        "rule": {"type": ["string", "null"]},
+        "reason": {"type": "string"},
     },
-    "required": ["verdicts"],
-}
+    ["memory", "verdict"],
+)
 
 
 # -- rules ----------------------------------------------------------------------------------------

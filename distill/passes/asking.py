@@ -17,6 +17,7 @@ What every pass that calls a model shares (the memory judge, rule promotion), wr
 
 What a batch's prompt is and how its answer is read is the pass's (`render`, which gives the
 prompt and the reader of its answer); the decisions on what was read are its own as well.
+Every such pass reports what `ModelRun` holds beside its own counts.
 """
 
 from __future__ import annotations
@@ -35,6 +36,30 @@ V = TypeVar("V")
 # How a batch's answer is read: (the answer's text, whether it was cut off) -> what it says;
 # raises `Unreadable`.
 Reader = Callable[[str, bool], list[V]]
+
+
+@dataclass
+class ModelRun:
+    """What a run of a pass that asks a model reports beside its own counts: whether it was
+    a dry run, the scopes it looked at, the items no answer could be read for, where and why
+    it stopped, whether more waited than one run takes, and what it spent."""
+
+    dry_run: bool = False
+    scopes: int = 0
+    failed: list[str] = field(default_factory=list)
+    stopped: list[str] = field(default_factory=list)
+    capped: bool = False
+    usage: LLMUsage = field(default_factory=LLMUsage)
+
+    def run_dict(self) -> dict[str, Any]:
+        """The shared part of the report's `to_dict`."""
+        return {
+            "failed": list(self.failed),
+            "stopped": list(self.stopped),
+            "capped": self.capped,
+            "calls": self.usage.calls,
+            "tokens": self.usage.prompt_tokens + self.usage.completion_tokens,
+        }
 
 
 class Stop(Exception):

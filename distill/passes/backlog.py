@@ -22,10 +22,13 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from distill.core.models import Fact, FactKind, FactStatus
-from distill.core.passes import Scope
+from distill.core.passes import PassResult, Scope
+from distill.core.plan import MoveCursor
+from distill.errors import DistillError
+from distill.passes import Pass, run_pass
 from distill.passes.asking import Stop
 from distill.ports import Store
 
@@ -33,6 +36,7 @@ log = logging.getLogger("distill.passes")
 
 T = TypeVar("T")
 V = TypeVar("V")
+W = TypeVar("W")
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _BEFORE = timedelta(microseconds=1)  # the store reads changes strictly after an instant
 
@@ -73,6 +77,37 @@ class Backlog(Generic[T]):
     items: list[T]
     positions: list[str]
     cursor: str | None
+
+
+def cursor_move(
+    scope: Scope, cursor_pass: str, before: str | None, after: str, at: datetime, reason: str
+) -> MoveCursor:
+    """The move of a pass's cursor from where it was read (`before`) past a batch (`after`),
+    signed by the pass."""
+    return MoveCursor(
+        scope.project, scope.subject, cursor_pass, before, after, at, reason, cursor_pass
+    )
+
+
+def apply_batch(
+    store: Store,
+    pass_: Pass[Any, W],
+    backlog: Backlog[T],
+    work: W,
+    *,
+    now: datetime,
+    new_id: Callable[[], str],
+    note: Callable[[str], None],
+) -> PassResult | None:
+    """Run `pass_` over one scope's answered batch (`run_pass`: lock, read again, decide,
+    apply with its cursor's move); a refused plan is rolled back, its cursor left, and said
+    in a `note` (None is returned)."""
+    scope = backlog.scope
+    try:
+        return run_pass(store, pass_, scope, work, now=now, new_id=new_id)
+    except DistillError as exc:
+        note(f"{scope.project}/{scope.subject}: {type(exc).__name__}: {exc}")
+        return None
 
 
 def walk(

@@ -41,13 +41,10 @@ from distill.core import memory_judge as mj
 from distill.core.memory_judge import Item, Refusal, Verdict
 from distill.core.models import Fact, FactStatus
 from distill.core.passes import Context, Decision, PassResult, Scope
-from distill.core.plan import MoveCursor
 from distill.core.recall import query_terms
-from distill.errors import DistillError
-from distill.passes import run_pass
-from distill.passes.asking import Asker, Budget, Reader
-from distill.passes.backlog import Backlog, changed_memories, walk
-from distill.ports import LLM, LLMUsage, RecallScope, Store, Vector
+from distill.passes.asking import Asker, Budget, ModelRun, Reader
+from distill.passes.backlog import Backlog, apply_batch, changed_memories, cursor_move, walk
+from distill.ports import LLM, RecallScope, Store, Vector
 
 log = logging.getLogger("distill.judge")
 
@@ -58,20 +55,15 @@ JUDGE_MAX_TOKENS = 400_000
 
 
 @dataclass
-class JudgeReport:
-    """What one judging run did, or would do (`dry_run`)."""
+class JudgeReport(ModelRun):
+    """What one judging run did, or would do (`dry_run`); `failed` are the memories no
+    answer could be read for, `capped` that a scope had more than one run judges."""
 
-    dry_run: bool = False
-    scopes: int = 0
     judged: int = 0  # memories whose verdict was read
     merged: int = 0
     superseded: int = 0
     kept: int = 0  # "nothing" verdicts
     refused: list[Refusal] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)  # memories no answer could be read for
-    stopped: list[str] = field(default_factory=list)  # scopes where the tier stopped, and why
-    capped: bool = False  # a scope had more memories than one run judges
-    usage: LLMUsage = field(default_factory=LLMUsage)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -83,11 +75,7 @@ class JudgeReport:
             "superseded": self.superseded,
             "kept": self.kept,
             "refused": [r.__dict__ for r in self.refused],
-            "failed": list(self.failed),
-            "stopped": list(self.stopped),
-            "capped": self.capped,
-            "calls": self.usage.calls,
-            "tokens": self.usage.prompt_tokens + self.usage.completion_tokens,
+            **self.run_dict(),
         }
 
 
@@ -149,9 +137,8 @@ class JudgeBatch:
         checked = mj.check(fresh, work.items, context.now, self.objections, work.max_changes)
         checked.refused.extend(edited)
         checked.plan.add(
-            MoveCursor(
-                work.scope.project,
-                work.scope.subject,
+            cursor_move(
+                work.scope,
                 self.name,
                 work.cursor_before,
                 work.cursor_after,
@@ -220,18 +207,16 @@ class _Run:
         mine = {i.memory.id for i in items}
         found = tuple(v for v in verdicts if v.memory_id in mine)
         work = Judged(b.scope, items, found, b.cursor, b.positions[done - 1], self.left())
-        try:
-            result = run_pass(
-                self.store,
-                JudgeBatch(self.objections),
-                b.scope,
-                work,
-                now=self.now(),
-                new_id=self.new_id,
-            )
-        except DistillError as exc:  # rolled back: the scope's cursor stays
-            where = f"{b.scope.project}/{b.scope.subject}"
-            self.report.stopped.append(f"{where}: {type(exc).__name__}: {exc}")
+        result = apply_batch(
+            self.store,
+            JudgeBatch(self.objections),
+            b,
+            work,
+            now=self.now(),
+            new_id=self.new_id,
+            note=self.report.stopped.append,
+        )
+        if result is None:  # rolled back: the scope's cursor stays
             return
         assert isinstance(result, JudgeResult)
         for v in result.checked.applied:

@@ -37,12 +37,10 @@ from typing import Any
 from distill.core import rules as cr
 from distill.core.models import Fact, Rule
 from distill.core.passes import Context, Decision, PassResult, Scope
-from distill.core.plan import MoveCursor, Plan
-from distill.errors import DistillError
-from distill.passes import run_pass
-from distill.passes.asking import Asker, Budget, Reader
-from distill.passes.backlog import Backlog, changed_memories, walk
-from distill.ports import LLM, LLMUsage, Store
+from distill.core.plan import Plan
+from distill.passes.asking import Asker, Budget, ModelRun, Reader
+from distill.passes.backlog import Backlog, apply_batch, changed_memories, cursor_move, walk
+from distill.ports import LLM, Store
 
 log = logging.getLogger("distill.rules")
 
@@ -54,21 +52,16 @@ RULES_MAX_TOKENS = 100_000
 
 
 @dataclass
-class PromoteReport:
-    """What one promote-rules run did, or would do (`dry_run`)."""
+class PromoteReport(ModelRun):
+    """What one promote-rules run did, or would do (`dry_run`); `failed` are the memories no
+    answer could be read for, `capped` that a scope had more to offer than one run asks."""
 
-    dry_run: bool = False
-    scopes: int = 0
     offered: int = 0  # memories put to the model
     answered: int = 0  # memories whose answer was read
     promoted: list[Rule] = field(default_factory=list)
     not_rules: int = 0  # "not" verdicts
     already: list[cr.Refusal] = field(default_factory=list)  # rules the subject had
     refused: list[cr.Refusal] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)  # memories no answer could be read for
-    stopped: list[str] = field(default_factory=list)  # scopes where the pass stopped, and why
-    capped: bool = False  # a scope had more to offer than one run asks about
-    usage: LLMUsage = field(default_factory=LLMUsage)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -81,11 +74,7 @@ class PromoteReport:
             "not_rules": self.not_rules,
             "already": [r.__dict__ for r in self.already],
             "refused": [r.__dict__ for r in self.refused],
-            "failed": list(self.failed),
-            "stopped": list(self.stopped),
-            "capped": self.capped,
-            "calls": self.usage.calls,
-            "tokens": self.usage.prompt_tokens + self.usage.completion_tokens,
+            **self.run_dict(),
         }
 
 
@@ -149,15 +138,13 @@ class PromoteBatch:
         fresh = [v for v in work.verdicts if v.memory_id in ids]
         checked = cr.check(fresh, still, snapshot.rules, context.now, context.new_id)
         checked.plan.add(
-            MoveCursor(
-                work.scope.project,
-                work.scope.subject,
+            cursor_move(
+                work.scope,
                 self.name,
                 work.cursor_before,
                 work.cursor_after,
                 context.now,
                 f"offered {len(work.offered)} memory(ies)",
-                pass_name=self.name,
             )
         )
         result = PromoteResult(checked.plan, checked=checked, edited=edited)
@@ -233,13 +220,16 @@ class _Run:
         mine = {f.id for f in offered}
         found = tuple(v for v in verdicts if v.memory_id in mine)
         work = Answered(b.scope, offered, found, b.cursor, b.positions[done - 1], self.threshold)
-        try:
-            result = run_pass(
-                self.store, PromoteBatch(), b.scope, work, now=self.now(), new_id=self.new_id
-            )
-        except DistillError as exc:  # rolled back: the scope's cursor stays
-            where = f"{b.scope.project}/{b.scope.subject}"
-            self.report.stopped.append(f"{where}: {type(exc).__name__}: {exc}")
+        result = apply_batch(
+            self.store,
+            PromoteBatch(),
+            b,
+            work,
+            now=self.now(),
+            new_id=self.new_id,
+            note=self.report.stopped.append,
+        )
+        if result is None:  # rolled back: the scope's cursor stays
             return
         assert isinstance(result, PromoteResult)
         checked = result.checked

@@ -1,6 +1,7 @@
 """Commands that keep stored memory clean: `distill dedupe` and `distill judge`, and the
 options every pass over stored memory shares (`scope_options`, `pass_options`,
-`model_options`: `distill rules promote` takes them too).
+`model_options`, and `run_model_pass` for a pass that asks a model: `distill rules promote`
+takes them too).
 
 Each is a pass over what is stored, not over what arrives; each takes `--dry-run` (the same
 report, nothing written), a project allowlist and the pass's per-run cap, and prints every
@@ -10,18 +11,26 @@ group it found, so that a person sees what was (or would be) retired and why.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import click
 from rich.table import Table
 
 from distill.adapters.llm import PROVIDERS
 from distill.errors import ConfigurationError
+from distill.memory import Memory
 from distill.passes.dedupe import MAX_SUPERSEDES_PER_RUN, DedupeReport
 from distill.passes.memory_judge import JUDGE_MAX_CALLS, JUDGE_MAX_TOKENS, JudgeReport
 from distill.service.terminal import emit, json_option, memory, out
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Reported(Protocol):
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+R = TypeVar("R", bound=Reported)
 
 
 def scope_options(command: F) -> F:
@@ -90,9 +99,17 @@ def model_options(max_calls: int, max_tokens: int) -> Callable[[F], F]:
     return decorate
 
 
-def use_model(ctx: click.Context, provider: str | None, what: str) -> None:
-    """The model a pass asks: `--llm` of the command if given, else distill's; none is an
-    error that says how to give one."""
+def run_model_pass(
+    ctx: click.Context,
+    provider: str | None,
+    what: str,
+    run: Callable[[Memory], R],
+    as_json: bool,
+    show: Callable[[R], None],
+) -> None:
+    """Run a pass that asks a model and print its report (`show`, or JSON): the model is
+    `--llm` of the command if given, else distill's; none is an error that says how to give
+    one."""
     if provider is not None:
         ctx.obj["llm"] = {**ctx.obj["llm"], "provider": provider}
     if ctx.obj["llm"]["provider"] == "none":
@@ -100,6 +117,12 @@ def use_model(ctx: click.Context, provider: str | None, what: str) -> None:
             f"{what} needs a model: set DISTILL_LLM (or --llm) to openai, ollama or "
             "anthropic, and DISTILL_LLM_MODEL"
         )
+    with memory(ctx, with_llm=True) as mem:
+        report = run(mem)
+    if as_json:
+        emit(report.to_dict())
+        return
+    show(report)
 
 
 @click.command()
@@ -177,20 +200,21 @@ def judge(
     its nearest stored ones: merge (the same fact), supersede (a changed state) or nothing.
     Every verdict is checked before it is applied: targets it was shown, pins, and nothing a
     merge would lose (a number, a negation, a name, a date, a condition)."""
-    use_model(ctx, llm_provider, "judge")
-    with memory(ctx, with_llm=True) as mem:
-        report = mem.judge(
+    run_model_pass(
+        ctx,
+        llm_provider,
+        "judge",
+        lambda mem: mem.judge(
             projects=projects,
             subject=subject,
             dry_run=dry_run,
             max_calls=max_calls,
             max_tokens=max_tokens,
             max_changes=max_supersedes,
-        )
-    if as_json:
-        emit(report.to_dict())
-        return
-    _print_judged(report)
+        ),
+        as_json,
+        _print_judged,
+    )
 
 
 def _print_judged(report: JudgeReport) -> None:

@@ -14,7 +14,7 @@ from rich.table import Table
 from distill.core.models import Rule
 from distill.core.rules import PROMOTE_CORROBORATION_THRESHOLD, RULE_MAX_CHARS
 from distill.passes.promote_rules import RULES_MAX_CALLS, RULES_MAX_TOKENS, PromoteReport
-from distill.service.hygiene_command import model_options, scope_options, use_model
+from distill.service.hygiene_command import model_options, run_model_pass, scope_options
 from distill.service.tables import BOX
 from distill.service.terminal import db_option, emit, json_option, memory, out
 
@@ -96,20 +96,21 @@ def promote(
     the model (--llm / DISTILL_LLM); those it calls standing instructions become rules of
     their subject, once each. Every answer is checked: only memories it was offered, one
     line, a reason, nothing that would unseat the agent's instructions."""
-    use_model(ctx, llm_provider, "rules promote")
-    with memory(ctx, with_llm=True) as mem:
-        report = mem.promote_rules(
+    run_model_pass(
+        ctx,
+        llm_provider,
+        "rules promote",
+        lambda mem: mem.promote_rules(
             projects=projects,
             subject=subject,
             dry_run=dry_run,
             max_calls=max_calls,
             max_tokens=max_tokens,
             corroboration_threshold=corroboration_threshold,
-        )
-    if as_json:
-        emit(report.to_dict())
-        return
-    _print_promoted(report)
+        ),
+        as_json,
+        _print_promoted,
+    )
 
 
 def _lines(rules: list[Rule], subjects: bool = False) -> str:

@@ -236,6 +236,24 @@ def test_the_call_cap_stops_cleanly_with_the_cursor_where_the_work_stopped(
     assert {r.text for r in second.promoted} == {f"Rule: Wish number {n}." for n in range(8, 12)}
 
 
+def test_a_scope_offers_at_most_its_per_run_cap_and_the_next_run_goes_on(
+    promoting: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from distill.passes import promote_rules
+
+    monkeypatch.setattr(promote_rules, "RULES_MAX_PER_RUN", 2)
+    mem = promoting()
+    for n in range(5):
+        say(mem, f"Wish number {n}.", day=10 * n)
+        say(mem, f"Fact number {n}.", times=1, day=10 * n + 5)  # not offered, passed over
+
+    runs = [mem.promote_rules() for _ in range(4)]
+
+    assert [r.offered for r in runs] == [2, 2, 1, 0]
+    assert [r.capped for r in runs] == [True, True, False, False]
+    assert sorted(r.text for r in mem.rules("u1")) == [f"Rule: Wish number {n}." for n in range(5)]
+
+
 def test_the_token_cap_stops_before_a_call_it_cannot_pay_for(
     promoting: Callable[..., Memory],
 ) -> None:

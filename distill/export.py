@@ -12,8 +12,12 @@ Every line is one JSON object whose `"type"` says what it holds:
   `superseded_by` links, sources and counters. `distill add --file` skips these lines: facts
   are what consolidation derives from events, so a store rebuilt from an export's events
   derives them again.
+- ``"rule"``: the whole `Rule` model: a subject's standing instructions, learned and written
+  (`core.rules`). `distill add --file` skips these lines too: learned rules are derived
+  again from the memories, and a person's rules are added back with `distill rules add`.
 
-Events come first, in (occurred_at, id) order, then facts by (subject, valid_from, id). A
+Events come first, in (occurred_at, id) order, then facts by (subject, valid_from, id), then
+rules by (subject, created_at, id). A
 backup to restore into Distill as it was, ids and history included, is `distill copy`; an
 export is for reading the data elsewhere and for rebuilding a store from its evidence.
 """
@@ -23,12 +27,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from distill.core.models import Event, EventIn, Fact
+from distill.core.models import Event, EventIn, Fact, Rule
 from distill.errors import InvalidInput
 from distill.ports import Store
 
 EVENT = "event"
 FACT = "fact"
+RULE = "rule"
 # Keys of an event line beyond `add_event`'s fields, which `add --file` drops.
 EVENT_EXTRA_KEYS = ("type", "id")
 
@@ -36,11 +41,14 @@ EVENT_EXTRA_KEYS = ("type", "id")
 def export_lines(
     store: Store, project: str, subject: str | None = None
 ) -> Iterator[dict[str, Any]]:
-    """The project's events and then its facts (one subject's only, if given), as lines."""
+    """The project's events, then its facts, then its rules (one subject's only, if given),
+    as lines."""
     for event in store.iter_events(project, subject):
         yield event_line(event)
     for fact in store.facts(project, subject, include_retired=True, as_of=None):
         yield fact_line(fact)
+    for rule in store.rules(project, subject):
+        yield rule_line(rule)
 
 
 def event_line(event: Event) -> dict[str, Any]:
@@ -52,15 +60,19 @@ def fact_line(fact: Fact) -> dict[str, Any]:
     return {"type": FACT, **fact.model_dump(mode="json")}
 
 
+def rule_line(rule: Rule) -> dict[str, Any]:
+    return {"type": RULE, **rule.model_dump(mode="json")}
+
+
 def event_fields(line: dict[str, Any]) -> dict[str, Any] | None:
-    """What `add --file` makes of one line: an event's fields, or None for a fact line. A
+    """What `add --file` makes of one line: an event's fields, or None for a fact or rule line. A
     line without a `type` is an event's fields as they are (the format `add --file` always
     read); a line of an unknown type is refused."""
     if "type" not in line:
         return line
     kind = line["type"]
-    if kind == FACT:
+    if kind in (FACT, RULE):
         return None
     if kind == EVENT:
         return {k: v for k, v in line.items() if k not in EVENT_EXTRA_KEYS}
-    raise InvalidInput(f'"type" is {kind!r}: a line holds an "event" or a "fact"')
+    raise InvalidInput(f'"type" is {kind!r}: a line holds an "event", a "fact" or a "rule"')

@@ -57,6 +57,7 @@ from distill.extractors import BATCH_EVENTS, BATCH_TOKENS, make_extraction
 from distill.hygiene import Hygiene
 from distill.ports import LLM, Clock, Embedder, IdentityVector, IdTable
 from distill.report import Report
+from distill.rulebook import Rulebook
 from distill.search import search
 from distill.status import Status
 
@@ -81,7 +82,7 @@ class History:
     audit: list[AuditEntry]
 
 
-class Memory(Hygiene):
+class Memory(Hygiene, Rulebook):
     """An agent memory on one database.
 
     Args:
@@ -376,8 +377,9 @@ class Memory(Hygiene):
         known_at: datetime | str | None = None,
         budget_tokens: int = CONTEXT_TOKENS,
     ) -> Context:
-        """The block an agent puts in its prompt about `subject`: the facts served now (or
-        true `as_of`, or believed `known_at`) that fit `budget_tokens`, each with its dates;
+        """The block an agent puts in its prompt about `subject`: its rules first (standing
+        instructions, `rules`; with `known_at`, those it had then), then the facts served now
+        (or true `as_of`, or believed `known_at`) that fit `budget_tokens`, each with its dates;
         with a `query`, the most relevant first (as `search` ranks them), else pinned and
         recently confirmed first. A fact in an open conflict is shown with the other values
         of its set, marked contested, never silently picked. `.text` for the prompt,
@@ -399,8 +401,19 @@ class Memory(Hygiene):
         open_sets = self.store.conflicts(project, subject, ConflictStatus.OPEN)
         wanted = sorted({m for c in open_sets for m in c.member_ids})
         members = {f.id: f for f in self.store.facts_by_ids(project, wanted)}
+        rules = self.rules(subject, project)
+        if believed is not None:  # the rules Distill had then (they are never revised)
+            rules = [r for r in rules if r.created_at <= believed]
         return build_context(
-            subject, project, served, open_sets, members, budget_tokens, when, query is not None
+            subject,
+            project,
+            served,
+            open_sets,
+            members,
+            budget_tokens,
+            when,
+            query is not None,
+            rules,
         )
 
     def events(self, ids: Iterable[str], project: str = "default") -> list[Event]:

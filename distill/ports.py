@@ -25,6 +25,7 @@ from distill.core.models import (
     Fact,
     Job,
     Observation,
+    Rule,
 )
 from distill.core.plan import Plan
 
@@ -278,6 +279,16 @@ class Store(Protocol):
     def pass_cursor(self, project: str, subject: str, pass_name: str) -> str | None:
         """Where `pass_name` stopped in the scope's backlog (None: it never moved); a plan
         moves it (`MoveCursor`)."""
+        ...
+
+    def rules(self, project: str, subject: str | None) -> list[Rule]:
+        """The rules of a subject (of every subject of the project with None), by subject,
+        then oldest first; a plan adds one (`AddRule`), nothing revises one."""
+        ...
+
+    def rule_scopes(self, projects: Sequence[str], threshold: int) -> list[tuple[str, str]]:
+        """(project, subject) of every scope holding an active memory re-observed at least
+        `threshold` times, in order; only those of `projects` unless it is empty."""
         ...
 
     def memory_scopes(self, projects: Sequence[str]) -> list[tuple[str, str]]:

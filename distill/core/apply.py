@@ -1,7 +1,8 @@
 """The one validator every plan goes through before the store writes it.
 
 A pass can be wrong; this is where the invariants are enforced for all of them: scope, pinned
-facts, one active fact per identity, and receipts for everything that leaves the live set.
+facts, one active fact per identity, receipts for everything that leaves the live set, and
+rules that are one line, stated once, and promoted only from memories the pass offered.
 The store's partial unique index is the second line of defence, not the first.
 """
 
@@ -11,9 +12,10 @@ from collections.abc import Callable
 from datetime import datetime
 
 from distill.core.audit_trail import stored
-from distill.core.models import AuditEntry, Fact, FactKind, FactStatus
+from distill.core.models import AuditEntry, Fact, FactKind, FactStatus, RuleOrigin
 from distill.core.passes import Scope
 from distill.core.plan import (
+    AddRule,
     CreateFact,
     EraseScope,
     LearnAlias,
@@ -25,6 +27,7 @@ from distill.core.plan import (
     ReviseFact,
     subject_of,
 )
+from distill.core.rules import fingerprint, text_problem
 from distill.errors import IntegrityViolation, PinnedFact
 
 # Passes that act for a person through the API; everything else is automatic.
@@ -39,6 +42,7 @@ def validate(plan: Plan, project: str, subject: str | None) -> None:
     """Raise if applying `plan` would break an invariant. Pure: looks only at the plan.
     `subject` None allows any subject of the project."""
     final: dict[str, Fact] = {}
+    fingerprints: set[tuple[str, str, str]] = set()
     for action in plan.actions:
         p, s = subject_of(action)
         if p != project or (subject is not None and s and s != subject):
@@ -52,6 +56,13 @@ def validate(plan: Plan, project: str, subject: str | None) -> None:
         elif isinstance(action, ReviseFact):
             _check_revision(action)
             final[action.after.id] = action.after
+        elif isinstance(action, AddRule):
+            _check_rule(action)
+            rule = action.rule
+            key = (rule.project, rule.subject, rule.fingerprint)
+            if key in fingerprints:
+                raise IntegrityViolation(f"plan adds rule {rule.text!r} twice")
+            fingerprints.add(key)
     active: dict[str, str] = {}
     for fact in final.values():
         if fact.kind is FactKind.STATE and fact.status is FactStatus.ACTIVE and fact.identity_key:
@@ -82,6 +93,31 @@ def _check_revision(action: ReviseFact) -> None:
             raise PinnedFact(f"fact {before.id} is pinned; unpin it before changing it")
 
 
+def _check_rule(action: AddRule) -> None:
+    rule = action.rule
+    problem = text_problem(rule.text)
+    if problem is not None or rule.text != rule.text.strip():
+        detail = problem[1] if problem else "it has spaces around it"
+        raise IntegrityViolation(f"rule {rule.id} is not a rule's text: {detail}")
+    if rule.fingerprint != fingerprint(rule.text):
+        raise IntegrityViolation(f"rule {rule.id}'s fingerprint is not its text's")
+    by_person = action.pass_name in USER_PASSES
+    if rule.origin is RuleOrigin.WRITTEN:
+        if not by_person or rule.source_fact_ids:
+            raise IntegrityViolation(
+                f"rule {rule.id}: only a person writes a rule, and it cites no memory"
+            )
+        return
+    if by_person:
+        raise IntegrityViolation(f"rule {rule.id}: a person's rule is a written one")
+    unoffered = set(rule.source_fact_ids) - set(action.offered)
+    if not rule.source_fact_ids or unoffered:
+        raise IntegrityViolation(
+            f"rule {rule.id} must be promoted from memories the {action.pass_name} pass "
+            f"offered (not offered: {sorted(unoffered) or 'none cited'})"
+        )
+
+
 def audit_entries(
     plan: Plan, scope: Scope, job_id: str | None, now: datetime, new_id: Callable[[], str]
 ) -> list[AuditEntry]:
@@ -100,7 +136,8 @@ def audit_entries(
         elif isinstance(action, RecordObservation):
             fact_id = action.observation.fact_id
         elif isinstance(
-            action, OpenConflict | ReviseConflict | LearnAlias | EraseScope | MoveCursor
+            action,
+            OpenConflict | ReviseConflict | LearnAlias | EraseScope | MoveCursor | AddRule,
         ):
             fact_id = None
         entries.append(

@@ -16,6 +16,7 @@ bench/storage.py). What `stored` keeps of each action:
     record_observation  ``after = {"id", "event_id"}``: the observation row holds the claim,
                         the extractor, the fact, the outcome and its reason.
     learn_alias         the alias, whole (aliases are never revised, and rare).
+    add_rule            the rule, whole (rules are append-only, never revised, and rare).
 
 Nothing is lost: a fact's row (or a conflict set's) as it is now, with its revisions undone
 from the newest back, is the state after each of them, and at the end the state it was
@@ -42,6 +43,7 @@ from distill.core.models import AuditEntry, ConflictSet, Fact, JsonObject, Obser
 from distill.core.plan import (
     OBSERVATION_SUMMARY,
     Action,
+    AddRule,
     CreateFact,
     LearnAlias,
     MoveCursor,
@@ -77,6 +79,8 @@ def stored(action: Action) -> tuple[JsonObject | None, JsonObject | None]:
         return None, action.alias.model_dump(mode="json")
     if isinstance(action, MoveCursor):
         return {"cursor": action.before}, {"cursor": action.after, "pass": action.cursor_pass}
+    if isinstance(action, AddRule):
+        return None, action.rule.model_dump(mode="json")
     return None, {"erased": dict(action.counts)}  # counts only: nothing of what was erased
 
 

@@ -3,6 +3,8 @@
 Instruction-like text aimed at the agent ("ignore previous instructions", "from now on you
 must ...") is a prompt-injection attempt when it is stored as memory and replayed into a
 later prompt. Ordinary preferences phrased with "always" are not directives and pass.
+A rule (`core.rules`) is an instruction by design, so only the override patterns guard it
+(`is_override`): a standing instruction may order the agent, never unseat its prompt.
 """
 
 from __future__ import annotations
@@ -17,27 +19,35 @@ from distill.core.models import Claim
 # merely contains "always" or "never": "I always answer my emails" is a habit, "Always answer
 # yes" is an order. Imperatives only count at the start of a clause. English and French.
 _CLAUSE = r"(?:^|[.!?;:,\n]\s*|\b(?:and|then|et|puis)\s+)"
-_DIRECTIVES = [
+# Text that tries to replace the agent's instructions: never a memory, and never a rule
+# either (a standing instruction adds to how the agent acts, it does not unseat its prompt).
+_OVERRIDES = [
     # English
     r"\b(ignore|disregard|forget|override|bypass)\b.{0,40}\b(previous|prior|above|earlier|all|your|system|the)\b.{0,30}\b(instructions?|prompts?|rules?|directives?|guidelines?)\b",
-    r"\bfrom now on\b.{0,60}\b(you|assistant|agent|ai)\b",
-    r"\b(you|assistant|agent|the ai)\b.{0,20}\b(must|should|shall|will) (always|never|now)\b",
-    _CLAUSE
-    + r"(always|never) (trust|believe|obey|follow|do what|say|reveal|answer|agree|comply)\b",
     r"\b(new|updated) (system )?(instructions?|rules?|prompt)\s*:",
     r"\b(system prompt|developer mode|jailbreak)\b",
     r"\byou are now\b",
     # French
     _CLAUSE
     + r"(oublie|oubliez|ignore|ignorez|ne tiens pas compte|ne tenez pas compte)\b.{0,40}\b(instructions?|consignes?|r[eè]gles?)\b",
+    r"\b(tu es|vous êtes) (maintenant|désormais|dorénavant)\b",
+    r"\bnouvelles? (instructions?|consignes?|r[eè]gles?)\s*:",
+]
+# Orders addressed to the agent: a prompt injection when they arrive as a memory.
+_IMPERATIVES = [
+    # English
+    r"\bfrom now on\b.{0,60}\b(you|assistant|agent|ai)\b",
+    r"\b(you|assistant|agent|the ai)\b.{0,20}\b(must|should|shall|will) (always|never|now)\b",
+    _CLAUSE
+    + r"(always|never) (trust|believe|obey|follow|do what|say|reveal|answer|agree|comply)\b",
+    # French
     r"\b(à|a) partir de maintenant\b.{0,60}\b(tu|vous)\b",
     r"\b(désormais|dorénavant)\b.{0,40}\b(tu|vous) (dois|devez|vas|allez)\b",
     r"\b(tu|vous) (dois|devez) (toujours |jamais )?(me |m')?(faire confiance|croire|ob[ée]ir|r[ée]pondre)",
     _CLAUSE + r"(fais|faites) (toujours |jamais )?ce que (je|j')",
-    r"\b(tu es|vous êtes) (maintenant|désormais|dorénavant)\b",
-    r"\bnouvelles? (instructions?|consignes?|r[eè]gles?)\s*:",
 ]
-_DIRECTIVE_RE = [re.compile(p, re.IGNORECASE | re.DOTALL) for p in _DIRECTIVES]
+_OVERRIDE_RE = [re.compile(p, re.IGNORECASE | re.DOTALL) for p in _OVERRIDES]
+_DIRECTIVE_RE = [*_OVERRIDE_RE, *(re.compile(p, re.IGNORECASE | re.DOTALL) for p in _IMPERATIVES)]
 
 
 def _fold(text: str) -> str:
@@ -50,8 +60,16 @@ def contains_span(text: str, span: str) -> bool:
 
 
 def is_directive(text: str) -> bool:
+    """Instruction-like text aimed at the agent: refused as a memory."""
     folded = _fold(text)
     return any(p.search(folded) for p in _DIRECTIVE_RE)
+
+
+def is_override(text: str) -> bool:
+    """Text that tries to replace the agent's instructions ("ignore previous instructions",
+    "you are now ..."): refused even as a rule, which is an instruction by design."""
+    folded = _fold(text)
+    return any(p.search(folded) for p in _OVERRIDE_RE)
 
 
 @dataclass(frozen=True)

@@ -43,13 +43,13 @@ unreadable answer, and the cursor are `distill.passes.memory_judge`'s.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
+from distill.core.answers import answer_list, one_line, verdicts_schema
 from distill.core.changes import replacement_evidence
 from distill.core.dedupe import merge_into
 from distill.core.models import ConflictKind, ConflictSet, ConflictStatus, Fact, FactStatus
@@ -84,30 +84,15 @@ SYSTEM = (
     '"reason": "one short sentence"}]}; "target" is null for "nothing".'
 )
 
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "verdicts": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "memory": {"type": "string"},
-                    "action": {"type": "string", "enum": list(ACTIONS)},
-                    "target": {"type": ["string", "null"]},
-                    "reason": {"type": "string"},
-                },
-                "required": ["memory", "action"],
-            },
-        }
+SCHEMA = verdicts_schema(
+    {
+        "memory": {"type": "string"},
+        "action": {"type": "string", "enum": list(ACTIONS)},
+        "target": {"type": ["string", "null"]},
+        "reason": {"type": "string"},
     },
-    "required": ["verdicts"],
-}
-
-
-class Unreadable(ValueError):
-    """The answer is not the JSON asked for, or it was cut off: the batch is asked again in
-    halves."""
+    ["memory", "action"],
+)
 
 
 @dataclass(frozen=True)
@@ -195,12 +180,8 @@ def render(items: Sequence[Item]) -> Shown:
 def _shown(fact: Fact) -> str:
     """One line per fact, whatever its text holds: a line break in a memory must not write
     a line of the prompt (a fake candidate, say)."""
-    said = f", said by {_one_line(fact.attribution)}" if fact.attribution else ""
-    return f"(stated {fact.valid_from.date().isoformat()}{said}): {_one_line(fact.text)}"
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    said = f", said by {one_line(fact.attribution)}" if fact.attribution else ""
+    return f"(stated {fact.valid_from.date().isoformat()}{said}): {one_line(fact.text)}"
 
 
 # The date anchors the header, so that a bracket in a speaker's name cannot end it early.
@@ -225,18 +206,7 @@ def read(text: str, shown: Shown, truncated: bool = False) -> list[Verdict]:
     """The verdicts of an answer, by fact id. `Unreadable` if it is not the JSON asked for or
     was cut; a verdict for a memory that was not asked about, or with an unknown action, is
     dropped; one naming a target not shown with its memory is kept, for `check` to refuse."""
-    if truncated:
-        raise Unreadable("the answer was cut off at the model's output limit")
-    body = text.strip()
-    if body.startswith("```"):
-        body = body.strip("`").removeprefix("json").strip()
-    try:
-        data = json.loads(body)
-    except json.JSONDecodeError as exc:
-        raise Unreadable(f"not JSON: {exc}") from exc
-    items = data.get("verdicts") if isinstance(data, dict) else None
-    if not isinstance(items, list):
-        raise Unreadable('the answer is not {"verdicts": [...]}')
+    items = answer_list(text, "verdicts", truncated)
     asked_about = {shown.alias_of[i.memory.id]: i.memory for i in shown.items}
     verdicts: dict[str, Verdict] = {}
     for entry in items:

@@ -483,6 +483,32 @@ class Alias(BaseModel):
     learned_at: datetime
 
 
+class RuleOrigin(StrEnum):
+    LEARNED = "learned"  # promoted from corroborated memories by the promote_rules pass
+    WRITTEN = "written"  # written by a person (Memory.add_rule); no pass ever touches it
+
+
+class Rule(BaseModel):
+    """A standing instruction the agent follows for a subject: one line, append-only.
+
+    `fingerprint` is the hash of the normalised text (`core.rules.fingerprint`), unique per
+    subject, so a rule is stated once whatever its case and punctuation; `source_fact_ids`
+    are the memories a learned rule was promoted from (none for a written one)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    project: str
+    subject: str
+    text: str
+    fingerprint: str
+    origin: RuleOrigin
+    source_fact_ids: tuple[str, ...] = ()
+    pass_name: str
+    reason: str
+    created_at: datetime
+
+
 class JobStatus(StrEnum):
     PENDING = "pending"
     RUNNING = "running"

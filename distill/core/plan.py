@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from distill.core.models import Alias, ConflictSet, Fact, Observation
+from distill.core.models import Alias, ConflictSet, Fact, Observation, Rule
 
 
 @dataclass(frozen=True)
@@ -155,6 +155,23 @@ class MoveCursor:
         return "move_cursor"
 
 
+@dataclass(frozen=True)
+class AddRule:
+    """A standing instruction added to a subject's rules: the only write rules have, since
+    they are append-only (no pass revises or retires one). A learned rule names the memories
+    it was promoted from, and `offered` are the memories its pass put to the model: the one
+    validator refuses a rule citing any other."""
+
+    rule: Rule
+    reason: str
+    pass_name: str = "promote_rules"
+    offered: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return "add_rule"
+
+
 def vector_digest(vector: npt.ArrayLike) -> str:
     """A key for a vector given without its text: the hash of its float32 bytes."""
     data = np.ascontiguousarray(vector, dtype=np.float32).tobytes()
@@ -170,6 +187,7 @@ Action = (
     | LearnAlias
     | EraseScope
     | MoveCursor
+    | AddRule
 )
 
 
@@ -220,6 +238,8 @@ def describe_action(action: Action) -> dict[str, Any]:
         out["after"] = action.alias.model_dump(mode="json")
     elif isinstance(action, MoveCursor):
         out["before"], out["after"] = {"cursor": action.before}, {"cursor": action.after}
+    elif isinstance(action, AddRule):
+        out["after"] = action.rule.model_dump(mode="json")
     else:
         out["after"] = {"erased": dict(action.counts)}
     return out
@@ -241,4 +261,6 @@ def subject_of(action: Action) -> tuple[str, str]:
         return action.alias.project, ""
     if isinstance(action, MoveCursor):
         return action.project, action.subject
+    if isinstance(action, AddRule):
+        return action.rule.project, action.rule.subject
     return action.project, action.subject or ""

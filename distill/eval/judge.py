@@ -48,6 +48,7 @@ from importlib import resources
 from typing import Any
 
 from distill.adapters.llm.fake import FakeLLM
+from distill.core.answers import Unreadable
 from distill.core.changes import replacement_evidence
 from distill.core.memory_judge import (
     JUDGE_BATCH,
@@ -58,7 +59,6 @@ from distill.core.memory_judge import (
     Guards,
     Item,
     Objections,
-    Unreadable,
     asked,
     check,
     read,

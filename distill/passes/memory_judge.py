@@ -11,12 +11,12 @@ Per scope (a subject with two or more active memories, within a project allowlis
 2. **Candidates.** For each, `CANDIDATES_PER_ARM` live memories of the scope from the lexical
    arm (BM25 over the memory's own words) and as many from the vector arm (its recall
    vector, read through the embedding cache), interleaved.
-3. **One call per `JUDGE_BATCH` memories**, batches filled across scopes. An answer that
-   cannot be read (not the JSON asked for, or cut off at the output limit) is asked again
-   in halves, down to one memory, which is then listed as failed and skipped: it cannot
-   wedge the tier. A provider error
-   (transport, auth, quota, a timeout) stops the tier with a note: the memories not yet
-   asked about stay behind each scope's cursor.
+3. **One call per `JUDGE_BATCH` memories**, batches filled across scopes (`backlog.walk`).
+   An answer that cannot be read (not the JSON asked for, or cut off at the output limit) is
+   asked again in halves, down to one memory, which is then listed as failed and skipped: it
+   cannot wedge the tier. A provider error (transport, auth, quota, a timeout) stops the
+   tier with a note: the memories not yet asked about stay behind each scope's cursor
+   (`asking.Asker`).
 4. **Apply.** Under the subject's lock every fact the model saw is read again, with the
    subject's open conflict sets; a verdict on a fact edited since is dropped
    (`edited_meanwhile`), the others are checked (a supersede the words do not show becomes
@@ -25,10 +25,10 @@ Per scope (a subject with two or more active memories, within a project allowlis
    judged and applied.
 
 **Budgets** (no peer has them): at most `max_calls` model calls and `max_tokens` tokens per
-run, across scopes. The tier stops before a call that the budget cannot pay for, cursor left
-at the last batch applied, and the report says what was spent. A dry run judges and reports,
-inside a transaction the store rolls back: nothing written, no cursor moved (the calls are
-made and counted: that is what a dry run of a model tier costs).
+run, across scopes (`asking.Budget`). The tier stops before a call that the budget cannot pay
+for, cursor left at the last batch applied, and the report says what was spent. A dry run
+judges and reports, inside a transaction the store rolls back: nothing written, no cursor
+moved (the calls are made and counted: that is what a dry run of a model tier costs).
 """
 
 from __future__ import annotations
@@ -36,18 +36,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from distill.core import memory_judge as mj
-from distill.core.memory_judge import Item, Refusal, Shown, Verdict
-from distill.core.models import ConflictStatus, Fact, FactKind, FactStatus
+from distill.core.memory_judge import Item, Refusal, Verdict
+from distill.core.models import ConflictStatus, Fact, FactStatus
 from distill.core.passes import Context, Decision, PassResult, Scope
-from distill.core.plan import MoveCursor
 from distill.core.recall import query_terms
-from distill.errors import DistillError, MalformedAnswer, ProviderError
-from distill.passes import run_pass
-from distill.ports import LLM, LLMUsage, RecallScope, Store, Vector
+from distill.passes.asking import Asker, Budget, ModelRun, Reader
+from distill.passes.backlog import Backlog, apply_batch, changed_memories, cursor_move, walk
+from distill.ports import LLM, RecallScope, Store, Vector
 
 log = logging.getLogger("distill.judge")
 
@@ -55,25 +54,19 @@ JUDGE_MAX_PER_RUN = 48  # memories judged per scope per run (the seed's semantic
 # Per-run budget of the tier, across scopes: model calls, and prompt + completion tokens.
 JUDGE_MAX_CALLS = 100
 JUDGE_MAX_TOKENS = 400_000
-_BEFORE = timedelta(microseconds=1)  # the store reads changes strictly after an instant
 
 
 @dataclass
-class JudgeReport:
-    """What one judging run did, or would do (`dry_run`)."""
+class JudgeReport(ModelRun):
+    """What one judging run did, or would do (`dry_run`); `failed` are the memories no
+    answer could be read for, `capped` that a scope had more than one run judges."""
 
-    dry_run: bool = False
-    scopes: int = 0
     judged: int = 0  # memories whose verdict was read
     merged: int = 0
     superseded: int = 0
     contested: int = 0  # supersedes the words do not show: both kept, in a conflict set
     kept: int = 0  # "nothing" verdicts
     refused: list[Refusal] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)  # memories no answer could be read for
-    stopped: list[str] = field(default_factory=list)  # scopes where the tier stopped, and why
-    capped: bool = False  # a scope had more memories than one run judges
-    usage: LLMUsage = field(default_factory=LLMUsage)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -86,11 +79,7 @@ class JudgeReport:
             "contested": self.contested,
             "kept": self.kept,
             "refused": [r.__dict__ for r in self.refused],
-            "failed": list(self.failed),
-            "stopped": list(self.stopped),
-            "capped": self.capped,
-            "calls": self.usage.calls,
-            "tokens": self.usage.prompt_tokens + self.usage.completion_tokens,
+            **self.run_dict(),
         }
 
 
@@ -156,9 +145,8 @@ class JudgeBatch:
         checked = mj.check(fresh, work.items, context.now, guards, context.new_id, work.max_changes)
         checked.refused.extend(edited)
         checked.plan.add(
-            MoveCursor(
-                work.scope.project,
-                work.scope.subject,
+            cursor_move(
+                work.scope,
                 self.name,
                 work.cursor_before,
                 work.cursor_after,
@@ -177,20 +165,6 @@ class JudgeBatch:
         return result
 
 
-@dataclass(frozen=True)
-class _Backlog:
-    """One scope's memories to judge, in cursor order, with each one's position."""
-
-    scope: Scope
-    items: list[Item]
-    positions: list[str]
-    cursor: str | None
-
-
-class _Stop(Exception):
-    """The tier stops for this scope (a provider error, or the budget)."""
-
-
 @dataclass
 class _Run:
     store: Store
@@ -201,77 +175,59 @@ class _Run:
     now: Callable[[], datetime]
     new_id: Callable[[], str]
     report: JudgeReport
-    max_calls: int | None
-    max_tokens: int | None
+    budget: Budget
     max_changes: int | None
 
     def run(self, scopes: Sequence[tuple[str, str]]) -> None:
-        """Read every scope's backlog, ask about all of it in batches filled across scopes
-        (a subject's last few memories share a call with the next subject's), then apply
-        each scope's verdicts under its lock. A stop (a provider error, the budget) leaves
-        every memory not yet asked about, and each scope's cursor after the memories before
-        its first one."""
+        """Read every scope's backlog, then walk it (`backlog.walk`): ask about all of it in
+        batches filled across scopes, and apply each scope's verdicts under its lock."""
         report = self.report
-        pending: list[_Backlog] = []
+        pending: list[Backlog[Item]] = []
         for project, subject in scopes:
             report.scopes += 1
             cursor = self.store.pass_cursor(project, subject, mj.PASS_NAME)
-            backlog = self.backlog(project, subject, cursor)
-            if len(backlog) > JUDGE_MAX_PER_RUN:
+            changed = changed_memories(self.store, project, subject, cursor)
+            if len(changed) > JUDGE_MAX_PER_RUN:
                 report.capped = True
-                backlog = backlog[:JUDGE_MAX_PER_RUN]
-            if backlog:
-                items = self.items(project, subject, [f for f, _ in backlog])
-                positions = [p for _, p in backlog]
-                pending.append(_Backlog(Scope(project, subject), items, positions, cursor))
-        # A memory with nothing near it needs no verdict; the cursor still moves past it.
-        asking = [i for b in pending for i in b.items if i.candidates]
-        if report.capped and len(asking) > mj.JUDGE_BATCH:
-            # More waits than this run judges: leave a short last batch for the next run,
-            # whose first batch it fills, so that every call carries a full batch.
-            asking = asking[: len(asking) - len(asking) % mj.JUDGE_BATCH]
-        verdicts: list[Verdict] = []
-        asked: set[str] = set()
-        stop = ""
-        for start in range(0, len(asking), mj.JUDGE_BATCH):
-            batch = asking[start : start + mj.JUDGE_BATCH]
-            try:
-                verdicts.extend(self.ask(batch))
-            except _Stop as stopped:
-                stop = str(stopped)
-                log.warning("judge stopped: %s", stop)
-                break
-            asked.update(i.memory.id for i in batch)
-        for b in pending:
-            done = 0
-            while done < len(b.items) and (
-                not b.items[done].candidates or b.items[done].memory.id in asked
-            ):
-                done += 1
-            if done < len(b.items) and stop:
-                report.stopped.append(f"{b.scope.project}/{b.scope.subject}: {stop}")
-            if done:
-                self.apply(b, done, verdicts)
+                changed = changed[:JUDGE_MAX_PER_RUN]
+            if changed:
+                items = self.items(project, subject, [f for f, _ in changed])
+                positions = [p for _, p in changed]
+                pending.append(Backlog(Scope(project, subject), items, positions, cursor))
+        asker: Asker[Item, Verdict] = Asker(self.llm, mj.SYSTEM, mj.SCHEMA, _render, self.budget)
+        walk(
+            pending,
+            # A memory with nothing near it needs no verdict; the cursor still moves past it.
+            asks=lambda i: bool(i.candidates),
+            ask=asker.ask,
+            key=lambda i: i.memory.id,
+            batch=mj.JUDGE_BATCH,
+            capped=report.capped,
+            apply=self.apply,
+            note=report.stopped.append,
+        )
+        report.judged += asker.answered
+        for item in asker.failed:
+            log.warning("judge: no answer could be read for memory %s", item.memory.id)
+            report.failed.append(item.memory.id)
 
-    def apply(self, b: _Backlog, done: int, verdicts: Sequence[Verdict]) -> None:
+    def apply(self, b: Backlog[Item], done: int, verdicts: Sequence[Verdict]) -> None:
         """Apply the verdicts on the first `done` memories of a scope's backlog and move its
         cursor past them, in one transaction; a refused plan leaves the cursor."""
         items = tuple(i for i in b.items[:done] if i.candidates)
         mine = {i.memory.id for i in items}
         found = tuple(v for v in verdicts if v.memory_id in mine)
         work = Judged(b.scope, items, found, b.cursor, b.positions[done - 1], self.left())
-        try:
-            result = run_pass(
-                self.store,
-                JudgeBatch(self.objections),
-                b.scope,
-                work,
-                now=self.now(),
-                new_id=self.new_id,
-            )
-        except DistillError as exc:  # rolled back: the scope's cursor stays
-            where = f"{b.scope.project}/{b.scope.subject}"
-            self.report.stopped.append(f"{where}: {type(exc).__name__}: {exc}")
+        result = apply_batch(
+            self.store,
+            JudgeBatch(self.objections),
+            b,
+            work,
+            now=self.now(),
+            new_id=self.new_id,
+            note=self.report.stopped.append,
+        )
+        if result is None:  # rolled back: the scope's cursor stays
             return
         assert isinstance(result, JudgeResult)
         for v in result.checked.applied:
@@ -287,23 +243,6 @@ class _Run:
         if self.max_changes is None:
             return None
         return max(0, self.max_changes - self.report.merged - self.report.superseded)
-
-    def backlog(self, project: str, subject: str, cursor: str | None) -> list[tuple[Fact, str]]:
-        """The memories changed after `cursor`, each at its latest change, oldest first."""
-        since = _key(cursor)[0] - _BEFORE if cursor else _EPOCH
-        entries = self.store.fact_changes_after(project, subject, since)
-        latest: dict[str, str] = {}
-        for e in entries:
-            position = f"{e.at.isoformat()}|{e.id}"
-            if e.fact_id and (cursor is None or _later(position, cursor)):
-                latest[e.fact_id] = max(latest.get(e.fact_id, position), position, key=_key)
-        facts = self.store.facts_by_ids(project, sorted(latest))
-        live = [
-            (f, latest[f.id])
-            for f in facts
-            if f.kind is FactKind.MEMORY and f.status is FactStatus.ACTIVE
-        ]
-        return sorted(live, key=lambda fp: _key(fp[1]))
 
     def items(self, project: str, subject: str, memories: Sequence[Fact]) -> list[Item]:
         scope = RecallScope(project, subject, self.model_id, ("memory",))
@@ -330,50 +269,10 @@ class _Run:
             for m in memories
         ]
 
-    def ask(self, batch: Sequence[Item]) -> list[Verdict]:
-        """The verdicts for a batch, halving it while the answer cannot be read."""
-        self.afford()
-        shown: Shown = mj.render(batch)
-        try:
-            answer = self.llm.complete(mj.SYSTEM, shown.prompt, mj.SCHEMA)
-        except MalformedAnswer:
-            answer = None
-        except ProviderError as exc:
-            raise _Stop(f"{type(exc).__name__}: {exc}") from exc
-        if answer is not None:
-            self.report.usage.add(answer)
-            try:
-                verdicts = mj.read(answer.text, shown, answer.truncated)
-                self.report.judged += len(batch)
-                return verdicts
-            except mj.Unreadable:
-                pass
-        if len(batch) == 1:
-            self.report.failed.append(batch[0].memory.id)
-            log.warning("judge: no answer could be read for memory %s", batch[0].memory.id)
-            return []
-        half = len(batch) // 2
-        return self.ask(batch[:half]) + self.ask(batch[half:])
 
-    def afford(self) -> None:
-        usage = self.report.usage
-        if self.max_calls is not None and usage.calls >= self.max_calls:
-            raise _Stop(f"budget: {usage.calls} call(s) of {self.max_calls} spent")
-        tokens = usage.prompt_tokens + usage.completion_tokens
-        if self.max_tokens is not None and tokens >= self.max_tokens:
-            raise _Stop(f"budget: {tokens:,} token(s) of {self.max_tokens:,} spent")
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def _key(position: str) -> tuple[datetime, str]:
-    at, _, entry = position.partition("|")
-    return datetime.fromisoformat(at), entry
-
-
-def _later(a: str, b: str) -> bool:
-    return _key(a) > _key(b)
+def _render(batch: Sequence[Item]) -> tuple[str, Reader[Verdict]]:
+    shown = mj.render(batch)
+    return shown.prompt, lambda text, truncated: mj.read(text, shown, truncated)
 
 
 def run_judge(
@@ -396,19 +295,8 @@ def run_judge(
     `objections` is `core.statements.merge_objections` (what a merge may not lose), given by
     the caller; `embed` embeds texts through the store's cache."""
     report = JudgeReport(dry_run=dry_run)
-    run = _Run(
-        store,
-        llm,
-        embed,
-        model_id,
-        objections,
-        now,
-        new_id,
-        report,
-        max_calls,
-        max_tokens,
-        max_changes,
-    )
+    budget = Budget(max_calls, max_tokens, report.usage)
+    run = _Run(store, llm, embed, model_id, objections, now, new_id, report, budget, max_changes)
 
     def walk() -> None:
         scopes = store.memory_scopes(list(projects))

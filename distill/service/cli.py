@@ -38,6 +38,7 @@ from distill.service.keys_command import keys
 from distill.service.maintenance_command import migrate, reembed, replay
 from distill.service.mcp_command import mcp_cmd
 from distill.service.recall_command import context, search
+from distill.service.rules_command import rules_cmd
 from distill.service.serve_command import serve
 from distill.service.tables import (
     audit_table,
@@ -524,6 +525,7 @@ cli.add_command(reembed)
 cli.add_command(replay)
 cli.add_command(resolve_cmd)
 cli.add_command(retract)
+cli.add_command(rules_cmd)
 cli.add_command(search)
 cli.add_command(serve)
 cli.add_command(worker)

@@ -1,4 +1,4 @@
-"""`distill export`: a project's or a subject's events and facts as JSON Lines (the format is
+"""`distill export`: a project's or a subject's events, facts and rules as JSON Lines (the format is
 described in `distill.export`)."""
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from distill.service.terminal import err, json_flag, out
 def export_cmd(
     ctx: click.Context, project: str, subject: str | None, out_file: Path | None, as_json: bool
 ) -> None:
-    """Write events and facts as JSON Lines, one {"type": "event" | "fact", ...} object a
-    line; `distill add --file` reads the event lines back."""
+    """Write events, facts and rules as JSON Lines, one {"type": "event" | "fact" | "rule",
+    ...} object a line; `distill add --file` reads the event lines back."""
     store, _ = open_store(ctx.obj["db"])
     try:
         if out_file is None or str(out_file) == "-":
@@ -50,6 +50,7 @@ def export_cmd(
         "subject": subject,
         "events": counts["event"],
         "facts": counts["fact"],
+        "rules": counts["rule"],
         "out": str(out_file) if to_file else None,
     }
     if as_json:
@@ -58,12 +59,15 @@ def export_cmd(
         return
     who = f"subject {subject!r} of project {project!r}" if subject else f"project {project!r}"
     where = f" to {out_file}" if to_file else ""
-    message = f"exported {counts['event']} event(s) and {counts['fact']} fact(s) of {who}{where}"
+    what = f"{counts['event']} event(s) and {counts['fact']} fact(s)"
+    if counts["rule"]:
+        what = f"{counts['event']} event(s), {counts['fact']} fact(s) and {counts['rule']} rule(s)"
+    message = f"exported {what} of {who}{where}"
     (out if to_file else err).print(message)
 
 
 def _write(store: Store, project: str, subject: str | None, stream: IO[str]) -> Counter[str]:
-    counts: Counter[str] = Counter(event=0, fact=0)
+    counts: Counter[str] = Counter(event=0, fact=0, rule=0)
     for line in export_lines(store, project, subject):
         stream.write(json.dumps(line, ensure_ascii=False) + "\n")
         counts[line["type"]] += 1

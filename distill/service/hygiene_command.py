@@ -1,4 +1,7 @@
-"""Commands that keep stored memory clean: `distill dedupe` and `distill judge`.
+"""Commands that keep stored memory clean: `distill dedupe` and `distill judge`, and the
+options every pass over stored memory shares (`scope_options`, `pass_options`,
+`model_options`, and `run_model_pass` for a pass that asks a model: `distill rules promote`
+takes them too).
 
 Each is a pass over what is stored, not over what arrives; each takes `--dry-run` (the same
 report, nothing written), a project allowlist and the pass's per-run cap, and prints every
@@ -8,12 +11,14 @@ group it found, so that a person sees what was (or would be) retired and why.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import click
 from rich.table import Table
 
+from distill.adapters.llm import PROVIDERS
 from distill.errors import ConfigurationError
+from distill.memory import Memory
 from distill.passes.dedupe import MAX_SUPERSEDES_PER_RUN, DedupeReport
 from distill.passes.memory_judge import JUDGE_MAX_CALLS, JUDGE_MAX_TOKENS, JudgeReport
 from distill.service.terminal import emit, json_option, memory, out
@@ -21,8 +26,15 @@ from distill.service.terminal import emit, json_option, memory, out
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def pass_options(command: F) -> F:
-    """What every hygiene pass takes: the scopes it may touch and its per-run cap."""
+class Reported(Protocol):
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+R = TypeVar("R", bound=Reported)
+
+
+def scope_options(command: F) -> F:
+    """The scopes a pass over stored memory may touch: a project allowlist, one subject."""
     for option in reversed(
         [
             click.option(
@@ -32,17 +44,85 @@ def pass_options(command: F) -> F:
                 help="Only this project (repeat for several); every project by default.",
             ),
             click.option("--subject", help="Only this subject (of the projects given)."),
-            click.option(
-                "--max-supersedes",
-                type=click.IntRange(min=0),
-                default=MAX_SUPERSEDES_PER_RUN,
-                show_default=True,
-                help="Memories one run retires at most; the rest wait for the next run.",
-            ),
         ]
     ):
         command = option(command)
     return command
+
+
+def pass_options(command: F) -> F:
+    """What every pass that retires memories takes: its scopes and its per-run cap."""
+    return scope_options(
+        click.option(
+            "--max-supersedes",
+            type=click.IntRange(min=0),
+            default=MAX_SUPERSEDES_PER_RUN,
+            show_default=True,
+            help="Memories one run retires at most; the rest wait for the next run.",
+        )(command)
+    )
+
+
+def model_options(max_calls: int, max_tokens: int) -> Callable[[F], F]:
+    """What every pass that asks a model takes: the provider (else `distill --llm`) and the
+    run's budget, with the pass's defaults."""
+
+    def decorate(command: F) -> F:
+        for option in reversed(
+            [
+                click.option(
+                    "--llm",
+                    "llm_provider",
+                    type=click.Choice([p for p in PROVIDERS if p != "none"]),
+                    help="The model to ask (default: distill --llm / DISTILL_LLM; its name, "
+                    "URL and key from --llm-model, --llm-base-url and DISTILL_LLM_API_KEY).",
+                ),
+                click.option(
+                    "--max-calls",
+                    type=click.IntRange(min=0),
+                    default=max_calls,
+                    show_default=True,
+                    help="Model calls one run makes at most.",
+                ),
+                click.option(
+                    "--max-tokens",
+                    type=click.IntRange(min=0),
+                    default=max_tokens,
+                    show_default=True,
+                    help="Prompt and answer tokens one run spends at most.",
+                ),
+            ]
+        ):
+            command = option(command)
+        return command
+
+    return decorate
+
+
+def run_model_pass(
+    ctx: click.Context,
+    provider: str | None,
+    what: str,
+    run: Callable[[Memory], R],
+    as_json: bool,
+    show: Callable[[R], None],
+) -> None:
+    """Run a pass that asks a model and print its report (`show`, or JSON): the model is
+    `--llm` of the command if given, else distill's; none is an error that says how to give
+    one."""
+    if provider is not None:
+        ctx.obj["llm"] = {**ctx.obj["llm"], "provider": provider}
+    if ctx.obj["llm"]["provider"] == "none":
+        raise ConfigurationError(
+            f"{what} needs a model: set DISTILL_LLM (or --llm) to openai, ollama or "
+            "anthropic, and DISTILL_LLM_MODEL"
+        )
+    with memory(ctx, with_llm=True) as mem:
+        report = run(mem)
+    if as_json:
+        emit(report.to_dict())
+        return
+    show(report)
 
 
 @click.command()
@@ -117,20 +197,7 @@ def _print(report: DedupeReport) -> None:
 @click.command()
 @pass_options
 @click.option("--dry-run", is_flag=True, help="Ask the model and report; write nothing.")
-@click.option(
-    "--max-calls",
-    type=click.IntRange(min=0),
-    default=JUDGE_MAX_CALLS,
-    show_default=True,
-    help="Model calls one run makes at most.",
-)
-@click.option(
-    "--max-tokens",
-    type=click.IntRange(min=0),
-    default=JUDGE_MAX_TOKENS,
-    show_default=True,
-    help="Prompt and answer tokens one run spends at most.",
-)
+@model_options(JUDGE_MAX_CALLS, JUDGE_MAX_TOKENS)
 @json_option
 @click.pass_context
 def judge(
@@ -138,6 +205,7 @@ def judge(
     projects: tuple[str, ...],
     subject: str | None,
     dry_run: bool,
+    llm_provider: str | None,
     max_calls: int,
     max_tokens: int,
     max_supersedes: int,
@@ -147,24 +215,21 @@ def judge(
     its nearest stored ones: merge (the same fact), supersede (a changed state) or nothing.
     Every verdict is checked before it is applied: targets it was shown, pins, and nothing a
     merge would lose (a number, a negation, a name, a date, a condition)."""
-    if ctx.obj["llm"]["provider"] == "none":
-        raise ConfigurationError(
-            "judge needs a model: set DISTILL_LLM (or --llm) to openai, ollama or anthropic, "
-            "and DISTILL_LLM_MODEL"
-        )
-    with memory(ctx, with_llm=True) as mem:
-        report = mem.judge(
+    run_model_pass(
+        ctx,
+        llm_provider,
+        "judge",
+        lambda mem: mem.judge(
             projects=projects,
             subject=subject,
             dry_run=dry_run,
             max_calls=max_calls,
             max_tokens=max_tokens,
             max_changes=max_supersedes,
-        )
-    if as_json:
-        emit(report.to_dict())
-        return
-    _print_judged(report)
+        ),
+        as_json,
+        _print_judged,
+    )
 
 
 def _print_judged(report: JudgeReport) -> None:

@@ -29,6 +29,7 @@ TABLES = [
     "observations",
     "aliases",
     "audit",
+    "rules",
     "extractions",
 ]
 
@@ -224,6 +225,7 @@ def test_export_of_one_subject_to_a_file_prints_a_summary(cli: Cli) -> None:
         "subject": "u2",
         "events": counts["event"],
         "facts": counts["fact"],
+        "rules": counts["rule"],
         "out": str(out),
     }
     assert counts["event"] == 3 and counts["fact"] >= 4  # fr, en (held), two memories
@@ -253,6 +255,7 @@ def test_add_file_refuses_a_line_of_an_unknown_type_and_adds_nothing(cli: Cli) -
     )
     result = cli("add", "--file", str(path))
     assert result.code == 1
-    assert f'{path}:3: "type" is \'x\': a line holds an "event" or a "fact"' in result.error
+    said = f'{path}:3: "type" is \'x\': a line holds an "event", a "fact" or a "rule"'
+    assert said in result.error
     assert "nothing was added" in result.error
     assert cli.ok_json("status")["events"] == 0

@@ -259,6 +259,7 @@ POSTGRES_TABLES = [
     "embedding_cache",
     "extractions",
     "api_keys",
+    "pass_cursors",
 ]
 
 

@@ -2,10 +2,11 @@
 
 One consolidated store (creates, reinforcements, supersedes, a late arrival, conflicts, a
 quarantine, learned aliases, memories read by a model, a failed job, a pin, a resolved
-conflict, event embeddings) is copied SQLite → PostgreSQL → SQLite; every read of the copies
-must equal the original's, and consolidating new events on a copy must do what it does on the
-original. The store-level properties (an empty target, the schema guard, all or nothing,
-running jobs) are checked for every pair of backends.
+conflict, a written and a learned rule, event embeddings) is copied SQLite → PostgreSQL →
+SQLite; every read of the copies must equal the original's, and consolidating new events
+on a copy must do what it does on the original. The store-level properties (an empty
+target, the schema guard, all or nothing, running jobs) are checked for every pair of
+backends.
 """
 
 from __future__ import annotations
@@ -32,8 +33,12 @@ from distill.adapters.store.copy import TABLES, copy_store, read_pages
 from distill.adapters.store.queries import load_queries
 from distill.adapters.store.sql_store import SqlStore
 from distill.adapters.store.sqlite import SqliteStore
+from distill.applier import apply_plan
 from distill.core.identity import identity_text
-from distill.core.models import FactStatus, JobStatus
+from distill.core.models import FactStatus, JobStatus, Rule, RuleOrigin
+from distill.core.passes import Scope
+from distill.core.plan import AddRule, Plan
+from distill.core.rules import fingerprint
 from distill.errors import InvalidInput, InvalidOperation, StoreError
 from distill.export import export_lines
 from distill.service.event_input import read_jsonl
@@ -166,19 +171,37 @@ def stores(tmp_path: Path, make_postgres_database: Callable[[], str]) -> Iterato
 
 
 def populate(mem: Memory) -> None:
-    """Two consolidation runs over FIRST and SECOND."""
+    """Two consolidation runs over FIRST and SECOND, and a person's rule."""
     for batch in (FIRST, SECOND):
         mem.add_events(batch)
         mem.consolidate()
+    mem.add_rule("u1", "Always reply in British English.")
 
 
 def decide(mem: Memory) -> None:
-    """What a person does: pin a fact, resolve a conflict by keeping the held candidate."""
+    """What a person does: pin a fact, resolve a conflict by keeping the held candidate; and
+    a rule learned from the pinned memory (as promote_rules writes one)."""
     [cat] = [f for f in mem.facts(subject="u3") if "cat" in f.text]
     mem.pin(cat.id)
     [pets] = mem.conflicts(subject="u4")
     held = [m for m in pets.member_ids if mem.fact(m).status is FactStatus.CANDIDATE]
     mem.resolve_conflict(pets.id, keep=held[0])
+    text = "Ask about the cat."
+    learned = Rule(
+        id="r" + cat.id[1:],
+        project="default",
+        subject="u3",
+        text=text,
+        fingerprint=fingerprint(text),
+        origin=RuleOrigin.LEARNED,
+        source_fact_ids=(cat.id,),
+        pass_name="promote_rules",
+        reason="a standing wish",
+        created_at=T0 + timedelta(days=50),
+    )
+    add = AddRule(learned, "promoted", offered=(cat.id,))
+    scope = Scope("default", "u3")
+    apply_plan(mem.store, Plan([add]), scope, job_id=None, now=T0, new_id=mem._new_id)
 
 
 def consolidated(stores: Stores, url: str) -> Memory:
@@ -221,6 +244,7 @@ def reads(mem: Memory) -> dict[str, Any]:
         "by_id": mem.events([e.id for e in events]),
         "observations": mem.store.observations_for_events("default", [e.id for e in events]),
         "aliases": mem.store.aliases("default", predicates),
+        "rules": mem.rules(),
         "counts": mem.status().counts,
     }
 
@@ -555,7 +579,8 @@ def test_export_lines_hold_every_event_and_every_version_of_every_fact(stores: S
     mem = consolidated(stores, stores.url("postgres"))
     lines = list(export_lines(mem.store, "default"))
     kinds = [line["type"] for line in lines]
-    assert kinds == sorted(kinds, key=["event", "fact"].index)  # events first, then facts
+    # Events first, then facts, then rules.
+    assert kinds == sorted(kinds, key=["event", "fact", "rule"].index)
     events = [line for line in lines if line["type"] == "event"]
     facts = [line for line in lines if line["type"] == "fact"]
     assert [e["id"] for e in events] == [e.id for e in mem.store.iter_events("default")]
@@ -567,6 +592,9 @@ def test_export_lines_hold_every_event_and_every_version_of_every_fact(stores: S
     statuses = {f["status"] for f in facts}
     assert statuses == {"active", "candidate", "superseded"}
     assert any(f["superseded_by"] for f in facts) and any(f["valid_to"] for f in facts)
+    rules = [line for line in lines if line["type"] == "rule"]
+    assert rules == [{"type": "rule", **r.model_dump(mode="json")} for r in mem.rules()]
+    assert {r["origin"] for r in rules} == {"learned", "written"}
 
     mine = list(export_lines(mem.store, "default", subject="u1"))
     assert mine and {line["subject"] for line in mine} == {"u1"}

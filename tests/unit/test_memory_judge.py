@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
+from distill.core.answers import Unreadable
 from distill.core.memory_judge import (
     REASON_MAX,
     Checked,
     Guards,
     Item,
-    Unreadable,
     Verdict,
     asked,
     check,

@@ -4,11 +4,13 @@ SQLite (or PostgreSQL → PostgreSQL), written once over both backends' named SQ
 Everything is copied, ids and times as they are: events (with their claims, idempotency keys
 and embeddings), jobs and the events they hold, every version of every fact (status,
 validity, `superseded_by` links, sources), identity vectors, conflict sets, observations,
-aliases, the audit trail, the embedding cache and the model's kept answers. Not copied
+aliases, rules (learned and written: a person's rules are data no pass can derive again),
+the audit trail, the embedding cache and the model's kept answers. Not copied
 (`NOT_COPIED`): `schema_migrations` (each database records its own), SQLite's
 `vector_changes` and full-text index (its triggers write them as the rows are inserted),
 `api_keys` (the HTTP API's credentials belong to the deployment they were made for), and
-`pass_cursors` (the copy's passes walk their backlog again: what they decided is in the facts).
+`pass_cursors` (the copy's passes walk their backlog again: what they decided is in the facts
+and the rules).
 
 **All or nothing.** The source is read in one snapshot (a WAL read transaction in SQLite,
 REPEATABLE READ in PostgreSQL), so workers may keep running on it, and the target is written
@@ -281,6 +283,24 @@ TABLES: tuple[Table, ...] = (
         },
     ),
     Table(
+        "rules",
+        ("id",),
+        "copy_read_rules",
+        "insert_rule",
+        {
+            "id": K.ID,
+            "project": K.TEXT,
+            "subject": K.TEXT,
+            "text": K.TEXT,
+            "fingerprint": K.ID,
+            "origin": K.TEXT,
+            "source_fact_ids": K.JSON,
+            "pass_name": K.TEXT,
+            "reason": K.TEXT,
+            "created_at": K.TIME,
+        },
+    ),
+    Table(
         "extractions",
         ("extractor", "event_id"),
         "copy_read_extractions",
@@ -297,7 +317,7 @@ NOT_COPIED = {
     "api_keys": "the HTTP API's credentials belong to the deployment they were made for: "
     "make new ones on the copy (distill keys create)",
     "pass_cursors": "where passes stopped in the source: the copy's passes walk their backlog "
-    "again, and what they decided is already in the facts",
+    "again, and what they decided is already in the facts and the rules",
     **{
         name: "SQLite's full-text index of the facts' words (FTS5 and its shadow tables), "
         "written by triggers as the facts are inserted into the target"

@@ -18,6 +18,7 @@ from distill.adapters.store import rows
 from distill.core.models import AuditEntry, Fact
 from distill.core.plan import (
     Action,
+    AddRule,
     CreateFact,
     EraseScope,
     LearnAlias,
@@ -47,9 +48,10 @@ ERASE_ORDER = (
     "erase_facts",
     "erase_events",
     "erase_aliases",
+    "erase_rules",
     "erase_pass_cursors",
 )
-ERASED_AND_COUNTED = ("events", "facts", "observations", "conflicts", "jobs", "audit")
+ERASED_AND_COUNTED = ("events", "facts", "observations", "conflicts", "jobs", "audit", "rules")
 
 
 def write_plan(store: SqlStore, db: DB, plan: Plan, audit: Sequence[AuditEntry]) -> set[int]:
@@ -117,6 +119,8 @@ class _Writer:
             self.learn_alias(action)
         elif isinstance(action, MoveCursor):
             self.move_cursor(action)
+        elif isinstance(action, AddRule):
+            self.add_rule(action)
         else:
             self.erase(action)
 
@@ -210,6 +214,16 @@ class _Writer:
                 f"the {action.cursor_pass} cursor of {action.project}/{action.subject} moved "
                 f"since it was read (expected {action.before!r})"
             )
+
+    def add_rule(self, action: AddRule) -> None:
+        rule = action.rule
+        try:
+            self.db.execute(self.q["insert_rule"], rows.rule_params(rule, self.c))
+        except self.store.integrity_errors as exc:
+            raise IntegrityViolation(
+                f"rule {rule.text!r} was refused: {rule.project}/{rule.subject} has a rule of "
+                f"its fingerprint already, or rule {rule.id} exists ({exc})"
+            ) from exc
 
     def learn_alias(self, action: LearnAlias) -> None:
         alias = action.alias

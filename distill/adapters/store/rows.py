@@ -56,6 +56,7 @@ from distill.core.models import (
     Fact,
     Job,
     Observation,
+    Rule,
 )
 from distill.errors import InvalidInput
 
@@ -418,4 +419,35 @@ def audit_from_row(row: Row, c: Codec) -> AuditEntry:
         before=loads(row["before"]),
         after=loads(row["after"]),
         at=c.read_time(row["at"]),
+    )
+
+
+# -- rules -----------------------------------------------------------------------------------------
+def rule_params(rule: Rule, c: Codec) -> Params:
+    return {
+        "id": c.id(rule.id),
+        "project": rule.project,
+        "subject": rule.subject,
+        "text": rule.text,
+        "fingerprint": c.id(rule.fingerprint),
+        "origin": _text(rule.origin),
+        "source_fact_ids": dumps(list(rule.source_fact_ids)),
+        "pass_name": rule.pass_name,
+        "reason": rule.reason,
+        "created_at": c.time(rule.created_at),
+    }
+
+
+def rule_from_row(row: Row, c: Codec) -> Rule:
+    return Rule(
+        id=c.read_id(row["id"]),
+        project=row["project"],
+        subject=row["subject"],
+        text=row["text"],
+        fingerprint=c.read_id(row["fingerprint"]),
+        origin=row["origin"],
+        source_fact_ids=tuple(loads(row["source_fact_ids"])),
+        pass_name=row["pass_name"],
+        reason=row["reason"],
+        created_at=c.read_time(row["created_at"]),
     )

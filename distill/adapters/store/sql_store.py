@@ -30,6 +30,7 @@ from distill.core.models import (
     FactStatus,
     JobStatus,
     Observation,
+    Rule,
 )
 from distill.core.plan import Plan
 from distill.errors import NotFound
@@ -67,6 +68,21 @@ class SqlStore(SqlJobs):
         params = {"project": project, "subject": subject, "pass_name": pass_name}
         found = self._read("pass_cursor", params)
         return str(found[0]["position"]) if found else None
+
+    def rules(self, project: str, subject: str | None) -> list[Rule]:
+        """The rules of a subject (of every subject of the project with None), by subject,
+        then oldest first."""
+        params = {"project": project, "subject": subject}
+        return [rows.rule_from_row(r, self.codec) for r in self._read("rules_of", params)]
+
+    def rule_scopes(self, projects: Sequence[str], threshold: int) -> list[tuple[str, str]]:
+        """(project, subject) of every scope holding an active memory re-observed at least
+        `threshold` times, in order; only those of `projects` unless it is empty."""
+        params = {
+            "projects": self._array(list(projects)) if projects else None,
+            "threshold": threshold,
+        }
+        return [(r["project"], r["subject"]) for r in self._read("rule_scopes", params)]
 
     def memory_scopes(self, projects: Sequence[str]) -> list[tuple[str, str]]:
         """(project, subject) of every scope with two or more active memories, in order;

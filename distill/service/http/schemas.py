@@ -165,6 +165,14 @@ class ContextItem(BaseModel):
     contested: bool = False
 
 
+class ContextRule(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    text: str
+    origin: str = Field(description="learned (promoted from memories) or written (a person).")
+
+
 class ContextOut(BaseModel):
     """The block, as `distill.core.context.Context.to_dict` gives it."""
 
@@ -177,6 +185,10 @@ class ContextOut(BaseModel):
     tokens: int = Field(description="What the block takes.")
     left_out: int = Field(description="Facts that did not fit the budget.")
     text: str = Field(description="The block to put in a prompt.")
+    rules: list[ContextRule] = Field(
+        default_factory=list, description="The subject's rules shown first: standing instructions."
+    )
+    rules_left_out: int = Field(0, description="Rules that did not fit the budget.")
     facts: list[ContextItem] = Field(description="The same facts as data.")
 
 

@@ -471,6 +471,28 @@ GROUP BY project, subject
 HAVING count(*) > 1
 ORDER BY project, subject;
 
+-- name: insert_rule
+-- Rules are append-only: there is no statement that updates one.
+INSERT INTO rules (
+    id, project, subject, text, fingerprint, origin, source_fact_ids, pass_name, reason,
+    created_at
+) VALUES (
+    %(id)s, %(project)s, %(subject)s, %(text)s, %(fingerprint)s, %(origin)s,
+    %(source_fact_ids)s, %(pass_name)s, %(reason)s, %(created_at)s
+);
+
+-- name: rules_of
+SELECT * FROM rules
+WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s)
+ORDER BY subject, created_at, id;
+
+-- name: rule_scopes
+-- Scopes with an active memory re-observed often enough to be offered as a rule.
+SELECT DISTINCT project, subject FROM facts
+WHERE (%(projects)s::text[] IS NULL OR project = ANY(%(projects)s::text[]))
+  AND status = 'active' AND kind = 'memory' AND reinforcement_count >= %(threshold)s
+ORDER BY project, subject;
+
 -- name: pass_cursor
 SELECT position FROM pass_cursors
 WHERE project = %(project)s AND subject = %(subject)s AND pass_name = %(pass_name)s;
@@ -703,7 +725,8 @@ UNION ALL SELECT 'observations', count(*) FROM observations
 UNION ALL SELECT 'aliases', count(*) FROM aliases
 UNION ALL SELECT 'audit', count(*) FROM audit
 UNION ALL SELECT 'embedding_cache', count(*) FROM embedding_cache
-UNION ALL SELECT 'extractions', count(*) FROM extractions;
+UNION ALL SELECT 'extractions', count(*) FROM extractions
+UNION ALL SELECT 'rules', count(*) FROM rules;
 
 -- name: copy_read_events
 SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
@@ -812,6 +835,14 @@ WHERE %(after_model_id)s::text IS NULL
 ORDER BY model_id, text_hash
 LIMIT %(limit)s;
 
+-- name: copy_read_rules
+SELECT id, project, subject, text, fingerprint, origin, source_fact_ids, pass_name, reason,
+       created_at
+FROM rules
+WHERE %(after_id)s::text IS NULL OR id > %(after_id)s
+ORDER BY id
+LIMIT %(limit)s;
+
 -- name: copy_read_extractions
 SELECT extractor, event_id, candidates, created_at FROM extractions
 WHERE %(after_extractor)s::text IS NULL
@@ -834,7 +865,8 @@ SELECT
     (SELECT count(*) FROM conflicts WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s)) AS conflicts,
     (SELECT count(*) FROM jobs WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s)) AS jobs,
     (SELECT count(*) FROM audit WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s)
-        AND action NOT IN ('erase_subject', 'erase_project')) AS audit;
+        AND action NOT IN ('erase_subject', 'erase_project')) AS audit,
+    (SELECT count(*) FROM rules WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s)) AS rules;
 
 -- name: erase_extractions
 DELETE FROM extractions WHERE event_id IN (SELECT id FROM events WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s));
@@ -871,6 +903,9 @@ DELETE FROM events WHERE project = %(project)s AND (%(subject)s::text IS NULL OR
 -- name: erase_aliases
 -- Aliases are project-wide: erased with the whole project only.
 DELETE FROM aliases WHERE project = %(project)s AND %(subject)s::text IS NULL;
+
+-- name: erase_rules
+DELETE FROM rules WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s);
 
 -- name: erase_pass_cursors
 DELETE FROM pass_cursors WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s);

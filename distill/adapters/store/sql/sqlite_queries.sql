@@ -450,6 +450,28 @@ GROUP BY project, subject
 HAVING count(*) > 1
 ORDER BY project, subject;
 
+-- name: insert_rule
+-- Rules are append-only: there is no statement that updates one.
+INSERT INTO rules (
+    id, project, subject, text, fingerprint, origin, source_fact_ids, pass_name, reason,
+    created_at
+) VALUES (
+    :id, :project, :subject, :text, :fingerprint, :origin,
+    :source_fact_ids, :pass_name, :reason, :created_at
+);
+
+-- name: rules_of
+SELECT * FROM rules
+WHERE project = :project AND (:subject IS NULL OR subject = :subject)
+ORDER BY subject, created_at, id;
+
+-- name: rule_scopes
+-- Scopes with an active memory re-observed often enough to be offered as a rule.
+SELECT DISTINCT project, subject FROM facts
+WHERE (:projects IS NULL OR project IN (SELECT value FROM json_each(:projects)))
+  AND status = 'active' AND kind = 'memory' AND reinforcement_count >= :threshold
+ORDER BY project, subject;
+
 -- name: pass_cursor
 SELECT position FROM pass_cursors
 WHERE project = :project AND subject = :subject AND pass_name = :pass_name;
@@ -662,7 +684,8 @@ UNION ALL SELECT 'observations', count(*) FROM observations
 UNION ALL SELECT 'aliases', count(*) FROM aliases
 UNION ALL SELECT 'audit', count(*) FROM audit
 UNION ALL SELECT 'embedding_cache', count(*) FROM embedding_cache
-UNION ALL SELECT 'extractions', count(*) FROM extractions;
+UNION ALL SELECT 'extractions', count(*) FROM extractions
+UNION ALL SELECT 'rules', count(*) FROM rules;
 
 -- name: copy_read_events
 SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
@@ -767,6 +790,14 @@ WHERE :after_model_id IS NULL OR (model_id, text_hash) > (:after_model_id, :afte
 ORDER BY model_id, text_hash
 LIMIT :limit;
 
+-- name: copy_read_rules
+SELECT id, project, subject, text, fingerprint, origin, source_fact_ids, pass_name, reason,
+       created_at
+FROM rules
+WHERE :after_id IS NULL OR id > :after_id
+ORDER BY id
+LIMIT :limit;
+
 -- name: copy_read_extractions
 SELECT extractor, event_id, candidates, created_at FROM extractions
 WHERE :after_extractor IS NULL OR (extractor, event_id) > (:after_extractor, :after_event_id)
@@ -788,7 +819,8 @@ SELECT
     (SELECT count(*) FROM conflicts WHERE project = :project AND (:subject IS NULL OR subject = :subject)) AS conflicts,
     (SELECT count(*) FROM jobs WHERE project = :project AND (:subject IS NULL OR subject = :subject)) AS jobs,
     (SELECT count(*) FROM audit WHERE project = :project AND (:subject IS NULL OR subject = :subject)
-        AND action NOT IN ('erase_subject', 'erase_project')) AS audit;
+        AND action NOT IN ('erase_subject', 'erase_project')) AS audit,
+    (SELECT count(*) FROM rules WHERE project = :project AND (:subject IS NULL OR subject = :subject)) AS rules;
 
 -- name: erase_extractions
 DELETE FROM extractions WHERE event_id IN (SELECT id FROM events WHERE project = :project AND (:subject IS NULL OR subject = :subject));
@@ -825,6 +857,9 @@ DELETE FROM events WHERE project = :project AND (:subject IS NULL OR subject = :
 -- name: erase_aliases
 -- Aliases are project-wide: erased with the whole project only.
 DELETE FROM aliases WHERE project = :project AND :subject IS NULL;
+
+-- name: erase_rules
+DELETE FROM rules WHERE project = :project AND (:subject IS NULL OR subject = :subject);
 
 -- name: erase_pass_cursors
 DELETE FROM pass_cursors WHERE project = :project AND (:subject IS NULL OR subject = :subject);

@@ -1,0 +1,275 @@
+"""The promote-rules pass: memories a subject keeps re-stating put to a model, and those it
+calls standing instructions added to the subject's rules (`core.rules`), through the one
+applier, with the scope's cursor moved in the same transaction.
+
+Per scope (a subject with an active memory re-observed at least the threshold, within a
+project allowlist):
+
+1. **What is new.** The scope's `promote_rules` cursor, as the judge's (`backlog`): the
+   memories with a fact action after it, each at its latest change, oldest first. Those that
+   are offered (`core.rules.is_offered`: corroborated enough, trusted enough, no rule promoted
+   from them yet) are asked about, at most `RULES_MAX_PER_RUN` per scope; the cursor moves
+   past the others too. A memory offered and answered is not offered again unless it changes
+   (a reinforcement is a change: it is asked about once more, and a rule it gave already is
+   not added twice).
+2. **One call per `RULES_BATCH` memories**, batches filled across scopes, answers halved when
+   unreadable and a provider error stopping the pass with a note (`asking.Asker`).
+3. **Apply.** Under the subject's lock the offered memories and the subject's rules are read
+   again: an answer on a memory changed since, or no longer offered, is dropped
+   (`edited_meanwhile`); the others are checked (`core.rules.check`, against the rules as
+   they are now, so that two runs, or two memories of one run, never add one rule twice) and
+   applied with the cursor's move past the batch.
+
+**Budgets**: at most `max_calls` calls and `max_tokens` tokens per run, across scopes
+(`asking.Budget`); the pass stops cleanly before a call it cannot pay for, each scope's
+cursor where its work stopped, and the report says what was spent. A dry run asks and
+reports inside a transaction the store rolls back: no rule written, no cursor moved.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from distill.core import rules as cr
+from distill.core.models import Fact, Rule
+from distill.core.passes import Context, Decision, PassResult, Scope
+from distill.core.plan import Plan
+from distill.passes.asking import Asker, Budget, ModelRun, Reader
+from distill.passes.backlog import Backlog, apply_batch, changed_memories, cursor_move, walk
+from distill.ports import LLM, Store
+
+log = logging.getLogger("distill.rules")
+
+RULES_MAX_PER_RUN = 48  # memories offered per scope per run, as the judge's per-run cap
+# Per-run budget of the pass, across scopes: model calls, and prompt + completion tokens.
+# Far fewer memories are offered than the judge sees (only the corroborated ones).
+RULES_MAX_CALLS = 20
+RULES_MAX_TOKENS = 100_000
+
+
+@dataclass
+class PromoteReport(ModelRun):
+    """What one promote-rules run did, or would do (`dry_run`); `failed` are the memories no
+    answer could be read for, `capped` that a scope had more to offer than one run asks."""
+
+    offered: int = 0  # memories put to the model
+    answered: int = 0  # memories whose answer was read
+    promoted: list[Rule] = field(default_factory=list)
+    not_rules: int = 0  # "not" verdicts
+    already: list[cr.Refusal] = field(default_factory=list)  # rules the subject had
+    refused: list[cr.Refusal] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pass": cr.PASS_NAME,
+            "dry_run": self.dry_run,
+            "scopes": self.scopes,
+            "offered": self.offered,
+            "answered": self.answered,
+            "promoted": [r.model_dump(mode="json") for r in self.promoted],
+            "not_rules": self.not_rules,
+            "already": [r.__dict__ for r in self.already],
+            "refused": [r.__dict__ for r in self.refused],
+            **self.run_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class Answered:
+    """A scope's answered memories, to apply: what was offered, the verdicts, the cursor's
+    move."""
+
+    scope: Scope
+    offered: tuple[Fact, ...]
+    verdicts: tuple[cr.Verdict, ...]
+    cursor_before: str | None
+    cursor_after: str
+    threshold: int
+
+
+@dataclass(frozen=True)
+class Fresh:
+    work: Answered
+    facts: dict[str, Fact]
+    rules: list[Rule]
+    cursor: str | None
+
+
+@dataclass
+class PromoteResult(PassResult):
+    checked: cr.Checked = field(default_factory=cr.Checked)
+    edited: list[cr.Refusal] = field(default_factory=list)
+
+
+class PromoteBatch:
+    """`distill.passes.Pass`: apply one scope's answered memories, against a fresh read."""
+
+    name = cr.PASS_NAME
+    cap: int | None = None
+
+    def load(self, store: Store, scope: Scope, work: Answered) -> Fresh:
+        ids = sorted(f.id for f in work.offered)
+        facts = {f.id: f for f in store.facts_by_ids(scope.project, ids)}
+        rules = store.rules(scope.project, scope.subject)
+        return Fresh(work, facts, rules, store.pass_cursor(scope.project, scope.subject, self.name))
+
+    def decide(self, snapshot: Fresh, context: Context) -> PromoteResult:
+        work = snapshot.work
+        if snapshot.cursor != work.cursor_before:
+            result = PromoteResult(Plan())
+            result.decisions.append(Decision("skipped", None, "another run promoted meanwhile"))
+            return result
+        promoted = cr.promoted_from(snapshot.rules)
+        still = [
+            f
+            for f in work.offered
+            if snapshot.facts.get(f.id) == f and cr.is_offered(f, work.threshold, promoted)
+        ]
+        ids = {f.id for f in still}
+        edited = [
+            cr.Refusal(v.memory_id, v.alias, v.text, "edited_meanwhile", "read again first")
+            for v in work.verdicts
+            if v.memory_id not in ids and v.verdict == "rule" and v.memory_id is not None
+        ]
+        fresh = [v for v in work.verdicts if v.memory_id in ids]
+        checked = cr.check(fresh, still, snapshot.rules, context.now, context.new_id)
+        checked.plan.add(
+            cursor_move(
+                work.scope,
+                self.name,
+                work.cursor_before,
+                work.cursor_after,
+                context.now,
+                f"offered {len(work.offered)} memory(ies)",
+            )
+        )
+        result = PromoteResult(checked.plan, checked=checked, edited=edited)
+        result.decisions.extend(Decision("promoted", r.id, r.reason) for r in checked.promoted)
+        result.decisions.extend(
+            Decision(f"refused_{r.code}", r.memory_id, r.detail)
+            for r in [*checked.refused, *edited]
+        )
+        return result
+
+
+@dataclass
+class _Run:
+    store: Store
+    llm: LLM
+    now: Callable[[], datetime]
+    new_id: Callable[[], str]
+    report: PromoteReport
+    budget: Budget
+    threshold: int
+    offered: set[str] = field(default_factory=set)  # the memories this run asks about
+
+    def run(self, scopes: Sequence[tuple[str, str]]) -> None:
+        """Read every scope's backlog, then walk it (`backlog.walk`)."""
+        report = self.report
+        pending: list[Backlog[Fact]] = []
+        for project, subject in scopes:
+            report.scopes += 1
+            cursor = self.store.pass_cursor(project, subject, cr.PASS_NAME)
+            changed = changed_memories(self.store, project, subject, cursor)
+            promoted = cr.promoted_from(self.store.rules(project, subject))
+            mine = [f.id for f, _ in changed if cr.is_offered(f, self.threshold, promoted)]
+            if len(mine) > RULES_MAX_PER_RUN:
+                report.capped = True
+                last = mine[RULES_MAX_PER_RUN - 1]
+                changed = changed[: 1 + next(i for i, (f, _) in enumerate(changed) if f.id == last)]
+                mine = mine[:RULES_MAX_PER_RUN]
+            self.offered.update(mine)
+            if changed:
+                items = [f for f, _ in changed]
+                positions = [p for _, p in changed]
+                pending.append(Backlog(Scope(project, subject), items, positions, cursor))
+        asker: Asker[Fact, cr.Verdict] = Asker(self.llm, cr.SYSTEM, cr.SCHEMA, _render, self.budget)
+
+        unknown: list[cr.Verdict] = []  # naming an alias no batch showed: no scope's
+
+        def ask(batch: Sequence[Fact]) -> list[cr.Verdict]:
+            found = asker.ask(batch)
+            report.offered += len(batch)
+            unknown.extend(v for v in found if v.memory_id is None)
+            return [v for v in found if v.memory_id is not None]
+
+        walk(
+            pending,
+            asks=lambda f: f.id in self.offered,
+            ask=ask,
+            key=lambda f: f.id,
+            batch=cr.RULES_BATCH,
+            capped=report.capped,
+            apply=self.apply,
+            note=report.stopped.append,
+        )
+        report.answered += asker.answered
+        report.refused.extend(cr.check(unknown, (), (), self.now(), self.new_id).refused)
+        for memory in asker.failed:
+            log.warning("promote_rules: no answer could be read for memory %s", memory.id)
+            report.failed.append(memory.id)
+
+    def apply(self, b: Backlog[Fact], done: int, verdicts: Sequence[cr.Verdict]) -> None:
+        """Apply the verdicts on the first `done` memories of a scope's backlog and move its
+        cursor past them, in one transaction; a refused plan leaves the cursor."""
+        offered = tuple(f for f in b.items[:done] if f.id in self.offered)
+        mine = {f.id for f in offered}
+        found = tuple(v for v in verdicts if v.memory_id in mine)
+        work = Answered(b.scope, offered, found, b.cursor, b.positions[done - 1], self.threshold)
+        result = apply_batch(
+            self.store,
+            PromoteBatch(),
+            b,
+            work,
+            now=self.now(),
+            new_id=self.new_id,
+            note=self.report.stopped.append,
+        )
+        if result is None:  # rolled back: the scope's cursor stays
+            return
+        assert isinstance(result, PromoteResult)
+        checked = result.checked
+        self.report.promoted.extend(checked.promoted)
+        self.report.not_rules += len(checked.kept)
+        self.report.already.extend(checked.already)
+        self.report.refused.extend([*checked.refused, *result.edited])
+
+
+def _render(batch: Sequence[Fact]) -> tuple[str, Reader[cr.Verdict]]:
+    shown = cr.render(batch)
+    return shown.prompt, lambda text, truncated: cr.read(text, shown, truncated)
+
+
+def run_promote_rules(
+    store: Store,
+    llm: LLM,
+    now: Callable[[], datetime],
+    new_id: Callable[[], str],
+    *,
+    projects: Sequence[str] = (),
+    subject: str | None = None,
+    dry_run: bool = False,
+    max_calls: int | None = RULES_MAX_CALLS,
+    max_tokens: int | None = RULES_MAX_TOKENS,
+    threshold: int = cr.PROMOTE_CORROBORATION_THRESHOLD,
+) -> PromoteReport:
+    """Promote the standing instructions among the corroborated memories of every scope of
+    `projects` (empty: all), or of one subject, to rules."""
+    report = PromoteReport(dry_run=dry_run)
+    budget = Budget(max_calls, max_tokens, report.usage)
+    run = _Run(store, llm, now, new_id, report, budget, threshold)
+
+    def walk_scopes() -> None:
+        scopes = store.rule_scopes(list(projects), threshold)
+        run.run([(p, s) for p, s in scopes if subject is None or s == subject])
+
+    if dry_run:
+        with store.dry_run():
+            walk_scopes()
+    else:
+        walk_scopes()
+    return report

@@ -24,6 +24,16 @@ if TYPE_CHECKING:
     from distill.ports import LLM, Clock, Embedder, Store
 
 
+def model_for(what: str, llm: LLM | None) -> LLM:
+    """The model a pass asks, or the error that says how to give one."""
+    if llm is None:
+        raise ConfigurationError(
+            f"{what} needs a model: Memory(llm='openai' | 'ollama' | 'anthropic' | an LLM), "
+            "or --llm on the command line"
+        )
+    return llm
+
+
 class Hygiene:
     """`Memory.dedupe` and `Memory.judge` (see the module docstring); `Memory` provides
     what they use."""
@@ -85,14 +95,9 @@ class Hygiene:
         `core.memory_judge` (merge, supersede, or nothing). At most `max_calls` model calls
         and `max_tokens` tokens per run, and `max_changes` memories retired. Needs a model
         (`Memory(llm=...)`)."""
-        if self.llm is None:
-            raise ConfigurationError(
-                "judge needs a model: Memory(llm='openai' | 'ollama' | 'anthropic' | an LLM), "
-                "or --llm on the command line"
-            )
         return run_judge(
             self.store,
-            self.llm,
+            model_for("judge", self.llm),
             self.engine.embed,
             self.embedder.model_id,
             merge_objections,

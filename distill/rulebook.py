@@ -15,7 +15,8 @@ from distill.arguments import subject_named as _subject
 from distill.core import rules as cr
 from distill.core.models import Rule, normalise_subject
 from distill.core.passes import Scope
-from distill.errors import ConfigurationError, InvalidInput
+from distill.errors import InvalidInput
+from distill.hygiene import model_for
 from distill.passes.promote_rules import (
     RULES_MAX_CALLS,
     RULES_MAX_TOKENS,
@@ -74,16 +75,12 @@ class Rulebook:
         instructions to their subject's rules, once each (`core.rules`). At most `max_calls`
         model calls and `max_tokens` tokens per run; `dry_run` asks and reports, writing
         nothing. Needs a model (`Memory(llm=...)`)."""
-        if self.llm is None:
-            raise ConfigurationError(
-                "promote_rules needs a model: Memory(llm='openai' | 'ollama' | 'anthropic' | "
-                "an LLM), or --llm on the command line"
-            )
+        llm = model_for("promote_rules", self.llm)
         if not isinstance(corroboration_threshold, int) or corroboration_threshold < 0:
             raise InvalidInput("corroboration_threshold: a whole number of 0 or more")
         return run_promote_rules(
             self.store,
-            self.llm,
+            llm,
             self.clock.now,
             self._new_id,
             projects=projects,

@@ -14,7 +14,7 @@ then costs a question, never a fact; a right one still retires what it should wh
 statement says so. Evidence, any of:
 
 * **change**: the newer statement says something changed ("moved", "switched", "no longer",
-  "anymore", "now", "since", "replaced", `statements.CHANGE_WORDS`) and the older does not
+  "anymore", "now", "since", "replaced", `statement_words.CHANGE_WORDS`) and the older does not
   say it too;
 * **negated**: one statement is negated and the other is not, about the same things ("I eat
   meat" / "I don't eat meat anymore");

@@ -104,6 +104,37 @@ def test_a_changed_state_supersedes_the_one_stated_first(judged: Callable[..., M
     assert any(e.pass_name == "judge" and "moved" in e.reason for e in mem.history(paris.id).audit)
 
 
+def test_a_supersede_the_words_do_not_show_is_contested_until_a_person_keeps_one(
+    judged: Callable[..., Memory],
+) -> None:
+    def rule(new: str, old: str) -> tuple[str, str] | None:
+        return ("supersede", "the newer allergy replaces the older") if "allergic" in new else None
+
+    mem = judged(default=scripted(rule))
+    say(mem, "I'm allergic to peanuts.")
+    say(mem, "I'm allergic to shellfish.", day=30)
+
+    report = mem.judge()
+
+    assert report.superseded == 0 and report.contested == 1
+    live = {f.text: f for f in mem.facts(subject="u1")}
+    assert set(live) == {"I'm allergic to peanuts.", "I'm allergic to shellfish."}  # both served
+    [contest] = mem.conflicts(subject="u1")
+    assert set(contest.member_ids) == {f.id for f in live.values()}
+    assert "the words show no change" in contest.reason
+    served = mem.context("u1")
+    assert all(item.contested for item in served.items)
+    # The next run does not contest the pair again, even when the model insists.
+    say(mem, "I'm allergic to peanuts.", day=40)  # a reinforcement: judged again
+    again = mem.judge()
+    assert again.contested == 0 and len(mem.conflicts(subject="u1")) == 1
+    # A person keeps one: the other is retired with its receipt, as the supersede would have.
+    peanuts, shellfish = live["I'm allergic to peanuts."], live["I'm allergic to shellfish."]
+    mem.resolve_conflict(contest.id, keep=shellfish.id)
+    gone = mem.fact(peanuts.id)
+    assert gone.status is FactStatus.SUPERSEDED and gone.superseded_by == shellfish.id
+
+
 def test_a_paraphrase_merges_into_the_older_with_its_evidence(
     judged: Callable[..., Memory],
 ) -> None:

@@ -5,8 +5,9 @@
 reinforced (`last_reinforced_at`, which a reinforcement moves forward). Nothing writes it, so
 computing it twice gives the same number and running decay five times changes nothing: it is
 idempotent by construction, not by care. A reinforcement refreshes it (staleness back to 0,
-weight back to 1); a tombstone is never reinforced (adjudication reinforces live facts only),
-so its weight only falls: a tombstone whose weight reached the floor is never raised again.
+weight back to 1), and only a reinforcement does: decay and prune never write a timestamp,
+so a tombstone's weight only falls (the one thing that moves it is new evidence filed under
+that old version by a late event), and a tombstone whose weight reached zero is never raised.
 A clock that reads earlier than the last reinforcement gives staleness 0, weight 1 (never
 more than 1).
 

@@ -14,9 +14,9 @@ write) is rolled back alone and named in the report; the run goes on with the ne
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -35,10 +35,8 @@ from distill.core.models import ConflictSet, ConflictStatus, Fact
 from distill.core.passes import Context, PassResult, Scope
 from distill.core.plan import PruneFact
 from distill.errors import DistillError
-from distill.passes import run_pass
+from distill.passes import refused, run_pass, walked_scopes
 from distill.ports import Store
-
-log = logging.getLogger("distill.prune")
 
 
 @dataclass(frozen=True)
@@ -145,42 +143,24 @@ def run_prune(
     `subject`, deleting at most `max_prunes` in all (None: no cap)."""
     check_knobs(half_life_days, floor)  # bad knobs fail before anything is read
     report = PruneReport(half_life_days, floor, dry_run=dry_run)
-    if dry_run:
-        with store.dry_run():
-            _walk(store, now, new_id, projects, subject, max_prunes, report)
-    else:
-        _walk(store, now, new_id, projects, subject, max_prunes, report)
+    budget = max_prunes
+    with store.dry_run() if dry_run else nullcontext():
+        for scope in walked_scopes(store.tombstone_scopes(list(projects)), subject):
+            report.scopes += 1
+            pass_ = Prune(budget, report.half_life_days, report.floor)
+            try:
+                result = run_pass(store, pass_, scope, None, now=now(), new_id=new_id)
+            except DistillError as exc:  # this scope's plan was rolled back; the others go on
+                report.errors.append(refused("prune", scope, exc))
+                continue
+            assert isinstance(result, PruneResult)
+            pruned = [
+                Pruned(scope.project, scope.subject, a.fact.id, a.weight)
+                for a in result.plan.actions
+                if isinstance(a, PruneFact)
+            ]
+            report.pruned.extend(pruned)
+            report.kept.update(k.reason for k in result.kept)
+            if budget is not None:
+                budget -= len(pruned)
     return report
-
-
-def _walk(
-    store: Store,
-    now: Callable[[], datetime],
-    new_id: Callable[[], str],
-    projects: Sequence[str],
-    subject: str | None,
-    budget: int | None,
-    report: PruneReport,
-) -> None:
-    scopes = [
-        (p, s) for p, s in store.tombstone_scopes(list(projects)) if subject is None or s == subject
-    ]
-    for project, name in scopes:
-        report.scopes += 1
-        pass_ = Prune(budget, report.half_life_days, report.floor)
-        try:
-            result = run_pass(store, pass_, Scope(project, name), None, now=now(), new_id=new_id)
-        except DistillError as exc:  # this scope's plan was rolled back; the others go on
-            log.warning("prune of %s/%s not applied: %s", project, name, exc)
-            report.errors.append(f"{project}/{name}: {type(exc).__name__}: {exc}")
-            continue
-        assert isinstance(result, PruneResult)
-        pruned = [
-            Pruned(project, name, a.fact.id, a.weight)
-            for a in result.plan.actions
-            if isinstance(a, PruneFact)
-        ]
-        report.pruned.extend(pruned)
-        report.kept.update(k.reason for k in result.kept)
-        if budget is not None:
-            budget -= len(pruned)

@@ -18,8 +18,8 @@ from distill.applier import apply_plan
 from distill.core.decay import HALF_LIFE_DAYS, KEPT_EVIDENCE, KEPT_PINNED, KEPT_WEIGHT
 from distill.core.models import Fact, FactStatus
 from distill.core.passes import Scope
-from distill.core.plan import CreateFact, Plan
-from distill.errors import NotFound
+from distill.core.plan import CreateFact, Plan, PruneFact
+from distill.errors import IntegrityViolation, NotFound
 from tests.conftest import FakeClock
 from tests.contract.test_dedupe import SUBJECT, plant
 from tests.factories import T0, make_event, make_memory, new_id, unit_vector
@@ -87,6 +87,9 @@ def test_a_stale_merged_tombstone_is_deleted_with_an_audit_entry_and_nothing_els
     history = memory.history(survivor.id)
     assert history.fact.id == survivor.id
     assert set(dead.source_event_ids) <= set(history.fact.source_event_ids)
+    # The audit reads whole around the deleted row (its entries are returned as stored).
+    actions = [e.action for e in memory.audit(SUBJECT) if e.fact_id == dead.id]
+    assert actions[-1] == "prune_tombstone" and len(actions) >= 2
     # Idempotent: a second run finds nothing left to delete.
     again = memory.prune()
     assert again.pruned == [] and again.scopes == 0
@@ -171,3 +174,21 @@ def test_an_erase_still_works_after_a_prune(memory: Memory, clock: FakeClock) ->
 
     assert counts["facts"] == 1 and counts["events"] == 2
     assert every_fact(memory) == []
+
+
+def test_a_tombstone_changed_since_the_read_is_not_deleted(
+    memory: Memory, clock: FakeClock
+) -> None:
+    survivor, dead = merged(memory)
+    clock.advance(days=STALE.days)
+    memory.pin(dead.id)  # after prune read it: the plan holds the unpinned row
+    plan = Plan([PruneFact(dead, "stale", 0.001)])
+
+    with pytest.raises(IntegrityViolation, match="changed since prune read it"):
+        apply_plan(
+            memory.store, plan, Scope("default", SUBJECT), job_id=None, now=T0, new_id=new_id
+        )
+
+    assert memory.fact(dead.id).pinned
+    found = memory.store.facts_with_sources("default", SUBJECT, list(dead.source_event_ids))
+    assert {f.id for f in found} == {survivor.id, dead.id}  # its sources were not deleted

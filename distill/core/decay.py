@@ -51,10 +51,10 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from distill.core.models import ConflictSet, Fact, FactStatus
 from distill.core.plan import Plan, PruneFact
+from distill.errors import InvalidInput
 
 PASS_NAME = "prune"
 # Days for a weight to halve; see the module docstring for why a quarter.
@@ -83,16 +83,22 @@ def staleness_days(fact: Fact, now: datetime) -> float:
 def weight(fact: Fact, now: datetime, half_life_days: float = HALF_LIFE_DAYS) -> float:
     """`0.5 ** (staleness_days / half_life_days)`, in (0, 1]: 1 when just reinforced, 0.5
     after one half-life, 0.25 after two. Derived from timestamps only (module docstring)."""
-    check_knobs(half_life_days, PRUNE_FLOOR)
+    _check_half_life(half_life_days)
     return float(0.5 ** (staleness_days(fact, now) / half_life_days))
 
 
 def check_knobs(half_life_days: float, floor: float) -> None:
     """Refuse a half-life that is not a positive number of days, a floor outside [0, 1]."""
-    if not (half_life_days > 0 and math.isfinite(half_life_days)):
-        raise ValueError(f"half_life_days must be a positive number of days, not {half_life_days}")
+    _check_half_life(half_life_days)
     if not 0.0 <= floor <= 1.0:
-        raise ValueError(f"floor must be a weight between 0 and 1, not {floor}")
+        raise InvalidInput(f"floor: a weight between 0 and 1 (the default is {PRUNE_FLOOR})")
+
+
+def _check_half_life(half_life_days: float) -> None:
+    if not (half_life_days > 0 and math.isfinite(half_life_days)):
+        raise InvalidInput(
+            f"half_life_days: a positive number of days (the default is {HALF_LIFE_DAYS:g})"
+        )
 
 
 @dataclass(frozen=True)
@@ -100,9 +106,6 @@ class Kept:
     fact_id: str
     reason: str  # one of the KEPT_* codes
     weight: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"fact_id": self.fact_id, "reason": self.reason, "weight": round(self.weight, 6)}
 
 
 @dataclass

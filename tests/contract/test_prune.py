@@ -19,7 +19,7 @@ from distill.core.decay import HALF_LIFE_DAYS, KEPT_EVIDENCE, KEPT_PINNED, KEPT_
 from distill.core.models import Fact, FactStatus
 from distill.core.passes import Scope
 from distill.core.plan import CreateFact, Plan, PruneFact
-from distill.errors import IntegrityViolation, NotFound
+from distill.errors import IntegrityViolation, InvalidInput, NotFound
 from tests.conftest import FakeClock
 from tests.contract.test_dedupe import SUBJECT, plant
 from tests.factories import T0, make_event, make_memory, new_id, unit_vector
@@ -71,6 +71,8 @@ def test_a_stale_merged_tombstone_is_deleted_with_an_audit_entry_and_nothing_els
     events = memory.store.counts("default").events
     assert memory.prune().pruned == []  # fresh yet: kept for its weight
     clock.advance(days=STALE.days)
+    stale = memory.weight(dead.id[:8])  # an id prefix does
+    assert stale == memory.weight(dead.id) < 0.05  # derived: asking again changes nothing
 
     report = memory.prune()
 
@@ -157,6 +159,8 @@ def test_the_project_and_subject_filters_and_the_cap_bound_a_run(
     clock.advance(days=STALE.days)
 
     assert memory.prune(projects=["nobody"]).pruned == []
+    with pytest.raises(InvalidInput, match="floor"):
+        memory.prune(floor=2)
     assert memory.prune(subject="u9").scopes == 0
     capped = memory.prune(max_prunes=1, dry_run=True)
     assert len(capped.pruned) == 1 and capped.capped == 1

@@ -21,7 +21,7 @@ from distill.core.decay import (
 )
 from distill.core.models import Fact, FactStatus
 from distill.core.plan import Plan, PruneFact
-from distill.errors import IntegrityViolation, PinnedFact
+from distill.errors import IntegrityViolation, InvalidInput, PinnedFact
 from tests.factories import T0, make_conflict, make_memory
 
 HALF = timedelta(days=HALF_LIFE_DAYS)
@@ -82,7 +82,7 @@ def test_the_half_life_is_a_knob_in_days_and_a_clock_behind_never_raises_above_o
     fact = memory(("e1",), reinforced=T0)
     assert weight(fact, T0 + timedelta(days=30), half_life_days=30) == pytest.approx(0.5)
     assert weight(fact, T0 - timedelta(days=5)) == 1.0
-    with pytest.raises(ValueError, match="half_life_days"):
+    with pytest.raises(InvalidInput, match="half_life_days"):
         weight(fact, T0, half_life_days=0)
 
 
@@ -228,7 +228,7 @@ def test_the_floor_decides_and_bad_knobs_are_refused() -> None:
     survivor, dead = merged_pair(reinforced=T0 - 2 * HALF)  # weight 0.25
     assert decide_prune([survivor, dead], [], T0, floor=0.3).pruned == [dead.id]
     assert decide_prune([survivor, dead], [], T0, floor=0.2).pruned == []
-    with pytest.raises(ValueError, match="floor"):
+    with pytest.raises(InvalidInput, match="floor"):
         decide_prune([survivor, dead], [], T0, floor=1.5)
 
 

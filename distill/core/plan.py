@@ -113,7 +113,8 @@ class LearnAlias:
 
 @dataclass(frozen=True)
 class EraseScope:
-    """The one hard delete DESIGN allows, a person's "forget this user": every row of a
+    """A person's hard delete, "forget this user" (the other one DESIGN allows is
+    `PruneFact`, of decayed tombstones): every row of a
     subject (or, with `subject` None, of a whole project) is deleted: events, facts and their
     vectors, observations, conflict sets, jobs, the model's kept answers, the audit, and the
     cached vectors of the erased texts. What remains is this action's audit entry, which

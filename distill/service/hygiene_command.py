@@ -120,7 +120,19 @@ def run_model_pass(
             f"{what} needs a model: set DISTILL_LLM (or --llm) to openai, ollama or "
             "anthropic, and DISTILL_LLM_MODEL"
         )
-    with memory(ctx, with_llm=True) as mem:
+    run_and_show(ctx, run, as_json, show, with_llm=True)
+
+
+def run_and_show(
+    ctx: click.Context,
+    run: Callable[[Memory], R],
+    as_json: bool,
+    show: Callable[[R], None],
+    *,
+    with_llm: bool = False,
+) -> None:
+    """Run a pass on distill's memory and print its report (`show`, or JSON)."""
+    with memory(ctx, with_llm=with_llm) as mem:
         report = run(mem)
     if as_json:
         emit(report.to_dict())
@@ -153,18 +165,18 @@ def dedupe(
     and absorbs the others' evidence; each duplicate is superseded by it, with a receipt.
     The same words in another order are reported, never merged. With --offline, also
     paraphrases the embedder puts within its calibrated distance that lose nothing."""
-    with memory(ctx) as mem:
-        report = mem.dedupe(
+    run_and_show(
+        ctx,
+        lambda mem: mem.dedupe(
             projects=projects,
             subject=subject,
             dry_run=dry_run,
             max_supersedes=max_supersedes,
             offline=offline,
-        )
-    if as_json:
-        emit(report.to_dict())
-        return
-    _print(report)
+        ),
+        as_json,
+        _print,
+    )
 
 
 def _print(report: DedupeReport) -> None:
@@ -297,19 +309,19 @@ def prune(
     below the floor: never a live or pinned fact, one in an open conflict, one a receipt
     still names, or one whose events no fact that stays would cite. Events are never
     deleted; each deleted fact leaves an audit entry."""
-    with memory(ctx) as mem:
-        report = mem.prune(
+    run_and_show(
+        ctx,
+        lambda mem: mem.prune(
             projects=projects,
             subject=subject,
             dry_run=dry_run,
             half_life_days=half_life_days,
             floor=floor,
             max_prunes=max_prunes,
-        )
-    if as_json:
-        emit(report.to_dict())
-        return
-    _print_pruned(report)
+        ),
+        as_json,
+        _print_pruned,
+    )
 
 
 def _print_pruned(report: PruneReport) -> None:

@@ -1,5 +1,6 @@
-"""The passes that keep stored memory clean, as `Memory` methods: `dedupe` (no model) and
-`judge` (the configured model, fail-soft). `Memory` is where they are called from; this is
+"""The passes that keep stored memory clean, as `Memory` methods: `dedupe` (no model),
+`judge` (the configured model, fail-soft) and `prune` (no model; with `weight`, what it
+decides on). `Memory` is where they are called from; this is
 where they are put together, so that `memory.py` stays the read-and-write API.
 
 Each runs over what is stored (not over what arrives), scope by scope, through the one
@@ -14,12 +15,16 @@ from typing import TYPE_CHECKING
 
 from distill.adapters.embed.calibrations import offline_merge_distance
 from distill.arguments import subject_named as _subject
+from distill.core.decay import HALF_LIFE_DAYS, MAX_PRUNES_PER_RUN, PRUNE_FLOOR
+from distill.core.decay import weight as decayed_weight
 from distill.core.statements import merge_objections
 from distill.errors import ConfigurationError
 from distill.passes.dedupe import MAX_SUPERSEDES_PER_RUN, DedupeReport, Offline, run_dedupe
 from distill.passes.memory_judge import JUDGE_MAX_CALLS, JUDGE_MAX_TOKENS, JudgeReport, run_judge
+from distill.passes.prune import PruneReport, run_prune
 
 if TYPE_CHECKING:
+    from distill.core.models import Fact
     from distill.engine import Engine
     from distill.ports import LLM, Clock, Embedder, Store
 
@@ -35,8 +40,8 @@ def model_for(what: str, llm: LLM | None) -> LLM:
 
 
 class Hygiene:
-    """`Memory.dedupe` and `Memory.judge` (see the module docstring); `Memory` provides
-    what they use."""
+    """`Memory.dedupe`, `Memory.judge`, `Memory.prune` and `Memory.weight` (see the module
+    docstring); `Memory` provides what they use."""
 
     store: Store
     clock: Clock
@@ -44,6 +49,10 @@ class Hygiene:
     embedder: Embedder
     engine: Engine
     _new_id: Callable[[], str]
+
+    if TYPE_CHECKING:
+
+        def fact(self, fact_id: str, project: str = "default") -> Fact: ...  # Memory's
 
     def dedupe(
         self,
@@ -109,4 +118,40 @@ class Hygiene:
             max_calls=max_calls,
             max_tokens=max_tokens,
             max_changes=max_changes,
+        )
+
+    def weight(
+        self, fact_id: str, project: str = "default", half_life_days: float = HALF_LIFE_DAYS
+    ) -> float:
+        """A fact's weight now, in (0, 1]: `0.5 ** (days since its last reinforcement /
+        half_life_days)` (`core.decay`). Derived, never stored: asking twice, or running
+        prune, changes nothing; a reinforcement brings it back to 1. Takes an id or a
+        unique prefix."""
+        return decayed_weight(self.fact(fact_id, project), self.clock.now(), half_life_days)
+
+    def prune(
+        self,
+        projects: Sequence[str] = (),
+        subject: str | None = None,
+        dry_run: bool = False,
+        half_life_days: float = HALF_LIFE_DAYS,
+        floor: float = PRUNE_FLOOR,
+        max_prunes: int | None = MAX_PRUNES_PER_RUN,
+    ) -> PruneReport:
+        """Delete for good the tombstones (superseded or retracted facts) whose weight fell
+        below `floor`, unpinned, outside any open conflict, that no receipt still names and
+        whose evidence stays reachable from a fact that stays (the rule: `core.decay`).
+        Events are never deleted; each deleted fact leaves an audit entry. Only `projects`
+        (all when empty), or one `subject`; at most `max_prunes` per run (None: no cap).
+        `dry_run` reports the same, writing nothing."""
+        return run_prune(
+            self.store,
+            self.clock.now,
+            self._new_id,
+            projects=projects,
+            subject=_subject(subject),
+            dry_run=dry_run,
+            half_life_days=half_life_days,
+            floor=floor,
+            max_prunes=max_prunes,
         )

@@ -296,6 +296,11 @@ class Store(Protocol):
         only those of `projects` unless it is empty."""
         ...
 
+    def tombstone_scopes(self, projects: Sequence[str]) -> list[tuple[str, str]]:
+        """(project, subject) of every scope holding a superseded or retracted fact (what
+        prune decides about), in order; only those of `projects` unless it is empty."""
+        ...
+
     def facts_by_identity(self, project: str, subject: str, keys: Sequence[str]) -> list[Fact]:
         """Every non-retracted fact whose identity key is in `keys`, any status."""
         ...

@@ -2,7 +2,8 @@
 
 A pass can be wrong; this is where the invariants are enforced for all of them: scope, pinned
 facts, one active fact per identity, receipts for everything that leaves the live set, and
-rules that are one line, stated once, and promoted only from memories the pass offered.
+rules that are one line, stated once, and promoted only from memories the pass offered;
+prunes of tombstones only (never a live or a pinned fact).
 The store's partial unique index is the second line of defence, not the first.
 """
 
@@ -22,6 +23,7 @@ from distill.core.plan import (
     MoveCursor,
     OpenConflict,
     Plan,
+    PruneFact,
     RecordObservation,
     ReviseConflict,
     ReviseFact,
@@ -56,6 +58,9 @@ def validate(plan: Plan, project: str, subject: str | None) -> None:
         elif isinstance(action, ReviseFact):
             _check_revision(action)
             final[action.after.id] = action.after
+        elif isinstance(action, PruneFact):
+            _check_prune(action)
+            final.pop(action.fact.id, None)
         elif isinstance(action, AddRule):
             _check_rule(action)
             rule = action.rule
@@ -91,6 +96,19 @@ def _check_revision(action: ReviseFact) -> None:
             allowed = _KEEP_FIELDS  # a person kept this pinned fact in a conflict
         if changed - allowed:
             raise PinnedFact(f"fact {before.id} is pinned; unpin it before changing it")
+
+
+def _check_prune(action: PruneFact) -> None:
+    """A prune deletes a tombstone, never a live or a pinned fact, and never for a person:
+    a person's delete is an erase. Whether its weight is below the floor is the pass's
+    decision (`core.decay`), not an invariant."""
+    fact = action.fact
+    if fact.live or fact.status not in (FactStatus.SUPERSEDED, FactStatus.RETRACTED):
+        raise IntegrityViolation(f"fact {fact.id} is {fact.status}: only a tombstone is pruned")
+    if fact.pinned:
+        raise PinnedFact(f"fact {fact.id} is pinned; the {action.pass_name} pass may not prune it")
+    if action.pass_name in USER_PASSES:
+        raise IntegrityViolation(f"fact {fact.id}: a person forgets by erasing, not pruning")
 
 
 def _check_rule(action: AddRule) -> None:
@@ -135,6 +153,8 @@ def audit_entries(
             fact_id = action.after.id
         elif isinstance(action, RecordObservation):
             fact_id = action.observation.fact_id
+        elif isinstance(action, PruneFact):
+            fact_id = action.fact.id
         elif isinstance(
             action,
             OpenConflict | ReviseConflict | LearnAlias | EraseScope | MoveCursor | AddRule,

@@ -17,6 +17,9 @@ bench/storage.py). What `stored` keeps of each action:
                         the extractor, the fact, the outcome and its reason.
     learn_alias         the alias, whole (aliases are never revised, and rare).
     add_rule            the rule, whole (rules are append-only, never revised, and rare).
+    prune_tombstone     the deleted fact's ids and fields (`plan.PRUNED_FIELDS`, no text) as
+                        `before`, and its weight as `after`: the one entry of a fact whose
+                        row is gone, returned as stored.
 
 Nothing is lost: a fact's row (or a conflict set's) as it is now, with its revisions undone
 from the newest back, is the state after each of them, and at the end the state it was
@@ -48,9 +51,11 @@ from distill.core.plan import (
     LearnAlias,
     MoveCursor,
     OpenConflict,
+    PruneFact,
     RecordObservation,
     ReviseConflict,
     ReviseFact,
+    pruned_fields,
 )
 
 APPENDED = "appended"  # the key of a list field's stored growth: {"appended": [...]}
@@ -81,6 +86,8 @@ def stored(action: Action) -> tuple[JsonObject | None, JsonObject | None]:
         return {"cursor": action.before}, {"cursor": action.after, "pass": action.cursor_pass}
     if isinstance(action, AddRule):
         return None, action.rule.model_dump(mode="json")
+    if isinstance(action, PruneFact):
+        return pruned_fields(action)  # ids and fields of what was deleted, no text
     return None, {"erased": dict(action.counts)}  # counts only: nothing of what was erased
 
 

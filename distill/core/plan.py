@@ -113,7 +113,8 @@ class LearnAlias:
 
 @dataclass(frozen=True)
 class EraseScope:
-    """The one hard delete DESIGN allows, a person's "forget this user": every row of a
+    """A person's hard delete, "forget this user" (the other one DESIGN allows is
+    `PruneFact`, of decayed tombstones): every row of a
     subject (or, with `subject` None, of a whole project) is deleted: events, facts and their
     vectors, observations, conflict sets, jobs, the model's kept answers, the audit, and the
     cached vectors of the erased texts. What remains is this action's audit entry, which
@@ -172,6 +173,23 @@ class AddRule:
         return "add_rule"
 
 
+@dataclass(frozen=True)
+class PruneFact:
+    """The second hard delete DESIGN allows: a tombstone whose weight decayed below the
+    floor, with nothing live needing it (`core.decay` decides; the rule is in its
+    docstring). The store deletes the fact's row, its sources and its vector, never an
+    event; the audit entry keeps ids and fields, not its text. `weight` is what it had."""
+
+    fact: Fact
+    reason: str
+    weight: float
+    pass_name: str = "prune"
+
+    @property
+    def name(self) -> str:
+        return "prune_tombstone"  # not `<op>_fact`: no version of the fact follows it
+
+
 def vector_digest(vector: npt.ArrayLike) -> str:
     """A key for a vector given without its text: the hash of its float32 bytes."""
     data = np.ascontiguousarray(vector, dtype=np.float32).tobytes()
@@ -188,6 +206,7 @@ Action = (
     | EraseScope
     | MoveCursor
     | AddRule
+    | PruneFact
 )
 
 
@@ -210,6 +229,28 @@ class Plan:
 
     def add(self, action: Action) -> None:
         self.actions.append(action)
+
+
+# What the audit keeps of a pruned fact: ids and fields, never its text or value.
+PRUNED_FIELDS = {
+    "id",
+    "kind",
+    "status",
+    "identity_key",
+    "superseded_by",
+    "supersedes_id",
+    "source_event_ids",
+    "recorded_at",
+    "retired_at",
+    "last_reinforced_at",
+    "reinforcement_count",
+}
+
+
+def pruned_fields(action: PruneFact) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The audit's `before` and `after` of a prune: what was deleted, and its weight."""
+    before = action.fact.model_dump(mode="json", include=PRUNED_FIELDS)
+    return before, {"pruned": True, "weight": round(action.weight, 6)}
 
 
 OBSERVATION_SUMMARY = {"id", "event_id", "fact_id", "extractor", "outcome", "reason"}
@@ -240,6 +281,8 @@ def describe_action(action: Action) -> dict[str, Any]:
         out["before"], out["after"] = {"cursor": action.before}, {"cursor": action.after}
     elif isinstance(action, AddRule):
         out["after"] = action.rule.model_dump(mode="json")
+    elif isinstance(action, PruneFact):
+        out["before"], out["after"] = pruned_fields(action)
     else:
         out["after"] = {"erased": dict(action.counts)}
     return out
@@ -263,4 +306,6 @@ def subject_of(action: Action) -> tuple[str, str]:
         return action.project, action.subject
     if isinstance(action, AddRule):
         return action.rule.project, action.rule.subject
+    if isinstance(action, PruneFact):
+        return action.fact.project, action.fact.subject
     return action.project, action.subject or ""

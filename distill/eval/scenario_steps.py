@@ -11,15 +11,16 @@ Actions: `add` an event (`claim` or `claims`, `text`, `at` minutes or `days` aft
 (`keep` a fact or null), `advance` the clock, `answer` (queue more model answers),
 `snapshot`, `race` (several workers on one database at once), `plant` a stored memory as
 an earlier version or a copy would have left it (`text`, `count` reinforcements, `pinned`,
-`copies` of it; arrival would have filed it under its twin), and `dedupe` (`dry_run`,
-`max_supersedes`, `projects`; `name` its report). Any action may say it `raises` a distill
-error (`message_contains`).
+`copies` of it; arrival would have filed it under its twin), `dedupe` (`dry_run`,
+`max_supersedes`, `projects`; `name` its report) and `prune` (`dry_run`, `half_life_days`,
+`floor`, `max_prunes`; `name` its report). Any action may say it `raises` a distill error
+(`message_contains`).
 
 Checks: `report` (counters, rejection reasons, learned aliases, whether the provider stopped
 the run, or `same_as` another report), `fact` (one fact's fields), `facts` (the served facts
 of a subject, exactly; the number of rows with retired ones), `conflicts`, `jobs`, and
-`unchanged` since a snapshot (all of it, or one fact), and `dedupe` (a dedupe report's
-counters).
+`unchanged` since a snapshot (all of it, or one fact), `dedupe` and `prune` (a report's
+counters), and `weight` (a fact's weight now: `is` to 1e-9, or `below`).
 
 Facts are named by selectors: fields with their values (`{"value": {"lang": "fr"}}`), where
 `sources` and times are event names. A selector must name exactly one fact.
@@ -33,18 +34,20 @@ import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from distill import errors
 from distill.adapters.embed.hashing import HashingEmbedder, vectors_at_distance
 from distill.adapters.llm.fake import FakeLLM
 from distill.applier import apply_plan
+from distill.core.decay import HALF_LIFE_DAYS, MAX_PRUNES_PER_RUN, PRUNE_FLOOR
 from distill.core.identity import identity_text
 from distill.core.models import ConflictSet, Event, Fact, FactKind, FactStatus, Trust
 from distill.core.passes import Scope
 from distill.core.plan import CreateFact, Plan
 from distill.memory import Memory
 from distill.passes.dedupe import MAX_SUPERSEDES_PER_RUN, DedupeReport
+from distill.passes.prune import PruneReport
 from distill.report import Report
 
 # World time of events (`at` minutes or `days` after T0) and the clock's start: "now" is
@@ -81,6 +84,7 @@ ACTIONS: dict[str, set[str]] = {
     "race": {"name", "workers"},
     "plant": {"text", "subject", "project", "at", "count", "pinned", "copies"},
     "dedupe": {"name", "dry_run", "max_supersedes", "projects"},
+    "prune": {"name", "dry_run", "half_life_days", "floor", "max_prunes"},
 }
 CHECKS: dict[str, set[str]] = {
     "report": {"of", "counts", "rejections", "aliases", "stopped_by_provider", "same_as"},
@@ -90,6 +94,8 @@ CHECKS: dict[str, set[str]] = {
     "jobs": {"all", "count", "by_subject"},
     "unchanged": {"since", "fact"},
     "dedupe": {"of", "counts"},
+    "prune": {"of", "counts"},
+    "weight": {"where", "is", "below", "half_life_days"},
 }
 ANY_ACTION = {"raises", "message_contains"}
 REQUIRED: dict[str, set[str]] = {
@@ -100,11 +106,16 @@ REQUIRED: dict[str, set[str]] = {
     "plant": {"text"},
     "fact": {"where", "is"},
     "unchanged": {"since"},
+    "weight": {"where"},
 }
 # Fact fields that name another fact: the case gives a selector for it.
 LINKS = {"superseded_by", "supersedes_id"}
 # Fact fields that are times: the case gives the name of the event that happened then.
 TIMES = {"valid_from", "valid_to", "last_reinforced_at"}
+
+
+class Reported(Protocol):
+    def to_dict(self) -> dict[str, Any]: ...
 
 
 class CaseFailed(Exception):
@@ -187,6 +198,7 @@ class CaseRun:
         self.events: dict[str, Event] = {}
         self.reports: dict[str, Report] = {}
         self.dedupes: dict[str, DedupeReport] = {}
+        self.prunes: dict[str, PruneReport] = {}
         self.snapshots: dict[str, dict[str, Any]] = {}
         self.projects = {"default"}
 
@@ -348,16 +360,31 @@ class CaseRun:
         )
         self.dedupes[step.get("name", "last")] = self.dedupes["last"] = report
 
+    def do_prune(self, step: Mapping[str, Any]) -> None:
+        report = self.mem.prune(
+            dry_run=step.get("dry_run", False),
+            half_life_days=step.get("half_life_days", HALF_LIFE_DAYS),
+            floor=step.get("floor", PRUNE_FLOOR),
+            max_prunes=step.get("max_prunes", MAX_PRUNES_PER_RUN),
+        )
+        self.prunes[step.get("name", "last")] = self.prunes["last"] = report
+
     # -- checks ----------------------------------------------------------------------------------
     def check_dedupe(self, step: Mapping[str, Any]) -> None:
-        name = step.get("of", "last")
-        if name not in self.dedupes:
-            raise CaseFailed(f"no dedupe report named {name!r}")
-        counters = self.dedupes[name].to_dict()
-        for key, want in step.get("counts", {}).items():
-            if key not in counters or key == "groups":
-                raise CaseFailed(f"a dedupe report has no counter {key!r}")
-            expect(f"dedupe {name}: {key}", counters[key], want)
+        counters(step, "dedupe", self.dedupes)
+
+    def check_prune(self, step: Mapping[str, Any]) -> None:
+        counters(step, "prune", self.prunes)
+
+    def check_weight(self, step: Mapping[str, Any]) -> None:
+        fact = self.find(step["where"])
+        half_life = step.get("half_life_days", HALF_LIFE_DAYS)
+        got = self.mem.weight(fact.id, fact.project, half_life_days=half_life)
+        what = f"weight of {describe(step['where'])}"
+        if "is" in step and abs(got - step["is"]) > 1e-9:
+            raise CaseFailed(f"{what} is {got}, expected {step['is']}")
+        if "below" in step and not got < step["below"]:
+            raise CaseFailed(f"{what} is {got}, expected below {step['below']}")
 
     def check_report(self, step: Mapping[str, Any]) -> None:
         name = step.get("of", "last")
@@ -536,6 +563,18 @@ class CaseRun:
         if key in TIMES and isinstance(want, str) and want in self.events:
             return self.events[want].occurred_at
         return want
+
+
+def counters(step: Mapping[str, Any], kind: str, reports: Mapping[str, Reported]) -> None:
+    """A `dedupe` or `prune` check: the named report's counters are the ones given."""
+    name = step.get("of", "last")
+    if name not in reports:
+        raise CaseFailed(f"no {kind} report named {name!r}")
+    got = reports[name].to_dict()
+    for key, want in step.get("counts", {}).items():
+        if key not in got or key in ("groups", "facts"):
+            raise CaseFailed(f"a {kind} report has no counter {key!r}")
+        expect(f"{kind} {name}: {key}", got[key], want)
 
 
 def describe(selector: Mapping[str, Any]) -> str:

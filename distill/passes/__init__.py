@@ -13,13 +13,17 @@ plan (scope, pins, one active fact per identity, receipts) before anything is wr
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Protocol, TypeVar
 
 from distill.applier import apply_plan
 from distill.core.passes import Context, PassResult, Scope
+from distill.errors import DistillError
 from distill.ports import Store
+
+log = logging.getLogger("distill.passes")
 
 Snapshot = TypeVar("Snapshot")
 Work = TypeVar("Work", contravariant=True)
@@ -69,3 +73,16 @@ def run_pass(
         if after is not None:
             after(result)
     return result
+
+
+def walked_scopes(found: Iterable[tuple[str, str]], subject: str | None) -> list[Scope]:
+    """The scopes a walk over stored memory visits: those a store call found, or only those
+    of `subject`."""
+    return [Scope(p, s) for p, s in found if subject is None or s == subject]
+
+
+def refused(what: str, scope: Scope, exc: DistillError) -> str:
+    """Log a scope whose plan was refused (and rolled back alone, the walk going on) and
+    say it as a report's error line."""
+    log.warning("%s of %s/%s not applied: %s", what, scope.project, scope.subject, exc)
+    return f"{scope.project}/{scope.subject}: {type(exc).__name__}: {exc}"

@@ -18,7 +18,6 @@ which merges only those pairs whose current texts pass every guard.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,10 +27,8 @@ from distill.core.dedupe import MERGING, PASS_NAME, DedupeResult, Group, Near, d
 from distill.core.models import Fact, FactKind, FactStatus
 from distill.core.passes import Context, Scope
 from distill.errors import DistillError
-from distill.passes import run_pass
+from distill.passes import refused, run_pass, walked_scopes
 from distill.ports import RecallScope, Store, Vector
-
-log = logging.getLogger("distill.dedupe")
 
 # Memories one run retires at most, across every scope (the iii seed's safety cap,
 # `max_supersedes_per_run`); the rest wait for the next run.
@@ -183,12 +180,8 @@ def _walk(
     report: DedupeReport,
     offline: Offline | None,
 ) -> None:
-    scopes = [
-        (p, s) for p, s in store.memory_scopes(list(projects)) if subject is None or s == subject
-    ]
-    for project, name in scopes:
+    for scope in walked_scopes(store.memory_scopes(list(projects)), subject):
         report.scopes += 1
-        scope = Scope(project, name)
         try:
             near = _near(store, scope, offline) if offline is not None else []
             distance = offline.max_distance if offline is not None else None
@@ -196,11 +189,10 @@ def _walk(
                 store, Dedupe(budget, distance), scope, near, now=now(), new_id=new_id
             )
         except DistillError as exc:  # this scope's plan was rolled back; the others go on
-            log.warning("dedupe of %s/%s not applied: %s", project, name, exc)
-            report.errors.append(f"{project}/{name}: {type(exc).__name__}: {exc}")
+            report.errors.append(refused("dedupe", scope, exc))
             continue
         assert isinstance(result, DedupeResult)
-        report.groups.extend(ScopedGroup(project, name, g) for g in result.groups)
+        report.groups.extend(ScopedGroup(scope.project, scope.subject, g) for g in result.groups)
         report.retired += result.retired
         report.capped += sum(len(g.capped) for g in result.groups)
         if budget is not None:

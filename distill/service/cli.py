@@ -33,7 +33,7 @@ from distill.service.event_input import (
     read_jsonl,
 )
 from distill.service.export_command import export_cmd
-from distill.service.hygiene_command import dedupe, judge
+from distill.service.hygiene_command import dedupe, judge, prune
 from distill.service.keys_command import keys
 from distill.service.maintenance_command import migrate, reembed, replay
 from distill.service.mcp_command import mcp_cmd
@@ -521,6 +521,7 @@ cli.add_command(keys)
 cli.add_command(mcp_cmd)
 cli.add_command(migrate)
 cli.add_command(pin)
+cli.add_command(prune)
 cli.add_command(reembed)
 cli.add_command(replay)
 cli.add_command(resolve_cmd)

@@ -1,4 +1,5 @@
-"""Commands that keep stored memory clean: `distill dedupe` and `distill judge`, and the
+"""Commands that keep stored memory clean: `distill dedupe`, `distill judge` and
+`distill prune`, and the
 options every pass over stored memory shares (`scope_options`, `pass_options`,
 `model_options`, and `run_model_pass` for a pass that asks a model: `distill rules promote`
 takes them too).
@@ -17,10 +18,12 @@ import click
 from rich.table import Table
 
 from distill.adapters.llm import PROVIDERS
+from distill.core.decay import HALF_LIFE_DAYS, MAX_PRUNES_PER_RUN, PRUNE_FLOOR
 from distill.errors import ConfigurationError
 from distill.memory import Memory
 from distill.passes.dedupe import MAX_SUPERSEDES_PER_RUN, DedupeReport
 from distill.passes.memory_judge import JUDGE_MAX_CALLS, JUDGE_MAX_TOKENS, JudgeReport
+from distill.passes.prune import PruneReport
 from distill.service.terminal import emit, json_option, memory, out
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -117,7 +120,19 @@ def run_model_pass(
             f"{what} needs a model: set DISTILL_LLM (or --llm) to openai, ollama or "
             "anthropic, and DISTILL_LLM_MODEL"
         )
-    with memory(ctx, with_llm=True) as mem:
+    run_and_show(ctx, run, as_json, show, with_llm=True)
+
+
+def run_and_show(
+    ctx: click.Context,
+    run: Callable[[Memory], R],
+    as_json: bool,
+    show: Callable[[R], None],
+    *,
+    with_llm: bool = False,
+) -> None:
+    """Run a pass on distill's memory and print its report (`show`, or JSON)."""
+    with memory(ctx, with_llm=with_llm) as mem:
         report = run(mem)
     if as_json:
         emit(report.to_dict())
@@ -150,18 +165,18 @@ def dedupe(
     and absorbs the others' evidence; each duplicate is superseded by it, with a receipt.
     The same words in another order are reported, never merged. With --offline, also
     paraphrases the embedder puts within its calibrated distance that lose nothing."""
-    with memory(ctx) as mem:
-        report = mem.dedupe(
+    run_and_show(
+        ctx,
+        lambda mem: mem.dedupe(
             projects=projects,
             subject=subject,
             dry_run=dry_run,
             max_supersedes=max_supersedes,
             offline=offline,
-        )
-    if as_json:
-        emit(report.to_dict())
-        return
-    _print(report)
+        ),
+        as_json,
+        _print,
+    )
 
 
 def _print(report: DedupeReport) -> None:
@@ -252,3 +267,75 @@ def _print_judged(report: JudgeReport) -> None:
         out.print(f"stopped: {stop}", markup=False)
     if report.capped:
         out.print("more memories wait than one run judges: run it again")
+
+
+@click.command()
+@scope_options
+@click.option("--dry-run", is_flag=True, help="Report what would be deleted; write nothing.")
+@click.option(
+    "--half-life-days",
+    type=click.FloatRange(min=0, min_open=True),
+    default=HALF_LIFE_DAYS,
+    show_default=True,
+    help="Days of staleness (since the last reinforcement) that halve a fact's weight.",
+)
+@click.option(
+    "--floor",
+    type=click.FloatRange(0, 1),
+    default=PRUNE_FLOOR,
+    show_default=True,
+    help="Weight under which a tombstone may be deleted (0.05 at 90 days: ~13 months).",
+)
+@click.option(
+    "--max-prunes",
+    type=click.IntRange(min=0),
+    default=MAX_PRUNES_PER_RUN,
+    show_default=True,
+    help="Tombstones one run deletes at most; the rest wait for the next run.",
+)
+@json_option
+@click.pass_context
+def prune(
+    ctx: click.Context,
+    projects: tuple[str, ...],
+    subject: str | None,
+    dry_run: bool,
+    half_life_days: float,
+    floor: float,
+    max_prunes: int,
+    as_json: bool,
+) -> None:
+    """Delete for good the tombstones (superseded or retracted facts) whose weight decayed
+    below the floor: never a live or pinned fact, one in an open conflict, one a receipt
+    still names, or one whose events no fact that stays would cite. Events are never
+    deleted; each deleted fact leaves an audit entry."""
+    run_and_show(
+        ctx,
+        lambda mem: mem.prune(
+            projects=projects,
+            subject=subject,
+            dry_run=dry_run,
+            half_life_days=half_life_days,
+            floor=floor,
+            max_prunes=max_prunes,
+        ),
+        as_json,
+        _print_pruned,
+    )
+
+
+def _print_pruned(report: PruneReport) -> None:
+    verb = "would delete" if report.dry_run else "deleted"
+    if report.pruned:
+        table = Table("project", "subject", "fact", "weight")
+        for p in report.pruned:
+            table.add_row(p.project, p.subject, p.fact_id, f"{p.weight:.4f}")
+        out.print(table)
+    kept = ", ".join(f"{n} {reason.replace('_', ' ')}" for reason, n in sorted(report.kept.items()))
+    out.print(
+        f"{verb} {len(report.pruned)} tombstone(s) in {report.scopes} subject(s) "
+        f"(half-life {report.half_life_days:g} days, floor {report.floor:g}); "
+        f"kept: {kept or 'none'}" + (" (dry run: nothing written)" if report.dry_run else "")
+    )
+    for error in report.errors:
+        out.print(f"not applied: {error}", markup=False)

@@ -4,7 +4,8 @@ Facts, conflicts and aliases are written in plan order (a retirement must preced
 that replaces it, for the unique index); rows that only point at them (sources, vectors,
 observations, audit) follow, one bulk statement per table. What differs between backends
 (how a vector is encoded, how a bulk statement runs, how a driver names the broken index)
-comes from the store.
+comes from the store. A `PruneFact` deletes one tombstone's row, sources and vector, in
+plan order, under the same optimistic check a revision has.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from distill.core.plan import (
     MoveCursor,
     OpenConflict,
     Plan,
+    PruneFact,
     RecordObservation,
     ReviseConflict,
     ReviseFact,
@@ -121,6 +123,8 @@ class _Writer:
             self.move_cursor(action)
         elif isinstance(action, AddRule):
             self.add_rule(action)
+        elif isinstance(action, PruneFact):
+            self.prune(action)
         else:
             self.erase(action)
 
@@ -198,6 +202,26 @@ class _Writer:
             raise IntegrityViolation(
                 f"{action.project}/{action.subject or '*'} changed while it was being erased "
                 f"(counted {dict(action.counts)}, deleted {gone}); nothing was erased: erase again"
+            )
+
+    def prune(self, action: PruneFact) -> None:
+        """Delete a tombstone's sources, vector and row, or refuse if the row is no longer
+        the tombstone the pass read (the transaction then undoes the first two)."""
+        fact, c = action.fact, self.c
+        key = {"fact_id": c.id(fact.id)}
+        self.db.execute(self.q["prune_fact_sources"], key)
+        self.db.execute(self.q["delete_fact_vector"], key)
+        params = {
+            **key,
+            "project": fact.project,
+            "status": str(fact.status),
+            "superseded_by": c.id(fact.superseded_by),
+            "last_reinforced_at": c.time(fact.last_reinforced_at),
+        }
+        if self.db.execute(self.q["prune_fact"], params).rowcount != 1:
+            raise IntegrityViolation(
+                f"fact {fact.id} changed since prune read it (revived, pinned, reinforced or "
+                "given another receipt); nothing was pruned: run prune again"
             )
 
     def move_cursor(self, action: MoveCursor) -> None:

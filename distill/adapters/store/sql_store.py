@@ -87,8 +87,16 @@ class SqlStore(SqlJobs):
     def memory_scopes(self, projects: Sequence[str]) -> list[tuple[str, str]]:
         """(project, subject) of every scope with two or more active memories, in order;
         only those of `projects` unless it is empty."""
+        return self._scopes("memory_scopes", projects)
+
+    def tombstone_scopes(self, projects: Sequence[str]) -> list[tuple[str, str]]:
+        """(project, subject) of every scope holding a superseded or retracted fact, in
+        order; only those of `projects` unless it is empty."""
+        return self._scopes("tombstone_scopes", projects)
+
+    def _scopes(self, query: str, projects: Sequence[str]) -> list[tuple[str, str]]:
         params = {"projects": self._array(list(projects)) if projects else None}
-        return [(r["project"], r["subject"]) for r in self._read("memory_scopes", params)]
+        return [(r["project"], r["subject"]) for r in self._read(query, params)]
 
     def facts_by_identity(self, project: str, subject: str, keys: Sequence[str]) -> list[Fact]:
         """Every non-retracted fact whose identity key is in `keys`, any status."""

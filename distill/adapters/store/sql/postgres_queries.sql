@@ -456,6 +456,27 @@ LIMIT %(limit)s;
 -- A vector is derived data: replaced when the facts are embedded again by another model.
 DELETE FROM fact_vectors WHERE fact_id = %(fact_id)s;
 
+-- name: tombstone_scopes
+-- Scopes holding a tombstone: where prune has something to decide (distill/core/decay.py).
+SELECT project, subject FROM facts
+WHERE (%(projects)s::text[] IS NULL OR project = ANY(%(projects)s::text[]))
+  AND status IN ('superseded', 'retracted')
+GROUP BY project, subject
+ORDER BY project, subject;
+
+-- name: prune_fact_sources
+DELETE FROM fact_sources WHERE fact_id = %(fact_id)s;
+
+-- name: prune_fact
+-- The tombstone as the pass read it, or nothing: a fact revived, pinned, reinforced or given
+-- another receipt since is not deleted (the plan is refused).
+DELETE FROM facts
+WHERE id = %(fact_id)s AND project = %(project)s
+  AND status IN ('superseded', 'retracted') AND NOT pinned
+  AND status = %(status)s::text
+  AND superseded_by IS NOT DISTINCT FROM %(superseded_by)s::text
+  AND last_reinforced_at = %(last_reinforced_at)s::timestamptz;
+
 -- name: active_facts
 SELECT * FROM facts
 WHERE project = %(project)s AND subject = %(subject)s AND status = 'active' AND kind = 'state'

@@ -435,6 +435,28 @@ LIMIT :limit;
 -- A vector is derived data: replaced when the facts are embedded again by another model.
 DELETE FROM fact_vectors WHERE fact_id = :fact_id;
 
+-- name: tombstone_scopes
+-- Scopes holding a tombstone: where prune has something to decide (distill/core/decay.py).
+SELECT project, subject FROM facts
+WHERE (:projects IS NULL OR project IN (SELECT value FROM json_each(:projects)))
+  AND status IN ('superseded', 'retracted')
+GROUP BY project, subject
+ORDER BY project, subject;
+
+-- name: prune_fact_sources
+DELETE FROM fact_sources WHERE fact_id = :fact_id;
+
+-- name: prune_fact
+-- The tombstone as the pass read it, or nothing: a fact revived, pinned, reinforced or given
+-- another receipt since is not deleted (the plan is refused). Its words leave the full-text
+-- index with it (the fact_words_removed trigger).
+DELETE FROM facts
+WHERE id = :fact_id AND project = :project
+  AND status IN ('superseded', 'retracted') AND NOT pinned
+  AND status IS :status
+  AND superseded_by IS :superseded_by
+  AND last_reinforced_at IS :last_reinforced_at;
+
 -- name: active_facts
 SELECT * FROM facts
 WHERE project = :project AND subject = :subject AND status = 'active' AND kind = 'state'

@@ -40,6 +40,7 @@ class World:
         self.facts: dict[str, Fact] = {}
         self.cited: set[str] = set()
         self.events = 0
+        self.made = 0  # facts made: ids are never reused after a prune
         self.conflicted: set[str] = set()
 
     def event(self) -> str:
@@ -57,9 +58,10 @@ class World:
         self.cited.update(fact.source_event_ids)
 
     def add(self, supersedes: Fact | None = None, events: tuple[str, ...] = ()) -> Fact:
+        self.made += 1
         fact = make_memory(
-            f"memory {len(self.facts)}",
-            id=f"f{len(self.facts):03d}",
+            f"memory {self.made}",
+            id=f"f{self.made:03d}",
             source_event_ids=(*events, self.event()),
             valid_from=self.now,
             recorded_at=self.now,

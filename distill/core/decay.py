@@ -17,7 +17,10 @@ that fails is the reason it is kept, as the report says):
 
 1. it is a tombstone: `superseded` or `retracted` (never a live fact: `active`, `candidate`);
 2. it is not pinned;
-3. its weight is below the floor;
+3. its weight is below the floor, and it was retired at least `RECEIPT_MIN_AGE_DAYS` ago (a
+   receipt outlives the cycle that wrote it: a summary's consumed memories are chosen for
+   being stale, so their post-decay weight may already be under the floor when they retire,
+   and the same cycle's prune must not take the receipt it just wrote);
 4. it is not a member of an open conflict set (somebody may still keep it);
 5. no fact that stays names it as its receipt (`superseded_by`: that receipt would point at
    nothing, which scenario 28 forbids), and no live fact names it as what it replaced
@@ -39,6 +42,8 @@ The defaults, and why:
 - `HALF_LIFE_DAYS = 90`: a quarter. A memory nobody restated in three months is half as
   likely to matter as a fresh one, the rule of thumb GrayMatter's decay used; shorter would
   forget seasonal facts between two seasons, longer would keep retired noise for years.
+- `RECEIPT_MIN_AGE_DAYS = 30`: a month in which a receipt stays listable, exportable and
+  auditable whatever its weight, longer than any schedule a worker runs the passes on.
 - `PRUNE_FLOOR = 0.05`: a weight below it means about 4.3 half-lives, 389 days (0.5 ** (t /
   90) < 0.05 ⇔ t > 90 · log2(20)) without a reinforcement: about thirteen months, more than a
   full year, so anything that recurs yearly (a birthday, an annual review) has had its chance
@@ -63,12 +68,14 @@ HALF_LIFE_DAYS = 90.0
 PRUNE_FLOOR = 0.05
 # Tombstones one run deletes at most, across every scope; the rest wait for the next run.
 MAX_PRUNES_PER_RUN = 500
+RECEIPT_MIN_AGE_DAYS = 30.0  # a tombstone younger than this is kept whatever its weight
 SECONDS_PER_DAY = 86_400.0
 TOMBSTONES = frozenset({FactStatus.SUPERSEDED, FactStatus.RETRACTED})
 
 # Why a tombstone was kept (report keys), in the order the rule checks them.
 KEPT_PINNED = "pinned"
 KEPT_WEIGHT = "weight_above_floor"
+KEPT_RECENT = "retired_recently"
 KEPT_CONFLICT = "open_conflict"
 KEPT_RECEIPT = "receipt_needed"
 KEPT_EVIDENCE = "evidence_unreachable"
@@ -144,7 +151,7 @@ def decide_prune(
     weights = {t.id: weight(t, now, half_life_days) for t in tombstones}
     kept: dict[str, str] = {}
     for t in tombstones:
-        reason = _objection(t, weights[t.id], floor, in_conflict, replaced_by_live)
+        reason = _objection(t, weights[t.id], floor, in_conflict, replaced_by_live, now)
         if reason is None and not _evidence_stays(t, by_id, live_events):
             reason = KEPT_EVIDENCE
         if reason is not None:
@@ -168,13 +175,21 @@ def decide_prune(
 
 
 def _objection(
-    fact: Fact, w: float, floor: float, in_conflict: set[str], replaced_by_live: set[str]
+    fact: Fact,
+    w: float,
+    floor: float,
+    in_conflict: set[str],
+    replaced_by_live: set[str],
+    now: datetime,
 ) -> str | None:
     """Rules 2 to 5 (a live fact's `supersedes_id`) of the module docstring."""
     if fact.pinned:
         return KEPT_PINNED
     if w >= floor:
         return KEPT_WEIGHT
+    retired = fact.retired_at or fact.recorded_at
+    if (now - retired).total_seconds() < RECEIPT_MIN_AGE_DAYS * SECONDS_PER_DAY:
+        return KEPT_RECENT
     if fact.id in in_conflict:
         return KEPT_CONFLICT
     if fact.id in replaced_by_live:

@@ -1,10 +1,12 @@
 """`distill prune` as a person runs it, in a subprocess: a dry run that reports and writes
 nothing, then the run that deletes the stale tombstone a dedupe left, then nothing left to
-do; bad knobs are usage errors. The memories are planted at T0 (2024), so by the real clock
-their tombstone is far below the default floor."""
+do; a tombstone retired today is kept; bad knobs are usage errors. The memories are planted,
+deduped and retracted at T0 (2024), so by the real clock their tombstones are far below the
+default floor and older than a receipt's month."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -12,22 +14,25 @@ import pytest
 from distill import Memory
 from distill.adapters.embed.hashing import HashingEmbedder
 from tests.acceptance.test_cli import Cli
+from tests.conftest import FakeClock
 from tests.contract.test_dedupe import plant
+from tests.factories import T0
 
 
 @pytest.fixture
 def cli(tmp_path: Path) -> Cli:
     cli = Cli(tmp_path)
-    with Memory(str(cli.db), embedder=HashingEmbedder(256)) as mem:
+    clock = FakeClock(T0 + timedelta(days=1))
+    with Memory(str(cli.db), embedder=HashingEmbedder(256), clock=clock) as mem:
         plant(mem, "Publishes on Tuesday mornings.", count=2)
         plant(mem, "publishes on tuesday mornings", minutes=1)
         kayak = plant(mem, "Owns a red kayak", minutes=2)
         mem.retract(kayak.id, "wrong person")
+        assert mem.dedupe().retired == 1
     return cli
 
 
 def test_a_dry_run_reports_then_the_run_deletes_the_stale_merged_tombstone(cli: Cli) -> None:
-    assert cli.ok_json("dedupe")["retired"] == 1
     before = cli.ok_json("facts", "--subject", "u1", "--all")
 
     dry = cli.ok("prune", "--dry-run")
@@ -47,9 +52,18 @@ def test_a_dry_run_reports_then_the_run_deletes_the_stale_merged_tombstone(cli: 
 
 
 def test_a_long_half_life_keeps_everything_and_bad_knobs_are_usage_errors(cli: Cli) -> None:
-    cli.ok("dedupe")
     kept = cli.ok_json("prune", "--half-life-days", "100000", "--max-prunes", "5")
     assert kept["pruned"] == 0 and kept["kept"]["weight_above_floor"] == 2
     for bad in (["--floor", "2"], ["--half-life-days", "0"], ["--max-prunes", "-1"]):
         result = cli("prune", *bad)
         assert result.code == 2 and bad[0] in result.error
+
+
+def test_a_tombstone_retired_today_is_kept_as_a_receipt(tmp_path: Path) -> None:
+    cli = Cli(tmp_path)
+    with Memory(str(cli.db), embedder=HashingEmbedder(256)) as mem:  # the real clock
+        plant(mem, "Publishes on Tuesday mornings.", count=2)
+        plant(mem, "publishes on tuesday mornings", minutes=1)
+    assert cli.ok_json("dedupe")["retired"] == 1  # retired now, its weight from 2024
+    kept = cli.ok_json("prune")
+    assert kept["pruned"] == 0 and kept["kept"] == {"retired_recently": 1}

@@ -14,8 +14,10 @@ from distill.core.decay import (
     KEPT_EVIDENCE,
     KEPT_PINNED,
     KEPT_RECEIPT,
+    KEPT_RECENT,
     KEPT_WEIGHT,
     PRUNE_FLOOR,
+    RECEIPT_MIN_AGE_DAYS,
     decide_prune,
     weight,
 )
@@ -112,6 +114,17 @@ def test_a_stale_merged_tombstone_whose_survivor_holds_its_evidence_is_pruned() 
     assert decided.pruned == [dead.id] and decided.kept == []
     [action] = decided.plan.actions
     assert isinstance(action, PruneFact) and action.weight < PRUNE_FLOOR
+
+
+def test_a_receipt_outlives_the_cycle_that_wrote_it_whatever_its_weight() -> None:
+    # A stale memory retired today (a summary consumed it, say) keeps its post-decay weight,
+    # under the floor, and is kept as a receipt for RECEIPT_MIN_AGE_DAYS.
+    survivor, dead = merged_pair(retired_at=T0)
+    assert weight(dead, T0, HALF_LIFE_DAYS) < PRUNE_FLOOR
+    soon = decide_prune([survivor, dead], [], T0 + timedelta(days=RECEIPT_MIN_AGE_DAYS - 1))
+    assert soon.pruned == [] and [k.reason for k in soon.kept] == [KEPT_RECENT]
+    later = decide_prune([survivor, dead], [], T0 + timedelta(days=RECEIPT_MIN_AGE_DAYS))
+    assert later.pruned == [dead.id]
 
 
 def test_live_facts_are_never_candidates_however_stale() -> None:

@@ -1,6 +1,6 @@
-"""The passes that keep stored memory clean, as `Memory` methods: `dedupe` (no model) and
-`judge` (the configured model, fail-soft). `Memory` is where they are called from; this is
-where they are put together, so that `memory.py` stays the read-and-write API.
+"""The passes that keep stored memory clean, as `Memory` methods: `dedupe` (no model),
+`judge` and `summarise` (the configured model, fail-soft). `Memory` is where they are called
+from; this is where they are put together, so that `memory.py` stays the read-and-write API.
 
 Each runs over what is stored (not over what arrives), scope by scope, through the one
 applier; each takes a project allowlist, one subject, `dry_run` and its per-run caps, and
@@ -18,6 +18,12 @@ from distill.core.statements import merge_objections
 from distill.errors import ConfigurationError
 from distill.passes.dedupe import MAX_SUPERSEDES_PER_RUN, DedupeReport, Offline, run_dedupe
 from distill.passes.memory_judge import JUDGE_MAX_CALLS, JUDGE_MAX_TOKENS, JudgeReport, run_judge
+from distill.passes.summarise import (
+    SUMMARISE_MAX_CALLS,
+    SUMMARISE_MAX_TOKENS,
+    SummariseReport,
+    run_summarise,
+)
 
 if TYPE_CHECKING:
     from distill.engine import Engine
@@ -35,8 +41,8 @@ def model_for(what: str, llm: LLM | None) -> LLM:
 
 
 class Hygiene:
-    """`Memory.dedupe` and `Memory.judge` (see the module docstring); `Memory` provides
-    what they use."""
+    """`Memory.dedupe`, `Memory.judge` and `Memory.summarise` (see the module docstring);
+    `Memory` provides what they use."""
 
     store: Store
     clock: Clock
@@ -109,4 +115,30 @@ class Hygiene:
             max_calls=max_calls,
             max_tokens=max_tokens,
             max_changes=max_changes,
+        )
+
+    def summarise(
+        self,
+        projects: Sequence[str] = (),
+        subject: str | None = None,
+        dry_run: bool = False,
+        max_calls: int | None = SUMMARISE_MAX_CALLS,
+        max_tokens: int | None = SUMMARISE_MAX_TOKENS,
+    ) -> SummariseReport:
+        """Put each subject's old memories (all but its most recently changed, unpinned,
+        changed since the last run) to the model in batches, and write the summaries whose
+        every consumed memory passes the checks of `core.summarise`: the summary first, then
+        each consumed memory retired into it, its receipt. At most `max_calls` model calls
+        and `max_tokens` tokens per run; `dry_run` asks and reports, writing nothing. Needs
+        a model (`Memory(llm=...)`)."""
+        return run_summarise(
+            self.store,
+            model_for("summarise", self.llm),
+            self.clock.now,
+            self._new_id,
+            projects=projects,
+            subject=_subject(subject),
+            dry_run=dry_run,
+            max_calls=max_calls,
+            max_tokens=max_tokens,
         )

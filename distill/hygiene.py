@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 from distill.adapters.embed.calibrations import offline_merge_distance
 from distill.arguments import subject_named as _subject
 from distill.core.statements import merge_objections
-from distill.errors import ConfigurationError
+from distill.core.summarise import SUMMARISE_KEEP
+from distill.errors import ConfigurationError, InvalidInput
 from distill.passes.dedupe import MAX_SUPERSEDES_PER_RUN, DedupeReport, Offline, run_dedupe
 from distill.passes.memory_judge import JUDGE_MAX_CALLS, JUDGE_MAX_TOKENS, JudgeReport, run_judge
 from distill.passes.summarise import (
@@ -124,13 +125,16 @@ class Hygiene:
         dry_run: bool = False,
         max_calls: int | None = SUMMARISE_MAX_CALLS,
         max_tokens: int | None = SUMMARISE_MAX_TOKENS,
+        keep: int = SUMMARISE_KEEP,
     ) -> SummariseReport:
-        """Put each subject's old memories (all but its most recently changed, unpinned,
+        """Put each subject's old memories (all but its `keep` most recently changed, unpinned,
         changed since the last run) to the model in batches, and write the summaries whose
         every consumed memory passes the checks of `core.summarise`: the summary first, then
         each consumed memory retired into it, its receipt. At most `max_calls` model calls
         and `max_tokens` tokens per run; `dry_run` asks and reports, writing nothing. Needs
         a model (`Memory(llm=...)`)."""
+        if not isinstance(keep, int) or keep < 0:
+            raise InvalidInput("keep: a whole number of 0 or more")
         return run_summarise(
             self.store,
             model_for("summarise", self.llm),
@@ -141,4 +145,5 @@ class Hygiene:
             dry_run=dry_run,
             max_calls=max_calls,
             max_tokens=max_tokens,
+            keep=keep,
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
+from distill.core.summarise import SUMMARISE_KEEP
 from distill.passes.summarise import SUMMARISE_MAX_CALLS, SUMMARISE_MAX_TOKENS, SummariseReport
 from distill.service.hygiene_command import model_options, run_model_pass, scope_options
 from distill.service.tables import BOX
@@ -20,6 +21,13 @@ from distill.service.terminal import json_option, out
 @scope_options
 @click.option("--dry-run", is_flag=True, help="Ask the model and report; write nothing.")
 @model_options(SUMMARISE_MAX_CALLS, SUMMARISE_MAX_TOKENS)
+@click.option(
+    "--keep",
+    type=click.IntRange(min=0),
+    default=SUMMARISE_KEEP,
+    show_default=True,
+    help="A subject's most recently changed memories that are never offered.",
+)
 @json_option
 @click.pass_context
 def summarise(
@@ -30,6 +38,7 @@ def summarise(
     llm_provider: str | None,
     max_calls: int,
     max_tokens: int,
+    keep: int,
     as_json: bool,
 ) -> None:
     """Ask the model (--llm / DISTILL_LLM) to summarise each subject's old memories (all but
@@ -46,6 +55,7 @@ def summarise(
             dry_run=dry_run,
             max_calls=max_calls,
             max_tokens=max_tokens,
+            keep=keep,
         ),
         as_json,
         _print_summarised,

@@ -38,7 +38,13 @@ from distill.core.memory_judge import contested_pairs
 from distill.core.models import ConflictStatus, Fact
 from distill.core.passes import Context, Decision, PassResult, Scope
 from distill.passes.asking import Asker, Budget, ModelRun, Reader, Stop
-from distill.passes.backlog import Backlog, apply_batch, changed_memories, cursor_move
+from distill.passes.backlog import (
+    Backlog,
+    apply_batch,
+    changed_memories,
+    cursor_move,
+    over_scopes,
+)
 from distill.ports import LLM, Store
 
 log = logging.getLogger("distill.summarise")
@@ -250,13 +256,5 @@ def run_summarise(
     whole = llm.model_id.startswith("anthropic/")
     run = _Run(store, llm, now, new_id, report, budget, keep, whole)
 
-    def walk_scopes() -> None:
-        scopes = store.memory_scopes(list(projects))
-        run.run([(p, s) for p, s in scopes if subject is None or s == subject])
-
-    if dry_run:
-        with store.dry_run():
-            walk_scopes()
-    else:
-        walk_scopes()
+    over_scopes(store, lambda: store.memory_scopes(list(projects)), subject, dry_run, run.run)
     return report

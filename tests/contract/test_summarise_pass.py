@@ -9,8 +9,9 @@ day apart. The scripted model reads the prompt as a real one would (its aliases,
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 import pytest
 
@@ -34,21 +35,8 @@ def everything(prompt: str) -> str:
 
 
 @pytest.fixture
-def summarising(database: str, clock: FakeClock) -> Iterator[Callable[..., Memory]]:
-    opened: list[Memory] = []
-
-    def make(*answers: object, default: object = everything) -> Memory:
-        llm = FakeLLM(default=default)  # type: ignore[arg-type]
-        llm.enqueue(*answers)  # type: ignore[arg-type]
-        mem = Memory(
-            database, embedder=HashingEmbedder(256), clock=clock, llm=llm, extractor="text"
-        )
-        opened.append(mem)
-        return mem
-
-    yield make
-    for mem in opened:
-        mem.close()
+def summarising(scripted_memory: Callable[..., Memory]) -> Callable[..., Memory]:
+    return partial(scripted_memory, default=everything)
 
 
 def remember(mem: Memory, texts: list[str], subject: str = "u1", day: int = 0) -> None:
@@ -247,3 +235,47 @@ def test_no_model_is_an_error_that_says_how_to_give_one(database: str, clock: Fa
         pytest.raises(ConfigurationError, match="summarise needs a model"),
     ):
         mem.summarise()
+
+
+def test_a_summary_is_recalled_and_its_receipts_are_not(
+    summarising: Callable[..., Memory],
+) -> None:
+    mem = summarising()
+    remember(mem, OLD + RECENT)
+    mem.summarise(keep=2)
+    found = [h.fact.text for h in mem.search("bikes", subject="u1")]
+    assert SUMMARY in found and OLD[0] not in found
+
+
+def test_scenario_28_over_many_cycles_every_retired_memory_has_a_live_receipt(
+    summarising: Callable[..., Memory],
+) -> None:
+    """Cycles of new memories and summaries, with a model that consumes what it is shown
+    and another that consumes some and loses a number: every memory that leaves the live
+    set points at a fact that exists, and nothing retired is ever shown again."""
+
+    def some(prompt: str) -> str:
+        shown = asked(prompt)
+        text = "The user " + "; ".join(t.removeprefix("User ") for _, t in shown[::2])
+        return json.dumps({"summary": text, "consumes": [a for a, _ in shown]})
+
+    mem = summarising(default=some)
+    for cycle in range(5):
+        texts = [f"User fact {cycle * 10 + n} is kept" for n in range(6)]
+        remember(mem, texts, day=cycle * 10)
+        mem.summarise(keep=3)
+    facts = {f.id: f for f in mem.facts(include_retired=True)}
+    retired = {i for i, f in facts.items() if f.status is not FactStatus.ACTIVE}
+    assert retired, "some memories were summarised"
+    for i in retired:
+        receipt = facts[i].superseded_by
+        assert receipt in facts, f"{i} left the live set without a receipt"
+    shown_after: set[str] = set()
+    for call in llm_of(mem).calls:
+        texts = {t for _, t in asked(call.prompt)}
+        assert not texts & shown_after, "a retired memory was shown again"
+        shown_after |= {
+            t
+            for t in texts
+            if any(f.text == t and f.status is not FactStatus.ACTIVE for f in facts.values())
+        }

@@ -54,16 +54,15 @@ from typing import Any
 
 from distill.core.answers import Unreadable, answer_object, one_line
 from distill.core.identity import content_hash, normalise_text
+from distill.core.memory_judge import contest
 from distill.core.models import (
-    ConflictKind,
     ConflictSet,
-    ConflictStatus,
     Fact,
     FactKind,
     FactStatus,
     Trust,
 )
-from distill.core.plan import CreateFact, OpenConflict, Plan, ReviseFact
+from distill.core.plan import CreateFact, Plan, ReviseFact
 from distill.core.statements import read as read_statement
 
 PASS_NAME = "summarise"
@@ -287,9 +286,16 @@ def check(
             pairs = {frozenset((a, b)) for a in ids for b in ids if a < b}
             if pairs <= contested:
                 continue
-            conflict = _conflict(by_id[ids[0]], ids, c.reason, now, new_id())
-            out.plan.add(OpenConflict(conflict, conflict.reason, PASS_NAME))
-            out.contested.append(conflict)
+            said = c.reason or "the model says these contradict each other"
+            opened = contest(
+                [by_id[i] for i in ids],
+                f"summarise: {said} (kept, contested)",
+                now,
+                new_id(),
+                PASS_NAME,
+            )
+            out.plan.add(opened)
+            out.contested.append(opened.conflict)
             contested = contested | pairs
         if not p.summary:
             out.refused.append(Refusal(None, "empty_summary", "the proposal has no summary"))
@@ -364,21 +370,4 @@ def _summary(consumed: Sequence[Fact], text: str, now: datetime, fact_id: str) -
         # As trusted as the least trusted memory it stands for.
         trust=max((f.trust for f in consumed), key=list(Trust).index),
         confidence=min(f.confidence for f in consumed),
-    )
-
-
-def _conflict(
-    first: Fact, ids: Sequence[str], reason: str, now: datetime, set_id: str
-) -> ConflictSet:
-    said = f"summarise: {reason or 'the model says these contradict each other'} (kept, contested)"
-    return ConflictSet(
-        id=set_id,
-        project=first.project,
-        subject=first.subject,
-        identity_key=None,
-        kind=ConflictKind.CONFLICT,
-        status=ConflictStatus.OPEN,
-        member_ids=tuple(ids),
-        reason=said,
-        created_at=now,
     )

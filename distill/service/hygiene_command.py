@@ -19,6 +19,7 @@ from rich.table import Table
 from distill.adapters.llm import PROVIDERS
 from distill.errors import ConfigurationError
 from distill.memory import Memory
+from distill.passes.asking import ModelRun
 from distill.passes.dedupe import MAX_SUPERSEDES_PER_RUN, DedupeReport
 from distill.passes.memory_judge import JUDGE_MAX_CALLS, JUDGE_MAX_TOKENS, JudgeReport
 from distill.service.terminal import emit, json_option, memory, out
@@ -123,6 +124,17 @@ def run_model_pass(
         emit(report.to_dict())
         return
     show(report)
+
+
+def run_notes(report: ModelRun, verb: str) -> None:
+    """What every pass that asks a model prints last: the memories no answer could be read
+    for, where it stopped and why, and whether more waits than one run `verb`."""
+    for failed in report.failed:
+        out.print(f"no readable answer for memory {failed}: skipped", markup=False)
+    for stop in report.stopped:
+        out.print(f"stopped: {stop}", markup=False)
+    if report.capped:
+        out.print(f"more memories wait than one run {verb}: run it again", markup=False)
 
 
 @click.command()
@@ -246,9 +258,4 @@ def _print_judged(report: JudgeReport) -> None:
         for r in report.refused:
             table.add_row(r.memory_id, r.action, r.target_id or "-", f"{r.code}: {r.detail}")
         out.print(table)
-    for failed in report.failed:
-        out.print(f"no readable answer for memory {failed}: skipped")
-    for stop in report.stopped:
-        out.print(f"stopped: {stop}", markup=False)
-    if report.capped:
-        out.print("more memories wait than one run judges: run it again")
+    run_notes(report, "judges")

@@ -12,7 +12,12 @@ from rich.table import Table
 
 from distill.core.summarise import SUMMARISE_KEEP
 from distill.passes.summarise import SUMMARISE_MAX_CALLS, SUMMARISE_MAX_TOKENS, SummariseReport
-from distill.service.hygiene_command import model_options, run_model_pass, scope_options
+from distill.service.hygiene_command import (
+    model_options,
+    run_model_pass,
+    run_notes,
+    scope_options,
+)
 from distill.service.tables import BOX
 from distill.service.terminal import json_option, out
 
@@ -80,9 +85,4 @@ def _print_summarised(report: SummariseReport) -> None:
         for r in report.refused:
             table.add_row(r.memory_id or "(proposal)", f"{r.code}: {r.detail}")
         out.print(table)
-    for failed in report.failed:
-        out.print(f"no readable answer for memory {failed}: skipped", markup=False)
-    for stop in report.stopped:
-        out.print(f"stopped: {stop}", markup=False)
-    if report.capped:
-        out.print("more memories wait than one run offers: run it again", markup=False)
+    run_notes(report, "offers")

@@ -279,3 +279,32 @@ def test_scenario_28_over_many_cycles_every_retired_memory_has_a_live_receipt(
             for t in texts
             if any(f.text == t and f.status is not FactStatus.ACTIVE for f in facts.values())
         }
+
+
+def test_the_anthropic_path_without_consumes_consumes_the_batch(
+    summarising: Callable[..., Memory],
+) -> None:
+    mem = summarising(json.dumps({"summary": SUMMARY}))
+    llm_of(mem).model_id = "anthropic/claude-3-5-haiku"
+    remember(mem, OLD + RECENT)
+    report = mem.summarise(keep=2)
+    assert report.consumed == 3
+    assert {memory_of(mem, t).superseded_by for t in OLD} == {report.summaries[0].id}
+
+
+def test_a_memory_pinned_while_the_model_answers_is_not_consumed(
+    summarising: Callable[..., Memory],
+) -> None:
+    mems: list[Memory] = []
+
+    def pin_then_answer(prompt: str) -> str:
+        mems[0].pin(memory_of(mems[0], OLD[0]).id)
+        return everything(prompt)
+
+    mem = summarising(pin_then_answer)
+    mems.append(mem)
+    remember(mem, OLD + RECENT)
+    report = mem.summarise(keep=2)
+    assert report.consumed == 2 and report.refused_by_code == {"edited_meanwhile": 1}
+    bikes = memory_of(mem, OLD[0])
+    assert bikes.pinned and bikes.status is FactStatus.ACTIVE

@@ -81,6 +81,8 @@ def _print_summarised(report: SummariseReport) -> None:
     for summary in report.summaries:
         out.print(f"- {summary.text}  ({summary.subject}, {summary.id})", markup=False)
     if report.refused:
+        codes = ", ".join(f"{code} {n}" for code, n in sorted(report.refused_by_code.items()))
+        out.print(f"refused, by reason: {codes}", markup=False)
         table = Table("memory", "refused because", box=BOX, show_edge=False)
         for r in report.refused:
             table.add_row(r.memory_id or "(proposal)", f"{r.code}: {r.detail}")

@@ -7,6 +7,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from distill.core import summarise as cs
 from distill.core.answers import Unreadable
@@ -191,3 +193,37 @@ def test_the_prompt_shows_one_line_a_memory_and_asked_reads_it_back() -> None:
         ("M2", TEA),
     ]
     assert set(shown.aliases) == {"M1", "M2"}
+
+
+PIECES = [BIKES, PARIS, MEAT, TEA, "User prefers window seats", "User has 4 bikes"]
+ALIASES = st.sampled_from(["M1", "M2", "M3", "M4", "M5", "M6", "M9", "X", "", 7])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    texts=st.lists(st.sampled_from(PIECES), min_size=1, max_size=6),
+    summary=st.lists(st.sampled_from(PIECES), max_size=6).map(" and ".join),
+    consumes=st.lists(ALIASES, max_size=8),
+    contradictions=st.lists(st.lists(ALIASES, max_size=3), max_size=2),
+)
+def test_any_proposal_consumes_only_what_it_was_shown_and_keeps_whole(
+    texts: list[str], summary: str, consumes: list[object], contradictions: list[list[object]]
+) -> None:
+    """Whatever the model says: every memory retired was shown, once, points at the summary
+    written first in the same plan, and loses none of its numbers, dates, names or
+    negations; the plan passes the one validator."""
+    facts = batch(*texts)
+    answer = {"summary": summary, "consumes": consumes, "contradictions": contradictions}
+    checked = propose(facts, answer)
+    validate(checked.plan, PROJECT, SUBJECT)
+    created = [a.fact.id for a in checked.plan.actions if isinstance(a, CreateFact)]
+    retired = [a for a in checked.plan.actions if isinstance(a, ReviseFact)]
+    shown = {f.id for f in facts}
+    assert len({a.before.id for a in retired}) == len(retired)
+    for a in retired:
+        assert a.before.id in shown and a.after.superseded_by in created
+        assert cs.faithfulness(a.before.text, summary) is None
+    order = {a.fact.id: n for n, a in enumerate(checked.plan.actions) if isinstance(a, CreateFact)}
+    for n, a in enumerate(checked.plan.actions):
+        if isinstance(a, ReviseFact):
+            assert order[str(a.after.superseded_by)] < n, "the summary is written first"

@@ -149,7 +149,6 @@ class Proposal:
     consumes: tuple[str, ...]
     not_shown: tuple[str, ...] = ()
     contradictions: tuple[Contradiction, ...] = ()
-    consumes_given: bool = True
 
 
 @dataclass(frozen=True)
@@ -235,7 +234,6 @@ def read(
             tuple(consumes),
             tuple(not_shown),
             tuple(contradictions),
-            given or whole_batch,
         )
     ]
 

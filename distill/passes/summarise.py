@@ -141,7 +141,12 @@ class SummariseBatch:
                 for i in p.consumes
                 if i not in unchanged
             )
-            proposals.append(replace(p, consumes=tuple(i for i in p.consumes if i in unchanged)))
+            contradictions = tuple(
+                replace(c, memory_ids=tuple(i for i in c.memory_ids if i in unchanged))
+                for c in p.contradictions
+            )
+            consumes = tuple(i for i in p.consumes if i in unchanged)
+            proposals.append(replace(p, consumes=consumes, contradictions=contradictions))
         cs.check(proposals, context.now, context.new_id, snapshot.contested, checked)
         checked.plan.add(
             cursor_move(

@@ -23,18 +23,23 @@ def summariser(request: Request) -> Reply:
     return openai_reply(json.dumps({"summary": SUMMARY, "consumes": consumes}))
 
 
+def remember(cli: Cli, server: ScriptedServer) -> None:
+    """Point the CLI at `server` and store three old memories and a recent one."""
+    cli.env.update(
+        DISTILL_LLM_MODEL="summary-model",
+        DISTILL_LLM_BASE_URL=server.url + "/v1",
+        OPENAI_API_KEY="test-key",
+    )
+    for day, text in enumerate([*OLD, "I play chess."], 1):
+        when = f"2024-05-{day:02d}T10:00:00Z"
+        cli.ok("add", "--subject", "u1", "--text", text, "--occurred-at", when)
+    cli.ok("--extractor", "text", "consolidate")
+
+
 def test_summarise_asks_a_real_provider_dry_run_first(tmp_path: Path) -> None:
     cli = Cli(tmp_path)
     with ScriptedServer(default=summariser) as server:
-        cli.env.update(
-            DISTILL_LLM_MODEL="summary-model",
-            DISTILL_LLM_BASE_URL=server.url + "/v1",
-            OPENAI_API_KEY="test-key",
-        )
-        for day, text in enumerate([*OLD, "I play chess."], 1):
-            when = f"2024-05-{day:02d}T10:00:00Z"
-            cli.ok("add", "--subject", "u1", "--text", text, "--occurred-at", when)
-        cli.ok("--extractor", "text", "consolidate")
+        remember(cli, server)
 
         dry = cli.ok("summarise", "--llm", "openai", "--keep", "1", "--dry-run")
         assert "offered 3 memory(ies)" in dry.stdout and "would write 1 summary" in dry.stdout
@@ -59,15 +64,7 @@ def test_summarise_reports_what_it_refused_and_why(tmp_path: Path) -> None:
     cli = Cli(tmp_path)
     lossy = json.dumps({"summary": "The user has bikes.", "consumes": ["M1", "M7"]})
     with ScriptedServer(default=openai_reply(lossy)) as server:
-        cli.env.update(
-            DISTILL_LLM_MODEL="summary-model",
-            DISTILL_LLM_BASE_URL=server.url + "/v1",
-            OPENAI_API_KEY="test-key",
-        )
-        for day, text in enumerate([*OLD, "I play chess."], 1):
-            when = f"2024-05-{day:02d}T10:00:00Z"
-            cli.ok("add", "--subject", "u1", "--text", text, "--occurred-at", when)
-        cli.ok("--extractor", "text", "consolidate")
+        remember(cli, server)
         shown = cli.ok("summarise", "--llm", "openai", "--keep", "1").stdout
         assert "wrote 0 summary" in shown
         assert "lost_number 1" in shown and "not_shown 1" in shown

@@ -1,7 +1,7 @@
 """The passes that keep stored memory clean, as `Memory` methods: `dedupe` (no model),
-`judge` (the configured model, fail-soft) and `prune` (no model; with `weight`, what it
-decides on). `Memory` is where they are called from; this is
-where they are put together, so that `memory.py` stays the read-and-write API.
+`judge` and `summarise` (the configured model, fail-soft) and `prune` (no model; with
+`weight`, what it decides on). `Memory` is where they are called from; this is where they
+are put together, so that `memory.py` stays the read-and-write API.
 
 Each runs over what is stored (not over what arrives), scope by scope, through the one
 applier; each takes a project allowlist, one subject, `dry_run` and its per-run caps, and
@@ -18,10 +18,17 @@ from distill.arguments import subject_named as _subject
 from distill.core.decay import HALF_LIFE_DAYS, MAX_PRUNES_PER_RUN, PRUNE_FLOOR
 from distill.core.decay import weight as decayed_weight
 from distill.core.statements import merge_objections
-from distill.errors import ConfigurationError
+from distill.core.summarise import SUMMARISE_KEEP
+from distill.errors import ConfigurationError, InvalidInput
 from distill.passes.dedupe import MAX_SUPERSEDES_PER_RUN, DedupeReport, Offline, run_dedupe
 from distill.passes.memory_judge import JUDGE_MAX_CALLS, JUDGE_MAX_TOKENS, JudgeReport, run_judge
 from distill.passes.prune import PruneReport, run_prune
+from distill.passes.summarise import (
+    SUMMARISE_MAX_CALLS,
+    SUMMARISE_MAX_TOKENS,
+    SummariseReport,
+    run_summarise,
+)
 
 if TYPE_CHECKING:
     from distill.core.models import Fact
@@ -40,8 +47,8 @@ def model_for(what: str, llm: LLM | None) -> LLM:
 
 
 class Hygiene:
-    """`Memory.dedupe`, `Memory.judge`, `Memory.prune` and `Memory.weight` (see the module
-    docstring); `Memory` provides what they use."""
+    """`Memory.dedupe`, `Memory.judge`, `Memory.summarise`, `Memory.prune` and
+    `Memory.weight` (see the module docstring); `Memory` provides what they use."""
 
     store: Store
     clock: Clock
@@ -154,4 +161,34 @@ class Hygiene:
             half_life_days=half_life_days,
             floor=floor,
             max_prunes=max_prunes,
+        )
+
+    def summarise(
+        self,
+        projects: Sequence[str] = (),
+        subject: str | None = None,
+        dry_run: bool = False,
+        max_calls: int | None = SUMMARISE_MAX_CALLS,
+        max_tokens: int | None = SUMMARISE_MAX_TOKENS,
+        keep: int = SUMMARISE_KEEP,
+    ) -> SummariseReport:
+        """Put each subject's old memories (all but its `keep` most recently changed, unpinned,
+        changed since the last run) to the model in batches, and write the summaries whose
+        every consumed memory passes the checks of `core.summarise`: the summary first, then
+        each consumed memory retired into it, its receipt. At most `max_calls` model calls
+        and `max_tokens` tokens per run; `dry_run` asks and reports, writing nothing. Needs
+        a model (`Memory(llm=...)`)."""
+        if not isinstance(keep, int) or keep < 0:
+            raise InvalidInput("keep: a whole number of 0 or more")
+        return run_summarise(
+            self.store,
+            model_for("summarise", self.llm),
+            self.clock.now,
+            self._new_id,
+            projects=projects,
+            subject=_subject(subject),
+            dry_run=dry_run,
+            max_calls=max_calls,
+            max_tokens=max_tokens,
+            keep=keep,
         )

@@ -143,6 +143,10 @@ class StoreCounts:
     # Open sets by kind: two values of one identity, a held low-trust claim, two names that
     # may be one attribute.
     open_conflicts_by_kind: dict[str, int] = field(default_factory=dict)
+    # Summaries the summarise pass wrote, and the memories they consumed (read from its audit:
+    # an erased subject's go with it).
+    consolidations: int = 0
+    facts_consolidated: int = 0
 
 
 @dataclass(frozen=True)

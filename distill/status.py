@@ -33,6 +33,8 @@ class Status:
             "jobs": self.counts.jobs_by_status,
             "open_conflicts": self.counts.open_conflicts,
             "open_conflicts_by_kind": self.counts.open_conflicts_by_kind,
+            "consolidations": self.counts.consolidations,
+            "facts_consolidated": self.counts.facts_consolidated,
             "failed_jobs": [
                 {
                     "id": j.id,

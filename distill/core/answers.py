@@ -25,6 +25,16 @@ class Unreadable(ValueError):
 def answer_list(text: str, key: str, truncated: bool = False) -> list[Any]:
     """The list under `key` of the JSON object `text` holds; `Unreadable` if there is none,
     or if the answer was `truncated` at the model's output limit."""
+    data = answer_object(text, truncated)
+    found = data.get(key)
+    if not isinstance(found, list):
+        raise Unreadable(f'the answer is not {{"{key}": [...]}}')
+    return found
+
+
+def answer_object(text: str, truncated: bool = False) -> dict[str, Any]:
+    """The JSON object `text` holds, a fence around it stripped; `Unreadable` if there is
+    none, or if the answer was `truncated` at the model's output limit."""
     if truncated:
         raise Unreadable("the answer was cut off at the model's output limit")
     body = text.strip()
@@ -34,10 +44,9 @@ def answer_list(text: str, key: str, truncated: bool = False) -> list[Any]:
         data = json.loads(body)
     except json.JSONDecodeError as exc:
         raise Unreadable(f"not JSON: {exc}") from exc
-    found = data.get(key) if isinstance(data, dict) else None
-    if not isinstance(found, list):
-        raise Unreadable(f'the answer is not {{"{key}": [...]}}')
-    return found
+    if not isinstance(data, dict):
+        raise Unreadable("the answer is not a JSON object")
+    return data
 
 
 def verdicts_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:

@@ -344,18 +344,27 @@ def _contest(older: Fact, newer: Fact, reason: str, now: datetime, set_id: str) 
     """A supersede the words do not show: both served, contested, until a person keeps one
     (keeping the newer retires the older, as the supersede would have)."""
     said = f"judge: {reason} (the words show no change: kept both, contested)"
-    contest = ConflictSet(
+    return contest((older, newer), said, now, set_id, PASS_NAME)
+
+
+def contest(
+    members: Sequence[Fact], said: str, now: datetime, set_id: str, pass_name: str
+) -> OpenConflict:
+    """An open conflict set of memories a model says cannot both stand (of the first one's
+    scope): all stay live and are served as contested, with `said`, until a person keeps
+    one."""
+    conflict = ConflictSet(
         id=set_id,
-        project=older.project,
-        subject=older.subject,
+        project=members[0].project,
+        subject=members[0].subject,
         identity_key=None,
         kind=ConflictKind.CONFLICT,
         status=ConflictStatus.OPEN,
-        member_ids=(older.id, newer.id),
+        member_ids=tuple(m.id for m in members),
         reason=said,
         created_at=now,
     )
-    return OpenConflict(contest, said, PASS_NAME)
+    return OpenConflict(conflict, said, pass_name)
 
 
 def _stated(fact: Fact) -> tuple[datetime, datetime, str]:

@@ -110,6 +110,26 @@ def apply_batch(
         return None
 
 
+def over_scopes(
+    store: Store,
+    scopes: Callable[[], Sequence[tuple[str, str]]],
+    subject: str | None,
+    dry_run: bool,
+    run: Callable[[list[tuple[str, str]]], None],
+) -> None:
+    """`run` over the (project, subject) pairs `scopes` reads (only `subject`'s when given),
+    inside a transaction the store rolls back when it is a `dry_run`."""
+
+    def go() -> None:
+        run([(p, s) for p, s in scopes() if subject is None or s == subject])
+
+    if dry_run:
+        with store.dry_run():
+            go()
+    else:
+        go()
+
+
 def walk(
     backlogs: Sequence[Backlog[T]],
     *,

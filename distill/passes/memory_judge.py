@@ -45,7 +45,14 @@ from distill.core.models import ConflictStatus, Fact, FactStatus
 from distill.core.passes import Context, Decision, PassResult, Scope
 from distill.core.recall import query_terms
 from distill.passes.asking import Asker, Budget, ModelRun, Reader
-from distill.passes.backlog import Backlog, apply_batch, changed_memories, cursor_move, walk
+from distill.passes.backlog import (
+    Backlog,
+    apply_batch,
+    changed_memories,
+    cursor_move,
+    over_scopes,
+    walk,
+)
 from distill.ports import LLM, RecallScope, Store, Vector
 
 log = logging.getLogger("distill.judge")
@@ -298,13 +305,5 @@ def run_judge(
     budget = Budget(max_calls, max_tokens, report.usage)
     run = _Run(store, llm, embed, model_id, objections, now, new_id, report, budget, max_changes)
 
-    def walk() -> None:
-        scopes = store.memory_scopes(list(projects))
-        run.run([(p, s) for p, s in scopes if subject is None or s == subject])
-
-    if dry_run:
-        with store.dry_run():
-            walk()
-    else:
-        walk()
+    over_scopes(store, lambda: store.memory_scopes(list(projects)), subject, dry_run, run.run)
     return report

@@ -39,7 +39,14 @@ from distill.core.models import Fact, Rule
 from distill.core.passes import Context, Decision, PassResult, Scope
 from distill.core.plan import Plan
 from distill.passes.asking import Asker, Budget, ModelRun, Reader
-from distill.passes.backlog import Backlog, apply_batch, changed_memories, cursor_move, walk
+from distill.passes.backlog import (
+    Backlog,
+    apply_batch,
+    changed_memories,
+    cursor_move,
+    over_scopes,
+    walk,
+)
 from distill.ports import LLM, Store
 
 log = logging.getLogger("distill.rules")
@@ -263,13 +270,6 @@ def run_promote_rules(
     budget = Budget(max_calls, max_tokens, report.usage)
     run = _Run(store, llm, now, new_id, report, budget, threshold)
 
-    def walk_scopes() -> None:
-        scopes = store.rule_scopes(list(projects), threshold)
-        run.run([(p, s) for p, s in scopes if subject is None or s == subject])
-
-    if dry_run:
-        with store.dry_run():
-            walk_scopes()
-    else:
-        walk_scopes()
+    scopes = lambda: store.rule_scopes(list(projects), threshold)  # noqa: E731
+    over_scopes(store, scopes, subject, dry_run, run.run)
     return report

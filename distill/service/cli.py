@@ -40,6 +40,7 @@ from distill.service.mcp_command import mcp_cmd
 from distill.service.recall_command import context, search
 from distill.service.rules_command import rules_cmd
 from distill.service.serve_command import serve
+from distill.service.summarise_command import summarise
 from distill.service.tables import (
     audit_table,
     conflict_table,
@@ -529,6 +530,7 @@ cli.add_command(retract)
 cli.add_command(rules_cmd)
 cli.add_command(search)
 cli.add_command(serve)
+cli.add_command(summarise)
 cli.add_command(worker)
 for _command in cli.commands.values():
     _command.params.append(db_option())

@@ -21,6 +21,7 @@ from distill.adapters.llm import PROVIDERS
 from distill.core.decay import HALF_LIFE_DAYS, MAX_PRUNES_PER_RUN, PRUNE_FLOOR
 from distill.errors import ConfigurationError
 from distill.memory import Memory
+from distill.passes.asking import ModelRun
 from distill.passes.dedupe import MAX_SUPERSEDES_PER_RUN, DedupeReport
 from distill.passes.memory_judge import JUDGE_MAX_CALLS, JUDGE_MAX_TOKENS, JudgeReport
 from distill.passes.prune import PruneReport
@@ -138,6 +139,17 @@ def run_and_show(
         emit(report.to_dict())
         return
     show(report)
+
+
+def run_notes(report: ModelRun, verb: str) -> None:
+    """What every pass that asks a model prints last: the memories no answer could be read
+    for, where it stopped and why, and whether more waits than one run `verb`."""
+    for failed in report.failed:
+        out.print(f"no readable answer for memory {failed}: skipped", markup=False)
+    for stop in report.stopped:
+        out.print(f"stopped: {stop}", markup=False)
+    if report.capped:
+        out.print(f"more memories wait than one run {verb}: run it again", markup=False)
 
 
 @click.command()
@@ -261,12 +273,7 @@ def _print_judged(report: JudgeReport) -> None:
         for r in report.refused:
             table.add_row(r.memory_id, r.action, r.target_id or "-", f"{r.code}: {r.detail}")
         out.print(table)
-    for failed in report.failed:
-        out.print(f"no readable answer for memory {failed}: skipped")
-    for stop in report.stopped:
-        out.print(f"stopped: {stop}", markup=False)
-    if report.capped:
-        out.print("more memories wait than one run judges: run it again")
+    run_notes(report, "judges")
 
 
 @click.command()

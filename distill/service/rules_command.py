@@ -14,7 +14,12 @@ from rich.table import Table
 from distill.core.models import Rule
 from distill.core.rules import PROMOTE_CORROBORATION_THRESHOLD, RULE_MAX_CHARS
 from distill.passes.promote_rules import RULES_MAX_CALLS, RULES_MAX_TOKENS, PromoteReport
-from distill.service.hygiene_command import model_options, run_model_pass, scope_options
+from distill.service.hygiene_command import (
+    model_options,
+    run_model_pass,
+    run_notes,
+    scope_options,
+)
 from distill.service.tables import BOX
 from distill.service.terminal import db_option, emit, json_option, memory, out
 
@@ -142,12 +147,7 @@ def _print_promoted(report: PromoteReport) -> None:
         for r in report.refused:
             table.add_row(r.memory_id or r.alias, r.text or "-", f"{r.code}: {r.detail}")
         out.print(table)
-    for failed in report.failed:
-        out.print(f"no readable answer for memory {failed}: skipped", markup=False)
-    for stop in report.stopped:
-        out.print(f"stopped: {stop}", markup=False)
-    if report.capped:
-        out.print("more memories wait than one run offers: run it again", markup=False)
+    run_notes(report, "offers")
 
 
 for _command in rules_cmd.commands.values():

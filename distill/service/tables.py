@@ -154,6 +154,8 @@ def status_table(data: dict[str, Any]) -> Table:
     kinds = ", ".join(f"{n} {kind}" for kind, n in data["open_conflicts_by_kind"].items() if n)
     shown = f"{data['open_conflicts']} ({kinds})" if kinds else str(data["open_conflicts"])
     table.add_row("open conflicts", shown)
+    table.add_row("consolidations", str(data.get("consolidations", 0)))
+    table.add_row("facts consolidated", str(data.get("facts_consolidated", 0)))
     table.add_section()
     table.add_row("embedder", data["embedder"])
     table.add_row("extractor", data["extractor"])

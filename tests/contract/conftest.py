@@ -17,6 +17,7 @@ import pytest
 
 from distill import Memory
 from distill.adapters.embed.hashing import HashingEmbedder
+from distill.adapters.llm.fake import FakeLLM
 from distill.adapters.store.sqlite import SqliteStore
 from distill.ports import Store
 from tests.conftest import FakeClock
@@ -76,6 +77,27 @@ def memory(database: str, clock: FakeClock) -> Iterator[Memory]:
     mem = Memory(database, embedder=HashingEmbedder(256), clock=clock)
     yield mem
     mem.close()
+
+
+@pytest.fixture
+def scripted_memory(database: str, clock: FakeClock) -> Iterator[Callable[..., Memory]]:
+    """`make(*answers, default=...)`: a Memory on this test's database (the hashing embedder,
+    the test's clock, the `text` extractor) asking a scripted model that gives `answers` in
+    order, then `default` (`FakeLLM`). Every one made is closed at teardown."""
+    opened: list[Memory] = []
+
+    def make(*answers: object, default: object = "{}") -> Memory:
+        llm = FakeLLM(default=default)  # type: ignore[arg-type]
+        llm.enqueue(*answers)  # type: ignore[arg-type]
+        mem = Memory(
+            database, embedder=HashingEmbedder(256), clock=clock, llm=llm, extractor="text"
+        )
+        opened.append(mem)
+        return mem
+
+    yield make
+    for mem in opened:
+        mem.close()
 
 
 @pytest.fixture

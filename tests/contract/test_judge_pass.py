@@ -9,8 +9,9 @@ aliases, through `core.memory_judge.asked`) and answers JSON.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 import pytest
 
@@ -52,21 +53,8 @@ def scripted(rule: Rule) -> Callable[[str], str]:
 
 
 @pytest.fixture
-def judged(database: str, clock: FakeClock) -> Iterator[Callable[..., Memory]]:
-    opened: list[Memory] = []
-
-    def make(*answers: object, default: object = '{"verdicts": []}') -> Memory:
-        llm = FakeLLM(default=default)  # type: ignore[arg-type]
-        llm.enqueue(*answers)  # type: ignore[arg-type]
-        mem = Memory(
-            database, embedder=HashingEmbedder(256), clock=clock, llm=llm, extractor="text"
-        )
-        opened.append(mem)
-        return mem
-
-    yield make
-    for mem in opened:
-        mem.close()
+def judged(scripted_memory: Callable[..., Memory]) -> Callable[..., Memory]:
+    return partial(scripted_memory, default='{"verdicts": []}')
 
 
 def say(mem: Memory, *texts: str, subject: str = "u1", day: int = 0) -> None:

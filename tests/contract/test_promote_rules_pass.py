@@ -9,8 +9,9 @@ the prompt as a real one would (its aliases, through `core.rules.asked`) and ans
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 import pytest
 
@@ -44,21 +45,8 @@ def by_rule(prompt: str) -> str:
 
 
 @pytest.fixture
-def promoting(database: str, clock: FakeClock) -> Iterator[Callable[..., Memory]]:
-    opened: list[Memory] = []
-
-    def make(*answers: object, default: object = by_rule) -> Memory:
-        llm = FakeLLM(default=default)  # type: ignore[arg-type]
-        llm.enqueue(*answers)  # type: ignore[arg-type]
-        mem = Memory(
-            database, embedder=HashingEmbedder(256), clock=clock, llm=llm, extractor="text"
-        )
-        opened.append(mem)
-        return mem
-
-    yield make
-    for mem in opened:
-        mem.close()
+def promoting(scripted_memory: Callable[..., Memory]) -> Callable[..., Memory]:
+    return partial(scripted_memory, default=by_rule)
 
 
 def say(

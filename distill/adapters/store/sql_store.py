@@ -389,6 +389,7 @@ class SqlStore(SqlJobs):
             failed = self._load_jobs(db, "failed_jobs", params)
             running = self._load_jobs(db, "running_jobs", params)
             usage = self._one(db, "llm_usage", params)
+            summarised = self._one(db, "count_consolidations", params)
         return StoreCounts(
             events=events,
             facts_by_status=facts,
@@ -398,6 +399,8 @@ class SqlStore(SqlJobs):
             failed_jobs=tuple(failed),
             running_jobs=tuple(running),
             llm_usage=LLMUsage(usage["calls"], usage["prompt_tokens"], usage["completion_tokens"]),
+            consolidations=int(summarised["consolidations"]),
+            facts_consolidated=int(summarised["facts_consolidated"]),
         )
 
     def iter_events(self, project: str | None, subject: str | None = None) -> Iterator[Event]:

@@ -249,6 +249,14 @@ SELECT coalesce(sum(llm_calls), 0)::bigint AS calls,
 FROM jobs
 WHERE (%(project)s::text IS NULL OR project = %(project)s);
 
+-- name: count_consolidations
+-- The summarise pass's counters, read from its audit: a summary written is one `create_fact`
+-- entry of the pass, a memory it consumed one `consolidate_fact` entry.
+SELECT count(*) FILTER (WHERE action = 'create_fact') AS consolidations,
+       count(*) FILTER (WHERE action = 'consolidate_fact') AS facts_consolidated
+FROM audit
+WHERE pass_name = 'summarise' AND (%(project)s::text IS NULL OR project = %(project)s);
+
 -- name: count_jobs_by_status
 SELECT status, count(*) AS n FROM jobs
 WHERE (%(project)s::text IS NULL OR project = %(project)s)

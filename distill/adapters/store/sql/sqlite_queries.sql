@@ -230,6 +230,14 @@ SELECT coalesce(sum(llm_calls), 0) AS calls,
 FROM jobs
 WHERE (:project IS NULL OR project = :project);
 
+-- name: count_consolidations
+-- The summarise pass's counters, read from its audit: a summary written is one `create_fact`
+-- entry of the pass, a memory it consumed one `consolidate_fact` entry.
+SELECT coalesce(sum(action = 'create_fact'), 0) AS consolidations,
+       coalesce(sum(action = 'consolidate_fact'), 0) AS facts_consolidated
+FROM audit
+WHERE pass_name = 'summarise' AND (:project IS NULL OR project = :project);
+
 -- name: count_jobs_by_status
 SELECT status, count(*) AS n FROM jobs
 WHERE (:project IS NULL OR project = :project)

@@ -1,0 +1,265 @@
+"""The summarise pass: a scope's old memories put to a model in batches, each proposal
+checked in code (`core.summarise`) and applied through the one applier, with the scope's
+cursor moved in the same transaction.
+
+Per scope (a subject with live memories, within a project allowlist):
+
+1. **What is offered.** The scope's `summarise` cursor, as the judge's (`backlog`): the
+   memories with a fact action after it, each at its latest change, oldest first; of those,
+   all but the `SUMMARISE_KEEP` most recently changed, unpinned (`core.summarise.offered`),
+   at most `SUMMARISE_MAX_PER_RUN` per scope (`capped`).
+2. **One call per batch** of `SUMMARISE_BATCH` memories of one scope (a summary belongs to
+   one subject, so batches are never filled across scopes; a last batch of fewer than
+   `SUMMARISE_MIN_BATCH` waits for the next run). An unreadable answer is asked again in
+   halves and a provider error (an unreachable model, a timeout, a rejection) stops the
+   pass with one note; what was not asked about stays behind each scope's cursor
+   (`asking.Asker`). The provider's own retries are `adapters.llm.calls.RetryPolicy`'s:
+   transient failures only.
+3. **Apply.** Under the subject's lock the memories shown are read again with the subject's
+   open conflict sets; a memory changed since is dropped from what a proposal consumes
+   (`edited_meanwhile`); the rest are checked and applied with the cursor's move past the
+   batch. A proposal refused whole writes nothing but the cursor: the memories it was shown
+   are not offered again until they change, so a broken model costs one run's calls.
+
+**Budgets**: `max_calls` calls and `max_tokens` tokens per run, across scopes
+(`asking.Budget`). A dry run asks and reports inside a transaction the store rolls back.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from distill.core import summarise as cs
+from distill.core.memory_judge import contested_pairs
+from distill.core.models import ConflictStatus, Fact
+from distill.core.passes import Context, Decision, PassResult, Scope
+from distill.passes.asking import Asker, Budget, ModelRun, Reader, Stop
+from distill.passes.backlog import (
+    Backlog,
+    apply_batch,
+    changed_memories,
+    cursor_move,
+    over_scopes,
+)
+from distill.ports import LLM, Store
+
+log = logging.getLogger("distill.summarise")
+
+SUMMARISE_MAX_PER_RUN = 48  # memories offered per scope per run, as the judge's cap
+# Per-run budget of the pass, across scopes: model calls, and prompt + completion tokens.
+# A call carries ten memories and a paragraph back: about a thousand tokens.
+SUMMARISE_MAX_CALLS = 20
+SUMMARISE_MAX_TOKENS = 100_000
+
+
+@dataclass
+class SummariseReport(ModelRun):
+    """What one summarise run did, or would do (`dry_run`): the summaries written, the
+    memories they consume, the conflict sets opened, and every refusal with its code."""
+
+    offered: int = 0
+    summaries: list[Fact] = field(default_factory=list)
+    consumed: int = 0
+    contested: int = 0
+    refused: list[cs.Refusal] = field(default_factory=list)
+
+    @property
+    def refused_by_code(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for r in self.refused:
+            counts[r.code] = counts.get(r.code, 0) + 1
+        return counts
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pass": cs.PASS_NAME,
+            "dry_run": self.dry_run,
+            "scopes": self.scopes,
+            "offered": self.offered,
+            "summaries": [f.model_dump(mode="json") for f in self.summaries],
+            "consumed": self.consumed,
+            "contested": self.contested,
+            "refused": [r.__dict__ for r in self.refused],
+            "refused_by_code": self.refused_by_code,
+            **self.run_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class Proposed:
+    """A batch's proposals, to apply: what was shown, and the cursor's move past it."""
+
+    scope: Scope
+    shown: tuple[Fact, ...]
+    proposals: tuple[cs.Proposal, ...]
+    cursor_before: str | None
+    cursor_after: str
+
+
+@dataclass(frozen=True)
+class Fresh:
+    work: Proposed
+    facts: dict[str, Fact]
+    cursor: str | None
+    contested: frozenset[frozenset[str]]
+
+
+@dataclass
+class SummariseResult(PassResult):
+    checked: cs.Checked = field(default_factory=cs.Checked)
+
+
+class SummariseBatch:
+    """`distill.passes.Pass`: apply one batch's proposals, checked against a fresh read."""
+
+    name = cs.PASS_NAME
+    cap: int | None = None
+
+    def load(self, store: Store, scope: Scope, work: Proposed) -> Fresh:
+        ids = sorted(f.id for f in work.shown)
+        facts = {f.id: f for f in store.facts_by_ids(scope.project, ids)}
+        cursor = store.pass_cursor(scope.project, scope.subject, self.name)
+        conflicts = store.conflicts(scope.project, scope.subject, ConflictStatus.OPEN)
+        return Fresh(work, facts, cursor, contested_pairs(conflicts))
+
+    def decide(self, snapshot: Fresh, context: Context) -> SummariseResult:
+        work = snapshot.work
+        checked = cs.Checked()
+        if snapshot.cursor != work.cursor_before:
+            result = SummariseResult(checked.plan, checked=checked)
+            result.decisions.append(Decision("skipped", None, "another run summarised meanwhile"))
+            return result
+        unchanged = {f.id for f in work.shown if snapshot.facts.get(f.id) == f}
+        proposals = []
+        for p in work.proposals:
+            checked.refused.extend(
+                cs.Refusal(i, "edited_meanwhile", "read again first")
+                for i in p.consumes
+                if i not in unchanged
+            )
+            contradictions = tuple(
+                replace(c, memory_ids=tuple(i for i in c.memory_ids if i in unchanged))
+                for c in p.contradictions
+            )
+            consumes = tuple(i for i in p.consumes if i in unchanged)
+            proposals.append(replace(p, consumes=consumes, contradictions=contradictions))
+        cs.check(proposals, context.now, context.new_id, snapshot.contested, checked)
+        checked.plan.add(
+            cursor_move(
+                work.scope,
+                self.name,
+                work.cursor_before,
+                work.cursor_after,
+                context.now,
+                f"offered {len(work.shown)} memory(ies)",
+            )
+        )
+        result = SummariseResult(checked.plan, checked=checked)
+        result.decisions.extend(Decision("summary", f.id, f.text[:80]) for f in checked.summaries)
+        result.decisions.extend(
+            Decision(f"refused_{r.code}", r.memory_id, r.detail) for r in checked.refused
+        )
+        return result
+
+
+@dataclass
+class _Run:
+    store: Store
+    llm: LLM
+    now: Callable[[], datetime]
+    new_id: Callable[[], str]
+    report: SummariseReport
+    budget: Budget
+    keep: int
+    whole_batch: bool
+
+    def run(self, scopes: Sequence[tuple[str, str]]) -> None:
+        report = self.report
+        asker: Asker[Fact, cs.Proposal] = Asker(
+            self.llm, cs.SYSTEM, cs.SCHEMA, self.render, self.budget
+        )
+        for project, subject in scopes:
+            report.scopes += 1
+            cursor = self.store.pass_cursor(project, subject, cs.PASS_NAME)
+            changed = changed_memories(self.store, project, subject, cursor)
+            position = {f.id: p for f, p in changed}
+            offered = cs.offered([f for f, _ in changed], self.keep)
+            if len(offered) > SUMMARISE_MAX_PER_RUN:
+                report.capped = True
+                offered = offered[:SUMMARISE_MAX_PER_RUN]
+            scope = Scope(project, subject)
+            for start in range(0, len(offered), cs.SUMMARISE_BATCH):
+                batch = offered[start : start + cs.SUMMARISE_BATCH]
+                if len(batch) < cs.SUMMARISE_MIN_BATCH:
+                    break
+                try:
+                    proposals = asker.ask(batch)
+                except Stop as stopped:
+                    log.warning("summarise stopped: %s", stopped)
+                    report.stopped.append(f"{project}/{subject}: {stopped}")
+                    return
+                report.offered += len(batch)
+                after = position[batch[-1].id]
+                if not self.apply(Backlog(scope, list(batch), [after], cursor), proposals):
+                    break  # rolled back: the cursor stays before this batch
+                cursor = self.store.pass_cursor(project, subject, cs.PASS_NAME)
+        for memory in asker.failed:
+            log.warning("summarise: no answer could be read for memory %s", memory.id)
+            report.failed.append(memory.id)
+
+    def render(self, batch: Sequence[Fact]) -> tuple[str, Reader[cs.Proposal]]:
+        shown = cs.render(batch)
+        whole = self.whole_batch
+        return shown.prompt, lambda text, truncated: cs.read(text, shown, truncated, whole)
+
+    def apply(self, b: Backlog[Fact], proposals: Sequence[cs.Proposal]) -> bool:
+        """Apply one batch's proposals and move the cursor past it, in one transaction; a
+        refused plan leaves the cursor."""
+        work = Proposed(b.scope, tuple(b.items), tuple(proposals), b.cursor, b.positions[-1])
+        result = apply_batch(
+            self.store,
+            SummariseBatch(),
+            b,
+            work,
+            now=self.now(),
+            new_id=self.new_id,
+            note=self.report.stopped.append,
+        )
+        if result is None:
+            return False
+        assert isinstance(result, SummariseResult)
+        checked = result.checked
+        self.report.summaries.extend(checked.summaries)
+        self.report.consumed += len(checked.consumed)
+        self.report.contested += len(checked.contested)
+        self.report.refused.extend(checked.refused)
+        return True
+
+
+def run_summarise(
+    store: Store,
+    llm: LLM,
+    now: Callable[[], datetime],
+    new_id: Callable[[], str],
+    *,
+    projects: Sequence[str] = (),
+    subject: str | None = None,
+    dry_run: bool = False,
+    max_calls: int | None = SUMMARISE_MAX_CALLS,
+    max_tokens: int | None = SUMMARISE_MAX_TOKENS,
+    keep: int = cs.SUMMARISE_KEEP,
+) -> SummariseReport:
+    """Summarise the old memories of every scope of `projects` (empty: all), or of one
+    subject. An Anthropic model's answer without `consumes` consumes its whole batch (the
+    seed's Anthropic path), each memory still checked."""
+    report = SummariseReport(dry_run=dry_run)
+    budget = Budget(max_calls, max_tokens, report.usage)
+    whole = llm.model_id.startswith("anthropic/")
+    run = _Run(store, llm, now, new_id, report, budget, keep, whole)
+
+    over_scopes(store, lambda: store.memory_scopes(list(projects)), subject, dry_run, run.run)
+    return report

@@ -2,10 +2,10 @@
 
 `scenarios.json` (shipped with the package) holds one or more cases per numbered scenario
 (1–44). Each case runs on a fresh memory through the public `Memory` API, with a fixed clock
-and deterministic ids; `scenario_steps.py` interprets its steps and checks. Scenarios whose
-capability is not built yet are in the file with what they need and are reported as "not
-built", never as passed. Where part of such a scenario is testable today, that part is its
-own case.
+and deterministic ids; `scenario_steps.py` runs its actions and `scenario_checks.py` its
+checks. Scenarios whose capability is not built yet are in the file with what they need and
+are reported as "not built", never as passed. Where part of such a scenario is testable
+today, that part is its own case.
 """
 
 from __future__ import annotations
@@ -20,13 +20,12 @@ from distill.adapters.embed import make_embedder
 from distill.errors import ConfigurationError
 from distill.eval.context import EvalContext, Progress
 from distill.eval.results import Dataset, Metric, SuiteResult, Table
+from distill.eval.scenario_checks import CHECKS, CaseFailed
 from distill.eval.scenario_steps import (
     ACTIONS,
     ANY_ACTION,
     CASE_MAX_DISTANCE,
-    CHECKS,
     REQUIRED,
-    CaseFailed,
     CaseRun,
     ScenarioClock,
     distance,

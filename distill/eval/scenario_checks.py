@@ -4,8 +4,15 @@ steps, compared with what the case expects (`scenario_steps.py` runs the actions
 Checks: `report` (counters, rejection reasons, learned aliases, whether the provider stopped
 the run, or `same_as` another report), `fact` (one fact's fields), `facts` (the served facts
 of a subject, exactly; the number of rows with retired ones), `conflicts`, `jobs`, and
-`unchanged` since a snapshot (all of it, or one fact), `dedupe` and `prune` (a report's
-counters), and `weight` (a fact's weight now: `is` to 1e-9, or `below`).
+`unchanged` since a snapshot (all of it, or one fact; with `cursor_moves`, a pass's cursor
+moves are the audit entries allowed), `dedupe` and `prune` (a report's
+counters), `weight` (a fact's weight now: `is` to 1e-9, or `below`), `summarise` (a
+summarise report's counters, its refusal codes, how many notes say where it `stopped` and
+what they say, the texts its prompts `shown`), `status` (`Memory.status()` counters, or
+their increase `since` a snapshot), `receipts` (every fact that left the live set points at
+a fact that exists; how many `retired`), `prompts` (how many the model was sent, how many
+times one showed a memory already retired) and `written_before` (a fact's first audit entry
+precedes the last entry of the fact it `retired`).
 
 Facts are named by selectors: fields with their values (`{"value": {"lang": "fr"}}`), where
 `sources` and times are event names. A selector must name exactly one fact.
@@ -18,10 +25,11 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from distill.core.decay import HALF_LIFE_DAYS
-from distill.core.models import ConflictSet, Event, Fact
+from distill.core.models import ConflictSet, Event, Fact, FactStatus
 from distill.memory import Memory
 from distill.passes.dedupe import DedupeReport
 from distill.passes.prune import PruneReport
+from distill.passes.summarise import SummariseReport
 from distill.report import Report
 
 # The keys each check accepts.
@@ -31,10 +39,15 @@ CHECKS: dict[str, set[str]] = {
     "facts": {"subject", "project", "kind", "active", "total"},
     "conflicts": {"subject", "project", "status", "count", "kind", "members", "kept"},
     "jobs": {"all", "count", "by_subject"},
-    "unchanged": {"since", "fact"},
+    "unchanged": {"since", "fact", "cursor_moves"},
     "dedupe": {"of", "counts"},
     "prune": {"of", "counts"},
     "weight": {"where", "is", "below", "half_life_days"},
+    "summarise": {"of", "counts", "refused", "stopped", "stopped_contains", "shown"},
+    "status": {"counts", "since"},
+    "receipts": {"retired"},
+    "prompts": {"count", "retired_shown"},
+    "written_before": {"fact", "retired"},
 }
 # Fact fields that name another fact: the case gives a selector for it.
 LINKS = {"superseded_by", "supersedes_id"}
@@ -60,6 +73,10 @@ class CaseChecks:
     prunes: dict[str, PruneReport]
     snapshots: dict[str, dict[str, Any]]
     projects: set[str]
+    options: dict[str, Any]
+    summaries: dict[str, SummariseReport]
+    shown: dict[str, list[str]]
+    retired_shown: list[str]
 
     # -- checks ----------------------------------------------------------------------------------
     def check_dedupe(self, step: Mapping[str, Any]) -> None:
@@ -67,6 +84,67 @@ class CaseChecks:
 
     def check_prune(self, step: Mapping[str, Any]) -> None:
         counters(step, "prune", self.prunes)
+
+    def check_summarise(self, step: Mapping[str, Any]) -> None:
+        counters(step, "summarise", self.summaries)
+        name = step.get("of", "last")
+        report = self.summaries[name]
+        if "refused" in step:
+            got = sorted(r.code for r in report.refused)
+            expect(f"summarise {name}: refusal codes", got, sorted(step["refused"]))
+        if "stopped" in step:
+            expect(
+                f"summarise {name}: notes of where it stopped", len(report.stopped), step["stopped"]
+            )
+        wanted = step.get("stopped_contains", "")
+        if wanted and not any(wanted in note for note in report.stopped):
+            raise CaseFailed(f"summarise {name}: no note of {report.stopped} says {wanted!r}")
+        if "shown" in step:
+            expect(f"summarise {name}: memories shown", self.shown[name], step["shown"])
+
+    def check_status(self, step: Mapping[str, Any]) -> None:
+        got = self.mem.status().to_dict()
+        base = self.snapshots[step["since"]]["status"] if "since" in step else None
+        for key, want in step.get("counts", {}).items():
+            if not isinstance(got.get(key), int):
+                raise CaseFailed(f"status has no counter {key!r}")
+            value = got[key] - base[key] if base is not None else got[key]
+            expect(f"status: {key}" + (f" since {step['since']}" if base else ""), value, want)
+
+    def check_receipts(self, step: Mapping[str, Any]) -> None:
+        ids = {f.id for f in self.every_fact()}
+        left = [
+            f
+            for f in self.every_fact()
+            if f.status in (FactStatus.SUPERSEDED, FactStatus.RETRACTED)
+        ]
+        for fact in left:
+            if fact.superseded_by is None or fact.superseded_by not in ids:
+                raise CaseFailed(
+                    f"{show(fact)} left the live set with receipt {fact.superseded_by!r}"
+                )
+        if "retired" in step:
+            expect("facts that left the live set", len(left), step["retired"])
+
+    def check_prompts(self, step: Mapping[str, Any]) -> None:
+        llm = self.options.get("llm")
+        calls = getattr(llm, "calls", None)
+        if calls is None:
+            raise CaseFailed("`prompts` needs a case with an `llm`")
+        if "count" in step:
+            expect("prompts sent to the model", len(calls), step["count"])
+        if "retired_shown" in step:
+            expect("retired memories shown again", len(self.retired_shown), step["retired_shown"])
+
+    def check_written_before(self, step: Mapping[str, Any]) -> None:
+        first, later = self.find(step["fact"]), self.find(step["retired"])
+        trail = [e.fact_id for e in self.mem.audit(project=first.project, limit=10**6)]
+        if first.id not in trail or later.id not in trail:
+            raise CaseFailed("the audit names neither fact")
+        written = trail.index(first.id)
+        retired = len(trail) - 1 - trail[::-1].index(later.id)
+        if not written < retired:
+            raise CaseFailed(f"{show(first)} was written after {show(later)} was retired")
 
     def check_weight(self, step: Mapping[str, Any]) -> None:
         fact = self.find(step["where"])
@@ -189,6 +267,9 @@ class CaseChecks:
             expect(f"fact {describe(step['fact'])}", fact.model_dump(), before["facts"][fact.id])
             return
         now = self.snapshot()
+        if step.get("cursor_moves"):  # a pass's cursor moving past what it was shown
+            old = before["audit"]
+            now["audit"] = [e for e in now["audit"] if e in old or e.action != "move_cursor"]
         for part, value in now.items():
             expect(f"{part} since snapshot {step['since']}", value, before[part])
 
@@ -264,7 +345,7 @@ def counters(step: Mapping[str, Any], kind: str, reports: Mapping[str, Reported]
         raise CaseFailed(f"no {kind} report named {name!r}")
     got = reports[name].to_dict()
     for key, want in step.get("counts", {}).items():
-        if key not in got or key in ("groups", "facts"):
+        if key not in got or key in ("groups", "facts", "summaries", "refused", "stopped"):
             raise CaseFailed(f"a {kind} report has no counter {key!r}")
         expect(f"{kind} {name}: {key}", got[key], want)
 

@@ -13,7 +13,12 @@ Actions: `add` an event (`claim` or `claims`, `text`, `at` minutes or `days` aft
 an earlier version or a copy would have left it (`text`, `count` reinforcements, `pinned`,
 `copies` of it; arrival would have filed it under its twin), `dedupe` (`dry_run`,
 `max_supersedes`, `projects`; `name` its report) and `prune` (`dry_run`, `half_life_days`,
-`floor`, `max_prunes`; `name` its report). Any action may say it `raises` a distill error
+`floor`, `max_prunes`; `name` its report) and `summarise` (`keep`, `subject`, `dry_run`;
+`answers` queued first, each a proposal in the case's terms, `{"summary": ..., "consumes":
+[texts], "contradictions": [{"memories": [texts]}], "fenced": true}`, its texts turned into
+the prompt's aliases when it is asked, a text it does not show into an alias it never gave
+(`"consumes": "shown"` is every memory shown, `"joined": true` a summary that is the texts
+it consumes joined); `name` its report). Any action may say it `raises` a distill error
 (`message_contains`).
 
 The checks, and the selectors that name facts, are in `scenario_checks.py`.
@@ -22,6 +27,7 @@ The checks, and the selectors that name facts, are in `scenario_checks.py`.
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import threading
 from collections.abc import Callable, Mapping
@@ -38,10 +44,12 @@ from distill.core.identity import identity_text
 from distill.core.models import Event, Fact, FactKind, FactStatus, Trust
 from distill.core.passes import Scope
 from distill.core.plan import CreateFact, Plan
+from distill.core.summarise import SUMMARISE_KEEP, asked
 from distill.eval.scenario_checks import CaseChecks, CaseFailed
 from distill.memory import Memory
 from distill.passes.dedupe import MAX_SUPERSEDES_PER_RUN, DedupeReport
 from distill.passes.prune import PruneReport
+from distill.passes.summarise import SummariseReport
 from distill.report import Report
 
 # World time of events (`at` minutes or `days` after T0) and the clock's start: "now" is
@@ -79,6 +87,7 @@ ACTIONS: dict[str, set[str]] = {
     "plant": {"text", "subject", "project", "at", "count", "pinned", "copies"},
     "dedupe": {"name", "dry_run", "max_supersedes", "projects"},
     "prune": {"name", "dry_run", "half_life_days", "floor", "max_prunes"},
+    "summarise": {"name", "answers", "keep", "subject", "dry_run"},
 }
 ANY_ACTION = {"raises", "message_contains"}
 REQUIRED: dict[str, set[str]] = {
@@ -90,6 +99,7 @@ REQUIRED: dict[str, set[str]] = {
     "fact": {"where", "is"},
     "unchanged": {"since"},
     "weight": {"where"},
+    "written_before": {"fact", "retired"},
 }
 
 
@@ -105,9 +115,10 @@ class ScenarioClock:
 
 def make_llm(spec: Mapping[str, Any]) -> FakeLLM:
     """A scripted model: `answers` in order, then `default`. An answer `{"raise": "Name",
-    "message": ...}` raises that distill error; a string is returned as the model's text."""
-    llm = FakeLLM(default=_answer(spec.get("default", {"facts": []})))
-    return llm.enqueue(*(_answer(a) for a in spec.get("answers", [])))
+    "message": ...}` raises that distill error; a string is returned as the model's text; a
+    summariser's proposal is written with the aliases of the prompt (`proposal`)."""
+    llm = FakeLLM(default=proposal(spec.get("default", {"facts": []})))
+    return llm.enqueue(*(proposal(a) for a in spec.get("answers", [])))
 
 
 def _answer(spec: Any) -> Any:
@@ -116,6 +127,43 @@ def _answer(spec: Any) -> Any:
         assert error is not None, spec  # validated when the cases were loaded
         return error(spec.get("message", spec["raise"]))
     return spec
+
+
+def proposal(spec: Any) -> Any:
+    """A summariser's answer: a proposal in the case's terms (see the module docstring)
+    becomes a callable that writes it with the aliases of the prompt it is given; any other
+    answer is `_answer`'s."""
+    if not isinstance(spec, dict) or "raise" in spec:
+        return _answer(spec)
+
+    def answer(prompt: str) -> str:
+        shown = asked(prompt)
+        aliases: dict[str, str] = {}
+        for alias, text in shown:
+            aliases.setdefault(text, alias)
+        unshown = itertools.count(len(shown) + 1)
+
+        def alias_of(text: str) -> str:
+            if text not in aliases:
+                aliases[text] = f"M{next(unshown)}"
+            return aliases[text]
+
+        body = {k: v for k, v in spec.items() if k not in ("fenced", "joined")}
+        if body.get("consumes") == "shown":
+            body["consumes"] = [text for _, text in shown]
+        if spec.get("joined"):
+            body["summary"] = "; ".join(dict.fromkeys(body.get("consumes", [])))
+        if isinstance(body.get("consumes"), list):
+            body["consumes"] = [alias_of(t) for t in body["consumes"]]
+        if isinstance(body.get("contradictions"), list):
+            body["contradictions"] = [
+                {**c, "memories": [alias_of(t) for t in c.get("memories", [])]}
+                for c in body["contradictions"]
+            ]
+        text = json.dumps(body)
+        return f"```json\n{text}\n```" if spec.get("fenced") else text
+
+    return answer
 
 
 def error_class(name: str) -> type[errors.DistillError] | None:
@@ -172,6 +220,9 @@ class CaseRun(CaseChecks):
         self.prunes: dict[str, PruneReport] = {}
         self.snapshots: dict[str, dict[str, Any]] = {}
         self.projects = {"default"}
+        self.summaries: dict[str, SummariseReport] = {}
+        self.shown: dict[str, list[str]] = {}  # the texts each summarise run's prompts showed
+        self.retired_shown: list[str] = []
 
     def step(self, step: Mapping[str, Any]) -> None:
         if "check" in step:
@@ -330,6 +381,27 @@ class CaseRun(CaseChecks):
             max_supersedes=step.get("max_supersedes", MAX_SUPERSEDES_PER_RUN),
         )
         self.dedupes[step.get("name", "last")] = self.dedupes["last"] = report
+
+    def do_summarise(self, step: Mapping[str, Any]) -> None:
+        """Queue the step's answers, run the pass, and keep what its prompts showed, noting
+        every memory shown that was already retired when the run began."""
+        llm = self.options.get("llm")
+        if not isinstance(llm, FakeLLM):
+            raise CaseFailed("`summarise` needs a case with an `llm`")
+        llm.enqueue(*(proposal(a) for a in step.get("answers", [])))
+        asked_before = len(llm.calls)
+        gone = {FactStatus.SUPERSEDED, FactStatus.RETRACTED}
+        retired = {f.text for f in self.every_fact() if f.status in gone}
+        report = self.mem.summarise(
+            subject=step.get("subject"),
+            dry_run=step.get("dry_run", False),
+            keep=step.get("keep", SUMMARISE_KEEP),
+        )
+        shown = [text for call in llm.calls[asked_before:] for _, text in asked(call.prompt)]
+        self.retired_shown.extend(text for text in shown if text in retired)
+        name = step.get("name", "last")
+        self.summaries[name] = self.summaries["last"] = report
+        self.shown[name] = self.shown["last"] = shown
 
     def do_prune(self, step: Mapping[str, Any]) -> None:
         report = self.mem.prune(

@@ -209,3 +209,39 @@ def test_the_cli_prints_the_section_table(tmp_path: Path) -> None:
     [result] = written["results"]
     assert result["targets"]["missed"] == []
     assert {m["name"]: m["value"] for m in result["metrics"]}[FAILED] == 0
+
+
+def test_a_summarise_step_writes_its_proposal_with_the_prompts_aliases(tmp_path: Path) -> None:
+    """A proposal given by texts consumes what the prompt showed; a wrong count of what
+    it consumed, or of the prompts sent, is a failure with its reason."""
+    steps = [
+        {"do": "plant", "text": "User has 3 bikes"},
+        {"do": "plant", "text": "User likes green tea", "at": 1},
+        {"do": "plant", "text": "User plays chess", "at": 2},
+        {
+            "do": "summarise",
+            "keep": 1,
+            "answers": [{"summary": "The user has 3 bikes.", "consumes": ["User has 3 bikes"]}],
+        },
+    ]
+    memory = {"llm": {}}
+    right = case(
+        "right",
+        *steps,
+        {"check": "summarise", "counts": {"consumed": 1}, "refused": []},
+        {"check": "receipts", "retired": 1},
+        {"check": "prompts", "count": 1, "retired_shown": 0},
+        memory=memory,
+    )
+    wrong = case("wrong", *steps, {"check": "summarise", "counts": {"consumed": 2}}, memory=memory)
+    prompts = case("prompts", *steps, {"check": "prompts", "count": 2}, memory=memory)
+
+    results = {r.id: r for r in run_cases(write_cases(tmp_path, right, wrong, prompts))}
+
+    assert results["right"].verdict == PASSED, results["right"].reason
+    assert (
+        results["wrong"].reason == "step 5 (summarise): summarise last: consumed is 1, expected 2"
+    )
+    assert (
+        results["prompts"].reason == "step 5 (prompts): prompts sent to the model is 1, expected 2"
+    )

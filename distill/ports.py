@@ -96,6 +96,11 @@ class LLMUsage:
         self.prompt_tokens += completion.prompt_tokens
         self.completion_tokens += completion.completion_tokens
 
+    @property
+    def tokens(self) -> int:
+        """Prompt and completion tokens together: what a budget counts."""
+        return self.prompt_tokens + self.completion_tokens
+
     def __bool__(self) -> bool:
         return bool(self.calls or self.prompt_tokens or self.completion_tokens)
 

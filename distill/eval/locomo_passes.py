@@ -216,7 +216,7 @@ def metrics(passes: Passes | None, observations: int, before: int, after: int) -
     if judge is None:
         out.append(Metric.info("judge run", 0, NO_MODEL))
     else:
-        spent = judge.usage.prompt_tokens + judge.usage.completion_tokens
+        spent = judge.usage.tokens
         budget = sum("budget:" in s for s in judge.stopped)
         out += [
             Metric.info(

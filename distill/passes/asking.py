@@ -58,7 +58,7 @@ class ModelRun:
             "stopped": list(self.stopped),
             "capped": self.capped,
             "calls": self.usage.calls,
-            "tokens": self.usage.prompt_tokens + self.usage.completion_tokens,
+            "tokens": self.usage.tokens,
         }
 
 
@@ -76,7 +76,7 @@ class Budget:
 
     @property
     def tokens(self) -> int:
-        return self.usage.prompt_tokens + self.usage.completion_tokens
+        return self.usage.tokens
 
     def afford(self, prompt_tokens: int) -> None:
         """Raise `Stop` unless a call with a prompt of about `prompt_tokens` fits."""

@@ -261,11 +261,12 @@ def judge(
 
 def _print_judged(report: JudgeReport) -> None:
     verb = "would apply" if report.dry_run else "applied"
-    tokens = report.usage.prompt_tokens + report.usage.completion_tokens
+    tokens = report.usage.tokens
     out.print(
         f"judged {report.judged} memory(ies) in {report.scopes} subject(s) with "
         f"{report.usage.calls} call(s), {tokens:,} token(s); {verb}: {report.merged} merged, "
-        f"{report.superseded} superseded; {report.kept} kept; {len(report.refused)} refused"
+        f"{report.superseded} superseded; {report.contested} contested (the words show no "
+        f"change: a conflict set each); {report.kept} kept; {len(report.refused)} refused"
         + (" (dry run: nothing written)" if report.dry_run else "")
     )
     if report.refused:

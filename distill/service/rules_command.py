@@ -131,7 +131,7 @@ def _lines(rules: list[Rule], subjects: bool = False) -> str:
 
 def _print_promoted(report: PromoteReport) -> None:
     verb = "would add" if report.dry_run else "added"
-    tokens = report.usage.prompt_tokens + report.usage.completion_tokens
+    tokens = report.usage.tokens
     out.print(
         f"offered {report.offered} memory(ies) in {report.scopes} subject(s) with "
         f"{report.usage.calls} call(s), {tokens:,} token(s); {verb} "

@@ -69,7 +69,7 @@ def summarise(
 
 def _print_summarised(report: SummariseReport) -> None:
     verb = "would write" if report.dry_run else "wrote"
-    tokens = report.usage.prompt_tokens + report.usage.completion_tokens
+    tokens = report.usage.tokens
     out.print(
         f"offered {report.offered} memory(ies) in {report.scopes} subject(s) with "
         f"{report.usage.calls} call(s), {tokens:,} token(s); {verb} "

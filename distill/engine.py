@@ -2,7 +2,10 @@
 
 Slow work (LLM calls, embeddings) happens before the subject's write lock is taken, on a
 second thread that prepares the next batch while this one is decided; every decision is
-made under the lock, on state read under it (`passes.run_pass`: load, decide, apply). Each
+made under the lock, on state read under it (`passes.run_pass`: load, decide, apply). The
+deciding thread claims the jobs (between its own transactions, so that a claim never waits
+for one), and batches shrink toward the end of a run (`batch_size`), so that little
+deciding is left once the last embedding is done. Each
 job is its own transaction, which also marks the job done: a failure rolls back that job
 only, records the error and leaves its events intact, and a job taken back by another run
 meanwhile is not written at all. A thread beats the heartbeat of the jobs a run holds.

@@ -110,7 +110,7 @@ class Adjudicator(LateArrivals):
         ident = Identity.of(claim.predicate, claim.qualifiers)
         alias = self.s.aliases.get(claim.predicate)
         keys = {ident.key} | ({identity_key(alias.canonical, ident.qualifiers)} if alias else set())
-        kinds = {f.kind for f in self.s.facts.values() if f.identity_key in keys}
+        kinds = {f.kind for key in keys for f in self._facts_of(key)}
         return FactKind.EVENT if kinds == {FactKind.EVENT} else FactKind.STATE
 
     def _held(self, c: Candidate, kind: FactKind, reason: str) -> Decision:
@@ -163,7 +163,7 @@ class Adjudicator(LateArrivals):
         predicate, how, probable = self._resolve_predicate(c, stated.qualifiers)
         ident = Identity(predicate, stated.qualifiers, stated.said_by)
         key = ident.key
-        versions = timeline.chain(self.s.facts.values(), key)
+        versions = timeline.chain(self._facts_of(key), key)
         t = self._time(c)
 
         # A replayed event that already supports a version with this value is a plain duplicate.
@@ -295,9 +295,7 @@ class Adjudicator(LateArrivals):
         return fact if moved and fact.kind is FactKind.STATE else None
 
     def _state_versions(self, key: str) -> list[Fact]:
-        return [
-            f for f in self.s.facts.values() if f.identity_key == key and f.kind is FactKind.STATE
-        ]
+        return [f for f in self._facts_of(key) if f.kind is FactKind.STATE]
 
     def _learn_alias(self, alias: str, canonical: str, distance: float, reason: str) -> None:
         """Learn `alias` → `canonical` for the project, unless the name already means
@@ -322,8 +320,8 @@ class Adjudicator(LateArrivals):
         key = identity_key(updates, qualifiers)
         found = [
             f
-            for f in self.s.facts.values()
-            if f.identity_key == key and f.kind is FactKind.STATE and f.status is FactStatus.ACTIVE
+            for f in self._facts_of(key)
+            if f.kind is FactKind.STATE and f.status is FactStatus.ACTIVE
         ]
         return found[0] if found else None
 

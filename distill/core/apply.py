@@ -161,7 +161,9 @@ def audit_entries(
         ):
             fact_id = None
         entries.append(
-            AuditEntry.model_construct(  # built from validated parts: no second validation
+            # Validated, though its parts already were: pydantic's validator (in Rust) builds
+            # this model in about half the time `model_construct` (Python) takes.
+            AuditEntry(
                 id=new_id(),
                 project=project,
                 subject=subject,

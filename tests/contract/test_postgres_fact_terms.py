@@ -8,6 +8,7 @@ the table never drifts from `facts`, through every kind of write the triggers fo
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -39,12 +40,12 @@ STATUSES = ["active", "superseded", "retracted", "candidate"]
 
 @pytest.fixture(scope="module")
 def pg_url(postgres_server: str) -> Iterator[str]:
-    """One database for the module: each example works in its own project."""
+    """One database for the module (a name of its own per process: xdist workers share the
+    server): each example works in its own project."""
     from tests.postgres import database_url
 
-    name = "fact_terms_contract"
+    name = f"distill_test_terms_{uuid.uuid4().hex[:16]}"
     with psycopg.connect(postgres_server, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name}")
         conn.execute(f"CREATE DATABASE {name}")
     url = database_url(postgres_server, name)
     postgres.PostgresStore(url).close()  # migrated

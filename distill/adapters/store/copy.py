@@ -7,7 +7,8 @@ validity, `superseded_by` links, sources), identity vectors, conflict sets, obse
 aliases, rules (learned and written: a person's rules are data no pass can derive again),
 the audit trail, the embedding cache and the model's kept answers. Not copied
 (`NOT_COPIED`): `schema_migrations` (each database records its own), SQLite's
-`vector_changes` and full-text index (its triggers write them as the rows are inserted),
+`vector_changes` and both backends' full-text indexes (SQLite's FTS5 tables, PostgreSQL's
+`fact_terms`: triggers write them as the rows are inserted),
 `api_keys` (the HTTP API's credentials belong to the deployment they were made for), and
 `pass_cursors` (the copy's passes walk their backlog again: what they decided is in the facts
 and the rules).
@@ -318,6 +319,8 @@ NOT_COPIED = {
     "make new ones on the copy (distill keys create)",
     "pass_cursors": "where passes stopped in the source: the copy's passes walk their backlog "
     "again, and what they decided is already in the facts and the rules",
+    "fact_terms": "PostgreSQL's posting list of the facts' words (search), written by triggers "
+    "as the facts are inserted into the target",
     **{
         name: "SQLite's full-text index of the facts' words (FTS5 and its shadow tables), "
         "written by triggers as the facts are inserted into the target"

@@ -406,32 +406,26 @@ ORDER BY valid_from, id;
 
 -- name: recall_words
 -- The lexical arm of search: BM25 over the facts that hold any of the question's words
--- (`terms`, as `distill.core.recall.query_terms` gives them), best first. PostgreSQL finds
--- them with the GIN index; ts_rank has no idf, so the score is computed here: idf from each
--- word's document count among the matches (all the scope's facts holding it) and N, the
--- facts table's row count as the planner last estimated it (counting the scope on every
--- search read 100,000 rows; FTS5 too takes N from its whole table), or the facts `among`
--- for a search of the past; term frequency from the word's positions, length from the
--- number of distinct words (k1 1.2, b 0.75, as FTS5's bm25()). Active facts of the scope,
--- or, for a search of the past, the facts `among`.
--- Each match's vector is cut down to the question's words (setweight marks them, ts_filter
--- keeps the marked) before it is unnested: unnesting whole vectors made one row per word of
--- every match and was two thirds of the time at 100,000 facts (bench/search.py).
-WITH matched AS MATERIALIZED (
-    SELECT f.id, length(f.words)::float8 AS len,
-           ts_filter(setweight(f.words, 'A', %(terms)s::text[]), '{a}') AS found
-    FROM facts AS f
-    WHERE f.words @@ to_tsquery('simple', array_to_string(%(terms)s::text[], ' | '))
-      AND f.project = %(project)s AND (%(subject)s::text IS NULL OR f.subject = %(subject)s)
-      AND (%(kinds)s::text[] IS NULL OR f.kind = ANY(%(kinds)s::text[]))
-      AND CASE WHEN %(among)s::text[] IS NULL THEN f.status = 'active'
-               ELSE f.id = ANY(%(among)s::text[]) END
+-- (`terms`, as `distill.core.recall.query_terms` gives them), best first. The facts are found
+-- in `fact_terms` (postgres_0010), one row per fact and word holding all BM25 needs, read by
+-- an index-only scan of the question's words: no fact's row is read. ts_rank has no idf, so
+-- the score is computed here: idf from each word's document count among the matches (all the
+-- scope's facts holding it) and N, the facts table's row count as the planner last estimated
+-- it (counting the scope on every search read 100,000 rows; FTS5 too takes N from its whole
+-- table), or the facts `among` for a search of the past; term frequency from the word's
+-- positions, length from the number of distinct words (k1 1.2, b 0.75, as FTS5's bm25()).
+-- Active facts of the scope, or, for a search of the past, the facts `among`.
+WITH hits AS MATERIALIZED (
+    SELECT t.fact_id AS id, t.term, t.tf::float8 AS tf, t.len::float8 AS len
+    FROM fact_terms AS t
+    WHERE t.project = %(project)s AND t.term = ANY(%(terms)s::text[])
+      AND (%(subject)s::text IS NULL OR t.subject = %(subject)s)
+      AND (%(kinds)s::text[] IS NULL OR t.kind = ANY(%(kinds)s::text[]))
+      AND CASE WHEN %(among)s::text[] IS NULL THEN t.status = 'active'
+               ELSE t.fact_id = ANY(%(among)s::text[]) END
 ),
-hits AS (
-    SELECT m.id, w.lexeme, cardinality(w.positions)::float8 AS tf, m.len
-    FROM matched AS m, unnest(m.found) AS w
-),
-df AS (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme),
+df AS (SELECT term, count(*)::float8 AS df FROM hits GROUP BY term),
+matched AS (SELECT id, min(len) AS len FROM hits GROUP BY id),
 scope AS (
     SELECT
         CASE WHEN %(among)s::text[] IS NULL THEN greatest(
@@ -445,7 +439,7 @@ SELECT h.id AS fact_id,
            ln(1 + (s.n - d.df + 0.5) / (d.df + 0.5))
            * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.len / s.avgdl))
        ) AS score
-FROM hits AS h JOIN df AS d USING (lexeme) CROSS JOIN scope AS s
+FROM hits AS h JOIN df AS d USING (term) CROSS JOIN scope AS s
 GROUP BY h.id
 ORDER BY score DESC, h.id
 LIMIT %(limit)s;

@@ -403,6 +403,30 @@ class SqlStore(SqlJobs):
             facts_consolidated=int(summarised["facts_consolidated"]),
         )
 
+    # -- derive ------------------------------------------------------------------------------------
+    def votes(self, project: str, subject: str, after: str | None, limit: int) -> list[Observation]:
+        params = {
+            "project": project,
+            "subject": subject,
+            "after": self.codec.id(after),
+            "limit": limit,
+        }
+        found = self._read("vote_observations", params)
+        return [rows.observation_from_row(r, self.codec) for r in found]
+
+    def vote_scopes(self, projects: Sequence[str]) -> list[tuple[str, str]]:
+        return self._scopes("vote_scopes", projects)
+
+    def subjects(self, project: str) -> list[str]:
+        return [r["subject"] for r in self._read("subjects_of", {"project": project})]
+
+    def derive_invalidations(
+        self, project: str | None, subject: str | None, since: datetime
+    ) -> list[tuple[str, str, datetime]]:
+        params = {"project": project, "subject": subject, "since": self.codec.time(since)}
+        found = self._read("derive_invalidations", params)
+        return [(r["project"], r["subject"], self.codec.read_time(r["at"])) for r in found]
+
     def iter_events(self, project: str | None, subject: str | None = None) -> Iterator[Event]:
         """Every event (of a project, of a subject) in (occurred_at, id) order, read a page
         per short transaction."""

@@ -939,3 +939,37 @@ SELECT count(*) AS made, count(*) FILTER (WHERE revoked_at IS NULL) AS active FR
 -- Whether the project holds anything of a subject: every stored event is held by a job of
 -- its subject until an erase (jobs_by_subject answers it).
 SELECT EXISTS (SELECT 1 FROM jobs WHERE project = :project AND subject = :subject) AS known;
+
+-- ---------------------------------------------------------------------------------------------
+-- derive: votes (observations with outcome 'vote'), the scopes that have them, and the
+-- derive pass's invalidations (for drift). See distill/passes/derive.py.
+
+-- name: vote_observations
+-- A scope's votes after the derive cursor (an observation id: ids sort by creation), oldest
+-- first, at most :limit (observations_votes).
+SELECT * FROM observations
+WHERE project = :project AND subject = :subject AND outcome = 'vote'
+  AND (:after IS NULL OR id > :after)
+ORDER BY id
+LIMIT :limit;
+
+-- name: vote_scopes
+-- Scopes holding votes: where derive has something to count, or a cycle to record.
+SELECT DISTINCT project, subject FROM observations
+WHERE (:projects IS NULL OR project IN (SELECT value FROM json_each(:projects)))
+  AND outcome = 'vote'
+ORDER BY project, subject;
+
+-- name: derive_invalidations
+-- The world times (valid_to) at which the derive pass closed facts of a project (or of one
+-- subject; of every project with NULL), after :since: what drift counts (distill/core/drift.py).
+SELECT f.project AS project, f.subject AS subject, f.valid_to AS at
+FROM audit AS a JOIN facts AS f ON f.id = a.fact_id
+WHERE (:project IS NULL OR a.project = :project) AND (:subject IS NULL OR a.subject = :subject)
+  AND a.pass_name = 'derive' AND a.action = 'retire_fact'
+  AND f.valid_to > :since
+ORDER BY f.project, f.subject, f.valid_to;
+
+-- name: subjects_of
+-- A project's subjects: every stored event is held by a job of its subject until an erase.
+SELECT DISTINCT subject FROM jobs WHERE project = :project ORDER BY subject;

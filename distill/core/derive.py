@@ -21,12 +21,13 @@ the scope's cursor past them.
 **Whose evidence: the cycle's.** Each vote counts once, in the cycle that reads it (the
 cursor), against the fact that stands. Accumulated evidence was rejected: an attribute
 voted on is one that changes (a footballer's club, a town's population), and a fact
-elected by years of votes would then outvote the first season of the new value, for years;
-measured on the derive benchmark (EVAL.md), accumulated counts lost to `latest` on exactly
-those timelines. The cycle's evidence degrades gracefully: a cycle of one vote decides as
-`latest` would; a cycle of many outvotes the noise. The cost, said plainly: the outcome
-depends on how votes fall into cycles (the batch cap, how often derive runs), not only on
-the votes; within one cycle it depends on nothing but the votes and their times.
+elected by years of votes would then outvote the first seasons of the new value. Measured
+on the derive benchmark (`distill eval derive`, EVAL.md), accumulated counts are right less
+often than `latest` (0.78 against 0.90 with 10% noise); the cycle's votes, more often
+(0.99). The cycle's evidence degrades gracefully: a cycle of one vote decides as `latest`
+would; a cycle of many outvotes the noise. The cost, said plainly: the outcome depends on
+how votes fall into cycles (the batch cap, how often derive runs), not only on the votes;
+within one cycle it depends on nothing but the votes and their times.
 
 Drift (`core.drift`) is counted over the subject's invalidations, these included.
 """

@@ -21,9 +21,7 @@ SUBJECT = "alex"
 
 @pytest.fixture
 def voting(database: str, clock: FakeClock) -> Iterator[Memory]:
-    mem = Memory(
-        database, embedder=HashingEmbedder(256), clock=clock, policies={"uses": "vote"}
-    )
+    mem = Memory(database, embedder=HashingEmbedder(256), clock=clock, policies={"uses": "vote"})
     yield mem
     mem.close()
 

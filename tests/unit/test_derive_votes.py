@@ -127,7 +127,10 @@ def test_without_clustering_it_is_the_exact_mode_and_recency_breaks_ties() -> No
 
 # -- SCENARIOS 31 ----------------------------------------------------------------------------
 def test_one_vote_each_goes_to_the_most_recent() -> None:
-    cast = [ballot("rust", datetime(2025, 1, 5, tzinfo=UTC)), ballot("go", datetime(2025, 3, 5, tzinfo=UTC))]
+    cast = [
+        ballot("rust", datetime(2025, 1, 5, tzinfo=UTC)),
+        ballot("go", datetime(2025, 3, 5, tzinfo=UTC)),
+    ]
     result = decide(snapshot(cast), NOW, new_id)
     (fact,) = active(result.facts)
     assert fact.value == {"language": "go"}
@@ -211,7 +214,7 @@ def test_one_drift_alert_on_the_transition_only() -> None:
     again = decide(snapshot(cast, prior, invalidations=[*four, NOW]), NOW, new_id)
     assert again.counts["drift_alerts"] == 0 and again.unstable
     later = NOW + timedelta(days=60)  # the window has slid past all of them
-    back = decide(snapshot(cast, prior, invalidations=four + [NOW]), later, new_id)
+    back = decide(snapshot(cast, prior, invalidations=[*four, NOW]), later, new_id)
     assert back.counts["drift_alerts"] == 0 and not back.unstable
 
 

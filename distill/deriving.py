@@ -71,17 +71,26 @@ class Deriving:
         dry_run: bool = False,
         cluster: bool = True,
         batch: int = DERIVE_BATCH,
+        cluster_distance: float | None = None,
     ) -> DeriveReport:
         """One derive cycle per scope holding votes (claims of predicates whose policy is
         `vote`): each identity's new votes elect its value (`core.derive`), reinforce or
         invalidate its open fact; the report has processed, created, reinforced,
         invalidated and drift_alerts. Only `projects` (all when empty), or one `subject`.
-        `cluster=False` counts exact values only (no paraphrase clustering); `batch` votes
-        at most per scope, the rest left for the next cycle. `dry_run` reports the same,
-        writing nothing."""
+        `cluster=False` counts exact values only (no paraphrase clustering);
+        `cluster_distance` (a cosine distance) replaces the one calibrated for the embedder
+        (`calibrations.json`, `derive_cluster`; none calibrated: exact values only). `batch`
+        votes at most per scope, the rest left for the next cycle. `dry_run` reports the
+        same, writing nothing."""
         if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
             raise InvalidInput("batch: a whole number of 1 or more")
-        distance = derive_cluster_distance(self.embedder) if cluster else None
+        if cluster_distance is not None and not 0.0 <= cluster_distance <= 2.0:
+            raise InvalidInput("cluster_distance: a cosine distance between 0 and 2")
+        distance = cluster_distance
+        if distance is None:
+            distance = derive_cluster_distance(self.embedder)
+        if not cluster:
+            distance = None
         return run_derive(
             self.store,
             self.engine.embed,

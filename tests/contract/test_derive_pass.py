@@ -13,7 +13,9 @@ import pytest
 
 from distill import Memory
 from distill.adapters.embed.hashing import HashingEmbedder
+from distill.core.drift import DRIFT_DEPTH_FACTOR
 from distill.core.models import FactStatus
+from distill.core.recall import ARM_DEPTH
 from tests.conftest import FakeClock
 
 SUBJECT = "alex"
@@ -150,3 +152,26 @@ def test_a_dry_run_reports_the_same_and_writes_nothing(voting: Memory, clock: Fa
     real = voting.derive()
     assert (real.processed, real.created) == (2, 1)
     assert [f.value for f in dry.facts] == [f.value for f in real.facts]
+
+
+def test_recall_reads_deeper_for_an_unstable_subject(
+    voting: Memory, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[int] = []
+    nearest = voting.store.recall_nearest
+
+    def spy(scope: object, vector: object, k: int) -> object:
+        asked.append(k)
+        return nearest(scope, vector, k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(voting.store, "recall_nearest", spy)
+    say(voting, "a", at=clock.now() - timedelta(days=20))
+    voting.derive()
+    voting.search("which language", SUBJECT)
+    for day, value in enumerate(["b", "c", "d", "e", "f"]):
+        say(voting, value, at=clock.now() - timedelta(days=19 - day))
+        voting.derive()
+    voting.search("which language", SUBJECT)
+    assert asked == [ARM_DEPTH, ARM_DEPTH * DRIFT_DEPTH_FACTOR]
+    hits = voting.search("which language", SUBJECT)
+    assert [h.fact.value for h in hits] == [{"language": "f"}]  # still only what is served

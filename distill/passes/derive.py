@@ -60,10 +60,25 @@ class DeriveReport:
     facts: list[Fact] = field(default_factory=list)  # created, re-elected or elected
     errors: list[str] = field(default_factory=list)
 
-    def __getattr__(self, name: str) -> int:
-        if name in COUNTS:
-            return self.counts[name]
-        raise AttributeError(name)
+    @property
+    def processed(self) -> int:
+        return self.counts["processed"]
+
+    @property
+    def created(self) -> int:
+        return self.counts["created"]
+
+    @property
+    def reinforced(self) -> int:
+        return self.counts["reinforced"]
+
+    @property
+    def invalidated(self) -> int:
+        return self.counts["invalidated"]
+
+    @property
+    def drift_alerts(self) -> int:
+        return self.counts["drift_alerts"]
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -25,6 +25,8 @@ from distill.adapters.embed.calibrations import derive_cluster_distance
 from distill.arguments import subject_named as _subject
 from distill.core import drift
 from distill.core.derive import DERIVE_BATCH
+from distill.core.identity import identity_key, split_qualifiers
+from distill.core.models import Fact, Observation, Outcome
 from distill.errors import InvalidInput
 from distill.passes.derive import DeriveReport, run_derive
 
@@ -103,6 +105,23 @@ class Deriving:
             dry_run=dry_run,
             batch=batch,
         )
+
+    def votes_of(self, versions: Sequence[Fact]) -> list[Observation]:
+        """The votes behind derived versions of one identity: the observations with outcome
+        `vote` of their source events that name the identity (they name no fact: the derive
+        pass decided after they were recorded), oldest first."""
+        if not versions:
+            return []
+        keys = {f.identity_key for f in versions if f.identity_key}
+        events = sorted({e for f in versions for e in f.source_event_ids})
+        found = self.store.observations_for_events(versions[0].project, events)
+        return [
+            o
+            for o in found
+            if o.outcome is Outcome.VOTE
+            and o.claim.predicate is not None
+            and identity_key(o.claim.predicate, split_qualifiers(o.claim.qualifiers)[0]) in keys
+        ]
 
     def subjects(self, project: str = "default") -> list[SubjectState]:
         """The project's subjects, each with its drift flag: unstable while more than

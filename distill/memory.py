@@ -452,6 +452,7 @@ class Memory(Hygiene, Rulebook, Deriving):
         audit = [entry for f in versions for entry in self.store.audit_for(project, f.id)]
         audit.sort(key=lambda e: (e.at, e.id))
         observations = [o for f in versions for o in self.store.observations_for(project, f.id)]
+        observations += self.votes_of(versions)  # a derived fact's votes name no fact
         # Entries store what changed; each version's row and trail give them back whole.
         audit = audit_trail.expand(
             audit, {f.id: f for f in versions}, {}, {o.id: o for o in observations}

@@ -71,6 +71,8 @@ def test_votes_wait_for_derive_which_elects_the_mode(voting: Memory, clock: Fake
     assert current(voting) == [{"language": "rust"}]
     (fact,) = voting.facts(SUBJECT)
     assert len(fact.source_event_ids) == 2
+    votes = voting.history(fact.id).observations  # the votes that elected it
+    assert [(o.outcome, o.claim.value) for o in votes] == [("vote", {"language": "rust"})] * 2
 
 
 def test_each_vote_is_read_once_and_an_empty_cycle_is_on_record(

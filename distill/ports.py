@@ -152,6 +152,10 @@ class StoreCounts:
     # an erased subject's go with it).
     consolidations: int = 0
     facts_consolidated: int = 0
+    # The derive pass's cycles, the facts it wrote and those it closed (from its audit).
+    derive_cycles: int = 0
+    facts_derived: int = 0
+    facts_invalidated: int = 0
 
 
 @dataclass(frozen=True)

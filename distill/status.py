@@ -37,6 +37,11 @@ class Status:
             "open_conflicts_by_kind": self.counts.open_conflicts_by_kind,
             "consolidations": self.counts.consolidations,
             "facts_consolidated": self.counts.facts_consolidated,
+            "derive": {
+                "cycles": self.counts.derive_cycles,
+                "facts_derived": self.counts.facts_derived,
+                "facts_invalidated": self.counts.facts_invalidated,
+            },
             "unstable_subjects": [{"project": p, "subject": s} for p, s in self.unstable],
             "failed_jobs": [
                 {

@@ -89,6 +89,11 @@ def test_each_vote_is_read_once_and_an_empty_cycle_is_on_record(
     third = voting.derive(batch=3)
     assert third.processed == 0
     assert [c["processed"] for c in cycles(voting)] == [3, 2, 0]
+    assert voting.status().to_dict()["derive"] == {
+        "cycles": 3,
+        "facts_derived": 2,
+        "facts_invalidated": 1,
+    }
 
 
 def test_a_subject_cycle_never_reads_another_scope(voting: Memory, clock: FakeClock) -> None:

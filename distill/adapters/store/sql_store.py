@@ -390,6 +390,7 @@ class SqlStore(SqlJobs):
             running = self._load_jobs(db, "running_jobs", params)
             usage = self._one(db, "llm_usage", params)
             summarised = self._one(db, "count_consolidations", params)
+            derived = self._one(db, "count_derive", params)
         return StoreCounts(
             events=events,
             facts_by_status=facts,
@@ -401,6 +402,9 @@ class SqlStore(SqlJobs):
             llm_usage=LLMUsage(usage["calls"], usage["prompt_tokens"], usage["completion_tokens"]),
             consolidations=int(summarised["consolidations"]),
             facts_consolidated=int(summarised["facts_consolidated"]),
+            derive_cycles=int(derived["derive_cycles"]),
+            facts_derived=int(derived["facts_derived"]),
+            facts_invalidated=int(derived["facts_invalidated"]),
         )
 
     # -- derive ------------------------------------------------------------------------------------

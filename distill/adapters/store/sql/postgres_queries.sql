@@ -1016,3 +1016,12 @@ ORDER BY f.project, f.subject, f.valid_to;
 -- name: subjects_of
 -- A project's subjects: every stored event is held by a job of its subject until an erase.
 SELECT DISTINCT subject FROM jobs WHERE project = %(project)s ORDER BY subject;
+
+-- name: count_derive
+-- The derive pass's counters, read from its audit: cycles run (one `record_cycle` each, empty
+-- ones too), facts it wrote (elected, or replacing one it closed), facts it closed.
+SELECT count(*) FILTER (WHERE action = 'record_cycle') AS derive_cycles,
+       count(*) FILTER (WHERE action = 'create_fact') AS facts_derived,
+       count(*) FILTER (WHERE action = 'retire_fact') AS facts_invalidated
+FROM audit
+WHERE pass_name = 'derive' AND (%(project)s::text IS NULL OR project = %(project)s);

@@ -973,3 +973,12 @@ ORDER BY f.project, f.subject, f.valid_to;
 -- name: subjects_of
 -- A project's subjects: every stored event is held by a job of its subject until an erase.
 SELECT DISTINCT subject FROM jobs WHERE project = :project ORDER BY subject;
+
+-- name: count_derive
+-- The derive pass's counters, read from its audit: cycles run (one `record_cycle` each, empty
+-- ones too), facts it wrote (elected, or replacing one it closed), facts it closed.
+SELECT coalesce(sum(action = 'record_cycle'), 0) AS derive_cycles,
+       coalesce(sum(action = 'create_fact'), 0) AS facts_derived,
+       coalesce(sum(action = 'retire_fact'), 0) AS facts_invalidated
+FROM audit
+WHERE pass_name = 'derive' AND (:project IS NULL OR project = :project);

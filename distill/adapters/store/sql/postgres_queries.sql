@@ -755,7 +755,8 @@ UNION ALL SELECT 'aliases', count(*) FROM aliases
 UNION ALL SELECT 'audit', count(*) FROM audit
 UNION ALL SELECT 'embedding_cache', count(*) FROM embedding_cache
 UNION ALL SELECT 'extractions', count(*) FROM extractions
-UNION ALL SELECT 'rules', count(*) FROM rules;
+UNION ALL SELECT 'rules', count(*) FROM rules
+UNION ALL SELECT 'pass_cursors', count(*) FROM pass_cursors;
 
 -- name: copy_read_events
 SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
@@ -1025,3 +1026,17 @@ SELECT count(*) FILTER (WHERE action = 'record_cycle') AS derive_cycles,
        count(*) FILTER (WHERE action = 'retire_fact') AS facts_invalidated
 FROM audit
 WHERE pass_name = 'derive' AND (%(project)s::text IS NULL OR project = %(project)s);
+
+-- name: copy_read_pass_cursors
+-- Copied with the audit they point into: derive's cursor marks the votes it has counted, and
+-- a copy that forgot it would count them again (distill/adapters/store/copy.py).
+SELECT project, subject, pass_name, position, moved_at FROM pass_cursors
+WHERE %(after_project)s::text IS NULL
+   OR (project, subject, pass_name)
+      > (%(after_project)s::text, %(after_subject)s::text, %(after_pass_name)s::text)
+ORDER BY project, subject, pass_name
+LIMIT %(limit)s;
+
+-- name: copy_write_pass_cursors
+INSERT INTO pass_cursors (project, subject, pass_name, position, moved_at)
+VALUES (%(project)s, %(subject)s, %(pass_name)s, %(position)s, %(moved_at)s);

@@ -715,7 +715,8 @@ UNION ALL SELECT 'aliases', count(*) FROM aliases
 UNION ALL SELECT 'audit', count(*) FROM audit
 UNION ALL SELECT 'embedding_cache', count(*) FROM embedding_cache
 UNION ALL SELECT 'extractions', count(*) FROM extractions
-UNION ALL SELECT 'rules', count(*) FROM rules;
+UNION ALL SELECT 'rules', count(*) FROM rules
+UNION ALL SELECT 'pass_cursors', count(*) FROM pass_cursors;
 
 -- name: copy_read_events
 SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
@@ -982,3 +983,16 @@ SELECT coalesce(sum(action = 'record_cycle'), 0) AS derive_cycles,
        coalesce(sum(action = 'retire_fact'), 0) AS facts_invalidated
 FROM audit
 WHERE pass_name = 'derive' AND (:project IS NULL OR project = :project);
+
+-- name: copy_read_pass_cursors
+-- Copied with the audit they point into: derive's cursor marks the votes it has counted, and
+-- a copy that forgot it would count them again (distill/adapters/store/copy.py).
+SELECT project, subject, pass_name, position, moved_at FROM pass_cursors
+WHERE :after_project IS NULL
+   OR (project, subject, pass_name) > (:after_project, :after_subject, :after_pass_name)
+ORDER BY project, subject, pass_name
+LIMIT :limit;
+
+-- name: copy_write_pass_cursors
+INSERT INTO pass_cursors (project, subject, pass_name, position, moved_at)
+VALUES (:project, :subject, :pass_name, :position, :moved_at);

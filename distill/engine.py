@@ -31,6 +31,7 @@ from distill.core.identity import (
 from distill.core.models import Event, Job
 from distill.core.passes import PassResult, Scope
 from distill.core.plan import Plan, Rejection, describe_action
+from distill.core.votes import Policies
 from distill.core.working import Candidate
 from distill.errors import (
     ClaimLost,
@@ -127,6 +128,7 @@ class Engine:
         new_id: Callable[[], str] | None = None,
         embed_events: bool = False,
         judge: LLM | None = None,
+        policies: Policies | None = None,
     ) -> None:
         """`judge`: the model asked, after a run, about the identity sets of the projects
         the run touched (`passes.identity_judge`); None leaves them to a person."""
@@ -139,7 +141,7 @@ class Engine:
         self.embedder = embedder
         self.extraction = extraction
         self.clock = clock
-        self.adjudication = Adjudication(bands)
+        self.adjudication = Adjudication(bands, policies)
         self._heartbeat = _Heartbeat(store, clock)
         self.new_id = new_id or ids.new_id
         self.answers = ModelAnswers(store, extraction, self.embed, embedder.model_id, clock)

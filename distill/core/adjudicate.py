@@ -45,6 +45,7 @@ from distill.core.plan import (
     LearnAlias,
     Plan,
 )
+from distill.core.votes import Policies
 from distill.core.working import (
     Candidate,
     Identity,
@@ -67,9 +68,11 @@ class Adjudicator(LateArrivals):
         now: datetime,
         new_id: Callable[[], str],
         bands: Bands | None = None,
+        policies: Policies | None = None,
     ) -> None:
         super().__init__(snapshot, now, new_id)
         self.bands = bands or Bands()
+        self.policies = policies or Policies()
 
     def run(self, candidates: Sequence[Candidate]) -> Plan:
         for cand in candidates:
@@ -94,6 +97,9 @@ class Adjudicator(LateArrivals):
                 decision = self._memory(cand)
             elif kind is FactKind.EVENT:
                 decision = self._occurrence(cand)
+            elif self.policies.votes(cand.claim.predicate):
+                # Its value is the evidence's to decide (`core.votes`): a vote, no fact yet.
+                decision = Decision(Outcome.VOTE, None, "a vote: the derive pass decides")
             else:
                 decision = self._state(cand)
             self.decisions.append(decision)

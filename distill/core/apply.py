@@ -24,6 +24,7 @@ from distill.core.plan import (
     OpenConflict,
     Plan,
     PruneFact,
+    RecordCycle,
     RecordObservation,
     ReviseConflict,
     ReviseFact,
@@ -157,7 +158,13 @@ def audit_entries(
             fact_id = action.fact.id
         elif isinstance(
             action,
-            OpenConflict | ReviseConflict | LearnAlias | EraseScope | MoveCursor | AddRule,
+            OpenConflict
+            | ReviseConflict
+            | LearnAlias
+            | EraseScope
+            | MoveCursor
+            | AddRule
+            | RecordCycle,
         ):
             fact_id = None
         entries.append(

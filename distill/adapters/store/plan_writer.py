@@ -27,6 +27,7 @@ from distill.core.plan import (
     OpenConflict,
     Plan,
     PruneFact,
+    RecordCycle,
     RecordObservation,
     ReviseConflict,
     ReviseFact,
@@ -125,6 +126,8 @@ class _Writer:
             self.add_rule(action)
         elif isinstance(action, PruneFact):
             self.prune(action)
+        elif isinstance(action, RecordCycle):
+            pass  # its audit entry is the whole record
         else:
             self.erase(action)
 

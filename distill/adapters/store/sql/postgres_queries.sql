@@ -749,7 +749,8 @@ UNION ALL SELECT 'aliases', count(*) FROM aliases
 UNION ALL SELECT 'audit', count(*) FROM audit
 UNION ALL SELECT 'embedding_cache', count(*) FROM embedding_cache
 UNION ALL SELECT 'extractions', count(*) FROM extractions
-UNION ALL SELECT 'rules', count(*) FROM rules;
+UNION ALL SELECT 'rules', count(*) FROM rules
+UNION ALL SELECT 'pass_cursors', count(*) FROM pass_cursors;
 
 -- name: copy_read_events
 SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
@@ -975,3 +976,61 @@ SELECT count(*) AS made, count(*) FILTER (WHERE revoked_at IS NULL) AS active FR
 SELECT EXISTS (
     SELECT 1 FROM jobs WHERE project = %(project)s AND subject = %(subject)s
 ) AS known;
+
+-- ---------------------------------------------------------------------------------------------
+-- derive: votes (observations with outcome 'vote'), the scopes that have them, and the
+-- derive pass's invalidations (for drift). See distill/passes/derive.py.
+
+-- name: vote_observations
+-- A scope's votes after the derive cursor (an observation id: ids sort by creation), oldest
+-- first, at most %(limit)s (observations_votes).
+SELECT * FROM observations
+WHERE project = %(project)s AND subject = %(subject)s AND outcome = 'vote'
+  AND (%(after)s::text IS NULL OR id > %(after)s::text)
+ORDER BY id
+LIMIT %(limit)s;
+
+-- name: vote_scopes
+-- Scopes holding votes: where derive has something to count, or a cycle to record.
+SELECT DISTINCT project, subject FROM observations
+WHERE (%(projects)s::text[] IS NULL OR project = ANY(%(projects)s::text[]))
+  AND outcome = 'vote'
+ORDER BY project, subject;
+
+-- name: derive_invalidations
+-- The world times (valid_to) at which the derive pass closed facts of a project (or of one
+-- subject; of every project with NULL), after %(since)s: what drift counts (distill/core/drift.py).
+SELECT f.project AS project, f.subject AS subject, f.valid_to AS at
+FROM audit AS a JOIN facts AS f ON f.id = a.fact_id
+WHERE (%(project)s::text IS NULL OR a.project = %(project)s)
+  AND (%(subject)s::text IS NULL OR a.subject = %(subject)s)
+  AND a.pass_name = 'derive' AND a.action = 'retire_fact'
+  AND f.valid_to > %(since)s
+ORDER BY f.project, f.subject, f.valid_to;
+
+-- name: subjects_of
+-- A project's subjects: every stored event is held by a job of its subject until an erase.
+SELECT DISTINCT subject FROM jobs WHERE project = %(project)s ORDER BY subject;
+
+-- name: count_derive
+-- The derive pass's counters, read from its audit: cycles run (one `record_cycle` each, empty
+-- ones too), facts it wrote (elected, or replacing one it closed), facts it closed.
+SELECT count(*) FILTER (WHERE action = 'record_cycle') AS derive_cycles,
+       count(*) FILTER (WHERE action = 'create_fact') AS facts_derived,
+       count(*) FILTER (WHERE action = 'retire_fact') AS facts_invalidated
+FROM audit
+WHERE pass_name = 'derive' AND (%(project)s::text IS NULL OR project = %(project)s);
+
+-- name: copy_read_pass_cursors
+-- Copied with the audit they point into: derive's cursor marks the votes it has counted, and
+-- a copy that forgot it would count them again (distill/adapters/store/copy.py).
+SELECT project, subject, pass_name, position, moved_at FROM pass_cursors
+WHERE %(after_project)s::text IS NULL
+   OR (project, subject, pass_name)
+      > (%(after_project)s::text, %(after_subject)s::text, %(after_pass_name)s::text)
+ORDER BY project, subject, pass_name
+LIMIT %(limit)s;
+
+-- name: copy_write_pass_cursors
+INSERT INTO pass_cursors (project, subject, pass_name, position, moved_at)
+VALUES (%(project)s, %(subject)s, %(pass_name)s, %(position)s, %(moved_at)s);

@@ -48,9 +48,10 @@ class Extracted:
 
 
 def claim_hash(claim: Claim) -> str:
-    """What makes two candidates of one event the same claim (confidence aside). Fields
-    added to `Claim` later are left out while unset, so stored hashes keep matching."""
-    dumped = claim.model_dump(mode="json", exclude={"confidence"})
+    """What makes two candidates of one event the same claim (confidence and the entities it
+    names aside). Fields added to `Claim` later are left out while unset, so stored hashes
+    keep matching."""
+    dumped = claim.model_dump(mode="json", exclude={"confidence", "entities"})
     if dumped.get("updates") is None:
         dumped.pop("updates", None)
     return content_hash(canonical_json(dumped))

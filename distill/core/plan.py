@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from distill.core.cortex_plan import CORTEX_ACTIONS, RecordMentions, WriteProcedure, WriteTopic
 from distill.core.models import Alias, ConflictSet, Fact, Observation, Rule
 
 
@@ -207,6 +208,9 @@ Action = (
     | MoveCursor
     | AddRule
     | PruneFact
+    | WriteProcedure
+    | RecordMentions
+    | WriteTopic
 )
 
 
@@ -283,6 +287,8 @@ def describe_action(action: Action) -> dict[str, Any]:
         out["after"] = action.rule.model_dump(mode="json")
     elif isinstance(action, PruneFact):
         out["before"], out["after"] = pruned_fields(action)
+    elif isinstance(action, CORTEX_ACTIONS):
+        out.update(action.describe())
     else:
         out["after"] = {"erased": dict(action.counts)}
     return out
@@ -308,4 +314,6 @@ def subject_of(action: Action) -> tuple[str, str]:
         return action.rule.project, action.rule.subject
     if isinstance(action, PruneFact):
         return action.fact.project, action.fact.subject
+    if isinstance(action, CORTEX_ACTIONS):
+        return action.scope()
     return action.project, action.subject or ""

@@ -187,6 +187,7 @@ CLAIM_DEFAULTS = {
     "valid_to": None,
     "subject": None,
     "updates": None,
+    "entities": (),
 }
 
 
@@ -260,6 +261,7 @@ POSTGRES_TABLES = [
     "extractions",
     "api_keys",
     "pass_cursors",
+    "rules",
 ]
 
 

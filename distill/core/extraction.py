@@ -170,6 +170,7 @@ CANDIDATE_SCHEMA: dict[str, Any] = {
                     "evidence_span": {"type": "string"},
                     "valid_from": {"type": ["string", "null"]},
                     "updates": {"type": ["string", "null"]},
+                    "entities": {"type": "array", "items": {"type": "string"}},
                 },
                 "required": ["message", "action", "evidence_span"],
             },

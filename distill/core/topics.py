@@ -4,7 +4,8 @@
 
 1. the `entities` of the claims it carries (the caller said so: origin `claims`);
 2. the `entities` of the claims the extractor proposed for it (the model said so, in the
-   answer schema of `prompts/extract.md`: origin `extracted`);
+   answer schema of `prompts/extract_v2.system.txt`: origin `extracted`), each kept only if
+   the event's text names it;
 3. offline, when neither named any: the names its text spells (`core.statements.read`:
    capitalised inside a sentence, mixed case or all capitals, never a sentence's grammar
    word), origin `text`. A fallback: "New York" reads as two names, a lower-case name as none.
@@ -100,11 +101,15 @@ def event_mentions(
         (name, MentionOrigin.CLAIMS) for claim in event.claims for name in claim.entities
     ]
     if not named:
+        # A model's entity counts only if the event's text names it: the model proposes,
+        # and a name it made up links nothing.
+        said = entity_key(event.text)
         named = [
             (name, MentionOrigin.EXTRACTED)
             for o in extracted
             if o.event_id == event.id and o.extractor != "claims"
             for name in o.claim.entities
+            if entity_key(name) in said
         ]
     pairs = [(entity_key(n), n, origin) for n, origin in named]
     if not pairs and event.text.strip():

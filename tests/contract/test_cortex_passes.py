@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from distill import Memory
-from distill.core.patterns import ProcedureStatus, TopicStatus
+from distill.core.patterns import ProcedureStatus
 from distill.errors import InvalidInput, NotFound
 from tests.conftest import FakeClock
 

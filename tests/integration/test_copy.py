@@ -171,11 +171,24 @@ def stores(tmp_path: Path, make_postgres_database: Callable[[], str]) -> Iterato
 
 
 def populate(mem: Memory) -> None:
-    """Two consolidation runs over FIRST and SECOND, and a person's rule."""
+    """Two consolidation runs over FIRST and SECOND, and a person's rule; an agent's actions
+    counted into a procedure with a reported use, and the topics of the entities named."""
     for batch in (FIRST, SECOND):
         mem.add_events(batch)
         mem.consolidate()
     mem.add_rule("u1", "Always reply in British English.")
+    steps = []
+    for session in ("s1", "s2", "s3"):
+        for seq, kind in enumerate(("build", "test")):
+            action = {"type": kind, "outcome": "success", "session": session, "seq": seq}
+            steps.append({"subject": "u5", "text": f"{kind} in {session}", "action": action})
+    steps.append({"subject": "u5", "text": "Ada met Bob in Lyon.", "occurred_at": day(3)})
+    mem.add_events(steps)
+    mem.consolidate()
+    mem.promote_procedures()
+    [procedure] = mem.procedures("u5")
+    mem.record_procedure_use(procedure.id, True)
+    mem.detect_topics()
 
 
 def decide(mem: Memory) -> None:
@@ -245,6 +258,8 @@ def reads(mem: Memory) -> dict[str, Any]:
         "observations": mem.store.observations_for_events("default", [e.id for e in events]),
         "aliases": mem.store.aliases("default", predicates),
         "rules": mem.rules(),
+        "procedures": mem.procedures(),
+        "topics": mem.topics(include_retired=True),
         "counts": mem.status().counts,
     }
 

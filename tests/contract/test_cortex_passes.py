@@ -11,8 +11,13 @@ from typing import Any
 import pytest
 
 from distill import Memory
+from distill.applier import apply_plan
+from distill.core.cortex_plan import WriteProcedure
+from distill.core.passes import Scope
 from distill.core.patterns import ProcedureStatus
-from distill.errors import InvalidInput, NotFound
+from distill.core.plan import Plan
+from distill.core.procedures import decide_procedures, record_use
+from distill.errors import IntegrityViolation, InvalidInput, NotFound
 from tests.conftest import FakeClock
 
 T0 = datetime(2024, 12, 1, 9, 0, tzinfo=UTC)
@@ -170,3 +175,48 @@ def test_erase_takes_procedures_mentions_and_topics(memory: Memory) -> None:
     build_test(memory, range(1))
     memory.consolidate()
     assert memory.detect_topics().events == 2  # the cursor went with the subject
+
+
+def test_a_procedure_changed_since_it_was_read_refuses_the_plan(
+    memory: Memory, clock: FakeClock
+) -> None:
+    build_test(memory, range(3))
+    memory.promote_procedures()
+    [read] = memory.procedures()
+    clock.advance(seconds=5)
+    memory.record_procedure_use(read.id, True)  # another writer, meanwhile
+    late = record_use(read, False, clock.now())
+    with pytest.raises(IntegrityViolation, match="changed since it was read"):
+        apply_plan(
+            memory.store,
+            Plan([late]),
+            Scope("default", "agent"),
+            job_id=None,
+            now=clock.now(),
+            new_id=memory._new_id,
+        )
+    [kept] = memory.procedures()
+    assert (kept.successes, kept.failures) == (1, 0)
+
+
+def test_a_write_outside_its_scope_is_refused(memory: Memory) -> None:
+    build_test(memory, range(3))
+    result = memory.promote_procedures(dry_run=True)
+    assert result.changes
+    [p] = [
+        a.after
+        for a in decide_procedures(
+            "default", "agent", memory.store.action_events("default", "agent"), [], T0
+        ).plan.actions
+        if isinstance(a, WriteProcedure)
+    ]
+    with pytest.raises(IntegrityViolation, match="outside the scope"):
+        apply_plan(
+            memory.store,
+            Plan([WriteProcedure(None, p, "made")]),
+            Scope("default", "someone else"),
+            job_id=None,
+            now=T0,
+            new_id=memory._new_id,
+        )
+    assert memory.procedures() == []

@@ -9,6 +9,8 @@ import itertools
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from distill.core.apply import validate
 from distill.core.cortex_plan import WriteProcedure
@@ -280,3 +282,42 @@ def test_an_event_may_be_an_action_alone() -> None:
 def test_a_bad_action_is_refused(bad: dict[str, object]) -> None:
     with pytest.raises(ValueError):
         EventIn(subject="agent", action=bad)
+
+
+# -- the property: recounting is idempotent whatever order the events come in ----------------------
+@settings(max_examples=60, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(["build", "test", "deploy"]),
+            st.sampled_from(["success", "failure"]),
+            st.sampled_from(["s1", "s2", "s3"]),
+        ),
+        max_size=30,
+    ),
+    data=st.data(),
+)
+def test_any_order_of_the_same_history_counts_the_same_and_a_rerun_changes_nothing(
+    steps: list[tuple[str, str, str]], data: st.DataObject
+) -> None:
+    events = [
+        act(kind, outcome, session, seq=i) for i, (kind, outcome, session) in enumerate(steps)
+    ]
+    shuffled = data.draw(st.permutations(events))
+    first = decide_procedures("p", "agent", events, [], T0)
+    made = [a.after for a in first.plan.actions if isinstance(a, WriteProcedure)]
+    other = [a.after for a in decide_procedures("p", "agent", shuffled, [], T0).plan.actions]
+    assert other == made
+    assert decide_procedures("p", "agent", shuffled, made, T0).plan.actions == []
+    for p in made:  # support is the number of back-to-back successes, as counted by hand
+        seen = 0
+        for session in ("s1", "s2", "s3"):
+            mine = [(k, o) for k, o, s in steps if s == session]
+            seen += sum(
+                1
+                for (ka, oa), (kb, ob) in itertools.pairwise(mine)
+                if (ka, kb) == (p.action_a, p.action_b) and oa == ob == "success"
+            )
+        assert p.support == seen
+        validate_plan = Plan([WriteProcedure(None, p, "made")])
+        validate(validate_plan, "p", "agent")

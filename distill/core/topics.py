@@ -263,8 +263,15 @@ class TopicSnapshot:
 
 
 def new_mentions(snapshot: TopicSnapshot, now: datetime) -> dict[str, list[Mention]]:
-    """The mentions of each new event (event id → mentions), computed once per event."""
-    return {e.id: event_mentions(e, snapshot.extracted, now) for e in snapshot.new_events}
+    """The mentions of each new event (event id → mentions), computed once per event; an
+    event whose mentions are stored already (a cursor walked again: a copy's, say) adds
+    none."""
+    recorded = {m.event_id for m in snapshot.mentions}
+    return {
+        e.id: event_mentions(e, snapshot.extracted, now)
+        for e in snapshot.new_events
+        if e.id not in recorded
+    }
 
 
 def planned_communities(
@@ -282,7 +289,7 @@ def decide_topics(snapshot: TopicSnapshot, now: datetime) -> PassResult:
     decisions: list[Decision] = []
     fresh = new_mentions(snapshot, now)
     for event in snapshot.new_events:
-        found = fresh[event.id]
+        found = fresh.get(event.id, [])
         if found:
             reason = f"event names {len(found)} entit{'y' if len(found) == 1 else 'ies'}"
             plan.add(

@@ -84,6 +84,8 @@ class DetectTopics:
                 break
             walked.append(event)
         capped = len(walked) == TOPIC_EVENTS_PER_RUN and len(found) > TOPIC_EVENTS_PER_RUN
+        if not walked:  # nothing new: nothing to decide, and nothing more to read
+            return Walk(TopicSnapshot(p, s, [], [], [], []), cursor, None, False)
         snapshot = TopicSnapshot(
             project=p,
             subject=s,

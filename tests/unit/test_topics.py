@@ -284,3 +284,11 @@ def test_shuffled_input_gives_the_same_topic_ids_and_memberships(
     ]
     for members in found:  # every community is disjoint from the others
         assert all(set(members).isdisjoint(o) for o in found if o != members)
+
+
+def test_an_event_walked_again_records_no_second_mention() -> None:
+    e = event(entities=("a", "b"))
+    stored = event_mentions(e, [], T0)
+    _, made = first_run([("a", "b")])
+    result = decide_topics(snapshot([e], stored, made), T0)
+    assert [a for a in result.plan.actions if isinstance(a, RecordMentions)] == []

@@ -52,6 +52,7 @@ from distill.core.passes import Scope
 from distill.core.plan import Plan
 from distill.core.recall import MAX_SEARCH_LIMIT, Hit, recall_text
 from distill.core.votes import Policies
+from distill.cortex import Cortex
 from distill.deriving import Deriving
 from distill.engine import Engine
 from distill.errors import ConfigurationError, InvalidInput, NotFound
@@ -84,7 +85,7 @@ class History:
     audit: list[AuditEntry]
 
 
-class Memory(Hygiene, Rulebook, Deriving):
+class Memory(Hygiene, Rulebook, Deriving, Cortex):
     """An agent memory on one database.
 
     Args:
@@ -210,10 +211,10 @@ class Memory(Hygiene, Rulebook, Deriving):
     def _event(self, spec: EventIn, now: datetime) -> Event:
         """The event to store. Two events are one when they have the same idempotency key in a
         project: the key the caller gave, or else a hash of the content: subject, text,
-        source, trust, claims, and `occurred_at` when it was given. A time defaulted to now
-        is left out, so that a retry is a duplicate and not a second statement; trust and
-        source are in, so that a copy from a less trusted source is not taken for the
-        trusted one."""
+        source, trust, claims, the action, and `occurred_at` when it was given. A time
+        defaulted to now is left out, so that a retry is a duplicate and not a second
+        statement; trust and source are in, so that a copy from a less trusted source is not
+        taken for the trusted one."""
         key = spec.idempotency_key or content_hash(
             spec.subject,
             spec.text,
@@ -221,6 +222,8 @@ class Memory(Hygiene, Rulebook, Deriving):
             spec.source,
             spec.trust.value,
             canonical_json([c.model_dump(mode="json") for c in spec.claims]),
+            # Only when there is one, so that the keys of events without an action stay.
+            *([canonical_json(spec.action.model_dump(mode="json"))] if spec.action else []),
         )
         return Event(
             id=self._new_id(),
@@ -233,6 +236,7 @@ class Memory(Hygiene, Rulebook, Deriving):
             trust=spec.trust,
             claims=spec.claims,
             idempotency_key=key,
+            action=spec.action,
         )
 
     def consolidate(

@@ -27,6 +27,7 @@ from distill.core.models import (
     Observation,
     Rule,
 )
+from distill.core.patterns import Mention, Procedure, ProcedureStatus, Topic
 from distill.core.plan import Plan
 
 IdTable = Literal["fact", "conflict"]  # what a person may name by an id prefix
@@ -472,6 +473,43 @@ class Store(Protocol):
     def forget_erased(self) -> None:
         """After an erase, outside any transaction: leave no copy of erased rows in the
         database's own files where the backend can (SQLite empties its write-ahead log)."""
+        ...
+
+    # -- reads for procedures and topics (their writes are plan actions: `core.cortex_plan`) --
+    def action_events(self, project: str, subject: str) -> list[Event]:
+        """The subject's events that record an action, in (occurred_at, id) order."""
+        ...
+
+    def action_scopes(self, projects: Sequence[str]) -> list[tuple[str, str]]:
+        """(project, subject) of every scope with an action event, in order; only those of
+        `projects` unless it is empty."""
+        ...
+
+    def procedures(
+        self, project: str, subject: str | None, status: ProcedureStatus | None = None
+    ) -> list[Procedure]:
+        """A subject's procedures (every subject's with None), of one status or all."""
+        ...
+
+    def event_scopes(self, projects: Sequence[str]) -> list[tuple[str, str]]:
+        """(project, subject) of every scope with an event, in order."""
+        ...
+
+    def events_recorded_after(
+        self, project: str, subject: str, after: tuple[datetime, str] | None, limit: int
+    ) -> list[tuple[Event, bool]]:
+        """The subject's events recorded after `after` (recorded_at, id), in that order, at
+        most `limit`, each with whether a job holding it is still to run."""
+        ...
+
+    def mentions(self, project: str, subject: str) -> list[Mention]:
+        """Every entity the subject's events name, by event."""
+        ...
+
+    def topics(
+        self, project: str, subject: str | None, include_retired: bool = False
+    ) -> list[Topic]:
+        """A subject's topics (every subject's with None), active ones only unless asked."""
         ...
 
 

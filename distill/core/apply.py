@@ -13,6 +13,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from distill.core.audit_trail import stored
+from distill.core.cortex_plan import CORTEX_ACTIONS
 from distill.core.models import AuditEntry, Fact, FactKind, FactStatus, RuleOrigin
 from distill.core.passes import Scope
 from distill.core.plan import (
@@ -62,6 +63,8 @@ def validate(plan: Plan, project: str, subject: str | None) -> None:
         elif isinstance(action, PruneFact):
             _check_prune(action)
             final.pop(action.fact.id, None)
+        elif isinstance(action, CORTEX_ACTIONS):
+            action.check()
         elif isinstance(action, AddRule):
             _check_rule(action)
             rule = action.rule
@@ -158,13 +161,16 @@ def audit_entries(
             fact_id = action.fact.id
         elif isinstance(
             action,
-            OpenConflict
-            | ReviseConflict
-            | LearnAlias
-            | EraseScope
-            | MoveCursor
-            | AddRule
-            | RecordCycle,
+            (
+                OpenConflict
+                | ReviseConflict
+                | LearnAlias
+                | EraseScope
+                | MoveCursor
+                | AddRule
+                | RecordCycle,
+                *CORTEX_ACTIONS,
+            ),
         ):
             fact_id = None
         entries.append(

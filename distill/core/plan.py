@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from distill.core.cortex_plan import CORTEX_ACTIONS, RecordMentions, WriteProcedure, WriteTopic
 from distill.core.models import Alias, ConflictSet, Fact, Observation, Rule
 
 
@@ -230,6 +231,9 @@ Action = (
     | AddRule
     | PruneFact
     | RecordCycle
+    | WriteProcedure
+    | RecordMentions
+    | WriteTopic
 )
 
 
@@ -308,6 +312,8 @@ def describe_action(action: Action) -> dict[str, Any]:
         out["before"], out["after"] = pruned_fields(action)
     elif isinstance(action, RecordCycle):
         out["after"] = {**action.counts, "unstable": action.unstable}
+    elif isinstance(action, CORTEX_ACTIONS):
+        out.update(action.describe())
     else:
         out["after"] = {"erased": dict(action.counts)}
     return out
@@ -335,4 +341,6 @@ def subject_of(action: Action) -> tuple[str, str]:
         return action.fact.project, action.fact.subject
     if isinstance(action, RecordCycle):
         return action.project, action.subject
+    if isinstance(action, CORTEX_ACTIONS):
+        return action.scope()
     return action.project, action.subject or ""

@@ -13,8 +13,11 @@ subjects it left `unstable`, how many cycles are on record), `subjects` (which s
 `Memory.subjects()` calls `unstable` or `stable`), `status` (`Memory.status()` counters, or
 their increase `since` a snapshot), `receipts` (every fact that left the live set points at
 a fact that exists; how many `retired`), `prompts` (how many the model was sent, how many
-times one showed a memory already retired) and `written_before` (a fact's first audit entry
-precedes the last entry of the fact it `retired`).
+times one showed a memory already retired), `written_before` (a fact's first audit entry
+precedes the last entry of the fact it `retired`), `procedures` (a procedures report's
+counters, and the subject's procedures: each `name` with the fields given, exactly those) and
+`topics` (a topics report's counters; the member sets of the subject's `active` and `retired`
+topics, exactly, each active topic's id the one of its sorted member set).
 
 Facts are named by selectors: fields with their values (`{"value": {"lang": "fr"}}`), where
 `sources` and times are event names. A selector must name exactly one fact.
@@ -28,11 +31,14 @@ from typing import Any, Protocol
 
 from distill.core.decay import HALF_LIFE_DAYS
 from distill.core.models import ConflictSet, Event, Fact, FactStatus
+from distill.core.patterns import topic_id
 from distill.memory import Memory
 from distill.passes.dedupe import DedupeReport
 from distill.passes.derive import DeriveReport
+from distill.passes.procedures import ProceduresReport
 from distill.passes.prune import PruneReport
 from distill.passes.summarise import SummariseReport
+from distill.passes.topics import TopicsReport
 from distill.report import Report
 
 # The keys each check accepts.
@@ -53,6 +59,8 @@ CHECKS: dict[str, set[str]] = {
     "written_before": {"fact", "retired"},
     "derive": {"of", "counts", "unstable", "recorded_cycles"},
     "subjects": {"project", "unstable", "stable"},
+    "procedures": {"of", "counts", "subject", "are"},
+    "topics": {"of", "counts", "subject", "active", "retired"},
 }
 # Fact fields that name another fact: the case gives a selector for it.
 LINKS = {"superseded_by", "supersedes_id"}
@@ -83,6 +91,8 @@ class CaseChecks:
     shown: dict[str, list[str]]
     retired_shown: list[str]
     derives: dict[str, DeriveReport]
+    procedure_runs: dict[str, ProceduresReport]
+    topic_runs: dict[str, TopicsReport]
 
     # -- checks ----------------------------------------------------------------------------------
     def check_dedupe(self, step: Mapping[str, Any]) -> None:
@@ -132,6 +142,33 @@ class CaseChecks:
             expect(f"subject {subject} unstable", found.get(subject), True)
         for subject in step.get("stable", []):
             expect(f"subject {subject} unstable", found.get(subject), False)
+
+    def check_procedures(self, step: Mapping[str, Any]) -> None:
+        if "counts" in step:
+            counters(step, "procedures", self.procedure_runs)
+        if "are" not in step:
+            return
+        found = {p.name: p for p in self.mem.procedures(step.get("subject", "agent"))}
+        expect("procedures", sorted(found), sorted(w["name"] for w in step["are"]))
+        for want in step["are"]:
+            got = found[want["name"]].model_dump(mode="json")
+            got["effectiveness"] = found[want["name"]].effectiveness
+            got["name"] = want["name"]
+            for key, value in want.items():
+                expect(f"procedure {want['name']}: {key}", got[key], value)
+
+    def check_topics(self, step: Mapping[str, Any]) -> None:
+        if "counts" in step:
+            counters(step, "topics", self.topic_runs)
+        subject = step.get("subject", "u1")
+        every = self.mem.topics(subject, include_retired=True)
+        for status in ("active", "retired"):
+            if status in step:
+                got = sorted(list(t.members) for t in every if t.status == status)
+                expect(f"{status} topics of {subject}", got, sorted(step[status]))
+        for topic in every:
+            if topic.id != topic_id(topic.project, topic.subject, tuple(sorted(topic.members))):
+                raise CaseFailed(f"topic {topic.name}: its id is not its member set's")
 
     def check_status(self, step: Mapping[str, Any]) -> None:
         got = self.mem.status().to_dict()
@@ -376,7 +413,14 @@ def counters(step: Mapping[str, Any], kind: str, reports: Mapping[str, Reported]
         raise CaseFailed(f"no {kind} report named {name!r}")
     got = reports[name].to_dict()
     for key, want in step.get("counts", {}).items():
-        if key not in got or key in ("groups", "facts", "summaries", "refused", "stopped"):
+        if key not in got or key in (
+            "groups",
+            "facts",
+            "summaries",
+            "refused",
+            "stopped",
+            "changes",
+        ):
             raise CaseFailed(f"a {kind} report has no counter {key!r}")
         expect(f"{kind} {name}: {key}", got[key], want)
 

@@ -52,8 +52,10 @@ from distill.eval.scenario_checks import CaseChecks, CaseFailed
 from distill.memory import Memory
 from distill.passes.dedupe import MAX_SUPERSEDES_PER_RUN, DedupeReport
 from distill.passes.derive import DeriveReport
+from distill.passes.procedures import ProceduresReport
 from distill.passes.prune import PruneReport
 from distill.passes.summarise import SummariseReport
+from distill.passes.topics import TopicsReport
 from distill.report import Report
 
 # World time of events (`at` minutes or `days` after T0) and the clock's start: "now" is
@@ -93,6 +95,10 @@ ACTIONS: dict[str, set[str]] = {
     "prune": {"name", "dry_run", "half_life_days", "floor", "max_prunes"},
     "summarise": {"name", "answers", "keep", "subject", "dry_run"},
     "derive": {"name", "dry_run", "cluster", "cluster_distance", "batch", "subject", "projects"},
+    "act": {"type", "outcome", "session", "seq", "subject", "at", "state"},
+    "procedures": {"name", "dry_run"},
+    "use": {"procedure", "success", "times", "subject"},
+    "topics": {"name", "dry_run"},
 }
 ANY_ACTION = {"raises", "message_contains"}
 REQUIRED: dict[str, set[str]] = {
@@ -105,6 +111,8 @@ REQUIRED: dict[str, set[str]] = {
     "unchanged": {"since"},
     "weight": {"where"},
     "written_before": {"fact", "retired"},
+    "act": {"type"},
+    "use": {"procedure", "success"},
 }
 
 
@@ -229,6 +237,8 @@ class CaseRun(CaseChecks):
         self.derives: dict[str, DeriveReport] = {}
         self.shown: dict[str, list[str]] = {}  # the texts each summarise run's prompts showed
         self.retired_shown: list[str] = []
+        self.procedure_runs: dict[str, ProceduresReport] = {}
+        self.topic_runs: dict[str, TopicsReport] = {}
 
     def step(self, step: Mapping[str, Any]) -> None:
         if "check" in step:
@@ -428,6 +438,38 @@ class CaseRun(CaseChecks):
             batch=step.get("batch", DERIVE_BATCH),
         )
         self.derives[step.get("name", "last")] = self.derives["last"] = report
+
+    def do_act(self, step: Mapping[str, Any]) -> None:
+        action = {
+            "type": step["type"],
+            "outcome": step.get("outcome", "success"),
+            "session": step.get("session", ""),
+            "seq": step.get("seq"),
+            "state": step.get("state", {}),
+        }
+        event = self.mem.add_event(
+            subject=step.get("subject", "agent"),
+            text=f"{step['type']} {action['outcome']} ({action['session']} #{action['seq']})",
+            occurred_at=T0 + timedelta(minutes=step.get("at", len(self.events))),
+            action=action,
+        )
+        self.events[f"E{len(self.events) + 1}"] = event
+
+    def do_procedures(self, step: Mapping[str, Any]) -> None:
+        report = self.mem.promote_procedures(dry_run=step.get("dry_run", False))
+        self.procedure_runs[step.get("name", "last")] = self.procedure_runs["last"] = report
+
+    def do_use(self, step: Mapping[str, Any]) -> None:
+        subject = step.get("subject", "agent")
+        named = [p for p in self.mem.procedures(subject) if p.name == step["procedure"]]
+        if len(named) != 1:
+            raise CaseFailed(f"no one procedure {step['procedure']!r} of {subject!r}")
+        for _ in range(step.get("times", 1)):
+            self.mem.record_procedure_use(named[0].id, bool(step["success"]))
+
+    def do_topics(self, step: Mapping[str, Any]) -> None:
+        report = self.mem.detect_topics(dry_run=step.get("dry_run", False))
+        self.topic_runs[step.get("name", "last")] = self.topic_runs["last"] = report
 
 
 def forms_embedder(forms: Mapping[str, list[float]]) -> HashingEmbedder:

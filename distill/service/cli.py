@@ -24,6 +24,7 @@ from distill.errors import DistillError
 from distill.extractors import EXTRACTORS
 from distill.report import Report
 from distill.service.copy_command import copy_cmd
+from distill.service.cortex_command import procedures_cmd, topics_cmd
 from distill.service.decisions_command import erase, pin, resolve_cmd, retract
 from distill.service.derive_command import derive, parse_policies, subjects
 from distill.service.eval_command import eval_cmd
@@ -227,6 +228,7 @@ def cli(
     type=click.Choice(["trusted", "semi_trusted", "third_party", "untrusted"]),
 )
 @click.option("--claim", "claims", multiple=True, help="A claim as a JSON object (repeatable).")
+@click.option("--action", help='The action it records, as JSON: {"type": "build", "outcome": ...}.')
 @click.option(
     "--idempotency-key", help="Events with one key are one; default: a hash of the content."
 )
@@ -535,6 +537,7 @@ cli.add_command(keys)
 cli.add_command(mcp_cmd)
 cli.add_command(migrate)
 cli.add_command(pin)
+cli.add_command(procedures_cmd)
 cli.add_command(prune)
 cli.add_command(reembed)
 cli.add_command(replay)
@@ -545,6 +548,7 @@ cli.add_command(search)
 cli.add_command(serve)
 cli.add_command(subjects)
 cli.add_command(summarise)
+cli.add_command(topics_cmd)
 cli.add_command(worker)
 for _command in cli.commands.values():
     _command.params.append(db_option())

@@ -187,6 +187,7 @@ CLAIM_DEFAULTS = {
     "valid_to": None,
     "subject": None,
     "updates": None,
+    "entities": (),
 }
 
 

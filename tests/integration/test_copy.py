@@ -185,8 +185,9 @@ VOTES = [
 
 
 def populate(mem: Memory) -> None:
-    """Two consolidation runs over FIRST and SECOND, a person's rule, and three votes counted
-    by a derive cycle (which moves its cursor)."""
+    """Two consolidation runs over FIRST and SECOND, a person's rule, three votes counted by a
+    derive cycle (which moves its cursor), and an agent's actions counted into a procedure
+    with a reported use, and the topics of the entities named."""
     for batch in (FIRST, SECOND):
         mem.add_events(batch)
         mem.consolidate()
@@ -194,6 +195,18 @@ def populate(mem: Memory) -> None:
     mem.add_events(VOTES)
     mem.consolidate()
     assert mem.derive().created == 1
+    steps = []
+    for session in ("s1", "s2", "s3"):
+        for seq, kind in enumerate(("build", "test")):
+            action = {"type": kind, "outcome": "success", "session": session, "seq": seq}
+            steps.append({"subject": "u5", "text": f"{kind} in {session}", "action": action})
+    steps.append({"subject": "u5", "text": "Ada met Bob in Lyon.", "occurred_at": day(3)})
+    mem.add_events(steps)
+    mem.consolidate()
+    mem.promote_procedures()
+    [procedure] = mem.procedures("u5")
+    mem.record_procedure_use(procedure.id, True)
+    mem.detect_topics()
 
 
 def decide(mem: Memory) -> None:
@@ -263,6 +276,8 @@ def reads(mem: Memory) -> dict[str, Any]:
         "observations": mem.store.observations_for_events("default", [e.id for e in events]),
         "aliases": mem.store.aliases("default", predicates),
         "rules": mem.rules(),
+        "procedures": mem.procedures(),
+        "topics": mem.topics(include_retired=True),
         "counts": mem.status().counts,
     }
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from distill.adapters.store import rows
 from distill.adapters.store.plan_writer import write_plan
+from distill.adapters.store.sql_cortex import SqlCortex
 from distill.adapters.store.sql_jobs import SqlJobs
 from distill.core.models import (
     Alias,
@@ -52,7 +53,7 @@ _PREFIX_QUERIES: dict[IdTable, str] = {
 }
 
 
-class SqlStore(SqlJobs):
+class SqlStore(SqlCortex, SqlJobs):
     """`distill.ports.Store` over a backend's named SQL. See the module docstring."""
 
     # -- reads for adjudication --------------------------------------------------------------------

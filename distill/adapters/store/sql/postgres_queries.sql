@@ -37,29 +37,30 @@ SELECT pg_advisory_xact_lock(%(key)s);
 
 -- name: insert_event
 INSERT INTO events (
-    id, project, subject, text, occurred_at, recorded_at, source, trust, claims, idempotency_key
+    id, project, subject, text, occurred_at, recorded_at, source, trust, claims, idempotency_key,
+    action
 ) VALUES (
     %(id)s, %(project)s, %(subject)s, %(text)s, %(occurred_at)s, %(recorded_at)s, %(source)s,
-    %(trust)s, %(claims)s, %(idempotency_key)s
+    %(trust)s, %(claims)s, %(idempotency_key)s, %(action)s
 )
 ON CONFLICT (project, idempotency_key) DO NOTHING;
 
 -- name: event_by_key
 SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
-       idempotency_key
+       idempotency_key, action
 FROM events
 WHERE project = %(project)s AND idempotency_key = %(idempotency_key)s;
 
 -- name: events_by_ids
 SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
-       idempotency_key
+       idempotency_key, action
 FROM events
 WHERE project = %(project)s AND id = ANY(%(ids)s::text[])
 ORDER BY occurred_at, id;
 
 -- name: events_page
 SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
-       idempotency_key
+       idempotency_key, action
 FROM events
 WHERE (%(project)s::text IS NULL OR project = %(project)s)
   AND (%(subject)s::text IS NULL OR subject = %(subject)s)
@@ -750,11 +751,15 @@ UNION ALL SELECT 'audit', count(*) FROM audit
 UNION ALL SELECT 'embedding_cache', count(*) FROM embedding_cache
 UNION ALL SELECT 'extractions', count(*) FROM extractions
 UNION ALL SELECT 'rules', count(*) FROM rules
-UNION ALL SELECT 'pass_cursors', count(*) FROM pass_cursors;
+UNION ALL SELECT 'pass_cursors', count(*) FROM pass_cursors
+UNION ALL SELECT 'procedures', count(*) FROM procedures
+UNION ALL SELECT 'mentions', count(*) FROM mentions
+UNION ALL SELECT 'topics', count(*) FROM topics;
 
 -- name: copy_read_events
 SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
-       idempotency_key, embedding::real[]::double precision[] AS embedding, embedding_model
+       idempotency_key, embedding::real[]::double precision[] AS embedding, embedding_model,
+       action
 FROM events
 WHERE %(after_id)s::text IS NULL OR id > %(after_id)s
 ORDER BY id
@@ -763,10 +768,11 @@ LIMIT %(limit)s;
 -- name: copy_write_events
 INSERT INTO events (
     id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
-    idempotency_key, embedding, embedding_model
+    idempotency_key, embedding, embedding_model, action
 ) VALUES (
     %(id)s, %(project)s, %(subject)s, %(text)s, %(occurred_at)s, %(recorded_at)s, %(source)s,
-    %(trust)s, %(claims)s, %(idempotency_key)s, %(embedding)s::vector, %(embedding_model)s
+    %(trust)s, %(claims)s, %(idempotency_key)s, %(embedding)s::vector, %(embedding_model)s,
+    %(action)s
 );
 
 -- name: copy_read_jobs
@@ -1034,3 +1040,124 @@ LIMIT %(limit)s;
 -- name: copy_write_pass_cursors
 INSERT INTO pass_cursors (project, subject, pass_name, position, moved_at)
 VALUES (%(project)s, %(subject)s, %(pass_name)s, %(position)s, %(moved_at)s);
+
+-- procedures and topics (core/procedures.py, core/topics.py; sql_cortex.py)
+
+-- name: action_events
+-- A subject's events that record an action: what the procedures pass counts.
+SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
+       idempotency_key, action
+FROM events
+WHERE project = %(project)s AND subject = %(subject)s AND action IS NOT NULL
+ORDER BY occurred_at, id;
+
+-- name: action_scopes
+SELECT DISTINCT project, subject FROM events
+WHERE action IS NOT NULL AND (%(projects)s::text[] IS NULL OR project = ANY(%(projects)s::text[]))
+ORDER BY project, subject;
+
+-- name: procedures_of
+SELECT * FROM procedures
+WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s)
+  AND (%(status)s::text IS NULL OR status = %(status)s)
+ORDER BY subject, action_a, action_b;
+
+-- name: insert_procedure
+INSERT INTO procedures (
+    id, project, subject, action_a, action_b, status, support, successes, failures,
+    precondition, source_event_ids, created_at, updated_at
+) VALUES (
+    %(id)s, %(project)s, %(subject)s, %(action_a)s, %(action_b)s, %(status)s, %(support)s, %(successes)s,
+    %(failures)s, %(precondition)s, %(source_event_ids)s, %(created_at)s, %(updated_at)s
+);
+
+-- name: update_procedure
+-- Only the version that was read is changed: a procedure revised meanwhile refuses the plan.
+UPDATE procedures SET
+    status = %(status)s, support = %(support)s, successes = %(successes)s, failures = %(failures)s,
+    precondition = %(precondition)s, source_event_ids = %(source_event_ids)s,
+    updated_at = %(updated_at)s
+WHERE id = %(id)s AND updated_at = %(before_updated_at)s;
+
+-- name: event_scopes
+SELECT DISTINCT project, subject FROM events
+WHERE (%(projects)s::text[] IS NULL OR project = ANY(%(projects)s::text[]))
+ORDER BY project, subject;
+
+-- name: topic_events_after
+-- A subject's events recorded after the cursor (recorded_at, id), each with whether a job
+-- that holds it is still to run (its extraction not done yet).
+SELECT e.id, e.project, e.subject, e.text, e.occurred_at, e.recorded_at, e.source, e.trust,
+       e.claims, e.idempotency_key, e.action,
+       EXISTS (
+           SELECT 1 FROM job_events je JOIN jobs j ON j.id = je.job_id
+           WHERE je.event_id = e.id AND j.status IN ('pending', 'running')
+       ) AS waiting
+FROM events e
+WHERE e.project = %(project)s AND e.subject = %(subject)s
+  AND (%(after_id)s::text IS NULL OR (e.recorded_at, e.id) > (%(after_time)s::timestamptz, %(after_id)s::text))
+ORDER BY e.recorded_at, e.id
+LIMIT %(limit)s;
+
+-- name: mentions_of
+SELECT event_id, entity, project, subject, name, origin, recorded_at FROM mentions
+WHERE project = %(project)s AND subject = %(subject)s
+ORDER BY event_id, entity;
+
+-- name: insert_mention
+INSERT INTO mentions (event_id, entity, project, subject, name, origin, recorded_at)
+VALUES (%(event_id)s, %(entity)s, %(project)s, %(subject)s, %(name)s, %(origin)s, %(recorded_at)s)
+ON CONFLICT (event_id, entity) DO NOTHING;
+
+-- name: topics_of
+SELECT * FROM topics
+WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s)
+  AND (%(include_retired)s::boolean OR status = 'active')
+ORDER BY subject, status, created_at, id;
+
+-- name: insert_topic
+INSERT INTO topics (
+    id, project, subject, name, members, names, embedding, named_by, status, created_at,
+    retired_at
+) VALUES (
+    %(id)s, %(project)s, %(subject)s, %(name)s, %(members)s, %(names)s, %(embedding)s, %(named_by)s, %(status)s,
+    %(created_at)s, %(retired_at)s
+);
+
+-- name: update_topic
+-- Only the version that was read is changed: a topic revised meanwhile refuses the plan.
+UPDATE topics SET
+    name = %(name)s, names = %(names)s, embedding = %(embedding)s, named_by = %(named_by)s,
+    status = %(status)s, retired_at = %(retired_at)s
+WHERE id = %(id)s AND status = %(before_status)s;
+
+-- name: erase_procedures
+DELETE FROM procedures WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s);
+
+-- name: erase_mentions
+DELETE FROM mentions WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s);
+
+-- name: erase_topics
+DELETE FROM topics WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s);
+
+-- name: copy_read_procedures
+SELECT id, project, subject, action_a, action_b, status, support, successes, failures,
+       precondition, source_event_ids, created_at, updated_at
+FROM procedures
+WHERE %(after_id)s::text IS NULL OR id > %(after_id)s
+ORDER BY id
+LIMIT %(limit)s;
+
+-- name: copy_read_mentions
+SELECT event_id, entity, project, subject, name, origin, recorded_at FROM mentions
+WHERE %(after_event_id)s::text IS NULL OR (event_id, entity) > (%(after_event_id)s::text, %(after_entity)s::text)
+ORDER BY event_id, entity
+LIMIT %(limit)s;
+
+-- name: copy_read_topics
+SELECT id, project, subject, name, members, names, embedding, named_by, status, created_at,
+       retired_at
+FROM topics
+WHERE %(after_id)s::text IS NULL OR id > %(after_id)s
+ORDER BY id
+LIMIT %(limit)s;

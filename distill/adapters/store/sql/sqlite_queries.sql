@@ -24,16 +24,17 @@ INSERT INTO schema_migrations (version, applied_at) VALUES (:version, :applied_a
 
 -- name: insert_event
 INSERT INTO events (
-    id, project, subject, text, occurred_at, recorded_at, source, trust, claims, idempotency_key
+    id, project, subject, text, occurred_at, recorded_at, source, trust, claims, idempotency_key,
+    action
 ) VALUES (
     :id, :project, :subject, :text, :occurred_at, :recorded_at, :source, :trust, :claims,
-    :idempotency_key
+    :idempotency_key, :action
 )
 ON CONFLICT (project, idempotency_key) DO NOTHING;
 
 -- name: event_by_key
 SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
-       idempotency_key
+       idempotency_key, action
 FROM events
 WHERE project = :project AND idempotency_key = :idempotency_key;
 
@@ -41,14 +42,14 @@ WHERE project = :project AND idempotency_key = :idempotency_key;
 -- `+project`: looked up by primary key, then checked; without the +, SQLite (which has no
 -- statistics) prefers the project index and reads every event of the project.
 SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
-       idempotency_key
+       idempotency_key, action
 FROM events
 WHERE +project = :project AND id IN (SELECT stored_id(value) FROM json_each(:ids))
 ORDER BY occurred_at, id;
 
 -- name: events_page
 SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
-       idempotency_key
+       idempotency_key, action
 FROM events
 WHERE (:project IS NULL OR project = :project)
   AND (:subject IS NULL OR subject = :subject)
@@ -716,11 +717,14 @@ UNION ALL SELECT 'audit', count(*) FROM audit
 UNION ALL SELECT 'embedding_cache', count(*) FROM embedding_cache
 UNION ALL SELECT 'extractions', count(*) FROM extractions
 UNION ALL SELECT 'rules', count(*) FROM rules
-UNION ALL SELECT 'pass_cursors', count(*) FROM pass_cursors;
+UNION ALL SELECT 'pass_cursors', count(*) FROM pass_cursors
+UNION ALL SELECT 'procedures', count(*) FROM procedures
+UNION ALL SELECT 'mentions', count(*) FROM mentions
+UNION ALL SELECT 'topics', count(*) FROM topics;
 
 -- name: copy_read_events
 SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
-       idempotency_key, embedding, embedding_model
+       idempotency_key, embedding, embedding_model, action
 FROM events
 WHERE :after_id IS NULL OR id > :after_id
 ORDER BY id
@@ -729,10 +733,10 @@ LIMIT :limit;
 -- name: copy_write_events
 INSERT INTO events (
     id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
-    idempotency_key, embedding, embedding_model
+    idempotency_key, embedding, embedding_model, action
 ) VALUES (
     :id, :project, :subject, :text, :occurred_at, :recorded_at, :source, :trust, :claims,
-    :idempotency_key, :embedding, :embedding_model
+    :idempotency_key, :embedding, :embedding_model, :action
 );
 
 -- name: copy_read_jobs
@@ -996,3 +1000,124 @@ LIMIT :limit;
 -- name: copy_write_pass_cursors
 INSERT INTO pass_cursors (project, subject, pass_name, position, moved_at)
 VALUES (:project, :subject, :pass_name, :position, :moved_at);
+
+-- procedures and topics (core/procedures.py, core/topics.py; sql_cortex.py)
+
+-- name: action_events
+-- A subject's events that record an action: what the procedures pass counts.
+SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
+       idempotency_key, action
+FROM events
+WHERE project = :project AND subject = :subject AND action IS NOT NULL
+ORDER BY occurred_at, id;
+
+-- name: action_scopes
+SELECT DISTINCT project, subject FROM events
+WHERE action IS NOT NULL AND (:projects IS NULL OR project IN (SELECT value FROM json_each(:projects)))
+ORDER BY project, subject;
+
+-- name: procedures_of
+SELECT * FROM procedures
+WHERE project = :project AND (:subject IS NULL OR subject = :subject)
+  AND (:status IS NULL OR status = :status)
+ORDER BY subject, action_a, action_b;
+
+-- name: insert_procedure
+INSERT INTO procedures (
+    id, project, subject, action_a, action_b, status, support, successes, failures,
+    precondition, source_event_ids, created_at, updated_at
+) VALUES (
+    :id, :project, :subject, :action_a, :action_b, :status, :support, :successes,
+    :failures, :precondition, :source_event_ids, :created_at, :updated_at
+);
+
+-- name: update_procedure
+-- Only the version that was read is changed: a procedure revised meanwhile refuses the plan.
+UPDATE procedures SET
+    status = :status, support = :support, successes = :successes, failures = :failures,
+    precondition = :precondition, source_event_ids = :source_event_ids,
+    updated_at = :updated_at
+WHERE id = :id AND updated_at = :before_updated_at;
+
+-- name: event_scopes
+SELECT DISTINCT project, subject FROM events
+WHERE (:projects IS NULL OR project IN (SELECT value FROM json_each(:projects)))
+ORDER BY project, subject;
+
+-- name: topic_events_after
+-- A subject's events recorded after the cursor (recorded_at, id), each with whether a job
+-- that holds it is still to run (its extraction not done yet).
+SELECT e.id, e.project, e.subject, e.text, e.occurred_at, e.recorded_at, e.source, e.trust,
+       e.claims, e.idempotency_key, e.action,
+       EXISTS (
+           SELECT 1 FROM job_events je JOIN jobs j ON j.id = je.job_id
+           WHERE je.event_id = e.id AND j.status IN ('pending', 'running')
+       ) AS waiting
+FROM events e
+WHERE e.project = :project AND e.subject = :subject
+  AND (:after_id IS NULL OR (e.recorded_at, e.id) > (:after_time, :after_id))
+ORDER BY e.recorded_at, e.id
+LIMIT :limit;
+
+-- name: mentions_of
+SELECT event_id, entity, project, subject, name, origin, recorded_at FROM mentions
+WHERE project = :project AND subject = :subject
+ORDER BY event_id, entity;
+
+-- name: insert_mention
+INSERT INTO mentions (event_id, entity, project, subject, name, origin, recorded_at)
+VALUES (:event_id, :entity, :project, :subject, :name, :origin, :recorded_at)
+ON CONFLICT (event_id, entity) DO NOTHING;
+
+-- name: topics_of
+SELECT * FROM topics
+WHERE project = :project AND (:subject IS NULL OR subject = :subject)
+  AND (:include_retired OR status = 'active')
+ORDER BY subject, status, created_at, id;
+
+-- name: insert_topic
+INSERT INTO topics (
+    id, project, subject, name, members, names, embedding, named_by, status, created_at,
+    retired_at
+) VALUES (
+    :id, :project, :subject, :name, :members, :names, :embedding, :named_by, :status,
+    :created_at, :retired_at
+);
+
+-- name: update_topic
+-- Only the version that was read is changed: a topic revised meanwhile refuses the plan.
+UPDATE topics SET
+    name = :name, names = :names, embedding = :embedding, named_by = :named_by,
+    status = :status, retired_at = :retired_at
+WHERE id = :id AND status = :before_status;
+
+-- name: erase_procedures
+DELETE FROM procedures WHERE project = :project AND (:subject IS NULL OR subject = :subject);
+
+-- name: erase_mentions
+DELETE FROM mentions WHERE project = :project AND (:subject IS NULL OR subject = :subject);
+
+-- name: erase_topics
+DELETE FROM topics WHERE project = :project AND (:subject IS NULL OR subject = :subject);
+
+-- name: copy_read_procedures
+SELECT id, project, subject, action_a, action_b, status, support, successes, failures,
+       precondition, source_event_ids, created_at, updated_at
+FROM procedures
+WHERE :after_id IS NULL OR id > :after_id
+ORDER BY id
+LIMIT :limit;
+
+-- name: copy_read_mentions
+SELECT event_id, entity, project, subject, name, origin, recorded_at FROM mentions
+WHERE :after_event_id IS NULL OR (event_id, entity) > (:after_event_id, :after_entity)
+ORDER BY event_id, entity
+LIMIT :limit;
+
+-- name: copy_read_topics
+SELECT id, project, subject, name, members, names, embedding, named_by, status, created_at,
+       retired_at
+FROM topics
+WHERE :after_id IS NULL OR id > :after_id
+ORDER BY id
+LIMIT :limit;

@@ -20,7 +20,7 @@ from distill.core.plan import (
     CreateFact,
     EraseScope,
     LearnAlias,
-    MoveCursor,
+    MarkFacts,
     OpenConflict,
     Plan,
     PruneFact,
@@ -61,6 +61,10 @@ def validate(plan: Plan, project: str, subject: str | None) -> None:
         elif isinstance(action, PruneFact):
             _check_prune(action)
             final.pop(action.fact.id, None)
+        elif isinstance(action, MarkFacts):
+            marked = [m.fact_id for m in action.marks]
+            if len(set(marked)) != len(marked):
+                raise IntegrityViolation(f"plan marks a fact twice for {action.mark_pass}")
         elif isinstance(action, AddRule):
             _check_rule(action)
             rule = action.rule
@@ -157,7 +161,7 @@ def audit_entries(
             fact_id = action.fact.id
         elif isinstance(
             action,
-            OpenConflict | ReviseConflict | LearnAlias | EraseScope | MoveCursor | AddRule,
+            OpenConflict | ReviseConflict | LearnAlias | EraseScope | MarkFacts | AddRule,
         ):
             fact_id = None
         entries.append(

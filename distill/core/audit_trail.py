@@ -49,7 +49,7 @@ from distill.core.plan import (
     AddRule,
     CreateFact,
     LearnAlias,
-    MoveCursor,
+    MarkFacts,
     OpenConflict,
     PruneFact,
     RecordObservation,
@@ -82,8 +82,8 @@ def stored(action: Action) -> tuple[JsonObject | None, JsonObject | None]:
         return None, {"id": action.observation.id, "event_id": action.observation.event_id}
     if isinstance(action, LearnAlias):
         return None, action.alias.model_dump(mode="json")
-    if isinstance(action, MoveCursor):
-        return {"cursor": action.before}, {"cursor": action.after, "pass": action.cursor_pass}
+    if isinstance(action, MarkFacts):
+        return None, action.audited()
     if isinstance(action, AddRule):
         return None, action.rule.model_dump(mode="json")
     if isinstance(action, PruneFact):

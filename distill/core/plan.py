@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from distill.core.models import Alias, ConflictSet, Fact, Observation, Rule
+from distill.core.watermark import Mark
 
 
 @dataclass(frozen=True)
@@ -136,24 +137,29 @@ class EraseScope:
 
 
 @dataclass(frozen=True)
-class MoveCursor:
-    """Where a pass that walks a scope's backlog stops: applied in the same transaction as
-    the batch it ends, so that the cursor never passes work that was not written. `before`
-    is where the pass read it (None: never moved); a cursor that moved meanwhile refuses the
-    plan."""
+class MarkFacts:
+    """The extraction watermark moving (`core.watermark`): the facts `mark_pass` finished
+    with, each with the signature of the text it read, applied in the same transaction as
+    what the pass derived from them, so that a mark never covers work that was not written.
+    Each `Mark` names the signature the pass read (None: unmarked); a mark that changed
+    meanwhile, or a fact not of the scope, refuses the plan."""
 
     project: str
     subject: str
-    cursor_pass: str
-    before: str | None
-    after: str
+    mark_pass: str
+    marks: tuple[Mark, ...]
     at: datetime
     reason: str
     pass_name: str = "judge"
 
     @property
     def name(self) -> str:
-        return "move_cursor"
+        return "mark_facts"
+
+    def audited(self) -> dict[str, Any]:
+        """What the audit keeps: the pass and the facts, not the signatures (a digest of a
+        text is the text's to keep, not the audit's)."""
+        return {"pass": self.mark_pass, "facts": [m.fact_id for m in self.marks]}
 
 
 @dataclass(frozen=True)
@@ -204,7 +210,7 @@ Action = (
     | RecordObservation
     | LearnAlias
     | EraseScope
-    | MoveCursor
+    | MarkFacts
     | AddRule
     | PruneFact
 )
@@ -277,8 +283,8 @@ def describe_action(action: Action) -> dict[str, Any]:
         out["after"] = action.observation.model_dump(mode="json", include=OBSERVATION_SUMMARY)
     elif isinstance(action, LearnAlias):
         out["after"] = action.alias.model_dump(mode="json")
-    elif isinstance(action, MoveCursor):
-        out["before"], out["after"] = {"cursor": action.before}, {"cursor": action.after}
+    elif isinstance(action, MarkFacts):
+        out["after"] = action.audited()
     elif isinstance(action, AddRule):
         out["after"] = action.rule.model_dump(mode="json")
     elif isinstance(action, PruneFact):
@@ -302,7 +308,7 @@ def subject_of(action: Action) -> tuple[str, str]:
         return action.observation.project, action.observation.subject
     if isinstance(action, LearnAlias):
         return action.alias.project, ""
-    if isinstance(action, MoveCursor):
+    if isinstance(action, MarkFacts):
         return action.project, action.subject
     if isinstance(action, AddRule):
         return action.rule.project, action.rule.subject

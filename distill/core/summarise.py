@@ -2,11 +2,11 @@
 what the proposal may consume.
 
 The graymatter seed's propose/apply consolidation. **What is offered** (`offered`): per
-scope, the unpinned live memories changed since the pass's cursor, in the order of their
-latest change (a reinforcement is a change, so "oldest" means oldest and least recently
-reinforced). The `SUMMARISE_KEEP` most recently changed of them are never offered: what a
-subject said lately stays verbatim. So a subject with little new memory is never asked
-about, and a run over memory that did not change asks nothing. Pinned memories never reach
+scope, the unpinned live memories the summariser has not read as they are now (the
+extraction watermark, `core.watermark`: new, or their text changed), least recently
+reinforced first. The `SUMMARISE_KEEP` most recently reinforced of them are never offered:
+what a subject said lately stays verbatim. So a subject with little new memory is never
+asked about, and a run over memory that did not change asks nothing. Pinned memories never reach
 the model (invariant 6), whatever the store holds.
 
 **The proposal** is one JSON object `{"summary": "...", "consumes": ["M1", ...],
@@ -114,9 +114,9 @@ SCHEMA: dict[str, Any] = {
 
 
 def offered(changed: Sequence[Fact], keep: int = SUMMARISE_KEEP) -> list[Fact]:
-    """The memories of `changed` (a scope's live memories changed since the cursor, oldest
-    change first) that may be summarised: unpinned memories, all but the `keep` most
-    recently changed of them."""
+    """The memories of `changed` (a scope's live memories not yet read by the summariser,
+    least recently reinforced first) that may be summarised: unpinned memories, all but the
+    `keep` most recently reinforced of them."""
     eligible = [
         f
         for f in changed

@@ -4,8 +4,8 @@ steps, compared with what the case expects (`scenario_steps.py` runs the actions
 Checks: `report` (counters, rejection reasons, learned aliases, whether the provider stopped
 the run, or `same_as` another report), `fact` (one fact's fields), `facts` (the served facts
 of a subject, exactly; the number of rows with retired ones), `conflicts`, `jobs`, and
-`unchanged` since a snapshot (all of it, or one fact; with `cursor_moves`, a pass's cursor
-moves are the audit entries allowed), `dedupe` and `prune` (a report's
+`unchanged` since a snapshot (all of it, or one fact; with `marks`, a pass's marks
+are the audit entries allowed), `dedupe` and `prune` (a report's
 counters), `weight` (a fact's weight now: `is` to 1e-9, or `below`), `summarise` (a
 summarise report's counters, its refusal codes, how many notes say where it `stopped` and
 what they say, the texts its prompts `shown`), `status` (`Memory.status()` counters, or
@@ -39,7 +39,7 @@ CHECKS: dict[str, set[str]] = {
     "facts": {"subject", "project", "kind", "active", "total"},
     "conflicts": {"subject", "project", "status", "count", "kind", "members", "kept"},
     "jobs": {"all", "count", "by_subject"},
-    "unchanged": {"since", "fact", "cursor_moves"},
+    "unchanged": {"since", "fact", "marks"},
     "dedupe": {"of", "counts"},
     "prune": {"of", "counts"},
     "weight": {"where", "is", "below", "half_life_days"},
@@ -267,9 +267,9 @@ class CaseChecks:
             expect(f"fact {describe(step['fact'])}", fact.model_dump(), before["facts"][fact.id])
             return
         now = self.snapshot()
-        if step.get("cursor_moves"):  # a pass's cursor moving past what it was shown
+        if step.get("marks"):  # a pass marking what it was shown (the watermark)
             old = before["audit"]
-            now["audit"] = [e for e in now["audit"] if e in old or e.action != "move_cursor"]
+            now["audit"] = [e for e in now["audit"] if e in old or e.action != "mark_facts"]
         for part, value in now.items():
             expect(f"{part} since snapshot {step['since']}", value, before[part])
 

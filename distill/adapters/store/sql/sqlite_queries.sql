@@ -502,18 +502,6 @@ WHERE (:projects IS NULL OR project IN (SELECT value FROM json_each(:projects)))
   AND status = 'active' AND kind = 'memory' AND reinforcement_count >= :threshold
 ORDER BY project, subject;
 
--- name: pass_cursor
-SELECT position FROM pass_cursors
-WHERE project = :project AND subject = :subject AND pass_name = :pass_name;
-
--- name: move_pass_cursor
--- Moves only from where the pass read it (`was`; NULL: never moved): one row, or none.
-INSERT INTO pass_cursors (project, subject, pass_name, position, moved_at)
-VALUES (:project, :subject, :pass_name, :position, :moved_at)
-ON CONFLICT (project, subject, pass_name) DO UPDATE
-SET position = excluded.position, moved_at = excluded.moved_at
-WHERE pass_cursors.position = :was;
-
 -- name: facts_active
 SELECT * FROM facts
 WHERE project = :project AND (:subject IS NULL OR subject = :subject) AND status = 'active'
@@ -891,9 +879,6 @@ DELETE FROM aliases WHERE project = :project AND :subject IS NULL;
 -- name: erase_rules
 DELETE FROM rules WHERE project = :project AND (:subject IS NULL OR subject = :subject);
 
--- name: erase_pass_cursors
-DELETE FROM pass_cursors WHERE project = :project AND (:subject IS NULL OR subject = :subject);
-
 -- name: erase_cached_embeddings
 -- The vectors of the erased texts, under every model (a vector tells of its text), but
 -- those a fact of another scope still names (two subjects may say "bike_count: 3").
@@ -939,3 +924,37 @@ SELECT count(*) AS made, count(*) FILTER (WHERE revoked_at IS NULL) AS active FR
 -- Whether the project holds anything of a subject: every stored event is held by a job of
 -- its subject until an erase (jobs_by_subject answers it).
 SELECT EXISTS (SELECT 1 FROM jobs WHERE project = :project AND subject = :subject) AS known;
+
+-- ---------------------------------------------------------------------------------------------
+-- the extraction watermark: what a pass has read of each fact (distill/core/watermark.py)
+
+-- name: unmarked_memories
+-- A scope's live memories `pass_name` has no mark of their text for (new, or text changed),
+-- least recently reinforced first. text_signature is the store's `core.watermark.signature`.
+SELECT f.* FROM facts AS f
+LEFT JOIN fact_marks AS m ON m.fact_id = f.id AND m.pass_name = :pass_name
+WHERE f.project = :project AND f.subject = :subject AND f.status = 'active'
+  AND f.kind = 'memory'
+  AND (m.signature IS NULL OR m.signature != text_signature(f.text))
+ORDER BY f.last_reinforced_at, f.id;
+
+-- name: fact_marks
+SELECT fact_id, signature FROM fact_marks
+WHERE pass_name = :pass_name AND project = :project
+  AND fact_id IN (SELECT stored_id(value) FROM json_each(:ids));
+
+-- name: mark_fact
+-- A fact of the scope marked, moved only from the signature the pass read (`was`; NULL:
+-- unmarked): one row, or none (a fact not of the scope, or marked meanwhile).
+INSERT INTO fact_marks (fact_id, pass_name, project, subject, signature, marked_at)
+SELECT id, :pass_name, project, subject, :signature, :marked_at FROM facts
+WHERE id = :fact_id AND project = :project AND subject = :subject
+ON CONFLICT (fact_id, pass_name) DO UPDATE
+SET signature = excluded.signature, marked_at = excluded.marked_at
+WHERE fact_marks.signature = :was;
+
+-- name: prune_fact_marks
+DELETE FROM fact_marks WHERE fact_id = :fact_id;
+
+-- name: erase_fact_marks
+DELETE FROM fact_marks WHERE project = :project AND (:subject IS NULL OR subject = :subject);

@@ -106,10 +106,11 @@ class Hygiene:
         max_tokens: int | None = JUDGE_MAX_TOKENS,
         max_changes: int | None = MAX_SUPERSEDES_PER_RUN,
     ) -> JudgeReport:
-        """Put memories new or changed since each scope's cursor to the model, beside their
-        nearest stored ones, and apply the verdicts that pass the checks of
-        `core.memory_judge` (merge, supersede, or nothing). At most `max_calls` model calls
-        and `max_tokens` tokens per run, and `max_changes` memories retired. Needs a model
+        """Put the memories the judge has not read as their words stand (new, or their text
+        changed: the watermark) to the model, beside their nearest stored ones, and apply
+        the verdicts that pass the checks of `core.memory_judge` (merge, supersede, or
+        nothing). At most `max_calls` model calls and `max_tokens` tokens per run, and
+        `max_changes` memories retired. Needs a model
         (`Memory(llm=...)`)."""
         return run_judge(
             self.store,
@@ -172,12 +173,12 @@ class Hygiene:
         max_tokens: int | None = SUMMARISE_MAX_TOKENS,
         keep: int = SUMMARISE_KEEP,
     ) -> SummariseReport:
-        """Put each subject's old memories (all but its `keep` most recently changed, unpinned,
-        changed since the last run) to the model in batches, and write the summaries whose
-        every consumed memory passes the checks of `core.summarise`: the summary first, then
-        each consumed memory retired into it, its receipt. At most `max_calls` model calls
-        and `max_tokens` tokens per run; `dry_run` asks and reports, writing nothing. Needs
-        a model (`Memory(llm=...)`)."""
+        """Put each subject's old memories (all but its `keep` most recently reinforced,
+        unpinned, not yet read as their words stand: the watermark) to the model in batches,
+        and write the summaries whose every consumed memory passes the checks of
+        `core.summarise`: the summary first, then each consumed memory retired into it, its
+        receipt. At most `max_calls` model calls and `max_tokens` tokens per run; `dry_run`
+        asks and reports, writing nothing. Needs a model (`Memory(llm=...)`)."""
         if not isinstance(keep, int) or keep < 0:
             raise InvalidInput("keep: a whole number of 0 or more")
         return run_summarise(

@@ -11,8 +11,9 @@ summarise report's counters, its refusal codes, how many notes say where it `sto
 what they say, the texts its prompts `shown`), `status` (`Memory.status()` counters, or
 their increase `since` a snapshot), `receipts` (every fact that left the live set points at
 a fact that exists; how many `retired`), `prompts` (how many the model was sent, how many
-times one showed a memory already retired) and `written_before` (a fact's first audit entry
-precedes the last entry of the fact it `retired`).
+times one showed a memory already retired, words none of them may show: `never_shows`)
+and `written_before` (a fact's first audit entry precedes the last entry of the fact it
+`retired`).
 
 Facts are named by selectors: fields with their values (`{"value": {"lang": "fr"}}`), where
 `sources` and times are event names. A selector must name exactly one fact.
@@ -46,7 +47,7 @@ CHECKS: dict[str, set[str]] = {
     "summarise": {"of", "counts", "refused", "stopped", "stopped_contains", "shown"},
     "status": {"counts", "since"},
     "receipts": {"retired"},
-    "prompts": {"count", "retired_shown"},
+    "prompts": {"count", "retired_shown", "never_shows"},
     "written_before": {"fact", "retired"},
 }
 # Fact fields that name another fact: the case gives a selector for it.
@@ -135,6 +136,10 @@ class CaseChecks:
             expect("prompts sent to the model", len(calls), step["count"])
         if "retired_shown" in step:
             expect("retired memories shown again", len(self.retired_shown), step["retired_shown"])
+        for text in step.get("never_shows", []):  # a pinned memory's words, say (invariant 6)
+            seen = [n for n, call in enumerate(calls, 1) if text in call.system + call.prompt]
+            if seen:
+                raise CaseFailed(f"prompt(s) {seen} showed {text!r} to the model")
 
     def check_written_before(self, step: Mapping[str, Any]) -> None:
         first, later = self.find(step["fact"]), self.find(step["retired"])

@@ -56,6 +56,11 @@ SUMMARISE_MAX_PER_RUN = 48  # memories offered per scope per run, as the judge's
 # A call carries ten memories and a paragraph back: about a thousand tokens.
 SUMMARISE_MAX_CALLS = 20
 SUMMARISE_MAX_TOKENS = 100_000
+# Tries per call: the seed's "one retry", for transient failures only (transport, timeouts,
+# 5xx, 408, 429; any other 4xx is a refusal that a retry would only repeat). Fewer than the
+# providers' default 3: the summariser is optional, and a model that fails twice in a row is
+# better left for the next cycle than waited on.
+SUMMARISE_ATTEMPTS = 2
 
 
 @dataclass

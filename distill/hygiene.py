@@ -200,4 +200,6 @@ class Hygiene:
             max_calls=max_calls,
             max_tokens=max_tokens,
             keep=keep,
+            embed=self.engine.embed,
+            model_id=self.embedder.model_id,
         )

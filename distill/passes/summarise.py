@@ -37,6 +37,7 @@ from distill.core import summarise as cs
 from distill.core.memory_judge import contested_pairs
 from distill.core.models import ConflictStatus, Fact
 from distill.core.passes import Context, Decision, PassResult, Scope
+from distill.core.recall import recall_text
 from distill.passes.asking import Asker, Budget, ModelRun, Reader, Stop
 from distill.passes.backlog import (
     Backlog,
@@ -47,7 +48,7 @@ from distill.passes.backlog import (
     over_scopes,
     unmarked,
 )
-from distill.ports import LLM, Store
+from distill.ports import LLM, Store, Vector
 
 log = logging.getLogger("distill.summarise")
 
@@ -105,6 +106,7 @@ class Proposed:
     shown: tuple[Fact, ...]
     proposals: tuple[cs.Proposal, ...]
     read: dict[str, str]
+    recall: cs.Recall | None = None  # the summaries' recall vectors, embedded before the lock
 
 
 @dataclass(frozen=True)
@@ -154,7 +156,7 @@ class SummariseBatch:
             )
             consumes = tuple(i for i in p.consumes if i in unchanged)
             proposals.append(replace(p, consumes=consumes, contradictions=contradictions))
-        cs.check(proposals, context.now, context.new_id, snapshot.contested, checked)
+        cs.check(proposals, context.now, context.new_id, snapshot.contested, checked, work.recall)
         checked.plan.add(
             marking(
                 work.scope,
@@ -183,6 +185,8 @@ class _Run:
     budget: Budget
     keep: int
     whole_batch: bool
+    embed: Callable[[Sequence[str]], dict[str, Vector]] | None
+    model_id: str | None
 
     def run(self, scopes: Sequence[tuple[str, str]]) -> None:
         report = self.report
@@ -223,7 +227,11 @@ class _Run:
     def apply(self, b: Backlog[Fact], proposals: Sequence[cs.Proposal]) -> bool:
         """Apply one batch's proposals and mark its memories, in one transaction; a refused
         plan marks nothing."""
-        work = Proposed(b.scope, tuple(b.items), tuple(proposals), b.read)
+        recall = None
+        if self.embed is not None and self.model_id is not None:
+            said = [recall_text(None, None, p.summary) for p in proposals if p.summary]
+            recall = cs.Recall(self.model_id, self.embed(said))
+        work = Proposed(b.scope, tuple(b.items), tuple(proposals), b.read, recall)
         result = apply_batch(
             self.store,
             SummariseBatch(),
@@ -256,14 +264,17 @@ def run_summarise(
     max_calls: int | None = SUMMARISE_MAX_CALLS,
     max_tokens: int | None = SUMMARISE_MAX_TOKENS,
     keep: int = cs.SUMMARISE_KEEP,
+    embed: Callable[[Sequence[str]], dict[str, Vector]] | None = None,
+    model_id: str | None = None,
 ) -> SummariseReport:
     """Summarise the old memories of every scope of `projects` (empty: all), or of one
     subject. An Anthropic model's answer without `consumes` consumes its whole batch (the
-    seed's Anthropic path), each memory still checked."""
+    seed's Anthropic path), each memory still checked. `embed` (through the store's cache)
+    and the embedder's `model_id` give each summary its recall vector."""
     report = SummariseReport(dry_run=dry_run)
     budget = Budget(max_calls, max_tokens, report.usage)
     whole = llm.model_id.startswith("anthropic/")
-    run = _Run(store, llm, now, new_id, report, budget, keep, whole)
+    run = _Run(store, llm, now, new_id, report, budget, keep, whole, embed, model_id)
 
     over_scopes(store, lambda: store.memory_scopes(list(projects)), subject, dry_run, run.run)
     return report

@@ -24,6 +24,11 @@
 -- (bench/search.py), 35% of the distinct words of LoCoMo's dialogue turns. A word taken off
 -- that list needs a migration that writes its rows; a word added only leaves rows nobody
 -- reads.
+--
+-- Nor do words longer than 256 bytes (a pasted key or blob, not a word anyone asks for): a
+-- btree row holds at most 2,704 bytes, and such a word beside a project and a subject of
+-- 200 characters each could pass it and make the fact's insert fail. The vector arm still
+-- sees those facts.
 
 CREATE FUNCTION recall_stop_words() RETURNS text[] LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT
@@ -47,7 +52,7 @@ INSERT INTO fact_terms (project, term, subject, fact_id, kind, status, tf, len)
 SELECT f.project, w.lexeme, f.subject, f.id, f.kind, f.status, cardinality(w.positions),
        length(f.words)
 FROM facts AS f, unnest(f.words) AS w
-WHERE w.lexeme <> ALL (recall_stop_words());
+WHERE w.lexeme <> ALL (recall_stop_words()) AND octet_length(w.lexeme) <= 256;
 
 -- The key leads with the word (after the project), so that one search reads each of its
 -- words' rows in one range, with or without a subject; the rest rides along for the scan.
@@ -73,7 +78,7 @@ BEGIN
         SELECT NEW.project, w.lexeme, NEW.subject, NEW.id, NEW.kind, NEW.status,
                cardinality(w.positions), length(NEW.words)
         FROM unnest(NEW.words) AS w
-        WHERE w.lexeme <> ALL (recall_stop_words());
+        WHERE w.lexeme <> ALL (recall_stop_words()) AND octet_length(w.lexeme) <= 256;
     END IF;
     RETURN NULL;
 END;

@@ -13,6 +13,13 @@ deciding; the jobs it had claimed but not started go back to pending for the nex
 A configuration error ends the worker at once (exit status 1); any other error is logged and
 the thread carries on after a pause, so a database restart costs a few failed polls, not the
 worker.
+
+Beside the jobs, each thread runs the scheduled passes (`distill.scheduler`: dedupe, judge
+and whichever the configuration turns on, each on its own interval per project, under a
+lease in the database). Priorities, in this order: a stop request (checked before anything
+is started), then jobs (a thread that did a job polls for more at once), then the schedule
+(one due pass per idle poll, then the jobs again). A scheduled pass that fails is recorded
+on its schedule row and never stops the worker.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from types import FrameType
 from distill.errors import ConfigurationError
 from distill.memory import Memory
 from distill.report import Report
+from distill.scheduler import Ran, Scheduler, ScheduleSettings
 
 log = logging.getLogger("distill.worker")
 
@@ -43,6 +51,7 @@ class Totals:
     jobs_failed: int = 0
     llm_calls: int = 0
     errors: int = 0
+    scheduled_runs: int = 0  # scheduled passes run (clean or not)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, report: Report) -> None:
@@ -61,6 +70,8 @@ class Worker:
         interval: float = 2.0,
         on_run: Callable[[Report], None] | None = None,
         settle: float = 0.5,
+        schedule: ScheduleSettings | Callable[[], ScheduleSettings] | None = None,
+        on_scheduled: Callable[[Ran], None] | None = None,
     ) -> None:
         if concurrency < 1:
             raise ConfigurationError("concurrency must be at least 1")
@@ -71,6 +82,9 @@ class Worker:
         self.interval = interval
         self.settle = min(settle, interval)
         self.on_run = on_run
+        # None: no scheduled passes (jobs only, as `Memory.consolidate` in a loop).
+        self.schedule = schedule
+        self.on_scheduled = on_scheduled
         self.totals = Totals()
         self._stop = threading.Event()
         self._fatal: BaseException | None = None
@@ -100,6 +114,7 @@ class Worker:
             self._fatal = exc
             self._stop.set()
             return
+        scheduler = self._scheduler(memory)
         with memory:
             while not self._stop.is_set():
                 try:
@@ -124,10 +139,38 @@ class Worker:
                     self._stop.wait(max(self.interval, BACKOFF_PAUSE))
                 elif report.jobs_done or report.jobs_failed:
                     continue  # there may be more: poll again at once
+                elif scheduler is not None and self._scheduled(scheduler):
+                    continue  # a scheduled pass ran: the jobs first again, then the next
                 elif once:
                     return
                 else:
                     self._idle(memory)
+
+    def _scheduler(self, memory: Memory) -> Scheduler | None:
+        if self.schedule is None:
+            return None
+        # Who holds a lease, as a person reads it: the host, the process and its store.
+        who = getattr(memory.store, "owner", None)
+        owner = f"{who.host}:{who.pid}:{who.token[:12]}" if who else threading.current_thread().name
+        return Scheduler(memory, self.schedule, owner, on_run=self._ran)
+
+    def _scheduled(self, scheduler: Scheduler) -> bool:
+        """Run one due scheduled pass; whether one ran. The schedule's own store calls may
+        raise (a database away): logged, and the thread polls again after a pause."""
+        try:
+            return scheduler.run_next(self._stop) is not None
+        except Exception:
+            log.exception("the schedule cannot be read; trying again in %.0f s", ERROR_PAUSE)
+            with self.totals.lock:
+                self.totals.errors += 1
+            self._stop.wait(ERROR_PAUSE)
+            return False
+
+    def _ran(self, ran: Ran) -> None:
+        with self.totals.lock:
+            self.totals.scheduled_runs += 1
+        if self.on_scheduled is not None:
+            self.on_scheduled(ran)
 
     def _idle(self, memory: Memory) -> None:
         """Wait for new events (woken at once on PostgreSQL), at most `interval` seconds."""

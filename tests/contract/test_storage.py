@@ -260,6 +260,7 @@ POSTGRES_TABLES = [
     "extractions",
     "api_keys",
     "pass_cursors",
+    "rules",
 ]
 
 

@@ -318,6 +318,8 @@ NOT_COPIED = {
     "make new ones on the copy (distill keys create)",
     "pass_cursors": "where passes stopped in the source: the copy's passes walk their backlog "
     "again, and what they decided is already in the facts and the rules",
+    "pass_schedule": "the source's worker schedule and leases: the copy's worker runs every "
+    "scheduled pass once, soon after it starts (catch-up), then on its own cadence",
     **{
         name: "SQLite's full-text index of the facts' words (FTS5 and its shadow tables), "
         "written by triggers as the facts are inserted into the target"

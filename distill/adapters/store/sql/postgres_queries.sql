@@ -981,3 +981,52 @@ SELECT count(*) AS made, count(*) FILTER (WHERE revoked_at IS NULL) AS active FR
 SELECT EXISTS (
     SELECT 1 FROM jobs WHERE project = %(project)s AND subject = %(subject)s
 ) AS known;
+
+-- ---------------------------------------------------------------------------------------------
+-- the worker's schedule: scheduled passes per scope, their leases and health (sql_schedule.py)
+
+-- name: schedule_projects
+-- Every project that ever stored an event (each event is held by a job until an erase).
+SELECT DISTINCT project FROM jobs ORDER BY project;
+
+-- name: schedule_add
+-- A scope's pass seen for the first time: due at once (`due_at` = now), unless it has a row.
+INSERT INTO pass_schedule (project, scope, pass_name, created_at, due_at)
+VALUES (%(project)s, %(scope)s, %(pass_name)s, %(now)s, %(now)s)
+ON CONFLICT (project, scope, pass_name) DO NOTHING;
+
+-- name: schedule_rows
+SELECT * FROM pass_schedule
+WHERE (%(project)s::text IS NULL OR project = %(project)s)
+ORDER BY project, scope, pass_name;
+
+-- name: schedule_lease
+-- Taken only for the generation the worker read, and only when nobody holds it (or the
+-- holder's lease ran out): one row, or none. The row lock makes a second taker wait, then
+-- see the first one's lease and take nothing.
+UPDATE pass_schedule SET lease_owner = %(owner)s, lease_expires_at = %(expires_at)s
+WHERE project = %(project)s AND scope = %(scope)s AND pass_name = %(pass_name)s
+  AND generation = %(generation)s
+  AND (lease_owner IS NULL OR lease_expires_at <= %(now)s);
+
+-- name: schedule_finish
+-- Only by the lease's holder, for the generation it ran: one row, or none (the lease was lost).
+UPDATE pass_schedule
+SET generation = generation + 1, runs = runs + 1, last_run_at = %(ran_at)s,
+    last_clean_at = COALESCE(%(clean_at)s::timestamptz, last_clean_at), due_at = %(due_at)s,
+    retry_at = %(retry_at)s, last_report = %(report)s::jsonb, health = %(health)s,
+    last_error = %(error)s, failures = %(failures)s,
+    lease_owner = NULL, lease_expires_at = NULL
+WHERE project = %(project)s AND scope = %(scope)s AND pass_name = %(pass_name)s
+  AND generation = %(generation)s AND lease_owner = %(owner)s;
+
+-- name: schedule_release
+-- A lease given back without a run (the worker was stopped first): the pass stays as it was.
+UPDATE pass_schedule SET lease_owner = NULL, lease_expires_at = NULL
+WHERE project = %(project)s AND scope = %(scope)s AND pass_name = %(pass_name)s
+  AND generation = %(generation)s AND lease_owner = %(owner)s;
+
+-- name: schedule_force
+-- Due at once, whatever the last run said (`distill run-due --force`, the API's force).
+UPDATE pass_schedule SET due_at = %(now)s, retry_at = NULL, last_clean_at = NULL
+WHERE project = %(project)s AND (%(pass_name)s::text IS NULL OR pass_name = %(pass_name)s);

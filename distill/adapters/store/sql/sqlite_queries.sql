@@ -939,3 +939,50 @@ SELECT count(*) AS made, count(*) FILTER (WHERE revoked_at IS NULL) AS active FR
 -- Whether the project holds anything of a subject: every stored event is held by a job of
 -- its subject until an erase (jobs_by_subject answers it).
 SELECT EXISTS (SELECT 1 FROM jobs WHERE project = :project AND subject = :subject) AS known;
+
+-- ---------------------------------------------------------------------------------------------
+-- the worker's schedule: scheduled passes per scope, their leases and health (sql_schedule.py)
+
+-- name: schedule_projects
+-- Every project that ever stored an event (each event is held by a job until an erase).
+SELECT DISTINCT project FROM jobs ORDER BY project;
+
+-- name: schedule_add
+-- A scope's pass seen for the first time: due at once (`due_at` = now), unless it has a row.
+INSERT INTO pass_schedule (project, scope, pass_name, created_at, due_at)
+VALUES (:project, :scope, :pass_name, :now, :now)
+ON CONFLICT (project, scope, pass_name) DO NOTHING;
+
+-- name: schedule_rows
+SELECT * FROM pass_schedule
+WHERE (:project IS NULL OR project = :project)
+ORDER BY project, scope, pass_name;
+
+-- name: schedule_lease
+-- Taken only for the generation the worker read, and only when nobody holds it (or the
+-- holder's lease ran out): one row, or none.
+UPDATE pass_schedule SET lease_owner = :owner, lease_expires_at = :expires_at
+WHERE project = :project AND scope = :scope AND pass_name = :pass_name
+  AND generation = :generation
+  AND (lease_owner IS NULL OR lease_expires_at <= :now);
+
+-- name: schedule_finish
+-- Only by the lease's holder, for the generation it ran: one row, or none (the lease was lost).
+UPDATE pass_schedule
+SET generation = generation + 1, runs = runs + 1, last_run_at = :ran_at,
+    last_clean_at = COALESCE(:clean_at, last_clean_at), due_at = :due_at, retry_at = :retry_at,
+    last_report = :report, health = :health, last_error = :error, failures = :failures,
+    lease_owner = NULL, lease_expires_at = NULL
+WHERE project = :project AND scope = :scope AND pass_name = :pass_name
+  AND generation = :generation AND lease_owner = :owner;
+
+-- name: schedule_release
+-- A lease given back without a run (the worker was stopped first): the pass stays as it was.
+UPDATE pass_schedule SET lease_owner = NULL, lease_expires_at = NULL
+WHERE project = :project AND scope = :scope AND pass_name = :pass_name
+  AND generation = :generation AND lease_owner = :owner;
+
+-- name: schedule_force
+-- Due at once, whatever the last run said (`distill run-due --force`, the API's force).
+UPDATE pass_schedule SET due_at = :now, retry_at = NULL, last_clean_at = NULL
+WHERE project = :project AND (:pass_name IS NULL OR pass_name = :pass_name);

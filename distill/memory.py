@@ -493,6 +493,7 @@ class Memory(Hygiene, Rulebook):
             self.database,
             llm.llm.model_id if llm is not None else "none",
             at=self.clock.now(),
+            schedule=tuple(self.store.schedule(project)),  # type: ignore[attr-defined]
         )
 
     # -- decisions by a person ---------------------------------------------------------------------

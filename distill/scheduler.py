@@ -121,13 +121,15 @@ class Scheduler:
         return self._settings()
 
     def enabled(self, settings: ScheduleSettings) -> dict[str, PassSettings]:
-        """The passes the settings turn on, with their settings."""
+        """The passes the settings turn on, with their settings; a pass that needs a model
+        is left out when the worker has none (it is not due, rather than failing daily)."""
         if not settings.enabled:
             return {}
+        no_model = self.memory.llm is None
         return {
             name: settings.of(name)
             for name, entry in self.registry.items()
-            if entry.enabled(settings.of(name))
+            if entry.enabled(settings.of(name)) and not (entry.needs_model and no_model)
         }
 
     def due(self, now: datetime | None = None) -> list[ScheduleRow]:

@@ -23,6 +23,7 @@ from distill.adapters.llm.calls import RetryPolicy
 from distill.errors import DistillError
 from distill.extractors import EXTRACTORS
 from distill.report import Report
+from distill.service.config_command import config_cmd
 from distill.service.copy_command import copy_cmd
 from distill.service.decisions_command import erase, pin, resolve_cmd, retract
 from distill.service.eval_command import eval_cmd
@@ -49,6 +50,7 @@ from distill.service.tables import (
     plan_summary,
     run_table,
     running_table,
+    schedule_table,
     status_table,
 )
 from distill.service.terminal import (
@@ -489,6 +491,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
     out.print(status_table(data))
     if data["running_jobs"]:
         out.print(running_table(data["running_jobs"]))
+    if data["schedule"]:
+        out.print(schedule_table(data["schedule"]))
     for job in data["failed_jobs"]:
         err.print(
             f"failed job {job['id']} ({job['subject']}, {job['attempts']} attempts): "
@@ -511,6 +515,7 @@ def demo(ctx: click.Context, as_json: bool) -> None:
         close_embedder(embedder)
 
 
+cli.add_command(config_cmd)
 cli.add_command(context)
 cli.add_command(copy_cmd)
 cli.add_command(dedupe)

@@ -28,6 +28,7 @@ from distill.core.identity import (
 from distill.core.models import Event, Job
 from distill.core.passes import PassResult, Scope
 from distill.core.plan import Plan, Rejection, describe_action
+from distill.core.schedule import Trigger
 from distill.core.working import Candidate
 from distill.errors import (
     ClaimLost,
@@ -127,6 +128,7 @@ class Engine:
         self._heartbeat = _Heartbeat(store, clock)
         self.new_id = new_id or ids.new_id
         self.answers = ModelAnswers(store, extraction, self.embed, embedder.model_id, clock)
+        self._trigger: Trigger | None = None  # the run's (`consolidate`)
 
     # -- runs ----------------------------------------------------------------------------------
     def consolidate(
@@ -134,11 +136,15 @@ class Engine:
         dry_run: bool = False,
         progress: Callable[[int, int], None] | None = None,
         stop: threading.Event | None = None,
+        trigger: Trigger | None = None,
     ) -> Report:
         """Run every due job. When `stop` is set, the job being decided is finished, no
-        other is started, and the claimed ones go back to pending (a graceful shutdown)."""
+        other is started, and the claimed ones go back to pending (a graceful shutdown).
+        With a `trigger`, a subject's pending job is due only once it holds enough events
+        or has waited long enough (the worker's); without, every pending job is."""
         report = Report(dry_run=dry_run)
         self._stop = stop or threading.Event()
+        self._trigger = trigger
         if not dry_run:
             with self._heartbeat.during_run():
                 self._run(report, progress, pipelined=True)
@@ -246,7 +252,12 @@ class Engine:
         """Claim due jobs, extract them, and embed what they need, a call per step."""
         if self._stop.is_set():
             return None
-        jobs = self.store.claim_jobs(self.clock.now(), CLAIM_BATCH, MAX_ATTEMPTS)
+        now, trigger = self.clock.now(), self._trigger
+        if trigger is None:
+            jobs = self.store.claim_jobs(now, CLAIM_BATCH, MAX_ATTEMPTS)
+        else:
+            waited = now - trigger.max_wait
+            jobs = self.store.claim_jobs(now, CLAIM_BATCH, MAX_ATTEMPTS, trigger.min_events, waited)
         if not jobs:
             return None
         loaded = [

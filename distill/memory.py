@@ -51,6 +51,7 @@ from distill.core.models import (
 from distill.core.passes import Scope
 from distill.core.plan import Plan
 from distill.core.recall import MAX_SEARCH_LIMIT, Hit, recall_text
+from distill.core.schedule import Trigger
 from distill.engine import Engine
 from distill.errors import ConfigurationError, InvalidInput, NotFound
 from distill.extractors import BATCH_EVENTS, BATCH_TOKENS, make_extraction
@@ -232,11 +233,15 @@ class Memory(Hygiene, Rulebook):
         dry_run: bool = False,
         progress: Callable[[int, int], None] | None = None,
         stop: threading.Event | None = None,
+        trigger: Trigger | None = None,
     ) -> Report:
         """Run every due job. With `dry_run` the report has the same plan and nothing is
         written. Setting `stop` (from another thread) ends the run after the job being
-        decided; the other claimed jobs go back to pending."""
-        return self.engine.consolidate(dry_run=dry_run, progress=progress, stop=stop)
+        decided; the other claimed jobs go back to pending. With a `trigger` (the worker's),
+        a subject's new events wait until there are enough of them or they waited enough."""
+        return self.engine.consolidate(
+            dry_run=dry_run, progress=progress, stop=stop, trigger=trigger
+        )
 
     def replay(self, project: str | None = None, reextract: bool = False) -> int:
         """Put every finished or failed job back to pending; the next run replays it.

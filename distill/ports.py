@@ -225,9 +225,18 @@ class Store(Protocol):
         """Store events' embeddings (derived data, by event id)."""
         ...
 
-    def claim_jobs(self, now: datetime, limit: int, max_attempts: int) -> list[Job]:
+    def claim_jobs(
+        self,
+        now: datetime,
+        limit: int,
+        max_attempts: int,
+        min_events: int = 1,
+        waited_before: datetime | None = None,
+    ) -> list[Job]:
         """Mark due jobs running and return them oldest first: pending ones, and failed ones
-        with fewer than `max_attempts` attempts whose backoff has expired."""
+        with fewer than `max_attempts` attempts whose backoff has expired. A pending job is
+        due once it holds `min_events` events or was created at or before `waited_before`
+        (the worker's trigger; by default every pending job is due)."""
         ...
 
     def reclaim(self, now: datetime, stalled_before: datetime, max_attempts: int) -> Reclaimed:

@@ -38,6 +38,16 @@ PROJECT_SCOPE = ""
 
 
 @dataclass(frozen=True)
+class Trigger:
+    """When the worker extracts and adjudicates a subject's new events: once its pending job
+    holds `min_events` events, or once the oldest has waited `max_wait`; `distill
+    consolidate` (force) takes every pending job whatever it holds."""
+
+    min_events: int = 1
+    max_wait: timedelta = timedelta(minutes=15)
+
+
+@dataclass(frozen=True)
 class ScheduleRow:
     """One scheduled pass of one scope, as the database keeps it."""
 

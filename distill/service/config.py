@@ -22,11 +22,13 @@ import threading
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from distill.core.schedule import Trigger
 from distill.errors import ConfigurationError
 from distill.scheduler import ScheduleSettings
 
@@ -48,6 +50,17 @@ class WorkerSettings(BaseModel):
     concurrency: int = Field(1, ge=1, le=64)
     interval: float = Field(2.0, ge=0.05)  # seconds between idle polls
     settle: float = Field(0.5, ge=0)
+    # The trigger of extraction and adjudication per subject: N new events OR a timer (OR
+    # force: `distill consolidate`). 1 by default: an agent that says "I moved to Paris"
+    # expects the next turn's context to know it, and every test and user of `distill
+    # worker` relied on events being extracted within seconds. Batching is still there: the
+    # events that arrive while a job waits or runs share model calls (`interval`, `settle`).
+    # A deployment that pays per call and can wait sets the Uniko seed's 20 events / 15 min.
+    min_events: int = Field(1, ge=1)
+    max_wait_minutes: float = Field(15.0, gt=0)
+
+    def trigger(self) -> Trigger:
+        return Trigger(self.min_events, timedelta(minutes=self.max_wait_minutes))
 
 
 class Settings(BaseModel):

@@ -14,6 +14,10 @@ A configuration error ends the worker at once (exit status 1); any other error i
 the thread carries on after a pause, so a database restart costs a few failed polls, not the
 worker.
 
+When a subject's new events are extracted is the `trigger`'s: once its pending job holds
+`min_events` events, or once it waited `max_wait` (`distill consolidate` forces every
+pending job). The default, `min_events` 1, extracts at once (see `WorkerSettings`).
+
 Beside the jobs, each thread runs the scheduled passes (`distill.scheduler`: dedupe, judge
 and whichever the configuration turns on, each on its own interval per project, under a
 lease in the database). Priorities, in this order: a stop request (checked before anything
@@ -31,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import FrameType
 
+from distill.core.schedule import Trigger
 from distill.errors import ConfigurationError
 from distill.memory import Memory
 from distill.report import Report
@@ -72,6 +77,7 @@ class Worker:
         settle: float = 0.5,
         schedule: ScheduleSettings | Callable[[], ScheduleSettings] | None = None,
         on_scheduled: Callable[[Ran], None] | None = None,
+        trigger: Trigger | None = None,
     ) -> None:
         if concurrency < 1:
             raise ConfigurationError("concurrency must be at least 1")
@@ -85,6 +91,7 @@ class Worker:
         # None: no scheduled passes (jobs only, as `Memory.consolidate` in a loop).
         self.schedule = schedule
         self.on_scheduled = on_scheduled
+        self.trigger = trigger  # None: every pending job at once
         self.totals = Totals()
         self._stop = threading.Event()
         self._fatal: BaseException | None = None
@@ -118,7 +125,7 @@ class Worker:
         with memory:
             while not self._stop.is_set():
                 try:
-                    report = memory.consolidate(stop=self._stop)
+                    report = memory.consolidate(stop=self._stop, trigger=self.trigger)
                 except ConfigurationError as exc:
                     self._fatal = exc
                     self._stop.set()

@@ -107,6 +107,7 @@ def worker(
             settle=settle,
             schedule=reloader.schedule if schedule else None,
             on_scheduled=scheduled,
+            trigger=own.trigger() if own.min_events > 1 else None,
         )
         runner.stop_on_signals()
         if hasattr(signal, "SIGHUP"):

@@ -15,7 +15,7 @@ import pytest
 from pydantic import ValidationError
 
 from distill import Memory
-from distill.core.schedule import FAILING_AFTER, Finish, Outcome, ScheduleRow
+from distill.core.schedule import FAILING_AFTER, Finish, Outcome, ScheduleRow, Trigger
 from distill.scheduled_passes import PassSettings, ScheduledPass
 from distill.scheduler import Scheduler, ScheduleSettings
 from distill.service.worker import Worker
@@ -317,3 +317,23 @@ def test_a_stop_request_comes_before_a_due_pass(mem: Memory) -> None:
     stop.set()
     assert scheduler(mem, tidy=tidy).run_next(stop) is None and tidy.runs == []
     assert row(mem, "tidy").lease_owner is None
+
+
+def test_the_worker_s_trigger_leaves_a_quiet_subject_for_its_timer(
+    make_memory: MemoryFactory, clock: FakeClock
+) -> None:
+    """`[worker] min_events = 3`: a subject with 3 new events is extracted, one with 1 waits
+    for the timer (15 min), then is extracted by the next cycle."""
+    mem = make_memory(extractor="text")
+    for n in range(3):
+        mem.add_event(subject="busy", text=f"Busy fact number {n}.")
+    mem.add_event(subject="quiet", text="Quiet lives in Lyon.")
+    trigger = Trigger(min_events=3, max_wait=timedelta(minutes=15))
+
+    def worker() -> Worker:
+        return Worker(lambda: make_memory(extractor="text"), trigger=trigger)
+
+    assert worker().run(once=True).jobs_done == 1
+    clock.advance(minutes=15)
+    assert worker().run(once=True).jobs_done == 1
+    assert sorted({f.subject for f in mem.facts()}) == ["busy", "quiet"]

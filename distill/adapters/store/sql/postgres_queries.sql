@@ -106,6 +106,10 @@ SELECT id FROM jobs
 WHERE ((status = 'pending' AND (not_before IS NULL OR not_before <= %(now)s))
        OR (status = 'failed' AND attempts < %(max_attempts)s
            AND not_before IS NOT NULL AND not_before <= %(now)s))
+  -- The worker's trigger: a pending job is due once it holds `min_events` events, or once it
+  -- waited since `waited_before` (1 and now: every pending job, as `distill consolidate`).
+  AND (status = 'failed' OR %(min_events)s <= 1 OR created_at <= %(waited_before)s
+       OR (SELECT count(*) FROM job_events WHERE job_events.job_id = jobs.id) >= %(min_events)s)
   AND NOT EXISTS (
       SELECT 1 FROM jobs AS earlier
       WHERE earlier.project = jobs.project AND earlier.subject = jobs.subject

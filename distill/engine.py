@@ -41,6 +41,7 @@ from distill.errors import (
     TransientProviderError,
 )
 from distill.extractors import Extraction, from_claims, from_llm_answer, from_text
+from distill.log_scope import scoped
 from distill.model_answers import ModelAnswers
 from distill.passes import run_pass
 from distill.passes.adjudication import Adjudication, JobWork, identity_texts_of
@@ -392,6 +393,10 @@ class Engine:
         return Prepared(job, events, candidates, rejections, fallbacks, unread)
 
     def _decide(self, p: Prepared, vectors: dict[str, Vector], report: Report) -> None:
+        with scoped(project=p.job.project, subject=p.job.subject, job=p.job.id):
+            self._decide_scoped(p, vectors, report)
+
+    def _decide_scoped(self, p: Prepared, vectors: dict[str, Vector], report: Report) -> None:
         try:
             plan = self._decide_and_apply(p, vectors)
         except _Deferred:  # an earlier job of the subject is still open elsewhere: after it

@@ -28,6 +28,7 @@ from distill.adapters.store import open_store
 from distill.applier import apply_plan
 from distill.arguments import explain_validation, full_id, parse_time
 from distill.arguments import subject_named as _subject
+from distill.backpressure import Backpressure
 from distill.core import audit_trail, resolve
 from distill.core.context import Context, build_context
 from distill.core.identity import canonical_json, content_hash
@@ -83,7 +84,7 @@ class History:
     audit: list[AuditEntry]
 
 
-class Memory(Hygiene, Rulebook):
+class Memory(Hygiene, Rulebook, Backpressure):
     """An agent memory on one database.
 
     Args:
@@ -174,16 +175,23 @@ class Memory(Hygiene, Rulebook):
 
     # -- writing ----------------------------------------------------------------------------------
     def add_event(self, **fields: Any) -> Event:
-        """Append one event (idempotent on its idempotency key) and enqueue its consolidation."""
+        """Append one event (idempotent on its idempotency key) and enqueue its consolidation.
+        With a backlog bound (`set_backlog_bound`), `BacklogFull` when the project's is full
+        (`add_events(..., backlog_wait=s)` waits for room instead)."""
         return self.add_events([fields])[0]
 
-    def add_events(self, items: Iterable[Mapping[str, Any]]) -> list[Event]:
+    def add_events(
+        self, items: Iterable[Mapping[str, Any]], backlog_wait: float | None = None
+    ) -> list[Event]:
         """Append several events in one transaction: all are validated before any is written.
         An event stored before (see `_event`) is not stored again: its stored copy is
-        returned; `append` also says which those were."""
-        return list(self.append(items).events)
+        returned; `append` also says which those were. `backlog_wait`: seconds to wait for
+        room in a full backlog before `BacklogFull` (None: raise at once)."""
+        return list(self.append(items, backlog_wait).events)
 
-    def append(self, items: Iterable[Mapping[str, Any]]) -> Added:
+    def append(
+        self, items: Iterable[Mapping[str, Any]], backlog_wait: float | None = None
+    ) -> Added:
         """`add_events`, with which of the events were stored already."""
         now = self.clock.now()
         context = {NOW: now, FUTURE_MARGIN_KEY: self.future_margin}
@@ -194,6 +202,7 @@ class Memory(Hygiene, Rulebook):
             except ValidationError as exc:
                 raise InvalidInput(f"event {index}: {explain_validation(exc)}") from exc
             events.append(self._event(spec, now))
+        self._admit(events, backlog_wait)  # backpressure: the whole batch, or an error
         stored = self.store.append_events(events, now)
         return Added(
             events=tuple(event for event, _ in stored),

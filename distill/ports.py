@@ -543,6 +543,11 @@ class ScheduleStore(Protocol):
         """Give the lease back without a run: the pass stays as it was."""
         ...
 
+    def backlog(self, project: str) -> int:
+        """The events of the project that wait for consolidation (in pending or running
+        jobs): what backpressure bounds."""
+        ...
+
     def force_due(self, project: str, pass_name: str | None, now: datetime) -> int:
         """Make a project's pass (every pass with None) due now; returns the rows made due."""
         ...

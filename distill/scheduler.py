@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -39,6 +39,7 @@ from distill.core.schedule import (
     finish,
     runnable,
 )
+from distill.log_scope import scoped
 from distill.scheduled_passes import PASSES, PassSettings, ScheduledPass
 
 if TYPE_CHECKING:
@@ -115,6 +116,8 @@ class Scheduler:
         self.cycles = 0
         self._listed_at: float | None = None
         self._listed_for: tuple[str, ...] = ()
+        self._known: set[str] = set()  # projects given their rows since the last listing
+        self._seen: set[str] = set()  # projects the worker saw since (`saw`)
 
     @property
     def settings(self) -> ScheduleSettings:
@@ -166,27 +169,38 @@ class Scheduler:
                 return self._run(row, passes[row.pass_name], settings)
         return None
 
+    def saw(self, projects: Iterable[str]) -> None:
+        """Projects the worker just consolidated jobs of: a new one gets its rows at the next
+        call, without waiting for the next listing of every project."""
+        self._seen.update(p for p in projects if p not in self._known)
+
     def _add_rows(self, passes: Mapping[str, PassSettings], now: datetime) -> None:
         names = tuple(sorted(passes))
         moment = time.monotonic()
         fresh = self._listed_at is not None and moment - self._listed_at < PROJECTS_EVERY_S
         if fresh and names == self._listed_for:
-            return
-        for project in self.store.schedule_projects():
+            projects = sorted(self._seen)
+        else:
+            projects = self.store.schedule_projects()
+            self._listed_at, self._listed_for = moment, names
+            self._known = set()
+        for project in projects:
             wanted = [n for n in names if passes[n].allows(project)]
             self.store.schedule_add(project, PROJECT_SCOPE, wanted, now)
-        self._listed_at, self._listed_for = moment, names
+            self._known.add(project)
+        self._seen.clear()
 
     def _run(self, row: ScheduleRow, settings: PassSettings, all_settings: ScheduleSettings) -> Ran:
         entry = self.registry[row.pass_name]
         scope = f"{row.project}/{row.scope}" if row.scope else row.project
         started = time.monotonic()
-        log.info("pass %s of %s: starting", row.pass_name, scope, extra=_fields(row))
-        try:
-            outcome = entry.run(self.memory, row.project, settings)
-        except Exception as exc:  # one pass of one scope failing never stops the others
-            log.exception("pass %s of %s failed", row.pass_name, scope, extra=_fields(row))
-            outcome = failed(exc)
+        with scoped(project=row.project, subject=row.scope or None, pass_name=row.pass_name):
+            log.info("pass %s of %s: starting", row.pass_name, scope)
+            try:
+                outcome = entry.run(self.memory, row.project, settings)
+            except Exception as exc:  # one pass of one scope failing never stops the others
+                log.exception("pass %s of %s failed", row.pass_name, scope)
+                outcome = failed(exc)
         seconds = time.monotonic() - started
         now = self.memory.clock.now()
         retry = timedelta(minutes=all_settings.retry_minutes)

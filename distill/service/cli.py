@@ -481,6 +481,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     embedder, extractor and LLM a run would use; LLM calls and tokens spent."""
     with memory(ctx) as mem:
         data = mem.status().to_dict()
+        data["backlog"] = mem.backlogs()
     # The configured models, named without building them: status must work when they cannot
     # be built (no SDK, no key, no server).
     data["llm"] = describe_llm(ctx.obj["llm"])
@@ -492,7 +493,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     if data["running_jobs"]:
         out.print(running_table(data["running_jobs"]))
     if data["schedule"]:
-        out.print(schedule_table(data["schedule"]))
+        out.print(schedule_table(data["schedule"], data["backlog"]))
     for job in data["failed_jobs"]:
         err.print(
             f"failed job {job['id']} ({job['subject']}, {job['attempts']} attempts): "

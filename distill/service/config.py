@@ -28,6 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from distill.backpressure import BACKLOG_RETRY_AFTER_S
 from distill.core.schedule import Trigger
 from distill.errors import ConfigurationError
 from distill.scheduler import ScheduleSettings
@@ -63,6 +64,19 @@ class WorkerSettings(BaseModel):
         return Trigger(self.min_events, timedelta(minutes=self.max_wait_minutes))
 
 
+class BacklogSettings(BaseModel):
+    """Backpressure on ingest (`distill.backpressure`): `distill serve` refuses events past
+    `max_events` waiting per project with 429 and `Retry-After: retry_after_seconds`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # 10,000 events: about 2 min of the worker's rate with a model (BENCHMARKS.md, soak),
+    # enough to absorb a burst, small enough that an agent learns within minutes that the
+    # workers cannot keep up. 0: no bound.
+    max_events: int = Field(10_000, ge=0)
+    retry_after_seconds: float = Field(BACKLOG_RETRY_AFTER_S, gt=0)
+
+
 class Settings(BaseModel):
     """The whole file."""
 
@@ -70,6 +84,7 @@ class Settings(BaseModel):
 
     worker: WorkerSettings = Field(default_factory=WorkerSettings)
     schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
+    backlog: BacklogSettings = Field(default_factory=BacklogSettings)
 
 
 @dataclass(frozen=True)

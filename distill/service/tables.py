@@ -177,9 +177,11 @@ def running_table(jobs: Sequence[dict[str, Any]]) -> Table:
     return table
 
 
-def schedule_table(rows: Sequence[dict[str, Any]]) -> Table:
-    """The scheduled passes: each one's last run, next due time, health and last report."""
-    table = _table("scheduled passes")
+def schedule_table(rows: Sequence[dict[str, Any]], backlog: dict[str, int]) -> Table:
+    """The scheduled passes: each one's last run, next due time, health and last report;
+    the title says each project's backlog (events waiting for consolidation)."""
+    waiting = ", ".join(f"{p} {n}" for p, n in backlog.items() if n)
+    table = _table(f"scheduled passes (backlog: {waiting or 'none'})")
     for column in ("project", "pass", "last run", "next due", "health"):
         table.add_column(column, overflow="fold")
     table.add_column("last report / error", overflow="fold")

@@ -31,6 +31,8 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+import time
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import FrameType
@@ -47,9 +49,18 @@ ERROR_PAUSE = 5.0  # seconds a thread waits after an unexpected error before pol
 BACKOFF_PAUSE = 30.0  # after a run the provider stopped (429, outage): give it time
 
 
+# The name the metrics give extraction and adjudication (the jobs), beside the scheduled
+# passes' own names.
+EXTRACT = "extract"
+# What a job run changed, among its report's counters, as the metrics count facts.
+JOB_CHANGES = ("created", "superseded", "reinforced", "conflict")
+
+
 @dataclass
 class Totals:
-    """What a worker has done since it started, all threads together."""
+    """What a worker has done since it started, all threads together; per pass (`extract`
+    for the jobs, and each scheduled pass): cycles by result, seconds, facts changed, model
+    calls and tokens, failures. `/metrics` reads them."""
 
     runs: int = 0
     jobs_done: int = 0
@@ -57,14 +68,45 @@ class Totals:
     llm_calls: int = 0
     errors: int = 0
     scheduled_runs: int = 0  # scheduled passes run (clean or not)
+    cycles: Counter[tuple[str, str]] = field(default_factory=Counter)  # (pass, result)
+    seconds: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+    facts: Counter[tuple[str, str]] = field(default_factory=Counter)  # (pass, change)
+    model_calls: Counter[str] = field(default_factory=Counter)  # by pass
+    model_tokens: Counter[str] = field(default_factory=Counter)  # by pass
+    failures: Counter[str] = field(default_factory=Counter)  # by pass
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def add(self, report: Report) -> None:
+    def add(self, report: Report, seconds: float = 0.0) -> None:
         with self.lock:
             self.runs += 1
             self.jobs_done += report.jobs_done
             self.jobs_failed += report.jobs_failed
             self.llm_calls += report.llm_calls
+            if not (report.jobs_done or report.jobs_failed):
+                return  # an idle poll is not a cycle
+            self.cycles[(EXTRACT, "failed" if report.jobs_failed else "clean")] += 1
+            self.seconds[EXTRACT] += seconds
+            counters = report.counters()
+            for change in JOB_CHANGES:
+                self.facts[(EXTRACT, change)] += counters.get(change, 0)
+            self.model_calls[EXTRACT] += report.llm_calls
+            self.model_tokens[EXTRACT] += report.prompt_tokens + report.completion_tokens
+            self.failures[EXTRACT] += report.jobs_failed
+
+    def add_scheduled(self, ran: Ran) -> None:
+        name, outcome = ran.row.pass_name, ran.outcome
+        with self.lock:
+            self.scheduled_runs += 1
+            self.cycles[(name, outcome.stop or "clean")] += 1
+            self.seconds[name] += ran.seconds
+            for change, n in outcome.counts.items():
+                if change == "llm_calls":
+                    self.model_calls[name] += n
+                elif change == "llm_tokens":
+                    self.model_tokens[name] += n
+                else:
+                    self.facts[(name, change)] += n
+            self.failures[name] += outcome.stop == "error"
 
 
 class Worker:
@@ -124,6 +166,7 @@ class Worker:
         scheduler = self._scheduler(memory)
         with memory:
             while not self._stop.is_set():
+                started = time.monotonic()
                 try:
                     report = memory.consolidate(stop=self._stop, trigger=self.trigger)
                 except ConfigurationError as exc:
@@ -136,7 +179,9 @@ class Worker:
                         self.totals.errors += 1
                     self._stop.wait(ERROR_PAUSE)
                     continue
-                self.totals.add(report)
+                self.totals.add(report, time.monotonic() - started)
+                if scheduler is not None:
+                    scheduler.saw(report.projects)
                 if note := report.reclaim_note():  # not the held jobs: every poll would say so
                     log.warning("%s", note)
                 if self.on_run is not None and (report.jobs_done or report.jobs_failed):
@@ -174,8 +219,7 @@ class Worker:
             return False
 
     def _ran(self, ran: Ran) -> None:
-        with self.totals.lock:
-            self.totals.scheduled_runs += 1
+        self.totals.add_scheduled(ran)
         if self.on_scheduled is not None:
             self.on_scheduled(ran)
 

@@ -74,6 +74,9 @@ class SqlSchedule(SqlBase):
         params = {"project": project, "pass_name": pass_name, "now": self.codec.time(now)}
         return self._write("schedule_force", params)
 
+    def backlog(self, project: str) -> int:
+        return int(self._read("backlog_events", {"project": project})[0]["n"])
+
     def _schedule_key(self, row: ScheduleRow) -> dict[str, Any]:
         return {
             "project": row.project,

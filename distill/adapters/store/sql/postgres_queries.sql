@@ -1034,3 +1034,9 @@ WHERE project = %(project)s AND scope = %(scope)s AND pass_name = %(pass_name)s
 -- Due at once, whatever the last run said (`distill run-due --force`, the API's force).
 UPDATE pass_schedule SET due_at = %(now)s, retry_at = NULL, last_clean_at = NULL
 WHERE project = %(project)s AND (%(pass_name)s::text IS NULL OR pass_name = %(pass_name)s);
+
+-- name: backlog_events
+-- A project's backlog: the events its open jobs hold (pending or running). Few open jobs (one
+-- pending per subject), found by jobs_by_status; their events by job_events' key.
+SELECT count(*) AS n FROM jobs JOIN job_events ON job_events.job_id = jobs.id
+WHERE jobs.status IN ('pending', 'running') AND jobs.project = %(project)s;

@@ -990,3 +990,9 @@ WHERE project = :project AND scope = :scope AND pass_name = :pass_name
 -- Due at once, whatever the last run said (`distill run-due --force`, the API's force).
 UPDATE pass_schedule SET due_at = :now, retry_at = NULL, last_clean_at = NULL
 WHERE project = :project AND (:pass_name IS NULL OR pass_name = :pass_name);
+
+-- name: backlog_events
+-- A project's backlog: the events its open jobs hold (pending or running). Few open jobs (one
+-- pending per subject), found by jobs_by_status; their events by job_events' key.
+SELECT count(*) AS n FROM jobs JOIN job_events ON job_events.job_id = jobs.id
+WHERE jobs.status IN ('pending', 'running') AND jobs.project = :project;

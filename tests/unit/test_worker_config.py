@@ -115,3 +115,14 @@ def test_without_a_request_the_file_is_looked_at_every_few_seconds_only(tmp_path
     assert reloader.loaded.settings.schedule.of("judge").interval_hours == 6
     reloader._maybe_reload(now=1003.0)
     assert reloader.loaded.settings.schedule.of("judge").interval_hours == 1
+
+
+def test_the_readme_s_example_configuration_is_valid(tmp_path: Path) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## The worker and its schedule", 1)[1]
+    example = section.split("```toml\n", 1)[1].split("```", 1)[0]
+    loaded = load(write(tmp_path / "example.toml", example), {})
+
+    schedule = loaded.settings.schedule
+    assert schedule.of("judge").projects == ("blog",) and schedule.of("summarise").dry_run
+    assert loaded.settings.backlog.max_events == 10_000

@@ -98,6 +98,8 @@ Environment:
   DISTILL_FUTURE_MARGIN
                         seconds an event's time may be past now (default 86400:
                         a day, more than any time zone mistake)
+  DISTILL_CONFIG        the worker's configuration file (TOML: `distill config show`);
+                        DISTILL_<SECTION>__<KEY> overrides one of its values
 """
 
 

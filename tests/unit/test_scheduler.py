@@ -337,3 +337,15 @@ def test_the_worker_s_trigger_leaves_a_quiet_subject_for_its_timer(
     clock.advance(minutes=15)
     assert worker().run(once=True).jobs_done == 1
     assert sorted({f.subject for f in mem.facts()}) == ["busy", "quiet"]
+
+
+def test_a_project_the_worker_just_saw_is_scheduled_without_waiting_for_the_listing(
+    mem: Memory, clock: FakeClock
+) -> None:
+    tidy = Script()
+    s = scheduler(mem, tidy=tidy)
+    assert drain(s) == 0  # no project yet; the next listing is a minute away
+    mem.add_event(subject="u", text="I live in Lyon.", project="fresh")
+    assert drain(s) == 0  # not listed again yet
+    s.saw({"fresh"})
+    assert drain(s) == 1 and tidy.runs == ["fresh"]

@@ -129,3 +129,20 @@ def test_a_scheduled_dry_run_of_dedupe_reports_every_group_and_writes_nothing(
     row = schedule_of(memory.store).schedule()[0]
     assert row.last_report is not None and row.last_report["groups"] == 1  # counted, not kept
     assert row.health == "ok" and row.last_clean_at == clock.now()
+
+
+def test_erasing_a_project_erases_its_schedule_and_a_subject_s_leaves_it(
+    memory: Memory, clock: FakeClock
+) -> None:
+    for project in ("gone", "kept"):
+        memory.add_event(subject="u", text="I live in Lyon.", project=project)
+    memory.consolidate()
+    Scheduler(memory, ScheduleSettings(), "w", registry={"dedupe": PASSES["dedupe"]}).run_next()
+    store = schedule_of(memory.store)
+    store.schedule_add("kept", "", ["dedupe"], clock.now())
+    assert {r.project for r in store.schedule()} == {"gone", "kept"}
+
+    memory.erase("kept", subject="u")
+    assert {r.project for r in store.schedule()} == {"gone", "kept"}
+    memory.erase("gone")
+    assert {r.project for r in store.schedule()} == {"kept"}

@@ -52,6 +52,7 @@ ERASE_ORDER = (
     "erase_aliases",
     "erase_rules",
     "erase_pass_cursors",
+    "erase_pass_schedule",
 )
 ERASED_AND_COUNTED = ("events", "facts", "observations", "conflicts", "jobs", "audit", "rules")
 

@@ -1040,3 +1040,9 @@ WHERE project = %(project)s AND (%(pass_name)s::text IS NULL OR pass_name = %(pa
 -- pending per subject), found by jobs_by_status; their events by job_events' key.
 SELECT count(*) AS n FROM jobs JOIN job_events ON job_events.job_id = jobs.id
 WHERE jobs.status IN ('pending', 'running') AND jobs.project = %(project)s;
+
+-- name: erase_pass_schedule
+-- A whole project's schedule goes with it; a subject's erase takes the rows of passes run
+-- for that subject only (the project's own passes still have the other subjects to run on).
+DELETE FROM pass_schedule
+WHERE project = %(project)s AND (%(subject)s::text IS NULL OR scope = %(subject)s);

@@ -996,3 +996,8 @@ WHERE project = :project AND (:pass_name IS NULL OR pass_name = :pass_name);
 -- pending per subject), found by jobs_by_status; their events by job_events' key.
 SELECT count(*) AS n FROM jobs JOIN job_events ON job_events.job_id = jobs.id
 WHERE jobs.status IN ('pending', 'running') AND jobs.project = :project;
+
+-- name: erase_pass_schedule
+-- A whole project's schedule goes with it; a subject's erase takes the rows of passes run
+-- for that subject only (the project's own passes still have the other subjects to run on).
+DELETE FROM pass_schedule WHERE project = :project AND (:subject IS NULL OR scope = :subject);

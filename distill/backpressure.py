@@ -76,5 +76,5 @@ class Backpressure:
                 if backlog + arriving <= limit or backlog == 0:
                     break
                 if deadline is None or time.monotonic() >= deadline:
-                    raise BacklogFull(project, backlog, limit, self.backlog_retry_after)
+                    raise BacklogFull.at(project, backlog, limit, self.backlog_retry_after)
                 time.sleep(min(BACKLOG_POLL_S, max(deadline - time.monotonic(), 0.0)))

@@ -75,17 +75,30 @@ class IntegrityViolation(DistillError):
 
 class BacklogFull(DistillError):
     """A project's events waiting for consolidation reached the bound set for it: the request
-    was refused whole (nothing stored, so nothing accepted is ever dropped)."""
+    was refused whole (nothing stored, so nothing accepted is ever dropped). `at` builds it
+    with the message that says what to do."""
 
-    def __init__(self, project: str, backlog: int, limit: int, retry_after: float) -> None:
-        super().__init__(
-            f"project {project!r} has {backlog} events waiting for consolidation (the bound "
-            f"is {limit}); send them again in {retry_after:g} s, or start more workers"
-        )
+    def __init__(
+        self,
+        message: str,
+        project: str = "default",
+        backlog: int = 0,
+        limit: int = 0,
+        retry_after: float = 1.0,
+    ) -> None:
+        super().__init__(message)
         self.project = project
         self.backlog = backlog
         self.limit = limit
         self.retry_after = retry_after
+
+    @classmethod
+    def at(cls, project: str, backlog: int, limit: int, retry_after: float) -> BacklogFull:
+        message = (
+            f"project {project!r} has {backlog} events waiting for consolidation (the bound "
+            f"is {limit}); send them again in {retry_after:g} s, or start more workers"
+        )
+        return cls(message, project, backlog, limit, retry_after)
 
 
 class StoreError(DistillError):

@@ -31,6 +31,7 @@ from distill.core.identity import (
 from distill.core.models import Event, Job
 from distill.core.passes import PassResult, Scope
 from distill.core.plan import Plan, Rejection, describe_action
+from distill.core.schedule import Trigger
 from distill.core.votes import Policies
 from distill.core.working import Candidate
 from distill.errors import (
@@ -44,6 +45,7 @@ from distill.errors import (
     TransientProviderError,
 )
 from distill.extractors import Extraction, from_claims, from_llm_answer, from_text
+from distill.log_scope import scoped
 from distill.model_answers import ModelAnswers
 from distill.passes import run_pass
 from distill.passes.adjudication import Adjudication, JobWork, identity_texts_of
@@ -145,6 +147,7 @@ class Engine:
         self._heartbeat = _Heartbeat(store, clock)
         self.new_id = new_id or ids.new_id
         self.answers = ModelAnswers(store, extraction, self.embed, embedder.model_id, clock)
+        self._trigger: Trigger | None = None  # the run's (`consolidate`)
 
     # -- runs ----------------------------------------------------------------------------------
     def consolidate(
@@ -152,11 +155,15 @@ class Engine:
         dry_run: bool = False,
         progress: Callable[[int, int], None] | None = None,
         stop: threading.Event | None = None,
+        trigger: Trigger | None = None,
     ) -> Report:
         """Run every due job. When `stop` is set, the job being decided is finished, no
-        other is started, and the claimed ones go back to pending (a graceful shutdown)."""
+        other is started, and the claimed ones go back to pending (a graceful shutdown).
+        With a `trigger`, a subject's pending job is due only once it holds enough events
+        or has waited long enough (the worker's); without, every pending job is."""
         report = Report(dry_run=dry_run)
         self._stop = stop or threading.Event()
+        self._trigger = trigger
         if not dry_run:
             with self._heartbeat.during_run():
                 self._run(report, progress, pipelined=True)
@@ -295,7 +302,13 @@ class Engine:
         return self._prepare_batch(jobs, report) if jobs else None
 
     def _claim(self, size: int) -> list[Job]:
-        return self.store.claim_jobs(self.clock.now(), size, MAX_ATTEMPTS)
+        """Claim up to `size` due jobs; with a trigger, only those of subjects with enough
+        new events or whose oldest waited long enough."""
+        now, trigger = self.clock.now(), self._trigger
+        if trigger is None:
+            return self.store.claim_jobs(now, size, MAX_ATTEMPTS)
+        waited = now - trigger.max_wait
+        return self.store.claim_jobs(now, size, MAX_ATTEMPTS, trigger.min_events, waited)
 
     def _prepare_batch(self, jobs: list[Job], report: Report) -> Batch:
         """Extract claimed jobs and embed what they need, a call per step."""
@@ -432,6 +445,10 @@ class Engine:
         return Prepared(job, events, candidates, rejections, fallbacks, unread)
 
     def _decide(self, p: Prepared, vectors: dict[str, Vector], report: Report) -> None:
+        with scoped(project=p.job.project, subject=p.job.subject, job=p.job.id):
+            self._decide_scoped(p, vectors, report)
+
+    def _decide_scoped(self, p: Prepared, vectors: dict[str, Vector], report: Report) -> None:
         try:
             plan = self._decide_and_apply(p, vectors)
         except _Deferred:  # an earlier job of the subject is still open elsewhere: after it

@@ -14,6 +14,8 @@
     ├── IntegrityViolation      the store refused a write that would break an invariant
     │                           (for example a second active fact for one identity)
     ├── StoreError              the database failed or is at an unknown schema version
+    ├── BacklogFull             a project's backlog is at its bound: nothing was stored; send
+    │                           again after `retry_after` seconds (HTTP 429 with Retry-After)
     └── ProviderError           an LLM or embedding provider failed
         ├── TransientProviderError   worth retrying later (transport, timeout, 5xx, 408)
         │   ├── RateLimited          429: the run stops and unstarted jobs go back to pending
@@ -69,6 +71,34 @@ class ClaimLost(InvalidOperation):
 
 class IntegrityViolation(DistillError):
     """The store refused a write that would break an invariant."""
+
+
+class BacklogFull(DistillError):
+    """A project's events waiting for consolidation reached the bound set for it: the request
+    was refused whole (nothing stored, so nothing accepted is ever dropped). `at` builds it
+    with the message that says what to do."""
+
+    def __init__(
+        self,
+        message: str,
+        project: str = "default",
+        backlog: int = 0,
+        limit: int = 0,
+        retry_after: float = 1.0,
+    ) -> None:
+        super().__init__(message)
+        self.project = project
+        self.backlog = backlog
+        self.limit = limit
+        self.retry_after = retry_after
+
+    @classmethod
+    def at(cls, project: str, backlog: int, limit: int, retry_after: float) -> BacklogFull:
+        message = (
+            f"project {project!r} has {backlog} events waiting for consolidation (the bound "
+            f"is {limit}); send them again in {retry_after:g} s, or start more workers"
+        )
+        return cls(message, project, backlog, limit, retry_after)
 
 
 class StoreError(DistillError):

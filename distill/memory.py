@@ -28,6 +28,7 @@ from distill.adapters.store import open_store
 from distill.applier import apply_plan
 from distill.arguments import explain_validation, full_id, parse_time
 from distill.arguments import subject_named as _subject
+from distill.backpressure import Backpressure
 from distill.core import audit_trail, resolve
 from distill.core.context import Context, build_context
 from distill.core.identity import canonical_json, content_hash
@@ -51,6 +52,7 @@ from distill.core.models import (
 from distill.core.passes import Scope
 from distill.core.plan import Plan
 from distill.core.recall import MAX_SEARCH_LIMIT, Hit, recall_text
+from distill.core.schedule import Trigger
 from distill.core.votes import Policies
 from distill.cortex import Cortex
 from distill.deriving import Deriving
@@ -85,7 +87,7 @@ class History:
     audit: list[AuditEntry]
 
 
-class Memory(Hygiene, Rulebook, Deriving, Cortex):
+class Memory(Hygiene, Rulebook, Deriving, Cortex, Backpressure):
     """An agent memory on one database.
 
     Args:
@@ -182,16 +184,23 @@ class Memory(Hygiene, Rulebook, Deriving, Cortex):
 
     # -- writing ----------------------------------------------------------------------------------
     def add_event(self, **fields: Any) -> Event:
-        """Append one event (idempotent on its idempotency key) and enqueue its consolidation."""
+        """Append one event (idempotent on its idempotency key) and enqueue its consolidation.
+        With a backlog bound (`set_backlog_bound`), `BacklogFull` when the project's is full
+        (`add_events(..., backlog_wait=s)` waits for room instead)."""
         return self.add_events([fields])[0]
 
-    def add_events(self, items: Iterable[Mapping[str, Any]]) -> list[Event]:
+    def add_events(
+        self, items: Iterable[Mapping[str, Any]], backlog_wait: float | None = None
+    ) -> list[Event]:
         """Append several events in one transaction: all are validated before any is written.
         An event stored before (see `_event`) is not stored again: its stored copy is
-        returned; `append` also says which those were."""
-        return list(self.append(items).events)
+        returned; `append` also says which those were. `backlog_wait`: seconds to wait for
+        room in a full backlog before `BacklogFull` (None: raise at once)."""
+        return list(self.append(items, backlog_wait).events)
 
-    def append(self, items: Iterable[Mapping[str, Any]]) -> Added:
+    def append(
+        self, items: Iterable[Mapping[str, Any]], backlog_wait: float | None = None
+    ) -> Added:
         """`add_events`, with which of the events were stored already."""
         now = self.clock.now()
         context = {NOW: now, FUTURE_MARGIN_KEY: self.future_margin}
@@ -202,6 +211,7 @@ class Memory(Hygiene, Rulebook, Deriving, Cortex):
             except ValidationError as exc:
                 raise InvalidInput(f"event {index}: {explain_validation(exc)}") from exc
             events.append(self._event(spec, now))
+        self._admit(events, backlog_wait)  # backpressure: the whole batch, or an error
         stored = self.store.append_events(events, now)
         return Added(
             events=tuple(event for event, _ in stored),
@@ -244,11 +254,15 @@ class Memory(Hygiene, Rulebook, Deriving, Cortex):
         dry_run: bool = False,
         progress: Callable[[int, int], None] | None = None,
         stop: threading.Event | None = None,
+        trigger: Trigger | None = None,
     ) -> Report:
         """Run every due job. With `dry_run` the report has the same plan and nothing is
         written. Setting `stop` (from another thread) ends the run after the job being
-        decided; the other claimed jobs go back to pending."""
-        return self.engine.consolidate(dry_run=dry_run, progress=progress, stop=stop)
+        decided; the other claimed jobs go back to pending. With a `trigger` (the worker's),
+        a subject's new events wait until there are enough of them or they waited enough."""
+        return self.engine.consolidate(
+            dry_run=dry_run, progress=progress, stop=stop, trigger=trigger
+        )
 
     def replay(self, project: str | None = None, reextract: bool = False) -> int:
         """Put every finished or failed job back to pending; the next run replays it.
@@ -507,6 +521,7 @@ class Memory(Hygiene, Rulebook, Deriving, Cortex):
             llm.llm.model_id if llm is not None else "none",
             at=self.clock.now(),
             unstable=tuple(self.unstable_subjects(project)),
+            schedule=tuple(self.store.schedule(project)),  # type: ignore[attr-defined]
         )
 
     # -- decisions by a person ---------------------------------------------------------------------

@@ -29,6 +29,7 @@ from distill.core.models import (
 )
 from distill.core.patterns import Mention, Procedure, ProcedureStatus, Topic
 from distill.core.plan import Plan
+from distill.core.schedule import Finish, ScheduleRow
 
 IdTable = Literal["fact", "conflict"]  # what a person may name by an id prefix
 
@@ -229,9 +230,18 @@ class Store(Protocol):
         """Store events' embeddings (derived data, by event id)."""
         ...
 
-    def claim_jobs(self, now: datetime, limit: int, max_attempts: int) -> list[Job]:
+    def claim_jobs(
+        self,
+        now: datetime,
+        limit: int,
+        max_attempts: int,
+        min_events: int = 1,
+        waited_before: datetime | None = None,
+    ) -> list[Job]:
         """Mark due jobs running and return them oldest first: pending ones, and failed ones
-        with fewer than `max_attempts` attempts whose backoff has expired."""
+        with fewer than `max_attempts` attempts whose backoff has expired. A pending job is
+        due once it holds `min_events` events or was created at or before `waited_before`
+        (the worker's trigger; by default every pending job is due)."""
         ...
 
     def reclaim(self, now: datetime, stalled_before: datetime, max_attempts: int) -> Reclaimed:
@@ -572,3 +582,48 @@ class KeyStore(Protocol):
 
     def count_keys(self) -> KeyCounts: ...
     def subject_known(self, project: str, subject: str) -> bool: ...
+
+
+@runtime_checkable
+class ScheduleStore(Protocol):
+    """The worker's schedule (`distill.core.schedule`): one row per scheduled pass of one
+    scope, and the lease that keeps two workers from running it for the same due time."""
+
+    def schedule_projects(self) -> list[str]:
+        """Every project that stored an event, in order."""
+        ...
+
+    def schedule_add(
+        self, project: str, scope: str, pass_names: Sequence[str], now: datetime
+    ) -> None:
+        """A row, due at `now`, for each pass of the scope that has none."""
+        ...
+
+    def schedule(self, project: str | None = None) -> list[ScheduleRow]:
+        """The rows of a project (of every project with None), by project, scope, pass."""
+        ...
+
+    def take_lease(self, row: ScheduleRow, owner: str, now: datetime, until: datetime) -> bool:
+        """Hold the pass until `until` for the generation `row` was read at, if nobody holds
+        it: atomic, so that of several workers one at most gets it."""
+        ...
+
+    def finish_run(
+        self, row: ScheduleRow, owner: str, now: datetime, finish: Finish, report: dict[str, Any]
+    ) -> bool:
+        """Write a run's end and give the lease back; False if the lease was lost (it ran
+        out and another worker took the pass), then nothing is written."""
+        ...
+
+    def release_lease(self, row: ScheduleRow, owner: str) -> None:
+        """Give the lease back without a run: the pass stays as it was."""
+        ...
+
+    def backlog(self, project: str) -> int:
+        """The events of the project that wait for consolidation (in pending or running
+        jobs): what backpressure bounds."""
+        ...
+
+    def force_due(self, project: str, pass_name: str | None, now: datetime) -> int:
+        """Make a project's pass (every pass with None) due now; returns the rows made due."""
+        ...

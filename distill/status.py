@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from distill.core.schedule import ScheduleRow
 from distill.ports import StoreCounts
 
 
@@ -18,6 +19,7 @@ class Status:
     at: datetime | None = None  # when it was read (how old running claims are)
     # (project, subject) of the subjects whose derived facts drift (`core.drift`).
     unstable: tuple[tuple[str, str], ...] = ()
+    schedule: tuple[ScheduleRow, ...] = ()  # the worker's scheduled passes (distill.scheduler)
 
     def to_dict(self) -> dict[str, Any]:
         usage = self.counts.llm_usage
@@ -64,7 +66,32 @@ class Status:
                 }
                 for j in self.counts.running_jobs
             ],
+            "schedule": [_scheduled(r, self.at) for r in self.schedule],
         }
+
+
+def _scheduled(row: ScheduleRow, now: datetime | None) -> dict[str, Any]:
+    """A scheduled pass as `status` shows it: when it ran and is due, its health and last
+    report (counts only), and who holds it now."""
+
+    def at(value: datetime | None) -> str | None:
+        return value.isoformat() if value is not None else None
+
+    held = row.lease_owner if row.lease_expires_at and now and row.lease_expires_at > now else None
+    return {
+        "project": row.project,
+        "scope": row.scope,
+        "pass": row.pass_name,
+        "runs": row.runs,
+        "last_run_at": at(row.last_run_at),
+        "last_clean_at": at(row.last_clean_at),
+        "due_at": at(row.due_at),
+        "retry_at": at(row.retry_at),
+        "health": row.health,
+        "last_error": row.last_error,
+        "last_report": dict(row.last_report) if row.last_report is not None else None,
+        "running_on": held,
+    }
 
 
 def _age(now: datetime | None, since: datetime | None) -> str:

@@ -22,6 +22,7 @@ import uvicorn
 
 from distill import Memory
 from distill.service.api_keys import create_key
+from distill.service.config import Reloader
 from distill.service.http import Service, create_app
 
 POLL = 0.05  # seconds the background worker waits when nothing is due
@@ -51,13 +52,17 @@ class Api:
 
 
 @contextmanager
-def running_api(database: str, worker_threads: int = 1, loopback: bool = True) -> Iterator[Api]:
-    """The API on `database` (a SQLite path or a PostgreSQL URL), hashing embedder."""
+def running_api(
+    database: str, worker_threads: int = 1, loopback: bool = True, config: Reloader | None = None
+) -> Iterator[Api]:
+    """The API on `database` (a SQLite path or a PostgreSQL URL), hashing embedder; with
+    `config`, as `distill serve --config` (a backlog bound, the worker's schedule)."""
     svc = Service(
         lambda: Memory(database, embedder="hashing"),
         loopback=loopback,
         worker_threads=worker_threads,
         interval=POLL,
+        config=config,
     )
     config = uvicorn.Config(create_app(svc), host="127.0.0.1", port=0, log_level="warning")
     sock = config.bind_socket()

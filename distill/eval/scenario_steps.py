@@ -20,8 +20,8 @@ exact mode, `cluster_distance`, `batch`, `subject`, `projects`; `name` its repor
 [texts], "contradictions": [{"memories": [texts]}], "fenced": true}`, its texts turned into
 the prompt's aliases when it is asked, a text it does not show into an alias it never gave
 (`"consumes": "shown"` is every memory shown, `"joined": true` a summary that is the texts
-it consumes joined); `name` its report). Any action may say it `raises` a distill error
-(`message_contains`).
+it consumes joined); `name` its report), and `scheduled` (the worker's schedule:
+`scenario_schedule.py`). Any action may say it `raises` a distill error (`message_contains`).
 
 The checks, and the selectors that name facts, are in `scenario_checks.py`.
 """
@@ -49,6 +49,7 @@ from distill.core.passes import Scope
 from distill.core.plan import CreateFact, Plan
 from distill.core.summarise import SUMMARISE_KEEP, asked
 from distill.eval.scenario_checks import CaseChecks, CaseFailed
+from distill.eval.scenario_schedule import SCHEDULE_ACTIONS, ScheduleSteps
 from distill.memory import Memory
 from distill.passes.dedupe import MAX_SUPERSEDES_PER_RUN, DedupeReport
 from distill.passes.derive import DeriveReport
@@ -99,6 +100,7 @@ ACTIONS: dict[str, set[str]] = {
     "procedures": {"name", "dry_run"},
     "use": {"procedure", "success", "times", "subject"},
     "topics": {"name", "dry_run"},
+    **SCHEDULE_ACTIONS,
 }
 ANY_ACTION = {"raises", "message_contains"}
 REQUIRED: dict[str, set[str]] = {
@@ -219,7 +221,7 @@ def distance_embedder(pairs: list[Mapping[str, Any]], threshold: float) -> Hashi
     return HashingEmbedder(EMBED_DIMENSION, overrides=overrides)
 
 
-class CaseRun(CaseChecks):
+class CaseRun(CaseChecks, ScheduleSteps):
     """The state of one case while its steps run: the memory, named events, reports and
     snapshots."""
 

@@ -23,6 +23,7 @@ from distill.adapters.llm.calls import RetryPolicy
 from distill.errors import DistillError
 from distill.extractors import EXTRACTORS
 from distill.report import Report
+from distill.service.config_command import config_cmd
 from distill.service.copy_command import copy_cmd
 from distill.service.cortex_command import procedures_cmd, topics_cmd
 from distill.service.decisions_command import erase, pin, resolve_cmd, retract
@@ -51,6 +52,7 @@ from distill.service.tables import (
     plan_summary,
     run_table,
     running_table,
+    schedule_table,
     status_table,
 )
 from distill.service.terminal import (
@@ -99,6 +101,8 @@ Environment:
   DISTILL_FUTURE_MARGIN
                         seconds an event's time may be past now (default 86400:
                         a day, more than any time zone mistake)
+  DISTILL_CONFIG        the worker's configuration file (TOML: `distill config show`);
+                        DISTILL_<SECTION>__<KEY> overrides one of its values
 """
 
 
@@ -493,6 +497,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     embedder, extractor and LLM a run would use; LLM calls and tokens spent."""
     with memory(ctx) as mem:
         data = mem.status().to_dict()
+        data["backlog"] = mem.backlogs()
     # The configured models, named without building them: status must work when they cannot
     # be built (no SDK, no key, no server).
     data["llm"] = describe_llm(ctx.obj["llm"])
@@ -503,6 +508,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
     out.print(status_table(data))
     if data["running_jobs"]:
         out.print(running_table(data["running_jobs"]))
+    if data["schedule"]:
+        out.print(schedule_table(data["schedule"], data["backlog"]))
     for job in data["failed_jobs"]:
         err.print(
             f"failed job {job['id']} ({job['subject']}, {job['attempts']} attempts): "
@@ -525,6 +532,7 @@ def demo(ctx: click.Context, as_json: bool) -> None:
         close_embedder(embedder)
 
 
+cli.add_command(config_cmd)
 cli.add_command(context)
 cli.add_command(copy_cmd)
 cli.add_command(dedupe)

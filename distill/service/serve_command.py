@@ -15,6 +15,7 @@ import signal
 import click
 
 from distill.errors import MissingDependency
+from distill.service.config import CONFIG_VARIABLE, Reloader, load
 from distill.service.terminal import (
     configure_logging,
     err,
@@ -48,8 +49,23 @@ DEFAULT_PORT = 8420
     type=click.FloatRange(min=0.05),
     help="Seconds the worker waits when nothing is due.",
 )
+@click.option(
+    "--config",
+    "config_path",
+    envvar=CONFIG_VARIABLE,
+    type=click.Path(dir_okay=False),
+    help="The configuration file (TOML): the backlog's bound ([backlog]), the background "
+    "worker's schedule and trigger ([schedule], [worker]).",
+)
 @click.pass_context
-def serve(ctx: click.Context, host: str, port: int, worker_threads: int, interval: float) -> None:
+def serve(
+    ctx: click.Context,
+    host: str,
+    port: int,
+    worker_threads: int,
+    interval: float,
+    config_path: str | None,
+) -> None:
     """Serve the HTTP API (OpenAPI at /docs) and consolidate in the background, until
     SIGTERM or Ctrl-C."""
     try:
@@ -63,11 +79,16 @@ def serve(ctx: click.Context, host: str, port: int, worker_threads: int, interva
             "pip install 'distill[server]'"
         ) from exc
     require_model(ctx)
+    settings = Reloader(load(config_path))
     loopback = is_loopback_address(host)
     configure_logging(logging.INFO if ctx.obj["verbose"] else logging.WARNING)
     with memory_factory(ctx) as open_memory:
         svc = Service(
-            open_memory, loopback=loopback, worker_threads=worker_threads, interval=interval
+            open_memory,
+            loopback=loopback,
+            worker_threads=worker_threads,
+            interval=interval,
+            config=settings,
         )
         try:
             keys = svc.keys.count_keys()

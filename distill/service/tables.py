@@ -185,3 +185,25 @@ def running_table(jobs: Sequence[dict[str, Any]]) -> Table:
     for job in jobs:
         table.add_row(job["id"], job["subject"], job["owner"] or "?", job["age"])
     return table
+
+
+def schedule_table(rows: Sequence[dict[str, Any]], backlog: dict[str, int]) -> Table:
+    """The scheduled passes: each one's last run, next due time, health and last report;
+    the title says each project's backlog (events waiting for consolidation)."""
+    waiting = ", ".join(f"{p} {n}" for p, n in backlog.items() if n)
+    table = _table(f"scheduled passes (backlog: {waiting or 'none'})")
+    for column in ("project", "pass", "last run", "next due", "health"):
+        table.add_column(column, overflow="fold")
+    table.add_column("last report / error", overflow="fold")
+    for row in rows:
+        report = row["last_report"] or {}
+        said = row["last_error"] or ", ".join(
+            f"{k} {v}" for k, v in report.items() if isinstance(v, int) and v and k != "pass"
+        )
+        # Month, day and minute, UTC: a row stays on one line at 80 columns.
+        last = row["last_run_at"][5:16].replace("T", " ") if row["last_run_at"] else "never"
+        due = row["due_at"][5:16].replace("T", " ")
+        if row["retry_at"]:
+            due += f" (retry {row['retry_at'][11:16]})"
+        table.add_row(row["project"], row["pass"], last, due, row["health"], said or "-")
+    return table

@@ -18,6 +18,7 @@ from rich.console import Console
 from distill.adapters.embed import close_embedder, make_embedder
 from distill.adapters.llm import close_llm, make_llm
 from distill.errors import ConfigurationError
+from distill.log_scope import ScopeFilter
 from distill.memory import Memory
 from distill.ports import Embedder
 from distill.service.event_input import future_margin_setting
@@ -98,7 +99,11 @@ def configure_logging(level: int | None) -> None:
     mine: logging.Handler = logging.NullHandler()
     if level is not None:
         mine = logging.StreamHandler(sys.stderr)
-        mine.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        # Every line says what it is about: project, subject, job, pass (`log_scope`).
+        mine.addFilter(ScopeFilter())
+        mine.setFormatter(
+            logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s%(scope)s")
+        )
         logger.setLevel(level)
     mine.distill_cli = True  # type: ignore[attr-defined]
     logger.addHandler(mine)

@@ -13,6 +13,17 @@ deciding; the jobs it had claimed but not started go back to pending for the nex
 A configuration error ends the worker at once (exit status 1); any other error is logged and
 the thread carries on after a pause, so a database restart costs a few failed polls, not the
 worker.
+
+When a subject's new events are extracted is the `trigger`'s: once its pending job holds
+`min_events` events, or once it waited `max_wait` (`distill consolidate` forces every
+pending job). The default, `min_events` 1, extracts at once (see `WorkerSettings`).
+
+Beside the jobs, each thread runs the scheduled passes (`distill.scheduler`: dedupe, judge
+and whichever the configuration turns on, each on its own interval per project, under a
+lease in the database). Priorities, in this order: a stop request (checked before anything
+is started), then jobs (a thread that did a job polls for more at once), then the schedule
+(one due pass per idle poll, then the jobs again). A scheduled pass that fails is recorded
+on its schedule row and never stops the worker.
 """
 
 from __future__ import annotations
@@ -20,13 +31,17 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+import time
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import FrameType
 
+from distill.core.schedule import Trigger
 from distill.errors import ConfigurationError
 from distill.memory import Memory
 from distill.report import Report
+from distill.scheduler import Ran, Scheduler, ScheduleSettings
 
 log = logging.getLogger("distill.worker")
 
@@ -34,23 +49,64 @@ ERROR_PAUSE = 5.0  # seconds a thread waits after an unexpected error before pol
 BACKOFF_PAUSE = 30.0  # after a run the provider stopped (429, outage): give it time
 
 
+# The name the metrics give extraction and adjudication (the jobs), beside the scheduled
+# passes' own names.
+EXTRACT = "extract"
+# What a job run changed, among its report's counters, as the metrics count facts.
+JOB_CHANGES = ("created", "superseded", "reinforced", "conflict")
+
+
 @dataclass
 class Totals:
-    """What a worker has done since it started, all threads together."""
+    """What a worker has done since it started, all threads together; per pass (`extract`
+    for the jobs, and each scheduled pass): cycles by result, seconds, facts changed, model
+    calls and tokens, failures. `/metrics` reads them."""
 
     runs: int = 0
     jobs_done: int = 0
     jobs_failed: int = 0
     llm_calls: int = 0
     errors: int = 0
+    scheduled_runs: int = 0  # scheduled passes run (clean or not)
+    cycles: Counter[tuple[str, str]] = field(default_factory=Counter)  # (pass, result)
+    seconds: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+    facts: Counter[tuple[str, str]] = field(default_factory=Counter)  # (pass, change)
+    model_calls: Counter[str] = field(default_factory=Counter)  # by pass
+    model_tokens: Counter[str] = field(default_factory=Counter)  # by pass
+    failures: Counter[str] = field(default_factory=Counter)  # by pass
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def add(self, report: Report) -> None:
+    def add(self, report: Report, seconds: float = 0.0) -> None:
         with self.lock:
             self.runs += 1
             self.jobs_done += report.jobs_done
             self.jobs_failed += report.jobs_failed
             self.llm_calls += report.llm_calls
+            if not (report.jobs_done or report.jobs_failed):
+                return  # an idle poll is not a cycle
+            self.cycles[(EXTRACT, "failed" if report.jobs_failed else "clean")] += 1
+            self.seconds[EXTRACT] += seconds
+            counters = report.counters()
+            for change in JOB_CHANGES:
+                self.facts[(EXTRACT, change)] += counters.get(change, 0)
+            self.model_calls[EXTRACT] += report.llm_calls
+            self.model_tokens[EXTRACT] += report.prompt_tokens + report.completion_tokens
+            self.failures[EXTRACT] += report.jobs_failed
+
+    def add_scheduled(self, ran: Ran) -> None:
+        name, outcome = ran.row.pass_name, ran.outcome
+        with self.lock:
+            self.scheduled_runs += 1
+            self.cycles[(name, outcome.stop or "clean")] += 1
+            self.seconds[name] += ran.seconds
+            for change, n in outcome.counts.items():
+                if change == "llm_calls":
+                    self.model_calls[name] += n
+                elif change == "llm_tokens":
+                    self.model_tokens[name] += n
+                else:
+                    self.facts[(name, change)] += n
+            self.failures[name] += outcome.stop == "error"
 
 
 class Worker:
@@ -61,6 +117,9 @@ class Worker:
         interval: float = 2.0,
         on_run: Callable[[Report], None] | None = None,
         settle: float = 0.5,
+        schedule: ScheduleSettings | Callable[[], ScheduleSettings] | None = None,
+        on_scheduled: Callable[[Ran], None] | None = None,
+        trigger: Trigger | None = None,
     ) -> None:
         if concurrency < 1:
             raise ConfigurationError("concurrency must be at least 1")
@@ -71,6 +130,10 @@ class Worker:
         self.interval = interval
         self.settle = min(settle, interval)
         self.on_run = on_run
+        # None: no scheduled passes (jobs only, as `Memory.consolidate` in a loop).
+        self.schedule = schedule
+        self.on_scheduled = on_scheduled
+        self.trigger = trigger  # None: every pending job at once
         self.totals = Totals()
         self._stop = threading.Event()
         self._fatal: BaseException | None = None
@@ -100,10 +163,12 @@ class Worker:
             self._fatal = exc
             self._stop.set()
             return
+        scheduler = self._scheduler(memory)
         with memory:
             while not self._stop.is_set():
+                started = time.monotonic()
                 try:
-                    report = memory.consolidate(stop=self._stop)
+                    report = memory.consolidate(stop=self._stop, trigger=self.trigger)
                 except ConfigurationError as exc:
                     self._fatal = exc
                     self._stop.set()
@@ -114,7 +179,9 @@ class Worker:
                         self.totals.errors += 1
                     self._stop.wait(ERROR_PAUSE)
                     continue
-                self.totals.add(report)
+                self.totals.add(report, time.monotonic() - started)
+                if scheduler is not None:
+                    scheduler.saw(report.projects)
                 if note := report.reclaim_note():  # not the held jobs: every poll would say so
                     log.warning("%s", note)
                 if self.on_run is not None and (report.jobs_done or report.jobs_failed):
@@ -124,10 +191,37 @@ class Worker:
                     self._stop.wait(max(self.interval, BACKOFF_PAUSE))
                 elif report.jobs_done or report.jobs_failed:
                     continue  # there may be more: poll again at once
+                elif scheduler is not None and self._scheduled(scheduler):
+                    continue  # a scheduled pass ran: the jobs first again, then the next
                 elif once:
                     return
                 else:
                     self._idle(memory)
+
+    def _scheduler(self, memory: Memory) -> Scheduler | None:
+        if self.schedule is None:
+            return None
+        # Who holds a lease, as a person reads it: the host, the process and its store.
+        who = getattr(memory.store, "owner", None)
+        owner = f"{who.host}:{who.pid}:{who.token[:12]}" if who else threading.current_thread().name
+        return Scheduler(memory, self.schedule, owner, on_run=self._ran)
+
+    def _scheduled(self, scheduler: Scheduler) -> bool:
+        """Run one due scheduled pass; whether one ran. The schedule's own store calls may
+        raise (a database away): logged, and the thread polls again after a pause."""
+        try:
+            return scheduler.run_next(self._stop) is not None
+        except Exception:
+            log.exception("the schedule cannot be read; trying again in %.0f s", ERROR_PAUSE)
+            with self.totals.lock:
+                self.totals.errors += 1
+            self._stop.wait(ERROR_PAUSE)
+            return False
+
+    def _ran(self, ran: Ran) -> None:
+        self.totals.add_scheduled(ran)
+        if self.on_scheduled is not None:
+            self.on_scheduled(ran)
 
     def _idle(self, memory: Memory) -> None:
         """Wait for new events (woken at once on PostgreSQL), at most `interval` seconds."""

@@ -1,13 +1,18 @@
-"""`distill worker`: consolidate continuously, alone or beside other workers."""
+"""`distill worker`: consolidate continuously, alone or beside other workers, and run the
+scheduled passes (`distill.scheduler`) on their cadence."""
 
 from __future__ import annotations
 
 import logging
+import signal
 from datetime import datetime
+from types import FrameType
 
 import click
 
 from distill.report import Report
+from distill.scheduler import Ran
+from distill.service.config import CONFIG_VARIABLE, Reloader, load
 from distill.service.terminal import (
     configure_logging,
     err,
@@ -16,41 +21,79 @@ from distill.service.terminal import (
 )
 from distill.service.worker import Worker
 
+log = logging.getLogger("distill.worker")
+
 
 @click.command()
 @click.option(
+    "--config",
+    "config_path",
+    envvar=CONFIG_VARIABLE,
+    type=click.Path(dir_okay=False),
+    help="The configuration file (TOML; `distill config show` prints what is in force). "
+    "Its [schedule] section is read again when it changes, or on SIGHUP.",
+)
+@click.option(
     "--concurrency",
-    default=1,
-    show_default=True,
+    default=None,
     type=click.IntRange(1, 64),
-    help="Consolidation threads in this process (each with its own connections).",
+    help="Consolidation threads in this process (each with its own connections) [default: 1].",
 )
 @click.option(
     "--interval",
-    default=2.0,
-    show_default=True,
+    default=None,
     type=click.FloatRange(min=0.05),
-    help="Seconds to wait when nothing is due (events arriving meanwhile share model calls).",
+    help="Seconds to wait when nothing is due (events arriving meanwhile share model calls) "
+    "[default: 2].",
 )
 @click.option(
     "--settle",
-    default=0.5,
-    show_default=True,
+    default=None,
     type=click.FloatRange(min=0),
-    help="On PostgreSQL, seconds to wait after new events wake the worker (a burst together).",
+    help="On PostgreSQL, seconds to wait after new events wake the worker (a burst together) "
+    "[default: 0.5].",
 )
-@click.option("--once", is_flag=True, help="Process what is due, then exit.")
+@click.option(
+    "--schedule/--no-schedule",
+    default=True,
+    show_default=True,
+    help="Also run the scheduled passes (dedupe, judge, ... on their intervals) when no job "
+    "is due.",
+)
+@click.option("--once", is_flag=True, help="Process what is due (jobs, then passes), then exit.")
 @click.pass_context
 def worker(
-    ctx: click.Context, concurrency: int, interval: float, settle: float, once: bool
+    ctx: click.Context,
+    config_path: str | None,
+    concurrency: int | None,
+    interval: float | None,
+    settle: float | None,
+    schedule: bool,
+    once: bool,
 ) -> None:
     """Consolidate continuously, until SIGTERM or Ctrl-C (which finish the job being decided
-    and put the other claimed ones back). Several workers may share one database."""
+    and put the other claimed ones back). Several workers may share one database; a
+    scheduled pass of a project runs on one of them at a time."""
     require_model(ctx)
+    loaded = load(config_path)
+    own = loaded.settings.worker
+    concurrency = own.concurrency if concurrency is None else concurrency
+    interval = own.interval if interval is None else interval
+    settle = own.settle if settle is None else settle
+    reloader = Reloader(loaded)
 
     def announce(report: Report) -> None:
         counters = ", ".join(f"{k} {v}" for k, v in report.counters().items() if v)
         err.print(f"[{datetime.now().astimezone():%H:%M:%S}] {counters}")
+
+    def scheduled(ran: Ran) -> None:
+        row, outcome = ran.row, ran.outcome
+        state = "clean" if outcome.clean else f"stopped ({outcome.stop}: {outcome.detail})"
+        soft = f"; skipped: {'; '.join(outcome.soft)}" if outcome.soft else ""
+        err.print(
+            f"[{datetime.now().astimezone():%H:%M:%S}] {row.pass_name} of {row.project}: "
+            f"{state} in {ran.seconds:.1f} s{soft}"
+        )
 
     # A worker runs unattended: its warnings (failed jobs, reclaimed ones, a database that
     # went away) are its log.
@@ -62,11 +105,21 @@ def worker(
             interval=interval,
             on_run=announce,
             settle=settle,
+            schedule=reloader.schedule if schedule else None,
+            on_scheduled=scheduled,
+            trigger=own.trigger() if own.min_events > 1 else None,
         )
         runner.stop_on_signals()
-        err.print(f"distill worker: {concurrency} thread(s), polling every {interval:g} s")
+        if hasattr(signal, "SIGHUP"):
+
+            def hangup(signum: int, frame: FrameType | None) -> None:
+                reloader.request()
+
+            signal.signal(signal.SIGHUP, hangup)
+        where = f", configuration {loaded.path}" if loaded.path else ""
+        err.print(f"distill worker: {concurrency} thread(s), polling every {interval:g} s{where}")
         totals = runner.run(once=once)
     err.print(
         f"stopped: {totals.jobs_done} job(s) done, {totals.jobs_failed} failed, "
-        f"{totals.llm_calls} LLM call(s)"
+        f"{totals.llm_calls} LLM call(s), {totals.scheduled_runs} scheduled pass(es)"
     )

@@ -264,6 +264,9 @@ POSTGRES_TABLES = [
     "rules",
     "pass_cursors",
     "fact_marks",
+    "procedures",
+    "mentions",
+    "topics",
 ]
 # Written by triggers as the facts are copied (PostgreSQL's posting list of their words).
 TRIGGER_FILLED = {"fact_terms"}

@@ -393,6 +393,8 @@ NOT_COPIED = {
     "as the facts are inserted into the target",
     "fact_marks": "what the source's model passes had read (the watermark): the copy's passes "
     "read its memories once more, and what they decided is already in the facts and the rules",
+    "pass_schedule": "the source's worker schedule and leases: the copy's worker runs every "
+    "scheduled pass once, soon after it starts (catch-up), then on its own cadence",
     **{
         name: "SQLite's full-text index of the facts' words (FTS5 and its shadow tables), "
         "written by triggers as the facts are inserted into the target"

@@ -60,6 +60,7 @@ ERASE_ORDER = (
     "erase_mentions",
     "erase_topics",
     "erase_pass_cursors",
+    "erase_pass_schedule",
 )
 ERASED_AND_COUNTED = ("events", "facts", "observations", "conflicts", "jobs", "audit", "rules")
 

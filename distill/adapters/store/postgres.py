@@ -42,6 +42,7 @@ from distill.adapters.store.postgres_connection import Connection, PostgresConne
 from distill.adapters.store.queries import Migration, load_migrations, load_queries
 from distill.adapters.store.sql_base import DB
 from distill.adapters.store.sql_keys import SqlKeys
+from distill.adapters.store.sql_schedule import SqlSchedule
 from distill.adapters.store.sql_store import SqlStore
 from distill.errors import StoreError
 from distill.ports import Neighbour, RecallScope, Vector
@@ -66,7 +67,7 @@ def lock_key(*parts: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-class PostgresStore(SqlStore, SqlKeys):
+class PostgresStore(SqlStore, SqlKeys, SqlSchedule):
     """`distill.ports.Store` on PostgreSQL with pgvector."""
 
     queries = QUERIES

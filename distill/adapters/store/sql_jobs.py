@@ -75,15 +75,27 @@ class SqlJobs(SqlBase):
             if self._many(db, "set_event_embedding", params) != len(params):
                 raise NotFound("some of these events do not exist")
 
-    def claim_jobs(self, now: datetime, limit: int, max_attempts: int) -> list[Job]:
+    def claim_jobs(
+        self,
+        now: datetime,
+        limit: int,
+        max_attempts: int,
+        min_events: int = 1,
+        waited_before: datetime | None = None,
+    ) -> list[Job]:
         if limit <= 0:
             return []
         stamp = self.codec.time(now)
         self._hold_claims()
+        params = {
+            "now": stamp,
+            "limit": limit,
+            "max_attempts": max_attempts,
+            "min_events": min_events,
+            "waited_before": self.codec.time(waited_before or now),
+        }
         with self._tx() as db:
-            due = self._run(
-                db, "due_jobs", {"now": stamp, "limit": limit, "max_attempts": max_attempts}
-            ).fetchall()
+            due = self._run(db, "due_jobs", params).fetchall()
             if not due:
                 return []
             found = self._array([self.codec.read_id(r["id"]) for r in due])

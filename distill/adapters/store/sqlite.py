@@ -32,6 +32,7 @@ from distill.adapters.store import rows
 from distill.adapters.store.queries import Migration, load_migrations, load_queries
 from distill.adapters.store.sql_base import DB
 from distill.adapters.store.sql_keys import SqlKeys
+from distill.adapters.store.sql_schedule import SqlSchedule
 from distill.adapters.store.sql_store import SqlStore
 from distill.adapters.store.sqlite_connection import SqliteConnections, split_statements
 from distill.adapters.store.sqlite_file import open_file
@@ -50,7 +51,7 @@ QUERIES = load_queries("sqlite")
 _ACTIVE_IDENTITY_INDEX = "facts.project, facts.subject, facts.identity_key"
 
 
-class SqliteStore(SqlStore, SqlKeys):
+class SqliteStore(SqlStore, SqlKeys, SqlSchedule):
     """`distill.ports.Store` on SQLite."""
 
     queries = QUERIES

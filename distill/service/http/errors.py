@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException
 
 from distill.errors import (
     AlreadyResolved,
+    BacklogFull,
     ConfigurationError,
     DistillError,
     IntegrityViolation,
@@ -43,6 +44,7 @@ STATUS: dict[type[DistillError], tuple[int, str, str | None]] = {
     PinnedFact: (409, "pinned_fact", None),
     InvalidOperation: (409, "invalid_operation", None),
     IntegrityViolation: (409, "integrity_violation", None),
+    BacklogFull: (429, "backlog_full", None),
     TransientProviderError: (
         503,
         "provider_unavailable",
@@ -95,7 +97,7 @@ def _distill_error(request: Request, exc: Exception) -> JSONResponse:
     if status >= 500:
         log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
     headers = None
-    if isinstance(exc, TransientProviderError) and exc.retry_after:
+    if isinstance(exc, TransientProviderError | BacklogFull) and exc.retry_after:
         headers = {"Retry-After": str(max(1, round(exc.retry_after)))}
     return error_response(status, kind, message, headers)
 

@@ -13,11 +13,17 @@ import time
 from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    Metric,
+    SummaryMetricFamily,
+)
 from prometheus_client.registry import Collector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from distill.service.http.state import Service
+from distill.service.worker import Totals
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # Seconds: a read answers in milliseconds, a batch of events or a dry run in up to seconds.
@@ -46,6 +52,11 @@ class Metrics:
             "distill_events_accepted",
             "Events accepted by POST /v1/events: new ones, and those already stored.",
             ["stored"],
+            registry=self.registry,
+        )
+        self.refused = Counter(
+            "distill_events_refused",
+            "Events POST /v1/events refused because the project's backlog was full (429).",
             registry=self.registry,
         )
         self.registry.register(_Holdings(svc))
@@ -97,6 +108,67 @@ class _Holdings(Collector):
                 "Runs of the background worker that failed.",
                 value=totals.errors,
             )
+            yield from _passes(totals)
+        yield from self._backlog()
+
+    def _backlog(self) -> Iterator[Metric]:
+        store = self.svc.memory.store
+        backlog = GaugeMetricFamily(
+            "distill_backlog_events",
+            "Events waiting for consolidation, by project (what backpressure bounds).",
+            labels=["project"],
+        )
+        for project in store.schedule_projects():  # type: ignore[attr-defined]
+            backlog.add_metric([project], self.svc.memory.backlog(project))
+        yield backlog
+        bound = self.svc.memory.max_backlog
+        if bound is not None:
+            yield GaugeMetricFamily(
+                "distill_backlog_bound_events", "The backlog's bound per project.", value=bound
+            )
+
+
+def _passes(totals: Totals) -> Iterator[Metric]:
+    """What the worker's passes did: `extract` (the jobs) and each scheduled pass."""
+    with totals.lock:
+        cycles = dict(totals.cycles)
+        seconds = dict(totals.seconds)
+        facts = dict(totals.facts)
+        calls, tokens = dict(totals.model_calls), dict(totals.model_tokens)
+        failures = dict(totals.failures)
+    family = CounterMetricFamily(
+        "distill_pass_cycles",
+        "Runs of a pass by result (clean, cap, budget, error; failed: jobs that failed).",
+        labels=["pass", "result"],
+    )
+    for (name, result), n in sorted(cycles.items()):
+        family.add_metric([name, result], n)
+    yield family
+    duration = SummaryMetricFamily(
+        "distill_pass_duration_seconds", "Time spent in a pass's runs.", labels=["pass"]
+    )
+    for name in sorted(seconds):
+        runs = sum(n for (p, _), n in cycles.items() if p == name)
+        duration.add_metric([name], count_value=runs, sum_value=seconds[name])
+    yield duration
+    changed = CounterMetricFamily(
+        "distill_pass_facts",
+        "Facts a pass changed, by change (created, superseded, merged, reinforced, conflict, "
+        "pruned, rules).",
+        labels=["pass", "change"],
+    )
+    for (name, change), n in sorted(facts.items()):
+        changed.add_metric([name, change], n)
+    yield changed
+    for metric, what, values in (
+        ("distill_pass_model_calls", "Model calls a pass made.", calls),
+        ("distill_pass_model_tokens", "Model tokens (prompt and answer) a pass spent.", tokens),
+        ("distill_pass_failures", "Runs of a pass that failed (jobs: jobs failed).", failures),
+    ):
+        family = CounterMetricFamily(metric, what, labels=["pass"])
+        for name, n in sorted(values.items()):
+            family.add_metric([name], n)
+        yield family
 
 
 class RequestMetrics:

@@ -15,7 +15,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 
 from distill.core.models import Fact, normalise_subject
-from distill.errors import InvalidInput, NotFound
+from distill.errors import BacklogFull, InvalidInput, NotFound
 from distill.service.http.auth import Project
 from distill.service.http.schemas import (
     Accepted,
@@ -56,11 +56,19 @@ def add_events(
     body: EventBody | EventBatch, project: Project, svc: Svc, request: Request
 ) -> Accepted:
     """Add one event, or a batch as `{"events": [...]}` (validated whole: all or none are
-    stored). Answers at once with the ids; consolidation runs in the background."""
+    stored). Answers at once with the ids; consolidation runs in the background. When the
+    project's backlog is full, 429 with `Retry-After`: nothing of the request was stored."""
     items = body.events if isinstance(body, EventBatch) else [body]
-    added = svc.memory.append(
-        [{**e.model_dump(exclude_unset=True, exclude_none=True), "project": project} for e in items]
-    )
+    try:
+        added = svc.memory.append(
+            [
+                {**e.model_dump(exclude_unset=True, exclude_none=True), "project": project}
+                for e in items
+            ]
+        )
+    except BacklogFull:  # 429 with Retry-After (`errors`); counted here, where it is known
+        request.app.state.metrics.refused.inc(len(items))
+        raise
     before = [e.id for e, old in zip(added.events, added.already_stored, strict=True) if old]
     counter = request.app.state.metrics.events
     counter.labels("new").inc(len(added.events) - len(before))

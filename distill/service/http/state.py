@@ -16,6 +16,7 @@ from fastapi import Request
 from distill.memory import Memory
 from distill.ports import KeyStore
 from distill.service.api_keys import key_store
+from distill.service.config import Reloader
 from distill.service.worker import Totals, Worker
 
 log = logging.getLogger("distill.http")
@@ -33,12 +34,30 @@ class Service:
         loopback: bool,
         worker_threads: int = 1,
         interval: float = WORKER_INTERVAL,
+        config: Reloader | None = None,
     ) -> None:
         self.memory = open_memory()
         self.keys: KeyStore = key_store(self.memory.store)
         self.loopback = loopback  # bound to a loopback address only: open access may apply
+        # The configuration file's (`distill serve --config`): the backlog's bound, and the
+        # background worker's schedule and trigger. None: no bound, jobs only.
+        self.config = config
+        schedule, trigger = None, None
+        if config is not None:
+            settings = config.loaded.settings
+            bound = settings.backlog
+            self.memory.set_backlog_bound(bound.max_events or None, bound.retry_after_seconds)
+            schedule = config.schedule
+            own = settings.worker
+            trigger = own.trigger() if own.min_events > 1 else None
         self.worker = (
-            Worker(open_memory, concurrency=worker_threads, interval=interval)
+            Worker(
+                open_memory,
+                concurrency=worker_threads,
+                interval=interval,
+                schedule=schedule,
+                trigger=trigger,
+            )
             if worker_threads
             else None
         )

@@ -89,6 +89,10 @@ SELECT id FROM jobs
 WHERE ((status = 'pending' AND (not_before IS NULL OR not_before <= :now))
        OR (status = 'failed' AND attempts < :max_attempts
            AND not_before IS NOT NULL AND not_before <= :now))
+  -- The worker's trigger: a pending job is due once it holds `min_events` events, or once it
+  -- waited since `waited_before` (1 and now: every pending job, as `distill consolidate`).
+  AND (status = 'failed' OR :min_events <= 1 OR created_at <= :waited_before
+       OR (SELECT count(*) FROM job_events WHERE job_events.job_id = jobs.id) >= :min_events)
   AND NOT EXISTS (
       SELECT 1 FROM jobs AS earlier
       WHERE earlier.project = jobs.project AND earlier.subject = jobs.subject
@@ -1155,3 +1159,60 @@ DELETE FROM fact_marks WHERE fact_id = :fact_id;
 
 -- name: erase_fact_marks
 DELETE FROM fact_marks WHERE project = :project AND (:subject IS NULL OR subject = :subject);
+
+-- the worker's schedule: scheduled passes per scope, their leases and health (sql_schedule.py)
+
+-- name: schedule_projects
+-- Every project that ever stored an event (each event is held by a job until an erase).
+SELECT DISTINCT project FROM jobs ORDER BY project;
+
+-- name: schedule_add
+-- A scope's pass seen for the first time: due at once (`due_at` = now), unless it has a row.
+INSERT INTO pass_schedule (project, scope, pass_name, created_at, due_at)
+VALUES (:project, :scope, :pass_name, :now, :now)
+ON CONFLICT (project, scope, pass_name) DO NOTHING;
+
+-- name: schedule_rows
+SELECT * FROM pass_schedule
+WHERE (:project IS NULL OR project = :project)
+ORDER BY project, scope, pass_name;
+
+-- name: schedule_lease
+-- Taken only for the generation the worker read, and only when nobody holds it (or the
+-- holder's lease ran out): one row, or none.
+UPDATE pass_schedule SET lease_owner = :owner, lease_expires_at = :expires_at
+WHERE project = :project AND scope = :scope AND pass_name = :pass_name
+  AND generation = :generation
+  AND (lease_owner IS NULL OR lease_expires_at <= :now);
+
+-- name: schedule_finish
+-- Only by the lease's holder, for the generation it ran: one row, or none (the lease was lost).
+UPDATE pass_schedule
+SET generation = generation + 1, runs = runs + 1, last_run_at = :ran_at,
+    last_clean_at = COALESCE(:clean_at, last_clean_at), due_at = :due_at, retry_at = :retry_at,
+    last_report = :report, health = :health, last_error = :error, failures = :failures,
+    lease_owner = NULL, lease_expires_at = NULL
+WHERE project = :project AND scope = :scope AND pass_name = :pass_name
+  AND generation = :generation AND lease_owner = :owner;
+
+-- name: schedule_release
+-- A lease given back without a run (the worker was stopped first): the pass stays as it was.
+UPDATE pass_schedule SET lease_owner = NULL, lease_expires_at = NULL
+WHERE project = :project AND scope = :scope AND pass_name = :pass_name
+  AND generation = :generation AND lease_owner = :owner;
+
+-- name: schedule_force
+-- Due at once, whatever the last run said (`distill run-due --force`, the API's force).
+UPDATE pass_schedule SET due_at = :now, retry_at = NULL, last_clean_at = NULL
+WHERE project = :project AND (:pass_name IS NULL OR pass_name = :pass_name);
+
+-- name: backlog_events
+-- A project's backlog: the events its open jobs hold (pending or running). Few open jobs (one
+-- pending per subject), found by jobs_by_status; their events by job_events' key.
+SELECT count(*) AS n FROM jobs JOIN job_events ON job_events.job_id = jobs.id
+WHERE jobs.status IN ('pending', 'running') AND jobs.project = :project;
+
+-- name: erase_pass_schedule
+-- A whole project's schedule goes with it; a subject's erase takes the rows of passes run
+-- for that subject only (the project's own passes still have the other subjects to run on).
+DELETE FROM pass_schedule WHERE project = :project AND (:subject IS NULL OR scope = :subject);

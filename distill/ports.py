@@ -285,6 +285,11 @@ class Store(Protocol):
         """The project's facts among `fact_ids`, any status; unknown ids are left out."""
         ...
 
+    def pass_cursor(self, project: str, subject: str, pass_name: str) -> str | None:
+        """Where `pass_name` stopped in the scope's log (None: it never moved); a plan moves
+        it (`MoveCursor`). Passes that re-read facts keep the watermark instead."""
+        ...
+
     def unmarked_memories(self, project: str, subject: str, pass_name: str) -> list[Fact]:
         """The extraction watermark's backlog (`core.watermark`): the scope's live memories
         that `pass_name` has no mark of their present text for (new, or their text changed),

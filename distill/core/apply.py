@@ -21,6 +21,7 @@ from distill.core.plan import (
     EraseScope,
     LearnAlias,
     MarkFacts,
+    MoveCursor,
     OpenConflict,
     Plan,
     PruneFact,
@@ -161,7 +162,13 @@ def audit_entries(
             fact_id = action.fact.id
         elif isinstance(
             action,
-            OpenConflict | ReviseConflict | LearnAlias | EraseScope | MarkFacts | AddRule,
+            OpenConflict
+            | ReviseConflict
+            | LearnAlias
+            | EraseScope
+            | MoveCursor
+            | MarkFacts
+            | AddRule,
         ):
             fact_id = None
         entries.append(

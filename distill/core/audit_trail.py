@@ -50,6 +50,7 @@ from distill.core.plan import (
     CreateFact,
     LearnAlias,
     MarkFacts,
+    MoveCursor,
     OpenConflict,
     PruneFact,
     RecordObservation,
@@ -82,6 +83,8 @@ def stored(action: Action) -> tuple[JsonObject | None, JsonObject | None]:
         return None, {"id": action.observation.id, "event_id": action.observation.event_id}
     if isinstance(action, LearnAlias):
         return None, action.alias.model_dump(mode="json")
+    if isinstance(action, MoveCursor):
+        return {"cursor": action.before}, {"cursor": action.after, "pass": action.cursor_pass}
     if isinstance(action, MarkFacts):
         return None, action.audited()
     if isinstance(action, AddRule):

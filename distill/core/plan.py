@@ -137,6 +137,28 @@ class EraseScope:
 
 
 @dataclass(frozen=True)
+class MoveCursor:
+    """Where a pass that walks a log stops (derive, over the observations): applied in the
+    same transaction as the batch it ends, so that the cursor never passes work that was not
+    written. `before` is where the pass read it (None: never moved); a cursor that moved
+    meanwhile refuses the plan. A pass that re-reads facts keeps the watermark instead
+    (`MarkFacts`)."""
+
+    project: str
+    subject: str
+    cursor_pass: str
+    before: str | None
+    after: str
+    at: datetime
+    reason: str
+    pass_name: str = "judge"
+
+    @property
+    def name(self) -> str:
+        return "move_cursor"
+
+
+@dataclass(frozen=True)
 class MarkFacts:
     """The extraction watermark moving (`core.watermark`): the facts `mark_pass` finished
     with, each with the signature of the text it read, applied in the same transaction as
@@ -210,6 +232,7 @@ Action = (
     | RecordObservation
     | LearnAlias
     | EraseScope
+    | MoveCursor
     | MarkFacts
     | AddRule
     | PruneFact
@@ -283,6 +306,8 @@ def describe_action(action: Action) -> dict[str, Any]:
         out["after"] = action.observation.model_dump(mode="json", include=OBSERVATION_SUMMARY)
     elif isinstance(action, LearnAlias):
         out["after"] = action.alias.model_dump(mode="json")
+    elif isinstance(action, MoveCursor):
+        out["before"], out["after"] = {"cursor": action.before}, {"cursor": action.after}
     elif isinstance(action, MarkFacts):
         out["after"] = action.audited()
     elif isinstance(action, AddRule):
@@ -308,7 +333,7 @@ def subject_of(action: Action) -> tuple[str, str]:
         return action.observation.project, action.observation.subject
     if isinstance(action, LearnAlias):
         return action.alias.project, ""
-    if isinstance(action, MarkFacts):
+    if isinstance(action, MoveCursor | MarkFacts):
         return action.project, action.subject
     if isinstance(action, AddRule):
         return action.rule.project, action.rule.subject

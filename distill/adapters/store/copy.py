@@ -9,8 +9,8 @@ the audit trail, the embedding cache and the model's kept answers. Not copied
 (`NOT_COPIED`): `schema_migrations` (each database records its own), SQLite's
 `vector_changes` and full-text index (its triggers write them as the rows are inserted),
 `api_keys` (the HTTP API's credentials belong to the deployment they were made for), and
-`fact_marks` (the copy's passes read its memories again: what they decided is in the facts
-and the rules).
+`pass_cursors` and `fact_marks` (the copy's passes walk their backlog and read its memories
+again: what they decided is in the facts and the rules).
 
 **All or nothing.** The source is read in one snapshot (a WAL read transaction in SQLite,
 REPEATABLE READ in PostgreSQL), so workers may keep running on it, and the target is written
@@ -316,6 +316,8 @@ NOT_COPIED = {
     "vectors are inserted into the target",
     "api_keys": "the HTTP API's credentials belong to the deployment they were made for: "
     "make new ones on the copy (distill keys create)",
+    "pass_cursors": "where passes stopped in the source: the copy's passes walk their backlog "
+    "again, and what they decided is already in the facts and the rules",
     "fact_marks": "what the source's model passes had read (the watermark): the copy's passes "
     "read its memories once more, and what they decided is already in the facts and the rules",
     **{

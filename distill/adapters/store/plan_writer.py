@@ -24,6 +24,7 @@ from distill.core.plan import (
     EraseScope,
     LearnAlias,
     MarkFacts,
+    MoveCursor,
     OpenConflict,
     Plan,
     PruneFact,
@@ -52,6 +53,7 @@ ERASE_ORDER = (
     "erase_events",
     "erase_aliases",
     "erase_rules",
+    "erase_pass_cursors",
 )
 ERASED_AND_COUNTED = ("events", "facts", "observations", "conflicts", "jobs", "audit", "rules")
 
@@ -119,6 +121,8 @@ class _Writer:
             self.observations.append(rows.observation_params(action.observation, self.c))
         elif isinstance(action, LearnAlias):
             self.learn_alias(action)
+        elif isinstance(action, MoveCursor):
+            self.move_cursor(action)
         elif isinstance(action, MarkFacts):
             self.mark_facts(action)
         elif isinstance(action, AddRule):
@@ -223,6 +227,21 @@ class _Writer:
             raise IntegrityViolation(
                 f"fact {fact.id} changed since prune read it (revived, pinned, reinforced or "
                 "given another receipt); nothing was pruned: run prune again"
+            )
+
+    def move_cursor(self, action: MoveCursor) -> None:
+        params = {
+            "project": action.project,
+            "subject": action.subject,
+            "pass_name": action.cursor_pass,
+            "position": action.after,
+            "was": action.before,
+            "moved_at": self.c.time(action.at),
+        }
+        if self.db.execute(self.q["move_pass_cursor"], params).rowcount != 1:
+            raise IntegrityViolation(
+                f"the {action.cursor_pass} cursor of {action.project}/{action.subject} moved "
+                f"since it was read (expected {action.before!r})"
             )
 
     def mark_facts(self, action: MarkFacts) -> None:

@@ -63,6 +63,12 @@ class SqlStore(SqlJobs):
         params = {"project": project, "ids": self._array(fact_ids)}
         return [rows.fact_from_row(r, self.codec) for r in self._read("facts_by_ids", params)]
 
+    def pass_cursor(self, project: str, subject: str, pass_name: str) -> str | None:
+        """Where `pass_name` stopped in the scope's log (None: it never moved)."""
+        params = {"project": project, "subject": subject, "pass_name": pass_name}
+        found = self._read("pass_cursor", params)
+        return str(found[0]["position"]) if found else None
+
     def unmarked_memories(self, project: str, subject: str, pass_name: str) -> list[Fact]:
         """The scope's live memories `pass_name` has no mark of their text for."""
         params = {"project": project, "subject": subject, "pass_name": pass_name}

@@ -4,10 +4,12 @@
 -- that applies what the pass derived; erasing a subject or pruning a fact deletes its marks
 -- (the foreign key refuses a mark of a fact that is not there).
 --
--- It replaces pass_cursors (a position in the audit per scope and pass). Where a cursor was,
--- its pass read the scope's memories up to that position: each live memory whose latest
--- fact action is at or before the position is marked with its text's signature now, so an
--- upgraded store asks the model about nothing it had already asked about.
+-- For the judge, the summariser and rule promotion it replaces their pass_cursors rows (a
+-- position in the audit per scope): where such a cursor was, its pass had read the scope's
+-- memories up to that position, so each live memory whose latest fact action is at or before
+-- the position is marked with its text's signature now (an upgraded store asks the model
+-- about nothing it had already asked about), and the cursor is deleted. pass_cursors stays,
+-- for the passes that walk a log rather than re-read facts (derive, over the observations).
 
 CREATE TABLE fact_marks (
     fact_id    text NOT NULL REFERENCES facts (id),
@@ -25,9 +27,10 @@ SELECT f.id, c.pass_name, f.project, f.subject,
        encode(sha256(convert_to(f.text, 'UTF8')), 'hex'), c.moved_at
 FROM pass_cursors AS c
 JOIN facts AS f ON f.project = c.project AND f.subject = c.subject
-WHERE f.status = 'active' AND f.kind = 'memory'
+WHERE c.pass_name IN ('judge', 'summarise', 'promote_rules')
+  AND f.status = 'active' AND f.kind = 'memory'
   AND (SELECT max(a.at) FROM audit AS a
        WHERE a.fact_id = f.id AND a.action LIKE '%\_fact')
       <= split_part(c.position, '|', 1)::timestamptz;
 
-DROP TABLE pass_cursors;
+DELETE FROM pass_cursors WHERE pass_name IN ('judge', 'summarise', 'promote_rules');

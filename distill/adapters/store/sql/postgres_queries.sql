@@ -522,6 +522,18 @@ WHERE (%(projects)s::text[] IS NULL OR project = ANY(%(projects)s::text[]))
   AND status = 'active' AND kind = 'memory' AND reinforcement_count >= %(threshold)s
 ORDER BY project, subject;
 
+-- name: pass_cursor
+SELECT position FROM pass_cursors
+WHERE project = %(project)s AND subject = %(subject)s AND pass_name = %(pass_name)s;
+
+-- name: move_pass_cursor
+-- Moves only from where the pass read it (`was`; NULL: never moved): one row, or none.
+INSERT INTO pass_cursors (project, subject, pass_name, position, moved_at)
+VALUES (%(project)s, %(subject)s, %(pass_name)s, %(position)s, %(moved_at)s)
+ON CONFLICT (project, subject, pass_name) DO UPDATE
+SET position = excluded.position, moved_at = excluded.moved_at
+WHERE pass_cursors.position = %(was)s;
+
 -- name: facts_active
 SELECT * FROM facts
 WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s)
@@ -923,6 +935,9 @@ DELETE FROM aliases WHERE project = %(project)s AND %(subject)s::text IS NULL;
 
 -- name: erase_rules
 DELETE FROM rules WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s);
+
+-- name: erase_pass_cursors
+DELETE FROM pass_cursors WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s);
 
 -- name: erase_cached_embeddings
 -- The vectors of the erased texts, under every model (a vector tells of its text), but

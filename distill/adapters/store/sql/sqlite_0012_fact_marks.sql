@@ -4,10 +4,12 @@
 -- that applies what the pass derived; erasing a subject or pruning a fact deletes its marks
 -- (the foreign key refuses a mark of a fact that is not there).
 --
--- It replaces pass_cursors (a position in the audit per scope and pass). Where a cursor was,
--- its pass read the scope's memories up to that position: each live memory whose latest
--- fact action is at or before the position is marked with its text's signature now, so an
--- upgraded store asks the model about nothing it had already asked about.
+-- For the judge, the summariser and rule promotion it replaces their pass_cursors rows (a
+-- position in the audit per scope): where such a cursor was, its pass had read the scope's
+-- memories up to that position, so each live memory whose latest fact action is at or before
+-- the position is marked with its text's signature now (an upgraded store asks the model
+-- about nothing it had already asked about), and the cursor is deleted. pass_cursors stays,
+-- for the passes that walk a log rather than re-read facts (derive, over the observations).
 
 CREATE TABLE fact_marks (
     fact_id    BLOB NOT NULL REFERENCES facts (id),
@@ -26,11 +28,12 @@ INSERT INTO fact_marks (fact_id, pass_name, project, subject, signature, marked_
 SELECT f.id, c.pass_name, f.project, f.subject, text_signature(f.text), c.moved_at
 FROM pass_cursors AS c
 JOIN facts AS f ON f.project = c.project AND f.subject = c.subject
-WHERE f.status = 'active' AND f.kind = 'memory'
+WHERE c.pass_name IN ('judge', 'summarise', 'promote_rules')
+  AND f.status = 'active' AND f.kind = 'memory'
   AND (SELECT max(a.at) FROM audit AS a
        WHERE a.fact_id = f.id AND a.action LIKE '%\_fact' ESCAPE '\')
       <= CAST(strftime('%s', substr(c.position, 1, 19)) AS INTEGER) * 1000000
          + CASE WHEN substr(c.position, 20, 1) = '.'
                 THEN CAST(substr(c.position, 21, 6) AS INTEGER) ELSE 0 END;
 
-DROP TABLE pass_cursors;
+DELETE FROM pass_cursors WHERE pass_name IN ('judge', 'summarise', 'promote_rules');

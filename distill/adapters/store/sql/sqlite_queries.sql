@@ -502,6 +502,18 @@ WHERE (:projects IS NULL OR project IN (SELECT value FROM json_each(:projects)))
   AND status = 'active' AND kind = 'memory' AND reinforcement_count >= :threshold
 ORDER BY project, subject;
 
+-- name: pass_cursor
+SELECT position FROM pass_cursors
+WHERE project = :project AND subject = :subject AND pass_name = :pass_name;
+
+-- name: move_pass_cursor
+-- Moves only from where the pass read it (`was`; NULL: never moved): one row, or none.
+INSERT INTO pass_cursors (project, subject, pass_name, position, moved_at)
+VALUES (:project, :subject, :pass_name, :position, :moved_at)
+ON CONFLICT (project, subject, pass_name) DO UPDATE
+SET position = excluded.position, moved_at = excluded.moved_at
+WHERE pass_cursors.position = :was;
+
 -- name: facts_active
 SELECT * FROM facts
 WHERE project = :project AND (:subject IS NULL OR subject = :subject) AND status = 'active'
@@ -878,6 +890,9 @@ DELETE FROM aliases WHERE project = :project AND :subject IS NULL;
 
 -- name: erase_rules
 DELETE FROM rules WHERE project = :project AND (:subject IS NULL OR subject = :subject);
+
+-- name: erase_pass_cursors
+DELETE FROM pass_cursors WHERE project = :project AND (:subject IS NULL OR subject = :subject);
 
 -- name: erase_cached_embeddings
 -- The vectors of the erased texts, under every model (a vector tells of its text), but

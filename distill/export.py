@@ -3,10 +3,11 @@
 Every line is one JSON object whose `"type"` says what it holds:
 
 - ``"event"``: the fields `add_event` takes (`subject`, `project`, `text`, `occurred_at`,
-  `source`, `trust`, `claims`, `idempotency_key`), plus the event's `id` in the exported
-  store (the id that fact lines' `source_event_ids` name). `distill add --file` reads these
-  lines as they are: it drops `type` and `id`, since a store gives its events its own ids,
-  and the idempotency key makes adding an exported event twice store it once.
+  `source`, `trust`, `claims`, `idempotency_key`, and `action` when it records one), plus
+  the event's `id` in the exported store (the id that fact lines' `source_event_ids` name).
+  `distill add --file` reads these lines as they are: it drops `type` and `id`, since a
+  store gives its events its own ids, and the idempotency key makes adding an exported
+  event twice store it once.
 - ``"fact"``: the whole `Fact` model: every version of every identity, whatever its status
   (active, candidate, superseded, retracted), with its validity, `supersedes_id` and
   `superseded_by` links, sources and counters. `distill add --file` skips these lines: facts
@@ -52,8 +53,12 @@ def export_lines(
 
 
 def event_line(event: Event) -> dict[str, Any]:
+    """An event's line; `action` only when the event records one (most do not)."""
     dumped = event.model_dump(mode="json")
-    return {"type": EVENT, "id": event.id, **{name: dumped[name] for name in EventIn.model_fields}}
+    fields = {name: dumped[name] for name in EventIn.model_fields}
+    if fields["action"] is None:
+        del fields["action"]
+    return {"type": EVENT, "id": event.id, **fields}
 
 
 def fact_line(fact: Fact) -> dict[str, Any]:

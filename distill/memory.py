@@ -51,6 +51,9 @@ from distill.core.models import (
 from distill.core.passes import Scope
 from distill.core.plan import Plan
 from distill.core.recall import MAX_SEARCH_LIMIT, Hit, recall_text
+from distill.core.votes import Policies
+from distill.cortex import Cortex
+from distill.deriving import Deriving
 from distill.engine import Engine
 from distill.errors import ConfigurationError, InvalidInput, NotFound
 from distill.extractors import BATCH_EVENTS, BATCH_TOKENS, make_extraction
@@ -82,7 +85,7 @@ class History:
     audit: list[AuditEntry]
 
 
-class Memory(Hygiene, Rulebook):
+class Memory(Hygiene, Rulebook, Deriving, Cortex):
     """An agent memory on one database.
 
     Args:
@@ -107,6 +110,9 @@ class Memory(Hygiene, Rulebook):
             about how many tokens of their text.
         future_margin: how far past the clock an event's `occurred_at` may be (see
             `FUTURE_MARGIN` for why there is a bound, and the default).
+        policies: ``{predicate: "latest" | "vote"}``: who decides each predicate's value,
+            the last statement (``latest``, the default) or the votes of the derive pass
+            (``vote``: `Memory.derive`; see `distill.core.votes`).
     """
 
     def __init__(
@@ -123,12 +129,14 @@ class Memory(Hygiene, Rulebook):
         batch_events: int = BATCH_EVENTS,
         batch_tokens: int = BATCH_TOKENS,
         future_margin: timedelta = FUTURE_MARGIN,
+        policies: Mapping[str, str] | None = None,
     ) -> None:
         if max_distance is not None and not 0.0 <= max_distance <= 2.0:
             raise ConfigurationError("max_distance is a cosine distance between 0 and 2")
         if not isinstance(future_margin, timedelta) or future_margin < timedelta(0):
             raise ConfigurationError("future_margin is a timedelta of zero or more")
         self.future_margin = future_margin
+        self.policies = Policies.of(policies)
         self.clock: Clock = clock or SystemClock()
         self._new_id = new_id or ids.new_id
         model = make_llm(llm) if isinstance(llm, str) else llm
@@ -155,6 +163,7 @@ class Memory(Hygiene, Rulebook):
             self._new_id,
             embed_events=embed_events,
             judge=model,
+            policies=self.policies,
         )
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -202,10 +211,10 @@ class Memory(Hygiene, Rulebook):
     def _event(self, spec: EventIn, now: datetime) -> Event:
         """The event to store. Two events are one when they have the same idempotency key in a
         project: the key the caller gave, or else a hash of the content: subject, text,
-        source, trust, claims, and `occurred_at` when it was given. A time defaulted to now
-        is left out, so that a retry is a duplicate and not a second statement; trust and
-        source are in, so that a copy from a less trusted source is not taken for the
-        trusted one."""
+        source, trust, claims, the action, and `occurred_at` when it was given. A time
+        defaulted to now is left out, so that a retry is a duplicate and not a second
+        statement; trust and source are in, so that a copy from a less trusted source is not
+        taken for the trusted one."""
         key = spec.idempotency_key or content_hash(
             spec.subject,
             spec.text,
@@ -213,6 +222,8 @@ class Memory(Hygiene, Rulebook):
             spec.source,
             spec.trust.value,
             canonical_json([c.model_dump(mode="json") for c in spec.claims]),
+            # Only when there is one, so that the keys of events without an action stay.
+            *([canonical_json(spec.action.model_dump(mode="json"))] if spec.action else []),
         )
         return Event(
             id=self._new_id(),
@@ -225,6 +236,7 @@ class Memory(Hygiene, Rulebook):
             trust=spec.trust,
             claims=spec.claims,
             idempotency_key=key,
+            action=spec.action,
         )
 
     def consolidate(
@@ -444,6 +456,7 @@ class Memory(Hygiene, Rulebook):
         audit = [entry for f in versions for entry in self.store.audit_for(project, f.id)]
         audit.sort(key=lambda e: (e.at, e.id))
         observations = [o for f in versions for o in self.store.observations_for(project, f.id)]
+        observations += self.votes_of(versions)  # a derived fact's votes name no fact
         # Entries store what changed; each version's row and trail give them back whole.
         audit = audit_trail.expand(
             audit, {f.id: f for f in versions}, {}, {o.id: o for o in observations}
@@ -493,6 +506,7 @@ class Memory(Hygiene, Rulebook):
             self.database,
             llm.llm.model_id if llm is not None else "none",
             at=self.clock.now(),
+            unstable=tuple(self.unstable_subjects(project)),
         )
 
     # -- decisions by a person ---------------------------------------------------------------------

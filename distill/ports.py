@@ -27,6 +27,7 @@ from distill.core.models import (
     Observation,
     Rule,
 )
+from distill.core.patterns import Mention, Procedure, ProcedureStatus, Topic
 from distill.core.plan import Plan
 
 IdTable = Literal["fact", "conflict"]  # what a person may name by an id prefix
@@ -152,6 +153,10 @@ class StoreCounts:
     # an erased subject's go with it).
     consolidations: int = 0
     facts_consolidated: int = 0
+    # The derive pass's cycles, the facts it wrote and those it closed (from its audit).
+    derive_cycles: int = 0
+    facts_derived: int = 0
+    facts_invalidated: int = 0
 
 
 @dataclass(frozen=True)
@@ -286,8 +291,9 @@ class Store(Protocol):
         ...
 
     def pass_cursor(self, project: str, subject: str, pass_name: str) -> str | None:
-        """Where `pass_name` stopped in the scope's log (None: it never moved); a plan moves
-        it (`MoveCursor`). Passes that re-read facts keep the watermark instead."""
+        """Where `pass_name` stopped in the scope's append-only stream (derive's votes, topics'
+        events; None: it never moved); a plan moves it (`MoveCursor`). Passes that read
+        memories use the watermark (`unmarked_memories`) instead."""
         ...
 
     def unmarked_memories(self, project: str, subject: str, pass_name: str) -> list[Fact]:
@@ -314,6 +320,28 @@ class Store(Protocol):
     def memory_scopes(self, projects: Sequence[str]) -> list[tuple[str, str]]:
         """(project, subject) of every scope holding two or more active memories, in order;
         only those of `projects` unless it is empty."""
+        ...
+
+    def votes(self, project: str, subject: str, after: str | None, limit: int) -> list[Observation]:
+        """A scope's votes (observations with outcome `vote`) recorded after the observation
+        id `after` (None: from the first), oldest first, at most `limit`."""
+        ...
+
+    def vote_scopes(self, projects: Sequence[str]) -> list[tuple[str, str]]:
+        """(project, subject) of every scope holding votes, in order; only those of
+        `projects` unless it is empty."""
+        ...
+
+    def subjects(self, project: str) -> list[str]:
+        """The project's subjects (those with stored events), in order."""
+        ...
+
+    def derive_invalidations(
+        self, project: str | None, subject: str | None, since: datetime
+    ) -> list[tuple[str, str, datetime]]:
+        """(project, subject, world time) of each fact the derive pass closed after `since`
+        (its `valid_to`), of one subject, of a project (`subject` None) or of every project
+        (both None), in that order."""
         ...
 
     def tombstone_scopes(self, projects: Sequence[str]) -> list[tuple[str, str]]:
@@ -457,6 +485,43 @@ class Store(Protocol):
     def forget_erased(self) -> None:
         """After an erase, outside any transaction: leave no copy of erased rows in the
         database's own files where the backend can (SQLite empties its write-ahead log)."""
+        ...
+
+    # -- reads for procedures and topics (their writes are plan actions: `core.cortex_plan`) --
+    def action_events(self, project: str, subject: str) -> list[Event]:
+        """The subject's events that record an action, in (occurred_at, id) order."""
+        ...
+
+    def action_scopes(self, projects: Sequence[str]) -> list[tuple[str, str]]:
+        """(project, subject) of every scope with an action event, in order; only those of
+        `projects` unless it is empty."""
+        ...
+
+    def procedures(
+        self, project: str, subject: str | None, status: ProcedureStatus | None = None
+    ) -> list[Procedure]:
+        """A subject's procedures (every subject's with None), of one status or all."""
+        ...
+
+    def event_scopes(self, projects: Sequence[str]) -> list[tuple[str, str]]:
+        """(project, subject) of every scope with an event, in order."""
+        ...
+
+    def events_recorded_after(
+        self, project: str, subject: str, after: tuple[datetime, str] | None, limit: int
+    ) -> list[tuple[Event, bool]]:
+        """The subject's events recorded after `after` (recorded_at, id), in that order, at
+        most `limit`, each with whether a job holding it is still to run."""
+        ...
+
+    def mentions(self, project: str, subject: str) -> list[Mention]:
+        """Every entity the subject's events name, by event."""
+        ...
+
+    def topics(
+        self, project: str, subject: str | None, include_retired: bool = False
+    ) -> list[Topic]:
+        """A subject's topics (every subject's with None), active ones only unless asked."""
         ...
 
 

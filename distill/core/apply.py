@@ -13,6 +13,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from distill.core.audit_trail import stored
+from distill.core.cortex_plan import CORTEX_ACTIONS
 from distill.core.models import AuditEntry, Fact, FactKind, FactStatus, RuleOrigin
 from distill.core.passes import Scope
 from distill.core.plan import (
@@ -25,6 +26,7 @@ from distill.core.plan import (
     OpenConflict,
     Plan,
     PruneFact,
+    RecordCycle,
     RecordObservation,
     ReviseConflict,
     ReviseFact,
@@ -62,6 +64,8 @@ def validate(plan: Plan, project: str, subject: str | None) -> None:
         elif isinstance(action, PruneFact):
             _check_prune(action)
             final.pop(action.fact.id, None)
+        elif isinstance(action, CORTEX_ACTIONS):
+            action.check()
         elif isinstance(action, MarkFacts):
             marked = [m.fact_id for m in action.marks]
             if len(set(marked)) != len(marked):
@@ -162,17 +166,23 @@ def audit_entries(
             fact_id = action.fact.id
         elif isinstance(
             action,
-            OpenConflict
-            | ReviseConflict
-            | LearnAlias
-            | EraseScope
-            | MoveCursor
-            | MarkFacts
-            | AddRule,
+            (
+                OpenConflict
+                | ReviseConflict
+                | LearnAlias
+                | EraseScope
+                | MoveCursor
+                | MarkFacts
+                | AddRule
+                | RecordCycle,
+                *CORTEX_ACTIONS,
+            ),
         ):
             fact_id = None
         entries.append(
-            AuditEntry.model_construct(  # built from validated parts: no second validation
+            # Validated, though its parts already were: pydantic's validator (in Rust) builds
+            # this model in about half the time `model_construct` (Python) takes.
+            AuditEntry(
                 id=new_id(),
                 project=project,
                 subject=subject,

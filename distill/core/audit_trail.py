@@ -42,6 +42,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from distill.core.cortex_plan import CORTEX_ACTIONS
 from distill.core.models import AuditEntry, ConflictSet, Fact, JsonObject, Observation
 from distill.core.plan import (
     OBSERVATION_SUMMARY,
@@ -53,6 +54,7 @@ from distill.core.plan import (
     MoveCursor,
     OpenConflict,
     PruneFact,
+    RecordCycle,
     RecordObservation,
     ReviseConflict,
     ReviseFact,
@@ -91,6 +93,10 @@ def stored(action: Action) -> tuple[JsonObject | None, JsonObject | None]:
         return None, action.rule.model_dump(mode="json")
     if isinstance(action, PruneFact):
         return pruned_fields(action)  # ids and fields of what was deleted, no text
+    if isinstance(action, RecordCycle):
+        return None, {**action.counts, "unstable": action.unstable}
+    if isinstance(action, CORTEX_ACTIONS):
+        return action.stored()
     return None, {"erased": dict(action.counts)}  # counts only: nothing of what was erased
 
 

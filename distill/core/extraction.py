@@ -48,9 +48,10 @@ class Extracted:
 
 
 def claim_hash(claim: Claim) -> str:
-    """What makes two candidates of one event the same claim (confidence aside). Fields
-    added to `Claim` later are left out while unset, so stored hashes keep matching."""
-    dumped = claim.model_dump(mode="json", exclude={"confidence"})
+    """What makes two candidates of one event the same claim (confidence and the entities it
+    names aside). Fields added to `Claim` later are left out while unset, so stored hashes
+    keep matching."""
+    dumped = claim.model_dump(mode="json", exclude={"confidence", "entities"})
     if dumped.get("updates") is None:
         dumped.pop("updates", None)
     return content_hash(canonical_json(dumped))
@@ -169,6 +170,7 @@ CANDIDATE_SCHEMA: dict[str, Any] = {
                     "evidence_span": {"type": "string"},
                     "valid_from": {"type": ["string", "null"]},
                     "updates": {"type": ["string", "null"]},
+                    "entities": {"type": "array", "items": {"type": "string"}},
                 },
                 "required": ["message", "action", "evidence_span"],
             },

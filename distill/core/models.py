@@ -7,7 +7,6 @@ All are immutable pydantic models. Changing a fact means building a new version 
 from __future__ import annotations
 
 import difflib
-import re
 import unicodedata
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -23,7 +22,9 @@ from pydantic import (
     model_validator,
 )
 
+from distill.core.event_action import EventAction
 from distill.core.json_data import JsonProblem, check_json
+from distill.core.predicates import normalise_predicate as normalise_predicate  # re-exported
 
 Scalar = str | int | float | bool
 JsonObject = dict[str, Any]
@@ -31,6 +32,8 @@ JsonObject = dict[str, Any]
 PREDICATE_MAX_LENGTH = 80  # characters; longer "predicates" are sentences, not attributes
 TEXT_MAX_LENGTH = 20_000  # characters of one event or fact text
 NAME_MAX_LENGTH = 200  # characters of a subject, project, source or idempotency key
+ENTITY_MAX_LENGTH = 120  # characters of an entity's name: a name, not a sentence
+ENTITIES_MAX = 32  # entities one claim names; a claim is about a few things
 # Bytes of a whole event written as JSON (UTF-8). Its text alone may take 80 KB (20,000
 # characters of up to 4 bytes), its claims a few hundred bytes each. Every claim's value is
 # copied into a fact, an observation and audit entries (a 10 MB value made 60 MB of
@@ -86,36 +89,6 @@ class ClaimAction(StrEnum):
     SUPERSEDE = "supersede"
 
 
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_NON_WORD = re.compile(r"[^a-z0-9]+")
-
-
-def normalise_predicate(raw: str) -> str:
-    """`Bike Count` / `bike-count` / `bikeCount` → `bike_count`; `Prénom` → `prénom`.
-
-    Words are runs of letters, marks and digits of any script (NFC, case-folded), joined by
-    `_`: `prénom` stays itself, a name apart from `pr_nom`.
-    """
-    if raw.isascii():  # the common case, the same rule in two regular expressions
-        spaced = _CAMEL.sub("_", raw.strip())
-        return _NON_WORD.sub("_", spaced.lower()).strip("_")
-    chars: list[str] = []
-    previous = ""
-    for char in unicodedata.normalize("NFC", raw.strip()):
-        if char.isupper() and (previous.islower() or previous.isdigit()):
-            chars.append("_")  # camelCase
-        chars.append(char if _in_word(char) else "_")
-        previous = char
-    folded = unicodedata.normalize("NFC", "".join(chars).casefold())
-    return "_".join(word for word in folded.split("_") if word)
-
-
-def _in_word(char: str) -> bool:
-    """A letter, a mark (accents, the vowel signs of Indic scripts) or a decimal digit."""
-    category = unicodedata.category(char)
-    return category[0] in "LM" or category == "Nd"
-
-
 def normalise_subject(raw: str) -> str:
     """One spelling per subject: trimmed, NFC (`"Jose\u0301"` and `"José"` are one person)."""
     return unicodedata.normalize("NFC", raw.strip())
@@ -160,6 +133,9 @@ class Claim(BaseModel):
     # The predicate of a known fact this claim changes, when its extractor says so (a model
     # shown the subject's known facts). Used only if it names an active fact of the subject.
     updates: str | None = None
+    # The people, places and things the claim is about (`Ada`, `Lyon`): what the topics
+    # pass links the event to (`core.topics`). Not part of what the claim says.
+    entities: tuple[str, ...] = Field(default=(), max_length=ENTITIES_MAX)
 
     @model_validator(mode="before")
     @classmethod
@@ -183,6 +159,17 @@ class Claim(BaseModel):
         if len(predicate) > PREDICATE_MAX_LENGTH:
             raise ValueError(f"predicate longer than {PREDICATE_MAX_LENGTH} characters")
         return predicate
+
+    @field_validator("entities")
+    @classmethod
+    def _entities(cls, raw: tuple[str, ...]) -> tuple[str, ...]:
+        names: dict[str, str] = {}
+        for name in raw:
+            shown = " ".join(unicodedata.normalize("NFC", name).split())
+            if not shown or len(shown) > ENTITY_MAX_LENGTH:
+                raise ValueError(f"an entity is a name of 1 to {ENTITY_MAX_LENGTH} characters")
+            names.setdefault(shown.casefold(), shown)
+        return tuple(names.values())
 
     @field_validator("qualifiers")
     @classmethod
@@ -236,6 +223,8 @@ class EventIn(BaseModel):
     trust: Trust = Trust.TRUSTED
     claims: tuple[Claim, ...] = ()
     idempotency_key: str | None = Field(default=None, max_length=NAME_MAX_LENGTH)
+    # What the agent did, if the event records an action (`core.event_action`).
+    action: EventAction | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -276,8 +265,8 @@ class EventIn(BaseModel):
 
     @model_validator(mode="after")
     def _has_content(self) -> EventIn:
-        if not self.text.strip() and not self.claims:
-            raise ValueError("an event needs a text or at least one claim")
+        if not self.text.strip() and not self.claims and self.action is None:
+            raise ValueError("an event needs a text, at least one claim or an action")
         return self
 
     @model_validator(mode="after")
@@ -348,6 +337,7 @@ class Event(BaseModel):
     trust: Trust
     claims: tuple[Claim, ...] = ()
     idempotency_key: str
+    action: EventAction | None = None
 
 
 class Added(BaseModel):
@@ -449,6 +439,9 @@ class Outcome(StrEnum):
     QUARANTINED = "quarantined"
     RECLASSIFIED = "reclassified"
     REJECTED = "rejected"
+    # A claim of a predicate whose policy is `vote` (`core.votes`): recorded as a vote, its
+    # fact left to the derive pass.
+    VOTE = "vote"
 
 
 class Observation(BaseModel):

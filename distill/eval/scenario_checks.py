@@ -8,12 +8,17 @@ of a subject, exactly; the number of rows with retired ones), `conflicts`, `jobs
 are the audit entries allowed), `dedupe` and `prune` (a report's
 counters), `weight` (a fact's weight now: `is` to 1e-9, or `below`), `summarise` (a
 summarise report's counters, its refusal codes, how many notes say where it `stopped` and
-what they say, the texts its prompts `shown`), `status` (`Memory.status()` counters, or
+what they say, the texts its prompts `shown`), `derive` (a derive report's counters, the
+subjects it left `unstable`, how many cycles are on record), `subjects` (which subjects
+`Memory.subjects()` calls `unstable` or `stable`), `status` (`Memory.status()` counters, or
 their increase `since` a snapshot), `receipts` (every fact that left the live set points at
 a fact that exists; how many `retired`), `prompts` (how many the model was sent, how many
-times one showed a memory already retired, words none of them may show: `never_shows`)
-and `written_before` (a fact's first audit entry precedes the last entry of the fact it
-`retired`).
+times one showed a memory already retired, words none of them may show: `never_shows`),
+`written_before` (a fact's first audit entry precedes the last entry of the fact it
+`retired`), `procedures` (a procedures report's counters, and the subject's procedures: each
+`name` with the fields given, exactly those) and `topics` (a topics report's counters; the
+member sets of the subject's `active` and `retired` topics, exactly, each active topic's id
+the one of its sorted member set).
 
 Facts are named by selectors: fields with their values (`{"value": {"lang": "fr"}}`), where
 `sources` and times are event names. A selector must name exactly one fact.
@@ -27,10 +32,14 @@ from typing import Any, Protocol
 
 from distill.core.decay import HALF_LIFE_DAYS
 from distill.core.models import ConflictSet, Event, Fact, FactStatus
+from distill.core.patterns import topic_id
 from distill.memory import Memory
 from distill.passes.dedupe import DedupeReport
+from distill.passes.derive import DeriveReport
+from distill.passes.procedures import ProceduresReport
 from distill.passes.prune import PruneReport
 from distill.passes.summarise import SummariseReport
+from distill.passes.topics import TopicsReport
 from distill.report import Report
 
 # The keys each check accepts.
@@ -49,6 +58,10 @@ CHECKS: dict[str, set[str]] = {
     "receipts": {"retired"},
     "prompts": {"count", "retired_shown", "never_shows"},
     "written_before": {"fact", "retired"},
+    "derive": {"of", "counts", "unstable", "recorded_cycles"},
+    "subjects": {"project", "unstable", "stable"},
+    "procedures": {"of", "counts", "subject", "are"},
+    "topics": {"of", "counts", "subject", "active", "retired"},
 }
 # Fact fields that name another fact: the case gives a selector for it.
 LINKS = {"superseded_by", "supersedes_id"}
@@ -78,6 +91,9 @@ class CaseChecks:
     summaries: dict[str, SummariseReport]
     shown: dict[str, list[str]]
     retired_shown: list[str]
+    derives: dict[str, DeriveReport]
+    procedure_runs: dict[str, ProceduresReport]
+    topic_runs: dict[str, TopicsReport]
 
     # -- checks ----------------------------------------------------------------------------------
     def check_dedupe(self, step: Mapping[str, Any]) -> None:
@@ -102,6 +118,58 @@ class CaseChecks:
             raise CaseFailed(f"summarise {name}: no note of {report.stopped} says {wanted!r}")
         if "shown" in step:
             expect(f"summarise {name}: memories shown", self.shown[name], step["shown"])
+
+    def check_derive(self, step: Mapping[str, Any]) -> None:
+        """A derive report's counters (and the subjects it left `unstable`); how many
+        cycles the derive pass has on record (`recorded_cycles`, its audit entries)."""
+        counters(step, "derive", self.derives)
+        name = step.get("of", "last")
+        if "unstable" in step:
+            got = self.derives[name].unstable
+            expect(f"derive {name}: unstable", got, step["unstable"])
+        if "recorded_cycles" in step:
+            found = [
+                e
+                for p in sorted(self.projects)
+                for e in self.mem.audit(project=p, limit=10_000)
+                if e.pass_name == "derive" and e.action == "record_cycle"
+            ]
+            expect("derive: cycles on record", len(found), step["recorded_cycles"])
+
+    def check_subjects(self, step: Mapping[str, Any]) -> None:
+        """`Memory.subjects()`: which subjects are `unstable` and which `stable`."""
+        found = {s.subject: s.unstable for s in self.mem.subjects(step.get("project", "default"))}
+        for subject in step.get("unstable", []):
+            expect(f"subject {subject} unstable", found.get(subject), True)
+        for subject in step.get("stable", []):
+            expect(f"subject {subject} unstable", found.get(subject), False)
+
+    def check_procedures(self, step: Mapping[str, Any]) -> None:
+        if "counts" in step:
+            counters(step, "procedures", self.procedure_runs)
+        if "are" not in step:
+            return
+        found = {p.name: p for p in self.mem.procedures(step.get("subject", "agent"))}
+        expect("procedures", sorted(found), sorted(w["name"] for w in step["are"]))
+        for want in step["are"]:
+            got = found[want["name"]].model_dump(mode="json")
+            got["effectiveness"] = found[want["name"]].effectiveness
+            got["name"] = want["name"]
+            for key, value in want.items():
+                expect(f"procedure {want['name']}: {key}", got[key], value)
+
+    def check_topics(self, step: Mapping[str, Any]) -> None:
+        if "counts" in step:
+            counters(step, "topics", self.topic_runs)
+        subject = step.get("subject", "u1")
+        every = self.mem.topics(subject, include_retired=True)
+        for status in ("active", "retired"):
+            if status in step:
+                got = sorted(list(t.members) for t in every if t.status == status)
+                expect(f"{status} topics of {subject}", got, sorted(step[status]))
+        for topic in every:
+            if topic.id != topic_id(topic.project, topic.subject, tuple(sorted(topic.members))):
+                raise CaseFailed(f"topic {topic.name}: its id is not its member set's")
 
     def check_status(self, step: Mapping[str, Any]) -> None:
         got = self.mem.status().to_dict()
@@ -350,7 +418,14 @@ def counters(step: Mapping[str, Any], kind: str, reports: Mapping[str, Reported]
         raise CaseFailed(f"no {kind} report named {name!r}")
     got = reports[name].to_dict()
     for key, want in step.get("counts", {}).items():
-        if key not in got or key in ("groups", "facts", "summaries", "refused", "stopped"):
+        if key not in got or key in (
+            "groups",
+            "facts",
+            "summaries",
+            "refused",
+            "stopped",
+            "changes",
+        ):
             raise CaseFailed(f"a {kind} report has no counter {key!r}")
         expect(f"{kind} {name}: {key}", got[key], want)
 

@@ -50,7 +50,15 @@ def future_margin_setting() -> timedelta:
 
 
 def event_from_flags(fields: dict[str, Any]) -> dict[str, Any]:
-    item = {k: v for k, v in fields.items() if v not in (None, (), "") and k != "claims"}
+    item = {
+        k: v for k, v in fields.items() if v not in (None, (), "") and k not in ("claims", "action")
+    }
+    if fields.get("action"):
+        try:
+            item["action"] = _parse(fields["action"])
+        except ValueError as exc:
+            shown = fields["action"][:200]
+            raise InvalidInput(f"--action is not JSON: {exc} (got {shown!r})") from exc
     claims = []
     for raw in fields["claims"]:
         try:

@@ -31,6 +31,7 @@ TABLES = [
     "audit",
     "rules",
     "extractions",
+    "pass_cursors",
 ]
 
 

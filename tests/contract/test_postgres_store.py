@@ -42,7 +42,7 @@ SQLITE_ONLY = {
     "recall_vectors_of": "SQLite scores a search of the past with numpy; PostgreSQL in the "
     "database (nearest_recall_facts)",
     "merge_fact_words": "FTS5 keeps deleted words until its segments merge; PostgreSQL's "
-    "tsvector is a column of the fact's row",
+    "fact_terms rows go with their fact, and VACUUM reuses the space",
 }
 POSTGRES_ONLY = {
     "vector_extension_available": "pgvector is a server extension; SQLite needs none",
@@ -94,6 +94,8 @@ QUERY_USERS = {
         "sql_base.py",
         "sql_jobs.py",
         "sql_store.py",
+        "sql_cortex.py",
+        "cortex_rows.py",
         "plan_writer.py",
         "copy.py",
         "sql_keys.py",
@@ -103,6 +105,8 @@ QUERY_USERS = {
         "sql_base.py",
         "sql_jobs.py",
         "sql_store.py",
+        "sql_cortex.py",
+        "cortex_rows.py",
         "plan_writer.py",
         "copy.py",
         "sql_keys.py",

@@ -15,6 +15,7 @@ from datetime import timedelta
 import pytest
 
 from distill import Memory
+from distill.adapters.store.queries import load_migrations
 from distill.applier import apply_plan
 from distill.core.models import Fact, FactStatus
 from distill.core.passes import Scope
@@ -138,8 +139,9 @@ def test_a_cursor_of_the_previous_version_becomes_marks(
     position = f"{last_read.at.isoformat()}|{last_read.id}"
 
     old = new_database("old")
+    [marks] = [m for m in load_migrations(backend) if m.sql.count("CREATE TABLE fact_marks")]
     (sqlite_previous_version if backend == "sqlite" else postgres_previous_version)(
-        old, now_database
+        old, now_database, before=marks.version
     )
     insert = "INSERT INTO pass_cursors VALUES ('default', %s, %s, %s, %s)"
     rows = [(SUBJECT, name, position) for name in ("judge", "derive")]

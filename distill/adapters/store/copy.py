@@ -5,12 +5,16 @@ Everything is copied, ids and times as they are: events (with their claims, idem
 and embeddings), jobs and the events they hold, every version of every fact (status,
 validity, `superseded_by` links, sources), identity vectors, conflict sets, observations,
 aliases, rules (learned and written: a person's rules are data no pass can derive again),
-the audit trail, the embedding cache and the model's kept answers. Not copied
+procedures (with the uses agents reported, which no event holds), mentions and topics,
+the audit trail, the embedding cache, the model's kept answers, and the passes' cursors
+(`pass_cursors`: they name audit entries and observations, copied with their ids; derive's
+marks the votes it has counted, which a copy must not count again). Not copied
 (`NOT_COPIED`): `schema_migrations` (each database records its own), SQLite's
-`vector_changes` and full-text index (its triggers write them as the rows are inserted),
+`vector_changes` and both backends' full-text indexes (SQLite's FTS5 tables, PostgreSQL's
+`fact_terms`: triggers write them as the rows are inserted),
 `api_keys` (the HTTP API's credentials belong to the deployment they were made for), and
-`pass_cursors` and `fact_marks` (the copy's passes walk their backlog and read its memories
-again: what they decided is in the facts and the rules).
+`fact_marks` (the copy's passes read its memories again: what they decided is in the facts
+and the rules).
 
 **All or nothing.** The source is read in one snapshot (a WAL read transaction in SQLite,
 REPEATABLE READ in PostgreSQL), so workers may keep running on it, and the target is written
@@ -110,6 +114,7 @@ TABLES: tuple[Table, ...] = (
             "idempotency_key": K.ID,
             "embedding": K.VECTOR,
             "embedding_model": K.TEXT,
+            "action": K.JSON,
         },
     ),
     Table(
@@ -301,11 +306,79 @@ TABLES: tuple[Table, ...] = (
         },
     ),
     Table(
+        "procedures",
+        ("id",),
+        "copy_read_procedures",
+        "insert_procedure",
+        {
+            "id": K.ID,
+            "project": K.TEXT,
+            "subject": K.TEXT,
+            "action_a": K.TEXT,
+            "action_b": K.TEXT,
+            "status": K.TEXT,
+            "support": K.INT,
+            "successes": K.INT,
+            "failures": K.INT,
+            "precondition": K.TEXT,
+            "source_event_ids": K.JSON,
+            "created_at": K.TIME,
+            "updated_at": K.TIME,
+        },
+    ),
+    Table(
+        "mentions",
+        ("event_id", "entity"),
+        "copy_read_mentions",
+        "insert_mention",
+        {
+            "event_id": K.ID,
+            "entity": K.TEXT,
+            "project": K.TEXT,
+            "subject": K.TEXT,
+            "name": K.TEXT,
+            "origin": K.TEXT,
+            "recorded_at": K.TIME,
+        },
+    ),
+    Table(
+        "topics",
+        ("id",),
+        "copy_read_topics",
+        "insert_topic",
+        {
+            "id": K.ID,
+            "project": K.TEXT,
+            "subject": K.TEXT,
+            "name": K.TEXT,
+            "members": K.JSON,
+            "names": K.JSON,
+            "embedding": K.JSON,
+            "named_by": K.TEXT,
+            "status": K.TEXT,
+            "created_at": K.TIME,
+            "retired_at": K.TIME,
+        },
+    ),
+    Table(
         "extractions",
         ("extractor", "event_id"),
         "copy_read_extractions",
         "copy_write_extractions",
         {"extractor": K.TEXT, "event_id": K.ID, "candidates": K.JSON, "created_at": K.TIME},
+    ),
+    Table(
+        "pass_cursors",
+        ("project", "subject", "pass_name"),
+        "copy_read_pass_cursors",
+        "copy_write_pass_cursors",
+        {
+            "project": K.TEXT,
+            "subject": K.TEXT,
+            "pass_name": K.TEXT,
+            "position": K.TEXT,
+            "moved_at": K.TIME,
+        },
     ),
 )
 
@@ -316,8 +389,8 @@ NOT_COPIED = {
     "vectors are inserted into the target",
     "api_keys": "the HTTP API's credentials belong to the deployment they were made for: "
     "make new ones on the copy (distill keys create)",
-    "pass_cursors": "where passes stopped in the source: the copy's passes walk their backlog "
-    "again, and what they decided is already in the facts and the rules",
+    "fact_terms": "PostgreSQL's posting list of the facts' words (search), written by triggers "
+    "as the facts are inserted into the target",
     "fact_marks": "what the source's model passes had read (the watermark): the copy's passes "
     "read its memories once more, and what they decided is already in the facts and the rules",
     **{

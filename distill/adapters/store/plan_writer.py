@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from distill.adapters.store import rows
+from distill.adapters.store.cortex_rows import write_cortex
+from distill.core.cortex_plan import CORTEX_ACTIONS
 from distill.core.models import AuditEntry, Fact
 from distill.core.plan import (
     Action,
@@ -28,6 +30,7 @@ from distill.core.plan import (
     OpenConflict,
     Plan,
     PruneFact,
+    RecordCycle,
     RecordObservation,
     ReviseConflict,
     ReviseFact,
@@ -53,6 +56,9 @@ ERASE_ORDER = (
     "erase_events",
     "erase_aliases",
     "erase_rules",
+    "erase_procedures",
+    "erase_mentions",
+    "erase_topics",
     "erase_pass_cursors",
 )
 ERASED_AND_COUNTED = ("events", "facts", "observations", "conflicts", "jobs", "audit", "rules")
@@ -129,6 +135,10 @@ class _Writer:
             self.add_rule(action)
         elif isinstance(action, PruneFact):
             self.prune(action)
+        elif isinstance(action, RecordCycle):
+            pass  # its audit entry is the whole record
+        elif isinstance(action, CORTEX_ACTIONS):
+            write_cortex(self.store, self.db, action)
         else:
             self.erase(action)
 

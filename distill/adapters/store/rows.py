@@ -199,6 +199,7 @@ def event_params(event: Event, c: Codec) -> Params:
         "trust": _text(event.trust),
         "claims": dumps([_claim(claim) for claim in event.claims]),
         "idempotency_key": c.id(event.idempotency_key),
+        "action": None if event.action is None else dumps(event.action.model_dump(mode="json")),
     }
 
 
@@ -214,6 +215,7 @@ def event_from_row(row: Row, c: Codec) -> Event:
         trust=row["trust"],
         claims=tuple(loads(row["claims"])),
         idempotency_key=c.read_id(row["idempotency_key"]),
+        action=loads(row["action"]) if row["action"] is not None else None,
     )
 
 

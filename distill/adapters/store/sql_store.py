@@ -18,6 +18,7 @@ import numpy as np
 
 from distill.adapters.store import rows
 from distill.adapters.store.plan_writer import write_plan
+from distill.adapters.store.sql_cortex import SqlCortex
 from distill.adapters.store.sql_jobs import SqlJobs
 from distill.core.models import (
     Alias,
@@ -52,7 +53,7 @@ _PREFIX_QUERIES: dict[IdTable, str] = {
 }
 
 
-class SqlStore(SqlJobs):
+class SqlStore(SqlCortex, SqlJobs):
     """`distill.ports.Store` over a backend's named SQL. See the module docstring."""
 
     # -- reads for adjudication --------------------------------------------------------------------
@@ -64,7 +65,7 @@ class SqlStore(SqlJobs):
         return [rows.fact_from_row(r, self.codec) for r in self._read("facts_by_ids", params)]
 
     def pass_cursor(self, project: str, subject: str, pass_name: str) -> str | None:
-        """Where `pass_name` stopped in the scope's log (None: it never moved)."""
+        """Where `pass_name` stopped in the scope's stream (None: it never moved)."""
         params = {"project": project, "subject": subject, "pass_name": pass_name}
         found = self._read("pass_cursor", params)
         return str(found[0]["position"]) if found else None
@@ -406,6 +407,7 @@ class SqlStore(SqlJobs):
             running = self._load_jobs(db, "running_jobs", params)
             usage = self._one(db, "llm_usage", params)
             summarised = self._one(db, "count_consolidations", params)
+            derived = self._one(db, "count_derive", params)
         return StoreCounts(
             events=events,
             facts_by_status=facts,
@@ -417,7 +419,34 @@ class SqlStore(SqlJobs):
             llm_usage=LLMUsage(usage["calls"], usage["prompt_tokens"], usage["completion_tokens"]),
             consolidations=int(summarised["consolidations"]),
             facts_consolidated=int(summarised["facts_consolidated"]),
+            derive_cycles=int(derived["derive_cycles"]),
+            facts_derived=int(derived["facts_derived"]),
+            facts_invalidated=int(derived["facts_invalidated"]),
         )
+
+    # -- derive ------------------------------------------------------------------------------------
+    def votes(self, project: str, subject: str, after: str | None, limit: int) -> list[Observation]:
+        params = {
+            "project": project,
+            "subject": subject,
+            "after": self.codec.id(after),
+            "limit": limit,
+        }
+        found = self._read("vote_observations", params)
+        return [rows.observation_from_row(r, self.codec) for r in found]
+
+    def vote_scopes(self, projects: Sequence[str]) -> list[tuple[str, str]]:
+        return self._scopes("vote_scopes", projects)
+
+    def subjects(self, project: str) -> list[str]:
+        return [r["subject"] for r in self._read("subjects_of", {"project": project})]
+
+    def derive_invalidations(
+        self, project: str | None, subject: str | None, since: datetime
+    ) -> list[tuple[str, str, datetime]]:
+        params = {"project": project, "subject": subject, "since": self.codec.time(since)}
+        found = self._read("derive_invalidations", params)
+        return [(r["project"], r["subject"], self.codec.read_time(r["at"])) for r in found]
 
     def iter_events(self, project: str | None, subject: str | None = None) -> Iterator[Event]:
         """Every event (of a project, of a subject) in (occurred_at, id) order, read a page

@@ -37,7 +37,7 @@ class Body(BaseModel):
 
 class EventBody(Body):
     """One event. Events with the same `idempotency_key` (or, without one, the same content:
-    subject, text, source, trust, claims and a given `occurred_at`) are one event: sending
+    subject, text, source, trust, claims, action and a given `occurred_at`) are one event: sending
     it again stores nothing and names the stored one."""
 
     subject: str = Field(description="Whose memory it is: a user, an agent, a customer.")
@@ -48,9 +48,14 @@ class EventBody(Body):
     claims: list[dict[str, Any]] | None = Field(
         None,
         description="Structured claims: {predicate, value} or {text}, with valid_from, "
-        "valid_to, kind, confidence, qualifiers, action, evidence_span.",
+        "valid_to, kind, confidence, qualifiers, action, evidence_span, entities.",
     )
     idempotency_key: str | None = None
+    action: dict[str, Any] | None = Field(
+        None,
+        description="The action the event records: {type, outcome: success|failure, session, "
+        "seq, state}; what the procedures pass counts.",
+    )
 
 
 class EventBatch(Body):

@@ -37,29 +37,30 @@ SELECT pg_advisory_xact_lock(%(key)s);
 
 -- name: insert_event
 INSERT INTO events (
-    id, project, subject, text, occurred_at, recorded_at, source, trust, claims, idempotency_key
+    id, project, subject, text, occurred_at, recorded_at, source, trust, claims, idempotency_key,
+    action
 ) VALUES (
     %(id)s, %(project)s, %(subject)s, %(text)s, %(occurred_at)s, %(recorded_at)s, %(source)s,
-    %(trust)s, %(claims)s, %(idempotency_key)s
+    %(trust)s, %(claims)s, %(idempotency_key)s, %(action)s
 )
 ON CONFLICT (project, idempotency_key) DO NOTHING;
 
 -- name: event_by_key
 SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
-       idempotency_key
+       idempotency_key, action
 FROM events
 WHERE project = %(project)s AND idempotency_key = %(idempotency_key)s;
 
 -- name: events_by_ids
 SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
-       idempotency_key
+       idempotency_key, action
 FROM events
 WHERE project = %(project)s AND id = ANY(%(ids)s::text[])
 ORDER BY occurred_at, id;
 
 -- name: events_page
 SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
-       idempotency_key
+       idempotency_key, action
 FROM events
 WHERE (%(project)s::text IS NULL OR project = %(project)s)
   AND (%(subject)s::text IS NULL OR subject = %(subject)s)
@@ -406,32 +407,26 @@ ORDER BY valid_from, id;
 
 -- name: recall_words
 -- The lexical arm of search: BM25 over the facts that hold any of the question's words
--- (`terms`, as `distill.core.recall.query_terms` gives them), best first. PostgreSQL finds
--- them with the GIN index; ts_rank has no idf, so the score is computed here: idf from each
--- word's document count among the matches (all the scope's facts holding it) and N, the
--- facts table's row count as the planner last estimated it (counting the scope on every
--- search read 100,000 rows; FTS5 too takes N from its whole table), or the facts `among`
--- for a search of the past; term frequency from the word's positions, length from the
--- number of distinct words (k1 1.2, b 0.75, as FTS5's bm25()). Active facts of the scope,
--- or, for a search of the past, the facts `among`.
--- Each match's vector is cut down to the question's words (setweight marks them, ts_filter
--- keeps the marked) before it is unnested: unnesting whole vectors made one row per word of
--- every match and was two thirds of the time at 100,000 facts (bench/search.py).
-WITH matched AS MATERIALIZED (
-    SELECT f.id, length(f.words)::float8 AS len,
-           ts_filter(setweight(f.words, 'A', %(terms)s::text[]), '{a}') AS found
-    FROM facts AS f
-    WHERE f.words @@ to_tsquery('simple', array_to_string(%(terms)s::text[], ' | '))
-      AND f.project = %(project)s AND (%(subject)s::text IS NULL OR f.subject = %(subject)s)
-      AND (%(kinds)s::text[] IS NULL OR f.kind = ANY(%(kinds)s::text[]))
-      AND CASE WHEN %(among)s::text[] IS NULL THEN f.status = 'active'
-               ELSE f.id = ANY(%(among)s::text[]) END
+-- (`terms`, as `distill.core.recall.query_terms` gives them), best first. The facts are found
+-- in `fact_terms` (postgres_0010), one row per fact and word holding all BM25 needs, read by
+-- an index-only scan of the question's words: no fact's row is read. ts_rank has no idf, so
+-- the score is computed here: idf from each word's document count among the matches (all the
+-- scope's facts holding it) and N, the facts table's row count as the planner last estimated
+-- it (counting the scope on every search read 100,000 rows; FTS5 too takes N from its whole
+-- table), or the facts `among` for a search of the past; term frequency from the word's
+-- positions, length from the number of distinct words (k1 1.2, b 0.75, as FTS5's bm25()).
+-- Active facts of the scope, or, for a search of the past, the facts `among`.
+WITH hits AS MATERIALIZED (
+    SELECT t.fact_id AS id, t.term, t.tf::float8 AS tf, t.len::float8 AS len
+    FROM fact_terms AS t
+    WHERE t.project = %(project)s AND t.term = ANY(%(terms)s::text[])
+      AND (%(subject)s::text IS NULL OR t.subject = %(subject)s)
+      AND (%(kinds)s::text[] IS NULL OR t.kind = ANY(%(kinds)s::text[]))
+      AND CASE WHEN %(among)s::text[] IS NULL THEN t.status = 'active'
+               ELSE t.fact_id = ANY(%(among)s::text[]) END
 ),
-hits AS (
-    SELECT m.id, w.lexeme, cardinality(w.positions)::float8 AS tf, m.len
-    FROM matched AS m, unnest(m.found) AS w
-),
-df AS (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme),
+df AS (SELECT term, count(*)::float8 AS df FROM hits GROUP BY term),
+matched AS (SELECT id, min(len) AS len FROM hits GROUP BY id),
 scope AS (
     SELECT
         CASE WHEN %(among)s::text[] IS NULL THEN greatest(
@@ -445,7 +440,7 @@ SELECT h.id AS fact_id,
            ln(1 + (s.n - d.df + 0.5) / (d.df + 0.5))
            * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.len / s.avgdl))
        ) AS score
-FROM hits AS h JOIN df AS d USING (lexeme) CROSS JOIN scope AS s
+FROM hits AS h JOIN df AS d USING (term) CROSS JOIN scope AS s
 GROUP BY h.id
 ORDER BY score DESC, h.id
 LIMIT %(limit)s;
@@ -521,18 +516,6 @@ SELECT DISTINCT project, subject FROM facts
 WHERE (%(projects)s::text[] IS NULL OR project = ANY(%(projects)s::text[]))
   AND status = 'active' AND kind = 'memory' AND reinforcement_count >= %(threshold)s
 ORDER BY project, subject;
-
--- name: pass_cursor
-SELECT position FROM pass_cursors
-WHERE project = %(project)s AND subject = %(subject)s AND pass_name = %(pass_name)s;
-
--- name: move_pass_cursor
--- Moves only from where the pass read it (`was`; NULL: never moved): one row, or none.
-INSERT INTO pass_cursors (project, subject, pass_name, position, moved_at)
-VALUES (%(project)s, %(subject)s, %(pass_name)s, %(position)s, %(moved_at)s)
-ON CONFLICT (project, subject, pass_name) DO UPDATE
-SET position = excluded.position, moved_at = excluded.moved_at
-WHERE pass_cursors.position = %(was)s;
 
 -- name: facts_active
 SELECT * FROM facts
@@ -755,11 +738,16 @@ UNION ALL SELECT 'aliases', count(*) FROM aliases
 UNION ALL SELECT 'audit', count(*) FROM audit
 UNION ALL SELECT 'embedding_cache', count(*) FROM embedding_cache
 UNION ALL SELECT 'extractions', count(*) FROM extractions
-UNION ALL SELECT 'rules', count(*) FROM rules;
+UNION ALL SELECT 'rules', count(*) FROM rules
+UNION ALL SELECT 'pass_cursors', count(*) FROM pass_cursors
+UNION ALL SELECT 'procedures', count(*) FROM procedures
+UNION ALL SELECT 'mentions', count(*) FROM mentions
+UNION ALL SELECT 'topics', count(*) FROM topics;
 
 -- name: copy_read_events
 SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
-       idempotency_key, embedding::real[]::double precision[] AS embedding, embedding_model
+       idempotency_key, embedding::real[]::double precision[] AS embedding, embedding_model,
+       action
 FROM events
 WHERE %(after_id)s::text IS NULL OR id > %(after_id)s
 ORDER BY id
@@ -768,10 +756,11 @@ LIMIT %(limit)s;
 -- name: copy_write_events
 INSERT INTO events (
     id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
-    idempotency_key, embedding, embedding_model
+    idempotency_key, embedding, embedding_model, action
 ) VALUES (
     %(id)s, %(project)s, %(subject)s, %(text)s, %(occurred_at)s, %(recorded_at)s, %(source)s,
-    %(trust)s, %(claims)s, %(idempotency_key)s, %(embedding)s::vector, %(embedding_model)s
+    %(trust)s, %(claims)s, %(idempotency_key)s, %(embedding)s::vector, %(embedding_model)s,
+    %(action)s
 );
 
 -- name: copy_read_jobs
@@ -936,9 +925,6 @@ DELETE FROM aliases WHERE project = %(project)s AND %(subject)s::text IS NULL;
 -- name: erase_rules
 DELETE FROM rules WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s);
 
--- name: erase_pass_cursors
-DELETE FROM pass_cursors WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s);
-
 -- name: erase_cached_embeddings
 -- The vectors of the erased texts, under every model (a vector tells of its text), but
 -- those a fact of another scope still names (two subjects may say "bike_count: 3").
@@ -983,6 +969,200 @@ SELECT EXISTS (
 ) AS known;
 
 -- ---------------------------------------------------------------------------------------------
+-- derive: votes (observations with outcome 'vote'), the scopes that have them, and the
+-- derive pass's invalidations (for drift). See distill/passes/derive.py.
+
+-- name: vote_observations
+-- A scope's votes after the derive cursor (an observation id: ids sort by creation), oldest
+-- first, at most %(limit)s (observations_votes).
+SELECT * FROM observations
+WHERE project = %(project)s AND subject = %(subject)s AND outcome = 'vote'
+  AND (%(after)s::text IS NULL OR id > %(after)s::text)
+ORDER BY id
+LIMIT %(limit)s;
+
+-- name: vote_scopes
+-- Scopes holding votes: where derive has something to count, or a cycle to record.
+SELECT DISTINCT project, subject FROM observations
+WHERE (%(projects)s::text[] IS NULL OR project = ANY(%(projects)s::text[]))
+  AND outcome = 'vote'
+ORDER BY project, subject;
+
+-- name: derive_invalidations
+-- The world times (valid_to) at which the derive pass closed facts of a project (or of one
+-- subject; of every project with NULL), after %(since)s: what drift counts (distill/core/drift.py).
+SELECT f.project AS project, f.subject AS subject, f.valid_to AS at
+FROM audit AS a JOIN facts AS f ON f.id = a.fact_id
+WHERE (%(project)s::text IS NULL OR a.project = %(project)s)
+  AND (%(subject)s::text IS NULL OR a.subject = %(subject)s)
+  AND a.pass_name = 'derive' AND a.action = 'retire_fact'
+  AND f.valid_to > %(since)s
+ORDER BY f.project, f.subject, f.valid_to;
+
+-- name: subjects_of
+-- A project's subjects: every stored event is held by a job of its subject until an erase.
+SELECT DISTINCT subject FROM jobs WHERE project = %(project)s ORDER BY subject;
+
+-- name: count_derive
+-- The derive pass's counters, read from its audit: cycles run (one `record_cycle` each, empty
+-- ones too), facts it wrote (elected, or replacing one it closed), facts it closed.
+SELECT count(*) FILTER (WHERE action = 'record_cycle') AS derive_cycles,
+       count(*) FILTER (WHERE action = 'create_fact') AS facts_derived,
+       count(*) FILTER (WHERE action = 'retire_fact') AS facts_invalidated
+FROM audit
+WHERE pass_name = 'derive' AND (%(project)s::text IS NULL OR project = %(project)s);
+
+-- name: pass_cursor
+-- Where a pass that walks an append-only stream (derive's votes, topics' events) stopped.
+SELECT position FROM pass_cursors
+WHERE project = %(project)s AND subject = %(subject)s AND pass_name = %(pass_name)s;
+
+-- name: move_pass_cursor
+-- Moves only from where the pass read it (`was`; NULL: never moved): one row, or none.
+INSERT INTO pass_cursors (project, subject, pass_name, position, moved_at)
+VALUES (%(project)s, %(subject)s, %(pass_name)s, %(position)s, %(moved_at)s)
+ON CONFLICT (project, subject, pass_name) DO UPDATE
+SET position = excluded.position, moved_at = excluded.moved_at
+WHERE pass_cursors.position = %(was)s;
+
+-- name: erase_pass_cursors
+DELETE FROM pass_cursors WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s);
+
+-- name: copy_read_pass_cursors
+-- Copied with the audit they point into: derive's cursor marks the votes it has counted, and
+-- a copy that forgot it would count them again (distill/adapters/store/copy.py).
+SELECT project, subject, pass_name, position, moved_at FROM pass_cursors
+WHERE %(after_project)s::text IS NULL
+   OR (project, subject, pass_name)
+      > (%(after_project)s::text, %(after_subject)s::text, %(after_pass_name)s::text)
+ORDER BY project, subject, pass_name
+LIMIT %(limit)s;
+
+-- name: copy_write_pass_cursors
+INSERT INTO pass_cursors (project, subject, pass_name, position, moved_at)
+VALUES (%(project)s, %(subject)s, %(pass_name)s, %(position)s, %(moved_at)s);
+
+-- procedures and topics (core/procedures.py, core/topics.py; sql_cortex.py)
+
+-- name: action_events
+-- A subject's events that record an action: what the procedures pass counts.
+SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
+       idempotency_key, action
+FROM events
+WHERE project = %(project)s AND subject = %(subject)s AND action IS NOT NULL
+ORDER BY occurred_at, id;
+
+-- name: action_scopes
+SELECT DISTINCT project, subject FROM events
+WHERE action IS NOT NULL AND (%(projects)s::text[] IS NULL OR project = ANY(%(projects)s::text[]))
+ORDER BY project, subject;
+
+-- name: procedures_of
+SELECT * FROM procedures
+WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s)
+  AND (%(status)s::text IS NULL OR status = %(status)s)
+ORDER BY subject, action_a, action_b;
+
+-- name: insert_procedure
+INSERT INTO procedures (
+    id, project, subject, action_a, action_b, status, support, successes, failures,
+    precondition, source_event_ids, created_at, updated_at
+) VALUES (
+    %(id)s, %(project)s, %(subject)s, %(action_a)s, %(action_b)s, %(status)s, %(support)s, %(successes)s,
+    %(failures)s, %(precondition)s, %(source_event_ids)s, %(created_at)s, %(updated_at)s
+);
+
+-- name: update_procedure
+-- Only the version that was read is changed: a procedure revised meanwhile refuses the plan.
+UPDATE procedures SET
+    status = %(status)s, support = %(support)s, successes = %(successes)s, failures = %(failures)s,
+    precondition = %(precondition)s, source_event_ids = %(source_event_ids)s,
+    updated_at = %(updated_at)s
+WHERE id = %(id)s AND updated_at = %(before_updated_at)s;
+
+-- name: event_scopes
+SELECT DISTINCT project, subject FROM events
+WHERE (%(projects)s::text[] IS NULL OR project = ANY(%(projects)s::text[]))
+ORDER BY project, subject;
+
+-- name: topic_events_after
+-- A subject's events recorded after the cursor (recorded_at, id), each with whether a job
+-- that holds it is still to run (its extraction not done yet).
+SELECT e.id, e.project, e.subject, e.text, e.occurred_at, e.recorded_at, e.source, e.trust,
+       e.claims, e.idempotency_key, e.action,
+       EXISTS (
+           SELECT 1 FROM job_events je JOIN jobs j ON j.id = je.job_id
+           WHERE je.event_id = e.id AND j.status IN ('pending', 'running')
+       ) AS waiting
+FROM events e
+WHERE e.project = %(project)s AND e.subject = %(subject)s
+  AND (%(after_id)s::text IS NULL OR (e.recorded_at, e.id) > (%(after_time)s::timestamptz, %(after_id)s::text))
+ORDER BY e.recorded_at, e.id
+LIMIT %(limit)s;
+
+-- name: mentions_of
+SELECT event_id, entity, project, subject, name, origin, recorded_at FROM mentions
+WHERE project = %(project)s AND subject = %(subject)s
+ORDER BY event_id, entity;
+
+-- name: insert_mention
+INSERT INTO mentions (event_id, entity, project, subject, name, origin, recorded_at)
+VALUES (%(event_id)s, %(entity)s, %(project)s, %(subject)s, %(name)s, %(origin)s, %(recorded_at)s)
+ON CONFLICT (event_id, entity) DO NOTHING;
+
+-- name: topics_of
+SELECT * FROM topics
+WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s)
+  AND (%(include_retired)s::boolean OR status = 'active')
+ORDER BY subject, status, created_at, id;
+
+-- name: insert_topic
+INSERT INTO topics (
+    id, project, subject, name, members, names, embedding, named_by, status, created_at,
+    retired_at
+) VALUES (
+    %(id)s, %(project)s, %(subject)s, %(name)s, %(members)s, %(names)s, %(embedding)s, %(named_by)s, %(status)s,
+    %(created_at)s, %(retired_at)s
+);
+
+-- name: update_topic
+-- Only the version that was read is changed: a topic revised meanwhile refuses the plan.
+UPDATE topics SET
+    name = %(name)s, names = %(names)s, embedding = %(embedding)s, named_by = %(named_by)s,
+    status = %(status)s, retired_at = %(retired_at)s
+WHERE id = %(id)s AND status = %(before_status)s;
+
+-- name: erase_procedures
+DELETE FROM procedures WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s);
+
+-- name: erase_mentions
+DELETE FROM mentions WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s);
+
+-- name: erase_topics
+DELETE FROM topics WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s);
+
+-- name: copy_read_procedures
+SELECT id, project, subject, action_a, action_b, status, support, successes, failures,
+       precondition, source_event_ids, created_at, updated_at
+FROM procedures
+WHERE %(after_id)s::text IS NULL OR id > %(after_id)s
+ORDER BY id
+LIMIT %(limit)s;
+
+-- name: copy_read_mentions
+SELECT event_id, entity, project, subject, name, origin, recorded_at FROM mentions
+WHERE %(after_event_id)s::text IS NULL OR (event_id, entity) > (%(after_event_id)s::text, %(after_entity)s::text)
+ORDER BY event_id, entity
+LIMIT %(limit)s;
+
+-- name: copy_read_topics
+SELECT id, project, subject, name, members, names, embedding, named_by, status, created_at,
+       retired_at
+FROM topics
+WHERE %(after_id)s::text IS NULL OR id > %(after_id)s
+ORDER BY id
+LIMIT %(limit)s;
+
 -- the extraction watermark: what a pass has read of each fact (distill/core/watermark.py)
 
 -- name: unmarked_memories

@@ -4,12 +4,12 @@
 -- that applies what the pass derived; erasing a subject or pruning a fact deletes its marks
 -- (the foreign key refuses a mark of a fact that is not there).
 --
--- For the judge, the summariser and rule promotion it replaces their pass_cursors rows (a
--- position in the audit per scope): where such a cursor was, its pass had read the scope's
--- memories up to that position, so each live memory whose latest fact action is at or before
--- the position is marked with its text's signature now (an upgraded store asks the model
--- about nothing it had already asked about), and the cursor is deleted. pass_cursors stays,
--- for the passes that walk a log rather than re-read facts (derive, over the observations).
+-- It replaces the audit-position cursors of the passes that read memories (judge,
+-- summarise, promote_rules); pass_cursors stays for the passes that walk an append-only
+-- stream (derive's votes, topics' events), where a position is the right mark. Where a cursor was,
+-- its pass read the scope's memories up to that position: each live memory whose latest
+-- fact action is at or before the position is marked with its text's signature now, so an
+-- upgraded store asks the model about nothing it had already asked about.
 
 CREATE TABLE fact_marks (
     fact_id    BLOB NOT NULL REFERENCES facts (id),

@@ -24,16 +24,17 @@ INSERT INTO schema_migrations (version, applied_at) VALUES (:version, :applied_a
 
 -- name: insert_event
 INSERT INTO events (
-    id, project, subject, text, occurred_at, recorded_at, source, trust, claims, idempotency_key
+    id, project, subject, text, occurred_at, recorded_at, source, trust, claims, idempotency_key,
+    action
 ) VALUES (
     :id, :project, :subject, :text, :occurred_at, :recorded_at, :source, :trust, :claims,
-    :idempotency_key
+    :idempotency_key, :action
 )
 ON CONFLICT (project, idempotency_key) DO NOTHING;
 
 -- name: event_by_key
 SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
-       idempotency_key
+       idempotency_key, action
 FROM events
 WHERE project = :project AND idempotency_key = :idempotency_key;
 
@@ -41,14 +42,14 @@ WHERE project = :project AND idempotency_key = :idempotency_key;
 -- `+project`: looked up by primary key, then checked; without the +, SQLite (which has no
 -- statistics) prefers the project index and reads every event of the project.
 SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
-       idempotency_key
+       idempotency_key, action
 FROM events
 WHERE +project = :project AND id IN (SELECT stored_id(value) FROM json_each(:ids))
 ORDER BY occurred_at, id;
 
 -- name: events_page
 SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
-       idempotency_key
+       idempotency_key, action
 FROM events
 WHERE (:project IS NULL OR project = :project)
   AND (:subject IS NULL OR subject = :subject)
@@ -502,18 +503,6 @@ WHERE (:projects IS NULL OR project IN (SELECT value FROM json_each(:projects)))
   AND status = 'active' AND kind = 'memory' AND reinforcement_count >= :threshold
 ORDER BY project, subject;
 
--- name: pass_cursor
-SELECT position FROM pass_cursors
-WHERE project = :project AND subject = :subject AND pass_name = :pass_name;
-
--- name: move_pass_cursor
--- Moves only from where the pass read it (`was`; NULL: never moved): one row, or none.
-INSERT INTO pass_cursors (project, subject, pass_name, position, moved_at)
-VALUES (:project, :subject, :pass_name, :position, :moved_at)
-ON CONFLICT (project, subject, pass_name) DO UPDATE
-SET position = excluded.position, moved_at = excluded.moved_at
-WHERE pass_cursors.position = :was;
-
 -- name: facts_active
 SELECT * FROM facts
 WHERE project = :project AND (:subject IS NULL OR subject = :subject) AND status = 'active'
@@ -715,11 +704,15 @@ UNION ALL SELECT 'aliases', count(*) FROM aliases
 UNION ALL SELECT 'audit', count(*) FROM audit
 UNION ALL SELECT 'embedding_cache', count(*) FROM embedding_cache
 UNION ALL SELECT 'extractions', count(*) FROM extractions
-UNION ALL SELECT 'rules', count(*) FROM rules;
+UNION ALL SELECT 'rules', count(*) FROM rules
+UNION ALL SELECT 'pass_cursors', count(*) FROM pass_cursors
+UNION ALL SELECT 'procedures', count(*) FROM procedures
+UNION ALL SELECT 'mentions', count(*) FROM mentions
+UNION ALL SELECT 'topics', count(*) FROM topics;
 
 -- name: copy_read_events
 SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
-       idempotency_key, embedding, embedding_model
+       idempotency_key, embedding, embedding_model, action
 FROM events
 WHERE :after_id IS NULL OR id > :after_id
 ORDER BY id
@@ -728,10 +721,10 @@ LIMIT :limit;
 -- name: copy_write_events
 INSERT INTO events (
     id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
-    idempotency_key, embedding, embedding_model
+    idempotency_key, embedding, embedding_model, action
 ) VALUES (
     :id, :project, :subject, :text, :occurred_at, :recorded_at, :source, :trust, :claims,
-    :idempotency_key, :embedding, :embedding_model
+    :idempotency_key, :embedding, :embedding_model, :action
 );
 
 -- name: copy_read_jobs
@@ -891,9 +884,6 @@ DELETE FROM aliases WHERE project = :project AND :subject IS NULL;
 -- name: erase_rules
 DELETE FROM rules WHERE project = :project AND (:subject IS NULL OR subject = :subject);
 
--- name: erase_pass_cursors
-DELETE FROM pass_cursors WHERE project = :project AND (:subject IS NULL OR subject = :subject);
-
 -- name: erase_cached_embeddings
 -- The vectors of the erased texts, under every model (a vector tells of its text), but
 -- those a fact of another scope still names (two subjects may say "bike_count: 3").
@@ -941,6 +931,198 @@ SELECT count(*) AS made, count(*) FILTER (WHERE revoked_at IS NULL) AS active FR
 SELECT EXISTS (SELECT 1 FROM jobs WHERE project = :project AND subject = :subject) AS known;
 
 -- ---------------------------------------------------------------------------------------------
+-- derive: votes (observations with outcome 'vote'), the scopes that have them, and the
+-- derive pass's invalidations (for drift). See distill/passes/derive.py.
+
+-- name: vote_observations
+-- A scope's votes after the derive cursor (an observation id: ids sort by creation), oldest
+-- first, at most :limit (observations_votes).
+SELECT * FROM observations
+WHERE project = :project AND subject = :subject AND outcome = 'vote'
+  AND (:after IS NULL OR id > :after)
+ORDER BY id
+LIMIT :limit;
+
+-- name: vote_scopes
+-- Scopes holding votes: where derive has something to count, or a cycle to record.
+SELECT DISTINCT project, subject FROM observations
+WHERE (:projects IS NULL OR project IN (SELECT value FROM json_each(:projects)))
+  AND outcome = 'vote'
+ORDER BY project, subject;
+
+-- name: derive_invalidations
+-- The world times (valid_to) at which the derive pass closed facts of a project (or of one
+-- subject; of every project with NULL), after :since: what drift counts (distill/core/drift.py).
+SELECT f.project AS project, f.subject AS subject, f.valid_to AS at
+FROM audit AS a JOIN facts AS f ON f.id = a.fact_id
+WHERE (:project IS NULL OR a.project = :project) AND (:subject IS NULL OR a.subject = :subject)
+  AND a.pass_name = 'derive' AND a.action = 'retire_fact'
+  AND f.valid_to > :since
+ORDER BY f.project, f.subject, f.valid_to;
+
+-- name: subjects_of
+-- A project's subjects: every stored event is held by a job of its subject until an erase.
+SELECT DISTINCT subject FROM jobs WHERE project = :project ORDER BY subject;
+
+-- name: count_derive
+-- The derive pass's counters, read from its audit: cycles run (one `record_cycle` each, empty
+-- ones too), facts it wrote (elected, or replacing one it closed), facts it closed.
+SELECT coalesce(sum(action = 'record_cycle'), 0) AS derive_cycles,
+       coalesce(sum(action = 'create_fact'), 0) AS facts_derived,
+       coalesce(sum(action = 'retire_fact'), 0) AS facts_invalidated
+FROM audit
+WHERE pass_name = 'derive' AND (:project IS NULL OR project = :project);
+
+-- name: pass_cursor
+-- Where a pass that walks an append-only stream (derive's votes, topics' events) stopped.
+SELECT position FROM pass_cursors
+WHERE project = :project AND subject = :subject AND pass_name = :pass_name;
+
+-- name: move_pass_cursor
+-- Moves only from where the pass read it (`was`; NULL: never moved): one row, or none.
+INSERT INTO pass_cursors (project, subject, pass_name, position, moved_at)
+VALUES (:project, :subject, :pass_name, :position, :moved_at)
+ON CONFLICT (project, subject, pass_name) DO UPDATE
+SET position = excluded.position, moved_at = excluded.moved_at
+WHERE pass_cursors.position = :was;
+
+-- name: erase_pass_cursors
+DELETE FROM pass_cursors WHERE project = :project AND (:subject IS NULL OR subject = :subject);
+
+-- name: copy_read_pass_cursors
+-- Copied with the audit they point into: derive's cursor marks the votes it has counted, and
+-- a copy that forgot it would count them again (distill/adapters/store/copy.py).
+SELECT project, subject, pass_name, position, moved_at FROM pass_cursors
+WHERE :after_project IS NULL
+   OR (project, subject, pass_name) > (:after_project, :after_subject, :after_pass_name)
+ORDER BY project, subject, pass_name
+LIMIT :limit;
+
+-- name: copy_write_pass_cursors
+INSERT INTO pass_cursors (project, subject, pass_name, position, moved_at)
+VALUES (:project, :subject, :pass_name, :position, :moved_at);
+
+-- procedures and topics (core/procedures.py, core/topics.py; sql_cortex.py)
+
+-- name: action_events
+-- A subject's events that record an action: what the procedures pass counts.
+SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
+       idempotency_key, action
+FROM events
+WHERE project = :project AND subject = :subject AND action IS NOT NULL
+ORDER BY occurred_at, id;
+
+-- name: action_scopes
+SELECT DISTINCT project, subject FROM events
+WHERE action IS NOT NULL AND (:projects IS NULL OR project IN (SELECT value FROM json_each(:projects)))
+ORDER BY project, subject;
+
+-- name: procedures_of
+SELECT * FROM procedures
+WHERE project = :project AND (:subject IS NULL OR subject = :subject)
+  AND (:status IS NULL OR status = :status)
+ORDER BY subject, action_a, action_b;
+
+-- name: insert_procedure
+INSERT INTO procedures (
+    id, project, subject, action_a, action_b, status, support, successes, failures,
+    precondition, source_event_ids, created_at, updated_at
+) VALUES (
+    :id, :project, :subject, :action_a, :action_b, :status, :support, :successes,
+    :failures, :precondition, :source_event_ids, :created_at, :updated_at
+);
+
+-- name: update_procedure
+-- Only the version that was read is changed: a procedure revised meanwhile refuses the plan.
+UPDATE procedures SET
+    status = :status, support = :support, successes = :successes, failures = :failures,
+    precondition = :precondition, source_event_ids = :source_event_ids,
+    updated_at = :updated_at
+WHERE id = :id AND updated_at = :before_updated_at;
+
+-- name: event_scopes
+SELECT DISTINCT project, subject FROM events
+WHERE (:projects IS NULL OR project IN (SELECT value FROM json_each(:projects)))
+ORDER BY project, subject;
+
+-- name: topic_events_after
+-- A subject's events recorded after the cursor (recorded_at, id), each with whether a job
+-- that holds it is still to run (its extraction not done yet).
+SELECT e.id, e.project, e.subject, e.text, e.occurred_at, e.recorded_at, e.source, e.trust,
+       e.claims, e.idempotency_key, e.action,
+       EXISTS (
+           SELECT 1 FROM job_events je JOIN jobs j ON j.id = je.job_id
+           WHERE je.event_id = e.id AND j.status IN ('pending', 'running')
+       ) AS waiting
+FROM events e
+WHERE e.project = :project AND e.subject = :subject
+  AND (:after_id IS NULL OR (e.recorded_at, e.id) > (:after_time, :after_id))
+ORDER BY e.recorded_at, e.id
+LIMIT :limit;
+
+-- name: mentions_of
+SELECT event_id, entity, project, subject, name, origin, recorded_at FROM mentions
+WHERE project = :project AND subject = :subject
+ORDER BY event_id, entity;
+
+-- name: insert_mention
+INSERT INTO mentions (event_id, entity, project, subject, name, origin, recorded_at)
+VALUES (:event_id, :entity, :project, :subject, :name, :origin, :recorded_at)
+ON CONFLICT (event_id, entity) DO NOTHING;
+
+-- name: topics_of
+SELECT * FROM topics
+WHERE project = :project AND (:subject IS NULL OR subject = :subject)
+  AND (:include_retired OR status = 'active')
+ORDER BY subject, status, created_at, id;
+
+-- name: insert_topic
+INSERT INTO topics (
+    id, project, subject, name, members, names, embedding, named_by, status, created_at,
+    retired_at
+) VALUES (
+    :id, :project, :subject, :name, :members, :names, :embedding, :named_by, :status,
+    :created_at, :retired_at
+);
+
+-- name: update_topic
+-- Only the version that was read is changed: a topic revised meanwhile refuses the plan.
+UPDATE topics SET
+    name = :name, names = :names, embedding = :embedding, named_by = :named_by,
+    status = :status, retired_at = :retired_at
+WHERE id = :id AND status = :before_status;
+
+-- name: erase_procedures
+DELETE FROM procedures WHERE project = :project AND (:subject IS NULL OR subject = :subject);
+
+-- name: erase_mentions
+DELETE FROM mentions WHERE project = :project AND (:subject IS NULL OR subject = :subject);
+
+-- name: erase_topics
+DELETE FROM topics WHERE project = :project AND (:subject IS NULL OR subject = :subject);
+
+-- name: copy_read_procedures
+SELECT id, project, subject, action_a, action_b, status, support, successes, failures,
+       precondition, source_event_ids, created_at, updated_at
+FROM procedures
+WHERE :after_id IS NULL OR id > :after_id
+ORDER BY id
+LIMIT :limit;
+
+-- name: copy_read_mentions
+SELECT event_id, entity, project, subject, name, origin, recorded_at FROM mentions
+WHERE :after_event_id IS NULL OR (event_id, entity) > (:after_event_id, :after_entity)
+ORDER BY event_id, entity
+LIMIT :limit;
+
+-- name: copy_read_topics
+SELECT id, project, subject, name, members, names, embedding, named_by, status, created_at,
+       retired_at
+FROM topics
+WHERE :after_id IS NULL OR id > :after_id
+ORDER BY id
+LIMIT :limit;
+
 -- the extraction watermark: what a pass has read of each fact (distill/core/watermark.py)
 
 -- name: unmarked_memories

@@ -23,7 +23,9 @@ that did not change therefore reads no fact, asks nothing and writes nothing.
 
 One mechanism for one job: this replaced the per-scope cursors (a position in the audit) the
 judge, the summariser and rule promotion each walked, which counted a reinforcement as a
-change and so asked the model again about words it had already answered on.
+change and so asked the model again about words it had already answered on. A cursor
+(`MoveCursor`, table `pass_cursors`) stays what a pass that walks an append-only log uses
+(derive, over the observations): a position in a log, not what was read of a fact.
 
 Pure: the signature, and the action that moves the watermark.
 """

@@ -2,7 +2,8 @@
 is the live memories it holds no mark of their present text for; a mark moves only through
 the applier, from what the pass read; erasing a subject and pruning a tombstone take their
 marks with them; and a store at the previous schema version, whose passes kept cursors,
-comes out of the migration with those cursors turned into marks.
+comes out of the migration with those cursors turned into marks (derive's, which walks a
+log, stays a cursor).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from datetime import timedelta
 import pytest
 
 from distill import Memory
+from distill.adapters.store.queries import load_migrations
 from distill.applier import apply_plan
 from distill.core.models import Fact, FactStatus
 from distill.core.passes import Scope
@@ -137,21 +139,27 @@ def test_a_cursor_of_the_previous_version_becomes_marks(
     position = f"{last_read.at.isoformat()}|{last_read.id}"
 
     old = new_database("old")
+    [marks] = [m for m in load_migrations(backend) if m.sql.count("CREATE TABLE fact_marks")]
     (sqlite_previous_version if backend == "sqlite" else postgres_previous_version)(
-        old, now_database
+        old, now_database, before=marks.version
     )
-    insert = "INSERT INTO pass_cursors VALUES ('default', %s, 'judge', %s, %s)"
+    insert = "INSERT INTO pass_cursors VALUES ('default', %s, %s, %s, %s)"
+    rows = [(SUBJECT, name, position) for name in ("judge", "derive")]
     if backend == "sqlite":
         moved = int(T0.timestamp() * 1_000_000)
         with sqlite3.connect(old) as conn:
-            conn.execute(insert.replace("%s", "?"), (SUBJECT, position, moved))
+            conn.executemany(insert.replace("%s", "?"), [(*r, moved) for r in rows])
     else:
         import psycopg
 
         with psycopg.connect(old, autocommit=True) as conn:
-            conn.execute(insert, (SUBJECT, position, T0))
+            for row in rows:
+                conn.execute(insert, (*row, T0))
     migrated = open_memory(old)
 
     judged = migrated.store.unmarked_memories("default", SUBJECT, "judge")
     assert sorted(f.text for f in judged) == sorted(unread)
     assert len(migrated.store.unmarked_memories("default", SUBJECT, "summarise")) == 4
+    # The judge's cursor became marks; a log-walking pass's cursor (derive's) stays.
+    assert migrated.store.pass_cursor("default", SUBJECT, "judge") is None
+    assert migrated.store.pass_cursor("default", SUBJECT, "derive") == position

@@ -27,7 +27,8 @@ SELECT f.id, c.pass_name, f.project, f.subject,
        encode(sha256(convert_to(f.text, 'UTF8')), 'hex'), c.moved_at
 FROM pass_cursors AS c
 JOIN facts AS f ON f.project = c.project AND f.subject = c.subject
-WHERE f.status = 'active' AND f.kind = 'memory'
+WHERE c.pass_name IN ('judge', 'summarise', 'promote_rules')
+  AND f.status = 'active' AND f.kind = 'memory'
   AND (SELECT max(a.at) FROM audit AS a
        WHERE a.fact_id = f.id AND a.action LIKE '%\_fact')
       <= split_part(c.position, '|', 1)::timestamptz;

@@ -28,7 +28,8 @@ INSERT INTO fact_marks (fact_id, pass_name, project, subject, signature, marked_
 SELECT f.id, c.pass_name, f.project, f.subject, text_signature(f.text), c.moved_at
 FROM pass_cursors AS c
 JOIN facts AS f ON f.project = c.project AND f.subject = c.subject
-WHERE f.status = 'active' AND f.kind = 'memory'
+WHERE c.pass_name IN ('judge', 'summarise', 'promote_rules')
+  AND f.status = 'active' AND f.kind = 'memory'
   AND (SELECT max(a.at) FROM audit AS a
        WHERE a.fact_id = f.id AND a.action LIKE '%\_fact' ESCAPE '\')
       <= CAST(strftime('%s', substr(c.position, 1, 19)) AS INTEGER) * 1000000

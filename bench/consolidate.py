@@ -13,6 +13,13 @@ consolidate ÷ embed is what Distill costs on top of the embedding work it canno
 it, because this machine's speed varies by ±10% from minute to minute. Also per N: the
 consolidation's milliseconds per event, and the peak RSS of the consolidating process (model
 and the bench's own event list included), measured before the comparison embedder is loaded.
+
+Wall time moves with whatever else the machine runs; CPU time much less. So each round also
+reports the process CPU time of both sides, their ratio (`cpu ratio`: what the consolidation
+burns on top of the embedding, whatever the load; not the target's ratio), and the CPU time of
+the thread that decides and writes (`deciding ms/event`: the work that competes with the
+embedder's threads for the cores).
+
 `--plot` draws the ratio and the time per event against N (needs matplotlib: the `bench`
 extra); `--json` prints the rows and a summary that `bench/report.py` collects.
 """
@@ -30,7 +37,7 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import click
 from rich.console import Console
@@ -88,13 +95,14 @@ def run_round(n: int, embedder_name: str) -> dict[str, Any]:
     texts = {e["text"] for e in events}
     texts |= {identity_text(c["predicate"], c["value"]) for e in events for c in e["claims"]}
     ordered = sorted(texts)
-    ingest, consolidate, counters, model_id = consolidate_once(events, embedder_name)
+    timed = consolidate_once(events, embedder_name)
+    ingest, consolidate, counters, model_id = timed.ingest, timed.wall, timed.counters, timed.model
     rss_consolidate = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     fresh = make_embedder(embedder_name)
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     for start in range(0, len(ordered), fresh.max_batch):
         fresh.embed_batch(ordered[start : start + fresh.max_batch])
-    embed = time.perf_counter() - t0
+    embed, embed_cpu = time.perf_counter() - t0, time.process_time() - cpu0
     return {
         "n": n,
         "embedder": model_id,
@@ -106,18 +114,36 @@ def run_round(n: int, embedder_name: str) -> dict[str, Any]:
         "ms_per_event": round(consolidate * 1000 / n, 3),
         "overhead_ms_per_event": round((consolidate - embed) * 1000 / n, 3),
         "peak_rss_mb": round(rss_consolidate, 1),
+        "consolidate_cpu_s": round(timed.cpu, 3),
+        "embed_cpu_s": round(embed_cpu, 3),
+        "cpu_ratio": round(timed.cpu / embed_cpu, 3),
+        "deciding_cpu_ms_per_event": round(timed.deciding_cpu * 1000 / n, 3),
         "counters": {k: v for k, v in counters.items() if v},
     }
 
 
 def median_round(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     middle = sorted(rounds, key=lambda r: r["ratio"])[len(rounds) // 2]
-    return {**middle, "ratios": [r["ratio"] for r in rounds]}
+    return {
+        **middle,
+        "ratios": [r["ratio"] for r in rounds],
+        "cpu_ratios": [r["cpu_ratio"] for r in rounds],
+    }
 
 
-def consolidate_once(
-    events: list[dict[str, Any]], embedder_name: str
-) -> tuple[float, float, dict[str, int], str]:
+class Timed(NamedTuple):
+    """One consolidation: seconds of wall time and of CPU time (the whole process's, and the
+    deciding thread's alone), what it did, and the embedder's id."""
+
+    ingest: float
+    wall: float
+    cpu: float
+    deciding_cpu: float
+    counters: dict[str, int]
+    model: str
+
+
+def consolidate_once(events: list[dict[str, Any]], embedder_name: str) -> Timed:
     from distill import Memory
 
     with (
@@ -128,10 +154,11 @@ def consolidate_once(
         for start in range(0, len(events), 1000):
             mem.add_events(events[start : start + 1000])
         ingest = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        report = mem.consolidate()
-        consolidate = time.perf_counter() - t0
-        return ingest, consolidate, report.counters(), mem.embedder.model_id
+        t0, cpu0, thread0 = time.perf_counter(), time.process_time(), time.thread_time()
+        report = mem.consolidate()  # decided and written on this thread
+        wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+        deciding = time.thread_time() - thread0
+        return Timed(ingest, wall, cpu, deciding, report.counters(), mem.embedder.model_id)
 
 
 @click.command()
@@ -214,6 +241,8 @@ def print_table(result: dict[str, Any], embedder: str) -> None:
         "ms/event",
         "overhead ms/event",
         "peak RSS MB",
+        "cpu ratio",
+        "deciding ms/event",
         "target",
     ):
         table.add_column(column, justify="right")
@@ -230,9 +259,11 @@ def print_table(result: dict[str, Any], embedder: str) -> None:
             str(r["ms_per_event"]),
             str(r["overhead_ms_per_event"]),
             str(r["peak_rss_mb"]),
+            str(r["cpu_ratio"]),
+            str(r["deciding_cpu_ms_per_event"]),
             met,
         )
-    console = Console(width=160)
+    console = Console(width=200)
     console.print(table)
     console.print(f"machine: {result['machine']}")
 

@@ -21,9 +21,14 @@ Each query is a question of 3 to 8 words drawn the same way, through `Memory.sea
 (which, on SQLite, builds the in-memory ANN index of the subject). The question is embedded
 by the hashing embedder inside the timed call. On PostgreSQL the load is followed by `VACUUM
 ANALYZE`, as autovacuum would do after it: without statistics the planner reads the whole
-subject instead of the full-text index. The default local model's own time to embed
-one question is measured separately on the same questions and reported beside it, so the
-latency with the real model is the two added.
+subject instead of the full-text index.
+
+Then the same questions again, as a user calls search: the default local model embeds each
+question inside the timed call (`ModelFirst`: its vector is thrown away and the search runs
+with the hashing vector, the space the facts were stored in), so "+ model" is the whole
+latency, the model's time included, whatever it is on that machine. The model's own time to
+embed one question is also measured alone and printed, so that the share that is embedding
+(the same on both backends) is visible.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from rich.console import Console
 from rich.table import Table
 
 from distill import Memory
+from distill.adapters.embed import make_embedder
 from distill.adapters.embed.hashing import HashingEmbedder
 from distill.core.identity import content_hash
 from distill.core.models import Fact, FactKind, FactStatus, Trust
@@ -82,6 +88,35 @@ class Words:
         n = int(self.rng.integers(low, high + 1))
         picked = self.rng.choice(VOCABULARY, size=n, p=self.p)
         return " ".join(self.words[i] for i in picked).capitalize() + "."
+
+
+class ModelFirst:
+    """An embedder that has the default local model embed each question, then returns the
+    hashing embedder's vector: search pays the model's time, and searches the vectors the
+    facts were stored with (the model's own would be of another space)."""
+
+    def __init__(self, hashing: HashingEmbedder, model: Any) -> None:
+        self.hashing, self.model = hashing, model
+        self.model_id, self.max_batch = hashing.model_id, hashing.max_batch
+
+    @property
+    def dimension(self) -> int:
+        return self.hashing.dimension
+
+    def embed_batch(self, texts: Any) -> Any:
+        self.model.embed_batch(texts)
+        return self.hashing.embed_batch(texts)
+
+
+def timed_searches(mem: Memory, questions: list[str]) -> tuple[list[float], list[int]]:
+    """Milliseconds of each `Memory.search`, one question at a time, and its hits."""
+    timings, found = [], []
+    for q in questions:
+        started = time.perf_counter()
+        hits = mem.search(q, subject=SUBJECT, project=PROJECT)
+        timings.append((time.perf_counter() - started) * 1000)
+        found.append(len(hits))
+    return timings, found
 
 
 def load(mem: Memory, n: int, words: Words) -> float:
@@ -144,13 +179,15 @@ def measure(url: str, backend: str, n: int, queries: int, seed: int) -> dict[str
         wait = getattr(getattr(mem.store, "_vectors", None), "wait_for_builds", None)
         if wait is not None:
             wait()
-        timings, found = [], []
-        for q in questions:
-            started = time.perf_counter()
-            hits = mem.search(q, subject=SUBJECT, project=PROJECT)
-            timings.append((time.perf_counter() - started) * 1000)
-            found.append(len(hits))
-    ms = [round(t, 3) for t in timings]
+        ms, found = timed_searches(mem, questions)
+    model = make_embedder("local")
+    model.embed_batch(questions[:1])  # loads the model, untimed
+    with Memory(url, embedder=ModelFirst(HashingEmbedder(DIM), model)) as mem:
+        mem.search(questions[0], subject=SUBJECT, project=PROJECT)  # warm-up
+        wait = getattr(getattr(mem.store, "_vectors", None), "wait_for_builds", None)
+        if wait is not None:
+            wait()
+        with_model, _ = timed_searches(mem, questions)
     return {
         "backend": backend,
         "facts": n,
@@ -159,6 +196,9 @@ def measure(url: str, backend: str, n: int, queries: int, seed: int) -> dict[str
         "p50_ms": round(statistics.median(ms), 2),
         "p95_ms": round(percentile(ms, 0.95), 2),
         "p99_ms": round(percentile(ms, 0.99), 2),
+        "p50_model_ms": round(statistics.median(with_model), 2),
+        "p95_model_ms": round(percentile(with_model, 0.95), 2),
+        "p99_model_ms": round(percentile(with_model, 0.99), 2),
         "mean_hits": round(statistics.fmean(found), 2),
         "target_p95_ms": TARGET_P95_MS.get(n),
         "questions": questions,
@@ -167,8 +207,6 @@ def measure(url: str, backend: str, n: int, queries: int, seed: int) -> dict[str
 
 def model_embedding_ms(questions: list[str]) -> dict[str, float]:
     """The default local model's time to embed one question, one at a time."""
-    from distill.adapters.embed import make_embedder
-
     embedder = make_embedder("local")
     embedder.embed_batch(questions[:1])  # loads the model
     ms = []
@@ -236,30 +274,47 @@ def main(sizes: str, backends: tuple[str, ...], queries: int, seed: int, as_json
                 "met": r["p95_ms"] <= r["target_p95_ms"] if r["target_p95_ms"] else None,
             }
             for r in results
+        ] + [
+            {
+                "metric": f"search p95 ms with the local model embedding the question, "
+                f"{r['facts']:,} facts in one subject ({r['backend']})",
+                "value": r["p95_model_ms"],
+                "target": f"≤ {r['target_p95_ms']:g}" if r["target_p95_ms"] else "",
+                "met": r["p95_model_ms"] <= r["target_p95_ms"] if r["target_p95_ms"] else None,
+            }
+            for r in results
         ]
         document = {"results": results, "local_model_query_embedding": model, "summary": summary}
         print(json.dumps(document, indent=2))
         return
     table = Table(title=f"Memory.search, one subject, limit 10 ({machine})")
-    for column in ("backend", "facts", "load s", "p50 ms", "p95 ms", "p99 ms", "target p95"):
+    columns = ("backend", "facts", "load s", "p50 ms", "p95 ms", "p99 ms")
+    for column in (*columns, "+ model: p50", "p95", "p99", "target p95"):
         table.add_column(column, justify="right")
+
+    def verdict(value: float, target: float | None) -> str:
+        return "" if target is None else (" ✓" if value <= target else " ✗")
+
     for r in results:
         target = r["target_p95_ms"]
-        verdict = "" if target is None else (" ✓" if r["p95_ms"] <= target else " ✗")
         table.add_row(
             r["backend"],
             f"{r['facts']:,}",
             f"{r['load_s']}",
             f"{r['p50_ms']}",
-            f"{r['p95_ms']}",
+            f"{r['p95_ms']}{verdict(r['p95_ms'], target)}",
             f"{r['p99_ms']}",
-            f"{target}{verdict}" if target else "",
+            f"{r['p50_model_ms']}",
+            f"{r['p95_model_ms']}{verdict(r['p95_model_ms'], target)}",
+            f"{r['p99_model_ms']}",
+            f"{target}" if target else "",
         )
     console = Console()
     console.print(table)
     console.print(
-        f"The default local model embeds one question in {model.get('p50_ms')} ms "
-        f"(p95 {model.get('p95_ms')} ms): add it for the latency with the real model."
+        f"+ model: the same searches with the default local model embedding each question "
+        f"inside the timed call. Alone, it embeds one question in {model.get('p50_ms')} ms "
+        f"(p95 {model.get('p95_ms')} ms)."
     )
 
 

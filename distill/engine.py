@@ -2,7 +2,10 @@
 
 Slow work (LLM calls, embeddings) happens before the subject's write lock is taken, on a
 second thread that prepares the next batch while this one is decided; every decision is
-made under the lock, on state read under it (`passes.run_pass`: load, decide, apply). Each
+made under the lock, on state read under it (`passes.run_pass`: load, decide, apply). The
+deciding thread claims the jobs (between its own transactions, so that a claim never waits
+for one), and batches shrink toward the end of a run (`batch_size`), so that little
+deciding is left once the last embedding is done. Each
 job is its own transaction, which also marks the job done: a failure rolls back that job
 only, records the error and leaves its events intact, and a job taken back by another run
 meanwhile is not written at all. A thread beats the heartbeat of the jobs a run holds.
@@ -28,6 +31,7 @@ from distill.core.identity import (
 from distill.core.models import Event, Job
 from distill.core.passes import PassResult, Scope
 from distill.core.plan import Plan, Rejection, describe_action
+from distill.core.votes import Policies
 from distill.core.working import Candidate
 from distill.errors import (
     ClaimLost,
@@ -97,6 +101,18 @@ class Batch:
     stopped: bool  # a rate limit ended the run: decide these, claim no more
 
 
+@dataclass(frozen=True)
+class _Upcoming:
+    """The next batch of a pipelined run: its claimed jobs, being prepared by `future`
+    (None: nothing was due, or the run is stopping)."""
+
+    jobs: list[Job]
+    future: Future[Batch] | None
+
+    def result(self) -> Batch | None:
+        return None if self.future is None else self.future.result()
+
+
 class _Deferred(Exception):
     """Raised under a subject's lock when an earlier job of the subject is still open."""
 
@@ -112,18 +128,20 @@ class Engine:
         new_id: Callable[[], str] | None = None,
         embed_events: bool = False,
         judge: LLM | None = None,
+        policies: Policies | None = None,
     ) -> None:
         """`judge`: the model asked, after a run, about the identity sets of the projects
         the run touched (`passes.identity_judge`); None leaves them to a person."""
         self.judge = judge
         self.embed_events = embed_events
         self._stop = threading.Event()
+        self._outage = 0  # jobs failed in a row by a provider in this run (OUTAGE_AFTER)
         self._pool: ThreadPoolExecutor | None = None
         self.store = store
         self.embedder = embedder
         self.extraction = extraction
         self.clock = clock
-        self.adjudication = Adjudication(bands)
+        self.adjudication = Adjudication(bands, policies)
         self._heartbeat = _Heartbeat(store, clock)
         self.new_id = new_id or ids.new_id
         self.answers = ModelAnswers(store, extraction, self.embed, embedder.model_id, clock)
@@ -167,6 +185,7 @@ class Engine:
         self, report: Report, progress: Callable[[int, int], None] | None, pipelined: bool
     ) -> None:
         now = self.clock.now()
+        self._outage = 0
         report.claims(self.store.reclaim(now, now - LEASE, MAX_ATTEMPTS))
         for line in report.claim_notes():  # the CLI and the worker show them
             log.info("%s", line)
@@ -191,7 +210,7 @@ class Engine:
                     progress(done, max(total, done))
 
         if not pipelined:
-            while (batch := self._next_batch(report)) is not None:
+            while (batch := self._next_batch(report, CLAIM_BATCH)) is not None:
                 decide(batch)
                 if batch.stopped or self._stop.is_set():
                     return
@@ -204,11 +223,31 @@ class Engine:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="distill-prepare")
         pool = self._pool
-        upcoming = pool.submit(self._next_batch, report)
+        queue: list[Job] = []  # claimed, not yet handed to the preparation thread
+        handed = 0
+
+        def prepare_next() -> _Upcoming:
+            # Claimed here, between this thread's job transactions, not on the preparation
+            # thread: there the claim (a write) waited for the job being decided to commit,
+            # and the embedding of the next batch waited behind it.
+            nonlocal handed
+            if self._stop.is_set():
+                return _Upcoming([], None)
+            size = batch_size(total - handed)
+            if len(queue) < size:
+                queue.extend(self._claim(CLAIM_BATCH))
+            jobs = queue[:size]
+            del queue[:size]
+            handed += len(jobs)
+            if not jobs:
+                return _Upcoming([], None)
+            return _Upcoming(jobs, pool.submit(self._prepare_batch, jobs, report))
+
+        upcoming = prepare_next()
         try:
             while (batch := upcoming.result()) is not None:
                 if not batch.stopped:
-                    upcoming = pool.submit(self._next_batch, report)
+                    upcoming = prepare_next()
                 decide(batch)
                 if batch.stopped:
                     return
@@ -218,6 +257,9 @@ class Engine:
         except BaseException:
             self._abandon(upcoming, report)
             raise
+        finally:  # stopped or interrupted: what was claimed and never prepared goes back
+            if queue:
+                self._release([job.id for job in queue], report)
 
     def close(self) -> None:
         """Stop the preparation and heartbeat threads (before the store they use is closed)."""
@@ -226,9 +268,12 @@ class Engine:
             self._pool.shutdown(wait=True)
             self._pool = None
 
-    def _abandon(self, upcoming: Future[Batch | None], report: Report) -> None:
+    def _abandon(self, upcoming: _Upcoming, report: Report) -> None:
         """Put the jobs of a batch prepared for nothing (the run was interrupted) back."""
-        if upcoming.cancel():
+        if upcoming.future is None:
+            return
+        if upcoming.future.cancel():  # claimed, never prepared
+            self._release([job.id for job in upcoming.jobs], report)
             return
         try:
             batch = upcoming.result()
@@ -242,13 +287,18 @@ class Engine:
         with report.lock:
             report.jobs_released += len(job_ids)
 
-    def _next_batch(self, report: Report) -> Batch | None:
-        """Claim due jobs, extract them, and embed what they need, a call per step."""
+    def _next_batch(self, report: Report, size: int) -> Batch | None:
+        """Claim up to `size` due jobs and prepare them (None: nothing is due)."""
         if self._stop.is_set():
             return None
-        jobs = self.store.claim_jobs(self.clock.now(), CLAIM_BATCH, MAX_ATTEMPTS)
-        if not jobs:
-            return None
+        jobs = self._claim(size)
+        return self._prepare_batch(jobs, report) if jobs else None
+
+    def _claim(self, size: int) -> list[Job]:
+        return self.store.claim_jobs(self.clock.now(), size, MAX_ATTEMPTS)
+
+    def _prepare_batch(self, jobs: list[Job], report: Report) -> Batch:
+        """Extract claimed jobs and embed what they need, a call per step."""
         loaded = [
             (
                 job,
@@ -311,7 +361,6 @@ class Engine:
         a dead server must end, not spend every job's retries); the ones already extracted
         are still applied."""
         prepared: list[Prepared] = []
-        outage = 0
         try:
             for index, (job, events) in enumerate(loaded):
                 rest = [j.id for j, _ in loaded[index:]]
@@ -329,13 +378,15 @@ class Engine:
                     prepared.append(
                         self._prepare(job, events, vectors, usage, beat, report.dry_run)
                     )
-                    outage = 0
+                    self._outage = 0
                 except TransientProviderError as exc:
                     self._fail(job, exc, report)
-                    outage += 1
+                    self._outage += 1  # in a row, across the run's batches
                     # A rate limit or a server that does not answer would do the same to
                     # every job: stop at once rather than wait each one's timeouts out.
-                    if isinstance(exc, RateLimited | ProviderTimeout) or outage >= OUTAGE_AFTER:
+                    if isinstance(exc, RateLimited | ProviderTimeout) or (
+                        self._outage >= OUTAGE_AFTER
+                    ):
                         stop = exc
                 except Exception as exc:
                     self._fail(job, exc, report)
@@ -498,6 +549,23 @@ class Engine:
         with report.lock:
             report.jobs_failed += 1
             report.errors.append(f"job {job.id} ({job.project}/{job.subject}): {message}")
+
+
+def batch_size(left: int) -> int:
+    """How many claimed jobs to prepare as the next batch of a pipelined run, when about
+    `left` jobs of the run have not been handed to preparation yet.
+
+    The decisions of the last batch are the one part of a pipelined run that nothing
+    overlaps: every embedding is done by then, and they run alone on one core. So a run
+    prepares CLAIM_BATCH jobs at a time until it nears its end, then half of what is left,
+    down to one job: each batch is still decided while the next (half as big) is embedded,
+    since a job takes about a quarter as long to decide as to embed (BENCHMARKS.md), and
+    what is left after the last embedding is one job's decisions instead of up to 32 jobs'.
+    Jobs are still claimed CLAIM_BATCH at a time. An estimate that ran out (jobs came in
+    during the run) prepares full batches again."""
+    if left <= 0:
+        return CLAIM_BATCH
+    return max(1, min(CLAIM_BATCH, (left + 1) // 2))
 
 
 def _stopped(exc: Exception) -> str:

@@ -14,19 +14,21 @@ A person may type a unique prefix instead of the whole id (`ID_PREFIX_RE`), as w
 from __future__ import annotations
 
 import itertools
+import os
 import re
-import secrets
-import threading
 import time
 
 ID_LENGTH = 32  # hex characters of an id (and of a content hash): 128 bits
 ID_PREFIX_RE = re.compile(r"[0-9a-f]{1,32}")  # what may begin an id
+# One call of a C iterator's `__next__`, which the GIL makes atomic: no lock is needed for
+# two threads to get different numbers.
 _counter = itertools.count()
-_lock = threading.Lock()
+RANDOM_BYTES = 8  # 64 bits, from the system's generator (what `secrets` reads too)
 
 
 def new_id() -> str:
-    with _lock:
-        sequence = next(_counter) & 0xFFFF
+    """A new id. About five are made per claim a consolidation decides (its observation,
+    facts, audit entries): this costs 2.5 µs, where a lock and `secrets.randbits` cost 6."""
+    sequence = next(_counter) & 0xFFFF
     millis = time.time_ns() // 1_000_000
-    return f"{millis & 0xFFFFFFFFFFFF:012x}{sequence:04x}{secrets.randbits(64):016x}"
+    return f"{millis & 0xFFFFFFFFFFFF:012x}{sequence:04x}" + os.urandom(RANDOM_BYTES).hex()

@@ -51,7 +51,9 @@ from distill.core.models import (
 from distill.core.passes import Scope
 from distill.core.plan import Plan
 from distill.core.recall import MAX_SEARCH_LIMIT, Hit, recall_text
+from distill.core.votes import Policies
 from distill.cortex import Cortex
+from distill.deriving import Deriving
 from distill.engine import Engine
 from distill.errors import ConfigurationError, InvalidInput, NotFound
 from distill.extractors import BATCH_EVENTS, BATCH_TOKENS, make_extraction
@@ -83,7 +85,7 @@ class History:
     audit: list[AuditEntry]
 
 
-class Memory(Hygiene, Rulebook, Cortex):
+class Memory(Hygiene, Rulebook, Deriving, Cortex):
     """An agent memory on one database.
 
     Args:
@@ -108,6 +110,9 @@ class Memory(Hygiene, Rulebook, Cortex):
             about how many tokens of their text.
         future_margin: how far past the clock an event's `occurred_at` may be (see
             `FUTURE_MARGIN` for why there is a bound, and the default).
+        policies: ``{predicate: "latest" | "vote"}``: who decides each predicate's value,
+            the last statement (``latest``, the default) or the votes of the derive pass
+            (``vote``: `Memory.derive`; see `distill.core.votes`).
     """
 
     def __init__(
@@ -124,12 +129,14 @@ class Memory(Hygiene, Rulebook, Cortex):
         batch_events: int = BATCH_EVENTS,
         batch_tokens: int = BATCH_TOKENS,
         future_margin: timedelta = FUTURE_MARGIN,
+        policies: Mapping[str, str] | None = None,
     ) -> None:
         if max_distance is not None and not 0.0 <= max_distance <= 2.0:
             raise ConfigurationError("max_distance is a cosine distance between 0 and 2")
         if not isinstance(future_margin, timedelta) or future_margin < timedelta(0):
             raise ConfigurationError("future_margin is a timedelta of zero or more")
         self.future_margin = future_margin
+        self.policies = Policies.of(policies)
         self.clock: Clock = clock or SystemClock()
         self._new_id = new_id or ids.new_id
         model = make_llm(llm) if isinstance(llm, str) else llm
@@ -156,6 +163,7 @@ class Memory(Hygiene, Rulebook, Cortex):
             self._new_id,
             embed_events=embed_events,
             judge=model,
+            policies=self.policies,
         )
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -448,6 +456,7 @@ class Memory(Hygiene, Rulebook, Cortex):
         audit = [entry for f in versions for entry in self.store.audit_for(project, f.id)]
         audit.sort(key=lambda e: (e.at, e.id))
         observations = [o for f in versions for o in self.store.observations_for(project, f.id)]
+        observations += self.votes_of(versions)  # a derived fact's votes name no fact
         # Entries store what changed; each version's row and trail give them back whole.
         audit = audit_trail.expand(
             audit, {f.id: f for f in versions}, {}, {o.id: o for o in observations}
@@ -497,6 +506,7 @@ class Memory(Hygiene, Rulebook, Cortex):
             self.database,
             llm.llm.model_id if llm is not None else "none",
             at=self.clock.now(),
+            unstable=tuple(self.unstable_subjects(project)),
         )
 
     # -- decisions by a person ---------------------------------------------------------------------

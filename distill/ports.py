@@ -153,6 +153,10 @@ class StoreCounts:
     # an erased subject's go with it).
     consolidations: int = 0
     facts_consolidated: int = 0
+    # The derive pass's cycles, the facts it wrote and those it closed (from its audit).
+    derive_cycles: int = 0
+    facts_derived: int = 0
+    facts_invalidated: int = 0
 
 
 @dataclass(frozen=True)
@@ -304,6 +308,28 @@ class Store(Protocol):
     def memory_scopes(self, projects: Sequence[str]) -> list[tuple[str, str]]:
         """(project, subject) of every scope holding two or more active memories, in order;
         only those of `projects` unless it is empty."""
+        ...
+
+    def votes(self, project: str, subject: str, after: str | None, limit: int) -> list[Observation]:
+        """A scope's votes (observations with outcome `vote`) recorded after the observation
+        id `after` (None: from the first), oldest first, at most `limit`."""
+        ...
+
+    def vote_scopes(self, projects: Sequence[str]) -> list[tuple[str, str]]:
+        """(project, subject) of every scope holding votes, in order; only those of
+        `projects` unless it is empty."""
+        ...
+
+    def subjects(self, project: str) -> list[str]:
+        """The project's subjects (those with stored events), in order."""
+        ...
+
+    def derive_invalidations(
+        self, project: str | None, subject: str | None, since: datetime
+    ) -> list[tuple[str, str, datetime]]:
+        """(project, subject, world time) of each fact the derive pass closed after `since`
+        (its `valid_to`), of one subject, of a project (`subject` None) or of every project
+        (both None), in that order."""
         ...
 
     def tombstone_scopes(self, projects: Sequence[str]) -> list[tuple[str, str]]:

@@ -25,6 +25,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from distill.core.context import CONTESTING
+from distill.core.drift import DRIFT_DEPTH_FACTOR
 from distill.core.models import ConflictStatus, Event, Fact, FactKind, FactStatus
 from distill.core.recall import (
     ARM_DEPTH,
@@ -82,6 +83,10 @@ def search(
         tuple(sorted(visible)) if visible is not None else None,
     )
     depth = max(ARM_DEPTH, limit)
+    if memory.unstable_subjects(project, subject):
+        # A subject whose facts keep being invalidated (`core.drift`): its current value is
+        # the least settled and its past ones the likeliest asked about: read deeper.
+        depth *= DRIFT_DEPTH_FACTOR
     words = store.recall_words(scope, query_terms(query), depth)
     vector = memory.embedder.embed_batch([query])[0]
     nearest = store.recall_nearest(scope, vector, depth)

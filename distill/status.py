@@ -16,6 +16,8 @@ class Status:
     database: str
     llm: str = "none"
     at: datetime | None = None  # when it was read (how old running claims are)
+    # (project, subject) of the subjects whose derived facts drift (`core.drift`).
+    unstable: tuple[tuple[str, str], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         usage = self.counts.llm_usage
@@ -35,6 +37,12 @@ class Status:
             "open_conflicts_by_kind": self.counts.open_conflicts_by_kind,
             "consolidations": self.counts.consolidations,
             "facts_consolidated": self.counts.facts_consolidated,
+            "derive": {
+                "cycles": self.counts.derive_cycles,
+                "facts_derived": self.counts.facts_derived,
+                "facts_invalidated": self.counts.facts_invalidated,
+            },
+            "unstable_subjects": [{"project": p, "subject": s} for p, s in self.unstable],
             "failed_jobs": [
                 {
                     "id": j.id,

@@ -45,6 +45,7 @@ from distill.core.plan import (
     LearnAlias,
     Plan,
 )
+from distill.core.votes import Policies
 from distill.core.working import (
     Candidate,
     Identity,
@@ -67,9 +68,11 @@ class Adjudicator(LateArrivals):
         now: datetime,
         new_id: Callable[[], str],
         bands: Bands | None = None,
+        policies: Policies | None = None,
     ) -> None:
         super().__init__(snapshot, now, new_id)
         self.bands = bands or Bands()
+        self.policies = policies or Policies()
 
     def run(self, candidates: Sequence[Candidate]) -> Plan:
         for cand in candidates:
@@ -94,6 +97,9 @@ class Adjudicator(LateArrivals):
                 decision = self._memory(cand)
             elif kind is FactKind.EVENT:
                 decision = self._occurrence(cand)
+            elif self.policies.votes(cand.claim.predicate):
+                # Its value is the evidence's to decide (`core.votes`): a vote, no fact yet.
+                decision = Decision(Outcome.VOTE, None, "a vote: the derive pass decides")
             else:
                 decision = self._state(cand)
             self.decisions.append(decision)
@@ -110,7 +116,7 @@ class Adjudicator(LateArrivals):
         ident = Identity.of(claim.predicate, claim.qualifiers)
         alias = self.s.aliases.get(claim.predicate)
         keys = {ident.key} | ({identity_key(alias.canonical, ident.qualifiers)} if alias else set())
-        kinds = {f.kind for f in self.s.facts.values() if f.identity_key in keys}
+        kinds = {f.kind for key in keys for f in self._facts_of(key)}
         return FactKind.EVENT if kinds == {FactKind.EVENT} else FactKind.STATE
 
     def _held(self, c: Candidate, kind: FactKind, reason: str) -> Decision:
@@ -163,7 +169,7 @@ class Adjudicator(LateArrivals):
         predicate, how, probable = self._resolve_predicate(c, stated.qualifiers)
         ident = Identity(predicate, stated.qualifiers, stated.said_by)
         key = ident.key
-        versions = timeline.chain(self.s.facts.values(), key)
+        versions = timeline.chain(self._facts_of(key), key)
         t = self._time(c)
 
         # A replayed event that already supports a version with this value is a plain duplicate.
@@ -295,9 +301,7 @@ class Adjudicator(LateArrivals):
         return fact if moved and fact.kind is FactKind.STATE else None
 
     def _state_versions(self, key: str) -> list[Fact]:
-        return [
-            f for f in self.s.facts.values() if f.identity_key == key and f.kind is FactKind.STATE
-        ]
+        return [f for f in self._facts_of(key) if f.kind is FactKind.STATE]
 
     def _learn_alias(self, alias: str, canonical: str, distance: float, reason: str) -> None:
         """Learn `alias` → `canonical` for the project, unless the name already means
@@ -322,8 +326,8 @@ class Adjudicator(LateArrivals):
         key = identity_key(updates, qualifiers)
         found = [
             f
-            for f in self.s.facts.values()
-            if f.identity_key == key and f.kind is FactKind.STATE and f.status is FactStatus.ACTIVE
+            for f in self._facts_of(key)
+            if f.kind is FactKind.STATE and f.status is FactStatus.ACTIVE
         ]
         return found[0] if found else None
 

@@ -53,6 +53,7 @@ from distill.core.plan import (
     MoveCursor,
     OpenConflict,
     PruneFact,
+    RecordCycle,
     RecordObservation,
     ReviseConflict,
     ReviseFact,
@@ -89,6 +90,8 @@ def stored(action: Action) -> tuple[JsonObject | None, JsonObject | None]:
         return None, action.rule.model_dump(mode="json")
     if isinstance(action, PruneFact):
         return pruned_fields(action)  # ids and fields of what was deleted, no text
+    if isinstance(action, RecordCycle):
+        return None, {**action.counts, "unstable": action.unstable}
     if isinstance(action, CORTEX_ACTIONS):
         return action.stored()
     return None, {"erased": dict(action.counts)}  # counts only: nothing of what was erased

@@ -212,19 +212,24 @@ def standing_instruction(claim: Claim) -> bool:
 
 
 def values_equal(a: Any, b: Any) -> bool:
-    """Equal canonical values: {"count": 3} equals {"count": 3.0}; " Lyon" equals "Lyon"."""
-    return _same(a, b) or canonical_json(a) == canonical_json(b)
+    """Equal canonical values: {"count": 3} equals {"count": 3.0}; " Lyon" equals "Lyon".
+
+    The same answer as comparing their `canonical_json`, without encoding either: this
+    runs for nearly every claim a job decides, most often on values that differ (an
+    encoding of both cost 28 µs of the 30 a comparison took; BENCHMARKS.md)."""
+    return _same(a, b) or _same(_canonical(a), _canonical(b))
 
 
 def _same(a: Any, b: Any) -> bool:
-    """Plain equality, except that True is not 1 (JSON tells them apart; Python does not)."""
+    """Equality as JSON text has it: True is not 1 (Python says it is), and NaN is NaN
+    (both are written `NaN`; Python says they differ)."""
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_same(v, b[k]) for k, v in a.items())
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
+    return bool(a == b) or (a != a and b != b)  # NaN is the one value unequal to itself
 
 
 _NON_WORD = re.compile(r"[^\w\s]", re.UNICODE)

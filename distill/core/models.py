@@ -455,6 +455,9 @@ class Outcome(StrEnum):
     QUARANTINED = "quarantined"
     RECLASSIFIED = "reclassified"
     REJECTED = "rejected"
+    # A claim of a predicate whose policy is `vote` (`core.votes`): recorded as a vote, its
+    # fact left to the derive pass.
+    VOTE = "vote"
 
 
 class Observation(BaseModel):

@@ -191,6 +191,28 @@ class PruneFact:
         return "prune_tombstone"  # not `<op>_fact`: no version of the fact follows it
 
 
+@dataclass(frozen=True)
+class RecordCycle:
+    """The record of one cycle of a pass over a scope, whatever it did: its audit entry is
+    the whole write (`counts` in `after`), so that a cycle with nothing to do is on record
+    too. `unstable`: the scope's drift flag as the cycle left it (`core.drift`)."""
+
+    project: str
+    subject: str
+    cycle_pass: str
+    counts: Mapping[str, int]
+    unstable: bool
+    reason: str
+
+    @property
+    def pass_name(self) -> str:
+        return self.cycle_pass
+
+    @property
+    def name(self) -> str:
+        return "record_cycle"
+
+
 def vector_digest(vector: npt.ArrayLike) -> str:
     """A key for a vector given without its text: the hash of its float32 bytes."""
     data = np.ascontiguousarray(vector, dtype=np.float32).tobytes()
@@ -208,6 +230,7 @@ Action = (
     | MoveCursor
     | AddRule
     | PruneFact
+    | RecordCycle
     | WriteProcedure
     | RecordMentions
     | WriteTopic
@@ -287,6 +310,8 @@ def describe_action(action: Action) -> dict[str, Any]:
         out["after"] = action.rule.model_dump(mode="json")
     elif isinstance(action, PruneFact):
         out["before"], out["after"] = pruned_fields(action)
+    elif isinstance(action, RecordCycle):
+        out["after"] = {**action.counts, "unstable": action.unstable}
     elif isinstance(action, CORTEX_ACTIONS):
         out.update(action.describe())
     else:
@@ -314,6 +339,8 @@ def subject_of(action: Action) -> tuple[str, str]:
         return action.rule.project, action.rule.subject
     if isinstance(action, PruneFact):
         return action.fact.project, action.fact.subject
+    if isinstance(action, RecordCycle):
+        return action.project, action.subject
     if isinstance(action, CORTEX_ACTIONS):
         return action.scope()
     return action.project, action.subject or ""

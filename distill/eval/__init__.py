@@ -34,6 +34,7 @@ SUITES: dict[str, str] = {
     "scenarios": "distill.eval.scenarios",
     "drift": "distill.eval.drift",
     "judge": "distill.eval.judge",
+    "derive": "distill.eval.derive",
 }
 
 

@@ -8,7 +8,9 @@ of a subject, exactly; the number of rows with retired ones), `conflicts`, `jobs
 moves are the audit entries allowed), `dedupe` and `prune` (a report's
 counters), `weight` (a fact's weight now: `is` to 1e-9, or `below`), `summarise` (a
 summarise report's counters, its refusal codes, how many notes say where it `stopped` and
-what they say, the texts its prompts `shown`), `status` (`Memory.status()` counters, or
+what they say, the texts its prompts `shown`), `derive` (a derive report's counters, the
+subjects it left `unstable`, how many cycles are on record), `subjects` (which subjects
+`Memory.subjects()` calls `unstable` or `stable`), `status` (`Memory.status()` counters, or
 their increase `since` a snapshot), `receipts` (every fact that left the live set points at
 a fact that exists; how many `retired`), `prompts` (how many the model was sent, how many
 times one showed a memory already retired), `written_before` (a fact's first audit entry
@@ -32,6 +34,7 @@ from distill.core.models import ConflictSet, Event, Fact, FactStatus
 from distill.core.patterns import topic_id
 from distill.memory import Memory
 from distill.passes.dedupe import DedupeReport
+from distill.passes.derive import DeriveReport
 from distill.passes.procedures import ProceduresReport
 from distill.passes.prune import PruneReport
 from distill.passes.summarise import SummariseReport
@@ -54,6 +57,8 @@ CHECKS: dict[str, set[str]] = {
     "receipts": {"retired"},
     "prompts": {"count", "retired_shown"},
     "written_before": {"fact", "retired"},
+    "derive": {"of", "counts", "unstable", "recorded_cycles"},
+    "subjects": {"project", "unstable", "stable"},
     "procedures": {"of", "counts", "subject", "are"},
     "topics": {"of", "counts", "subject", "active", "retired"},
 }
@@ -85,6 +90,7 @@ class CaseChecks:
     summaries: dict[str, SummariseReport]
     shown: dict[str, list[str]]
     retired_shown: list[str]
+    derives: dict[str, DeriveReport]
     procedure_runs: dict[str, ProceduresReport]
     topic_runs: dict[str, TopicsReport]
 
@@ -111,6 +117,31 @@ class CaseChecks:
             raise CaseFailed(f"summarise {name}: no note of {report.stopped} says {wanted!r}")
         if "shown" in step:
             expect(f"summarise {name}: memories shown", self.shown[name], step["shown"])
+
+    def check_derive(self, step: Mapping[str, Any]) -> None:
+        """A derive report's counters (and the subjects it left `unstable`); how many
+        cycles the derive pass has on record (`recorded_cycles`, its audit entries)."""
+        counters(step, "derive", self.derives)
+        name = step.get("of", "last")
+        if "unstable" in step:
+            got = self.derives[name].unstable
+            expect(f"derive {name}: unstable", got, step["unstable"])
+        if "recorded_cycles" in step:
+            found = [
+                e
+                for p in sorted(self.projects)
+                for e in self.mem.audit(project=p, limit=10_000)
+                if e.pass_name == "derive" and e.action == "record_cycle"
+            ]
+            expect("derive: cycles on record", len(found), step["recorded_cycles"])
+
+    def check_subjects(self, step: Mapping[str, Any]) -> None:
+        """`Memory.subjects()`: which subjects are `unstable` and which `stable`."""
+        found = {s.subject: s.unstable for s in self.mem.subjects(step.get("project", "default"))}
+        for subject in step.get("unstable", []):
+            expect(f"subject {subject} unstable", found.get(subject), True)
+        for subject in step.get("stable", []):
+            expect(f"subject {subject} unstable", found.get(subject), False)
 
     def check_procedures(self, step: Mapping[str, Any]) -> None:
         if "counts" in step:

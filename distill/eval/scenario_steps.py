@@ -13,7 +13,9 @@ Actions: `add` an event (`claim` or `claims`, `text`, `at` minutes or `days` aft
 an earlier version or a copy would have left it (`text`, `count` reinforcements, `pinned`,
 `copies` of it; arrival would have filed it under its twin), `dedupe` (`dry_run`,
 `max_supersedes`, `projects`; `name` its report) and `prune` (`dry_run`, `half_life_days`,
-`floor`, `max_prunes`; `name` its report) and `summarise` (`keep`, `subject`, `dry_run`;
+`floor`, `max_prunes`; `name` its report), `derive` (`dry_run`, `cluster` false for the
+exact mode, `cluster_distance`, `batch`, `subject`, `projects`; `name` its report) and
+`summarise` (`keep`, `subject`, `dry_run`;
 `answers` queued first, each a proposal in the case's terms, `{"summary": ..., "consumes":
 [texts], "contradictions": [{"memories": [texts]}], "fenced": true}`, its texts turned into
 the prompt's aliases when it is asked, a text it does not show into an alias it never gave
@@ -40,6 +42,7 @@ from distill.adapters.embed.hashing import HashingEmbedder, vectors_at_distance
 from distill.adapters.llm.fake import FakeLLM
 from distill.applier import apply_plan
 from distill.core.decay import HALF_LIFE_DAYS, MAX_PRUNES_PER_RUN, PRUNE_FLOOR
+from distill.core.derive import DERIVE_BATCH
 from distill.core.identity import identity_text
 from distill.core.models import Event, Fact, FactKind, FactStatus, Trust
 from distill.core.passes import Scope
@@ -48,6 +51,7 @@ from distill.core.summarise import SUMMARISE_KEEP, asked
 from distill.eval.scenario_checks import CaseChecks, CaseFailed
 from distill.memory import Memory
 from distill.passes.dedupe import MAX_SUPERSEDES_PER_RUN, DedupeReport
+from distill.passes.derive import DeriveReport
 from distill.passes.procedures import ProceduresReport
 from distill.passes.prune import PruneReport
 from distill.passes.summarise import SummariseReport
@@ -90,6 +94,7 @@ ACTIONS: dict[str, set[str]] = {
     "dedupe": {"name", "dry_run", "max_supersedes", "projects"},
     "prune": {"name", "dry_run", "half_life_days", "floor", "max_prunes"},
     "summarise": {"name", "answers", "keep", "subject", "dry_run"},
+    "derive": {"name", "dry_run", "cluster", "cluster_distance", "batch", "subject", "projects"},
     "act": {"type", "outcome", "session", "seq", "subject", "at", "state"},
     "procedures": {"name", "dry_run"},
     "use": {"procedure", "success", "times", "subject"},
@@ -229,6 +234,7 @@ class CaseRun(CaseChecks):
         self.snapshots: dict[str, dict[str, Any]] = {}
         self.projects = {"default"}
         self.summaries: dict[str, SummariseReport] = {}
+        self.derives: dict[str, DeriveReport] = {}
         self.shown: dict[str, list[str]] = {}  # the texts each summarise run's prompts showed
         self.retired_shown: list[str] = []
         self.procedure_runs: dict[str, ProceduresReport] = {}
@@ -422,6 +428,17 @@ class CaseRun(CaseChecks):
         )
         self.prunes[step.get("name", "last")] = self.prunes["last"] = report
 
+    def do_derive(self, step: Mapping[str, Any]) -> None:
+        report = self.mem.derive(
+            projects=step.get("projects", ()),
+            subject=step.get("subject"),
+            dry_run=step.get("dry_run", False),
+            cluster=step.get("cluster", True),
+            cluster_distance=step.get("cluster_distance"),
+            batch=step.get("batch", DERIVE_BATCH),
+        )
+        self.derives[step.get("name", "last")] = self.derives["last"] = report
+
     def do_act(self, step: Mapping[str, Any]) -> None:
         action = {
             "type": step["type"],
@@ -453,6 +470,19 @@ class CaseRun(CaseChecks):
     def do_topics(self, step: Mapping[str, Any]) -> None:
         report = self.mem.detect_topics(dry_run=step.get("dry_run", False))
         self.topic_runs[step.get("name", "last")] = self.topic_runs["last"] = report
+
+
+def forms_embedder(forms: Mapping[str, list[float]]) -> HashingEmbedder:
+    """The hashing embedder with each observed value's surface form (`core.votes.surface`)
+    placed at the given vector (padded with zeros, normalised): a case says how close its
+    paraphrases are."""
+    overrides: dict[str, list[float]] = {}
+    for text, components in forms.items():
+        vector = [0.0] * EMBED_DIMENSION
+        vector[: len(components)] = components
+        norm = sum(x * x for x in vector) ** 0.5
+        overrides[text] = [x / norm for x in vector] if norm else vector
+    return HashingEmbedder(EMBED_DIMENSION, overrides=overrides)
 
 
 def id_factory() -> Callable[[], str]:

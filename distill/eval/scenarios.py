@@ -31,6 +31,7 @@ from distill.eval.scenario_steps import (
     distance,
     distance_embedder,
     error_class,
+    forms_embedder,
     id_factory,
     make_llm,
     threshold_of,
@@ -52,7 +53,7 @@ SECTIONS: dict[str, range] = {
     "G": range(38, 45),
 }
 CASE_KEYS = {"id", "section", "scenario", "title", "needs", "memory", "steps"}
-MEMORY_KEYS = {"extractor", "llm", "batch_events", "max_distance", "vectors"}
+MEMORY_KEYS = {"extractor", "llm", "batch_events", "max_distance", "vectors", "policies", "forms"}
 
 PASSED, FAILED, NOT_BUILT = "passed", "failed", "not built"
 
@@ -166,11 +167,14 @@ def run_case(case: Mapping[str, Any], embedder: Embedder) -> CaseResult:
         return CaseResult(case["id"], case["section"], case["title"], NOT_BUILT, case["needs"])
     options = dict(case.get("memory", {}))
     pairs = options.pop("vectors", None)
+    forms = options.pop("forms", None)
     if "llm" in options:
         options["llm"] = make_llm(options["llm"])
     if pairs:
         embedder = distance_embedder(pairs, threshold_of(options))
         options.setdefault("max_distance", threshold_of(options))
+    elif forms:
+        embedder = forms_embedder(forms)
     ctx = EvalContext(data_dir=Path("."), embedder=embedder)
     new_id = id_factory()
     try:

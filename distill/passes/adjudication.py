@@ -35,6 +35,7 @@ from distill.core.models import ConflictKind, ConflictStatus, Event, Fact, FactK
 from distill.core.passes import Context, PassResult, Scope
 from distill.core.plan import Rejection
 from distill.core.recall import recall_text
+from distill.core.votes import Policies
 from distill.core.working import Candidate, Snapshot, Support
 from distill.ports import Store, Vector
 
@@ -79,13 +80,17 @@ class Adjudication:
     name = "adjudicate"
     cap: int | None = None  # a job is decided whole, or not at all
 
-    def __init__(self, bands: Bands | None = None) -> None:
+    def __init__(self, bands: Bands | None = None, policies: Policies | None = None) -> None:
         """`bands`: the embedder's calibrated distances (`attribute_match.Bands`); empty for
-        an uncalibrated embedder, which matches names by their words only."""
+        an uncalibrated embedder, which matches names by their words only. `policies`: the
+        predicates whose claims are votes (`core.votes`), left to the derive pass."""
         self.bands = bands or Bands()
+        self.policies = policies or Policies()
 
     def decide(self, snapshot: AdjudicationSnapshot, context: Context) -> PassResult:
-        adjudicator = Adjudicator(snapshot.state, context.now, context.new_id, self.bands)
+        adjudicator = Adjudicator(
+            snapshot.state, context.now, context.new_id, self.bands, self.policies
+        )
         plan = adjudicator.run(snapshot.candidates)
         plan.rejections.extend(snapshot.rejections)
         return PassResult(plan, adjudicator.decisions)

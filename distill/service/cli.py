@@ -26,6 +26,7 @@ from distill.report import Report
 from distill.service.copy_command import copy_cmd
 from distill.service.cortex_command import procedures_cmd, topics_cmd
 from distill.service.decisions_command import erase, pin, resolve_cmd, retract
+from distill.service.derive_command import derive, parse_policies, subjects
 from distill.service.eval_command import eval_cmd
 from distill.service.event_input import (
     adding_progress,
@@ -94,6 +95,7 @@ Environment:
   DISTILL_LLM_TIMEOUT   seconds one model request may take (default 120)
   DISTILL_LLM_ATTEMPTS  tries of one model request before its job fails (default 3;
                         transient failures only: timeouts, 5xx, 429)
+  DISTILL_POLICIES      PREDICATE=vote pairs, space-separated (as --policy)
   DISTILL_FUTURE_MARGIN
                         seconds an event's time may be past now (default 86400:
                         a day, more than any time zone mistake)
@@ -149,6 +151,14 @@ Environment:
     help="Tries of one model request (the first included) before its job fails.",
 )
 @click.option(
+    "--policy",
+    "policies",
+    envvar="DISTILL_POLICIES",
+    multiple=True,
+    help="PREDICATE=latest|vote (repeatable): who decides the predicate's value, the last "
+    "statement (default) or the votes of `distill derive`.",
+)
+@click.option(
     "-v",
     "--verbose",
     is_flag=True,
@@ -171,6 +181,7 @@ def cli(
     llm_base_url: str | None,
     llm_timeout: float | None,
     llm_attempts: int | None,
+    policies: tuple[str, ...],
     verbose: bool,
     as_json: bool,
 ) -> None:
@@ -188,6 +199,7 @@ def cli(
             "base_url": embedder_base_url,
         },
         "extractor": extractor,
+        "policies": parse_policies(policies),
         "llm": {
             "provider": llm,
             "model": llm_model,
@@ -516,6 +528,7 @@ def demo(ctx: click.Context, as_json: bool) -> None:
 cli.add_command(context)
 cli.add_command(copy_cmd)
 cli.add_command(dedupe)
+cli.add_command(derive)
 cli.add_command(erase)
 cli.add_command(eval_cmd)
 cli.add_command(export_cmd)
@@ -533,6 +546,7 @@ cli.add_command(retract)
 cli.add_command(rules_cmd)
 cli.add_command(search)
 cli.add_command(serve)
+cli.add_command(subjects)
 cli.add_command(summarise)
 cli.add_command(topics_cmd)
 cli.add_command(worker)

@@ -156,6 +156,16 @@ def status_table(data: dict[str, Any]) -> Table:
     table.add_row("open conflicts", shown)
     table.add_row("consolidations", str(data.get("consolidations", 0)))
     table.add_row("facts consolidated", str(data.get("facts_consolidated", 0)))
+    derived = data.get("derive") or {}
+    table.add_row(
+        "derive",
+        f"{derived.get('cycles', 0)} cycle(s), {derived.get('facts_derived', 0)} fact(s) "
+        f"derived, {derived.get('facts_invalidated', 0)} invalidated",
+    )
+    unstable = data.get("unstable_subjects") or []
+    shown = ", ".join(f"{u['project']}/{u['subject']}" for u in unstable[:5])
+    more = f" (+{len(unstable) - 5})" if len(unstable) > 5 else ""
+    table.add_row("unstable subjects", f"{len(unstable)}: {shown}{more}" if unstable else "0")
     table.add_section()
     table.add_row("embedder", data["embedder"])
     table.add_row("extractor", data["extractor"])

@@ -150,6 +150,7 @@ def memory(ctx: click.Context, with_llm: bool = False) -> Iterator[Memory]:
                 llm=llm,
                 extractor=ctx.obj["extractor"] if with_llm else "auto",
                 future_margin=future_margin_setting(),
+                policies=ctx.obj.get("policies"),
             )
             try:
                 yield mem
@@ -183,6 +184,7 @@ def memory_factory(ctx: click.Context) -> Iterator[Callable[[], Memory]]:
             llm=llm,
             extractor=ctx.obj["extractor"],
             future_margin=future_margin_setting(),
+            policies=ctx.obj.get("policies"),
         )
 
     try:

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 from distill.core.identity import identity_text
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "consolidate.py"
@@ -47,6 +49,12 @@ def test_json_has_a_row_per_size_and_a_summary_row_per_size() -> None:
     assert sum(counters.values()) == N  # every claim got exactly one outcome
     assert row["ratios"] == [row["ratio"]]
     assert row["peak_rss_mb"] > 0 and row["ms_per_event"] > 0
+    # CPU time: the whole process's on both sides, and the deciding thread's, a part of it.
+    cpu_ratio = row["consolidate_cpu_s"] / row["embed_cpu_s"]  # of rounded figures: about
+    assert row["cpu_ratio"] == pytest.approx(cpu_ratio, rel=0.1)
+    assert row["cpu_ratios"] == [row["cpu_ratio"]]
+    deciding_s = row["deciding_cpu_ms_per_event"] * N / 1000
+    assert 0 < deciding_s <= row["consolidate_cpu_s"] + 0.001
     [summary] = result["summary"]
     assert summary["value"] == row["ratio"]
     assert summary["met"] == (row["ratio"] <= 1.25)
@@ -59,6 +67,7 @@ def test_table_and_plot(tmp_path: Path) -> None:
 
     assert "consolidation ÷ embedding of the same texts (hashing embedder)" in out
     assert "ratio (median)" in out and "peak RSS MB" in out
+    assert "cpu ratio" in out and "deciding ms/event" in out
     assert f"{N:,}" in out.split("┡", 1)[1]  # N is in the table's body
     if plot.exists():  # matplotlib installed (the bench extra)
         assert plot.read_bytes().startswith(b"\x89PNG")

@@ -42,7 +42,7 @@ SQLITE_ONLY = {
     "recall_vectors_of": "SQLite scores a search of the past with numpy; PostgreSQL in the "
     "database (nearest_recall_facts)",
     "merge_fact_words": "FTS5 keeps deleted words until its segments merge; PostgreSQL's "
-    "tsvector is a column of the fact's row",
+    "fact_terms rows go with their fact, and VACUUM reuses the space",
 }
 POSTGRES_ONLY = {
     "vector_extension_available": "pgvector is a server extension; SQLite needs none",

@@ -363,6 +363,15 @@ def read_everything(mem: Memory) -> dict[str, Any]:
             for fact_id, q in queries.items()
         },
         "counts": mem.status().to_dict() | {"database": None},
+        # Search's lexical arm reads each backend's full-text index (written by the migration
+        # that made it, on PostgreSQL filled from the facts already there).
+        "search": {
+            question: [(h.fact.id, h.parts) for h in mem.search(question, limit=20)]
+            for question in ("bike count", "language lang", "hiking", "diet kind keto", "home")
+        },
+        "search_past": [
+            (h.fact.id, h.parts) for h in mem.search("city Lyon", as_of=at(21), limit=20)
+        ],
     }
 
 

@@ -45,8 +45,10 @@ def test_the_shipped_file_covers_every_numbered_scenario() -> None:
     assert {c["scenario"] for c in cases} == set(range(1, 45))
     # A scenario not built yet is never run, and a built part of it is its own case.
     needs = {c["id"]: c["needs"] for c in cases if "needs" in c}
-    assert "derivation" in needs["E30"]
-    assert {"D21.api", "D25", "D28"} <= {c["id"] for c in cases if "steps" in c}
+    assert "procedures" in needs["F35"]
+    built = {c["id"] for c in cases if "steps" in c}
+    assert {"D21.api", "D25", "D28"} <= built
+    assert {"E30", "E30b", "E30c", "E31", "E32", "E32b", "E33", "E33b", "E34"} <= built
 
 
 def test_every_built_case_passes_with_the_hashing_embedder(tmp_path: Path) -> None:
@@ -63,7 +65,7 @@ def test_every_built_case_passes_with_the_hashing_embedder(tmp_path: Path) -> No
     assert sections.columns == ["section", PASSED, FAILED, NOT_BUILT]
     assert [row[0] for row in sections.rows] == list("ABCDEFG")
     by_section = {row[0]: row[1:] for row in sections.rows}
-    assert by_section["E"] == [0, 0, 5]  # derivation is not built: never passed
+    assert by_section["E"] == [9, 0, 0]  # derivation: every case built and passing
     assert sum(row[1] for row in sections.rows) == got[PASSED]
     assert result.tables[1].rows == []
     assert any("test embedder" in note and "A5" in note for note in result.notes)
@@ -203,7 +205,7 @@ def test_the_cli_prints_the_section_table(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "Cases by section" in done.stdout
-    assert "│ E       │ 0      │ 0      │ 5 " in done.stdout
+    assert "│ E       │ 9      │ 0      │ 0 " in done.stdout
     assert "Not built" in done.stdout
     written = json.loads((tmp_path / "out.json").read_text())
     [result] = written["results"]

@@ -149,6 +149,7 @@ class Stores:
             clock=self.clock,
             new_id=lambda: f"{prefix}{next(counter):06d}",
             embed_events=True,
+            policies={"supports": "vote"},
         )
         self.opened.append(mem)
         return mem
@@ -170,13 +171,30 @@ def stores(tmp_path: Path, make_postgres_database: Callable[[], str]) -> Iterato
     made.close()
 
 
+VOTES = [
+    {
+        "subject": "u5",
+        "text": f"u5 supports {club}",
+        "occurred_at": day(n),
+        "source": f"site-{n}",
+        "trust": "third_party",
+        "claims": [{"predicate": "supports", "value": {"club": club}}],
+    }
+    for n, club in enumerate(["Reading F.C.", "Reading F.C.", "Fulham F.C."], start=1)
+]
+
+
 def populate(mem: Memory) -> None:
-    """Two consolidation runs over FIRST and SECOND, and a person's rule; an agent's actions
-    counted into a procedure with a reported use, and the topics of the entities named."""
+    """Two consolidation runs over FIRST and SECOND, a person's rule, three votes counted by a
+    derive cycle (which moves its cursor), and an agent's actions counted into a procedure
+    with a reported use, and the topics of the entities named."""
     for batch in (FIRST, SECOND):
         mem.add_events(batch)
         mem.consolidate()
     mem.add_rule("u1", "Always reply in British English.")
+    mem.add_events(VOTES)
+    mem.consolidate()
+    assert mem.derive().created == 1
     steps = []
     for session in ("s1", "s2", "s3"):
         for seq, kind in enumerate(("build", "test")):
@@ -387,6 +405,8 @@ def test_consolidating_new_events_on_a_copy_does_what_it_does_on_the_original(
     want = outcome(original, old_ids)
     for mem in copies:
         assert outcome(mem, old_ids) == want
+        # The copy has derive's cursor: the votes it counted are not counted again.
+        assert mem.derive().processed == 0
         # "home town" was found to mean "home city" through the copied identity vectors.
         [home] = [f for f in mem.facts(subject="u1") if f.value == {"city": "Paris"}]
         assert home.predicate == "home_city" and home.supersedes_id in old_ids
@@ -579,6 +599,7 @@ def test_an_export_added_to_a_fresh_store_consolidates_to_the_same_current_facts
     rebuilt = stores.memory(stores.url(backend))
     rebuilt.add_events(read_jsonl(tmp_path / "export.jsonl"))  # what `add --file` adds
     rebuilt.consolidate()
+    rebuilt.derive()  # the votes are counted again, as they were counted in the original
     assert current(rebuilt) == current(original)
     assert len(rebuilt.facts()) > 5
     # Every event came back with its idempotency key: adding the export again adds nothing.

@@ -75,6 +75,11 @@ class Calibration:
     # scripts/calibrate_offline_merge.py --record; None: not calibrated, the tier is off.
     # `max_distance` inside it may itself be None: calibrated, and no distance is safe.
     offline_merge: dict[str, Any] | None = None
+    # The derive pass's clustering distance for observed values (cosine distance of their
+    # surface forms: "adoption agencies" / "adoption agency") with the figures it was chosen
+    # from, written by scripts/calibrate_derive.py --record; None: not calibrated, every
+    # value is its own cluster (the exact mode).
+    derive_cluster: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.max_distance <= 2.0:
@@ -216,3 +221,25 @@ def uncalibrated(embedder: Embedder) -> str:
         "to facts by exact predicate and learned aliases only, not by meaning. Calibrate it "
         f"with `{calibrate_command(embedder)}`, or pass Memory(max_distance=...)"
     )
+
+
+def record_derive_cluster(model_id: str, measured: dict[str, Any], path: Path = REGISTRY) -> None:
+    """Set the derive pass's clustering calibration of an embedder that has an entry."""
+    found = calibration_for(model_id, path)
+    if found is None:
+        raise ConfigurationError(
+            f"{model_id} has no calibration entry in {path}; run `{SCRIPT} --record` for it "
+            "first, the derive clustering distance is recorded beside its identity threshold"
+        )
+    record(replace(found, derive_cluster=dict(measured)), path)
+
+
+def derive_cluster_distance(embedder: Embedder, path: Path = REGISTRY) -> float | None:
+    """The cosine distance within which the derive pass clusters two observed values as
+    paraphrases, calibrated for `embedder` by scripts/calibrate_derive.py; None when it has
+    none: each value is then its own cluster (the exact mode)."""
+    found = calibration_for(embedder.model_id, path)
+    if found is None or not found.derive_cluster:
+        return None
+    value = found.derive_cluster.get("max_distance")
+    return float(value) if value is not None else None

@@ -6,12 +6,13 @@ and embeddings), jobs and the events they hold, every version of every fact (sta
 validity, `superseded_by` links, sources), identity vectors, conflict sets, observations,
 aliases, rules (learned and written: a person's rules are data no pass can derive again),
 procedures (with the uses agents reported, which no event holds), mentions and topics,
-the audit trail, the embedding cache and the model's kept answers. Not copied
+the audit trail, the embedding cache, the model's kept answers, and the passes' cursors
+(`pass_cursors`: they name audit entries and observations, copied with their ids; derive's
+marks the votes it has counted, which a copy must not count again). Not copied
 (`NOT_COPIED`): `schema_migrations` (each database records its own), SQLite's
-`vector_changes` and full-text index (its triggers write them as the rows are inserted),
-`api_keys` (the HTTP API's credentials belong to the deployment they were made for), and
-`pass_cursors` (the copy's passes walk their backlog again: what they decided is in the facts
-and the rules).
+`vector_changes` and both backends' full-text indexes (SQLite's FTS5 tables, PostgreSQL's
+`fact_terms`: triggers write them as the rows are inserted), and
+`api_keys` (the HTTP API's credentials belong to the deployment they were made for).
 
 **All or nothing.** The source is read in one snapshot (a WAL read transaction in SQLite,
 REPEATABLE READ in PostgreSQL), so workers may keep running on it, and the target is written
@@ -364,6 +365,19 @@ TABLES: tuple[Table, ...] = (
         "copy_write_extractions",
         {"extractor": K.TEXT, "event_id": K.ID, "candidates": K.JSON, "created_at": K.TIME},
     ),
+    Table(
+        "pass_cursors",
+        ("project", "subject", "pass_name"),
+        "copy_read_pass_cursors",
+        "copy_write_pass_cursors",
+        {
+            "project": K.TEXT,
+            "subject": K.TEXT,
+            "pass_name": K.TEXT,
+            "position": K.TEXT,
+            "moved_at": K.TIME,
+        },
+    ),
 )
 
 # Tables a database may have that are deliberately left behind, and why.
@@ -373,8 +387,8 @@ NOT_COPIED = {
     "vectors are inserted into the target",
     "api_keys": "the HTTP API's credentials belong to the deployment they were made for: "
     "make new ones on the copy (distill keys create)",
-    "pass_cursors": "where passes stopped in the source: the copy's passes walk their backlog "
-    "again, and what they decided is already in the facts and the rules",
+    "fact_terms": "PostgreSQL's posting list of the facts' words (search), written by triggers "
+    "as the facts are inserted into the target",
     **{
         name: "SQLite's full-text index of the facts' words (FTS5 and its shadow tables), "
         "written by triggers as the facts are inserted into the target"

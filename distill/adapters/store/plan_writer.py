@@ -29,6 +29,7 @@ from distill.core.plan import (
     OpenConflict,
     Plan,
     PruneFact,
+    RecordCycle,
     RecordObservation,
     ReviseConflict,
     ReviseFact,
@@ -130,6 +131,8 @@ class _Writer:
             self.add_rule(action)
         elif isinstance(action, PruneFact):
             self.prune(action)
+        elif isinstance(action, RecordCycle):
+            pass  # its audit entry is the whole record
         elif isinstance(action, CORTEX_ACTIONS):
             write_cortex(self.store, self.db, action)
         else:

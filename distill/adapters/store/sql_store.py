@@ -391,6 +391,7 @@ class SqlStore(SqlCortex, SqlJobs):
             running = self._load_jobs(db, "running_jobs", params)
             usage = self._one(db, "llm_usage", params)
             summarised = self._one(db, "count_consolidations", params)
+            derived = self._one(db, "count_derive", params)
         return StoreCounts(
             events=events,
             facts_by_status=facts,
@@ -402,7 +403,34 @@ class SqlStore(SqlCortex, SqlJobs):
             llm_usage=LLMUsage(usage["calls"], usage["prompt_tokens"], usage["completion_tokens"]),
             consolidations=int(summarised["consolidations"]),
             facts_consolidated=int(summarised["facts_consolidated"]),
+            derive_cycles=int(derived["derive_cycles"]),
+            facts_derived=int(derived["facts_derived"]),
+            facts_invalidated=int(derived["facts_invalidated"]),
         )
+
+    # -- derive ------------------------------------------------------------------------------------
+    def votes(self, project: str, subject: str, after: str | None, limit: int) -> list[Observation]:
+        params = {
+            "project": project,
+            "subject": subject,
+            "after": self.codec.id(after),
+            "limit": limit,
+        }
+        found = self._read("vote_observations", params)
+        return [rows.observation_from_row(r, self.codec) for r in found]
+
+    def vote_scopes(self, projects: Sequence[str]) -> list[tuple[str, str]]:
+        return self._scopes("vote_scopes", projects)
+
+    def subjects(self, project: str) -> list[str]:
+        return [r["subject"] for r in self._read("subjects_of", {"project": project})]
+
+    def derive_invalidations(
+        self, project: str | None, subject: str | None, since: datetime
+    ) -> list[tuple[str, str, datetime]]:
+        params = {"project": project, "subject": subject, "since": self.codec.time(since)}
+        found = self._read("derive_invalidations", params)
+        return [(r["project"], r["subject"], self.codec.read_time(r["at"])) for r in found]
 
     def iter_events(self, project: str | None, subject: str | None = None) -> Iterator[Event]:
         """Every event (of a project, of a subject) in (occurred_at, id) order, read a page

@@ -77,6 +77,13 @@ class _Holdings(Collector):
             conflicts.add_metric([kind], n)
         yield conflicts
         yield GaugeMetricFamily("distill_events", "Events stored.", value=counts.events)
+        derive = CounterMetricFamily(
+            "distill_derive", "What the derive pass did (from its audit).", labels=["what"]
+        )
+        derive.add_metric(["cycles"], counts.derive_cycles)
+        derive.add_metric(["facts_derived"], counts.facts_derived)
+        derive.add_metric(["facts_invalidated"], counts.facts_invalidated)
+        yield derive
         totals = self.svc.totals
         if totals is not None:
             done = CounterMetricFamily(

@@ -407,32 +407,26 @@ ORDER BY valid_from, id;
 
 -- name: recall_words
 -- The lexical arm of search: BM25 over the facts that hold any of the question's words
--- (`terms`, as `distill.core.recall.query_terms` gives them), best first. PostgreSQL finds
--- them with the GIN index; ts_rank has no idf, so the score is computed here: idf from each
--- word's document count among the matches (all the scope's facts holding it) and N, the
--- facts table's row count as the planner last estimated it (counting the scope on every
--- search read 100,000 rows; FTS5 too takes N from its whole table), or the facts `among`
--- for a search of the past; term frequency from the word's positions, length from the
--- number of distinct words (k1 1.2, b 0.75, as FTS5's bm25()). Active facts of the scope,
--- or, for a search of the past, the facts `among`.
--- Each match's vector is cut down to the question's words (setweight marks them, ts_filter
--- keeps the marked) before it is unnested: unnesting whole vectors made one row per word of
--- every match and was two thirds of the time at 100,000 facts (bench/search.py).
-WITH matched AS MATERIALIZED (
-    SELECT f.id, length(f.words)::float8 AS len,
-           ts_filter(setweight(f.words, 'A', %(terms)s::text[]), '{a}') AS found
-    FROM facts AS f
-    WHERE f.words @@ to_tsquery('simple', array_to_string(%(terms)s::text[], ' | '))
-      AND f.project = %(project)s AND (%(subject)s::text IS NULL OR f.subject = %(subject)s)
-      AND (%(kinds)s::text[] IS NULL OR f.kind = ANY(%(kinds)s::text[]))
-      AND CASE WHEN %(among)s::text[] IS NULL THEN f.status = 'active'
-               ELSE f.id = ANY(%(among)s::text[]) END
+-- (`terms`, as `distill.core.recall.query_terms` gives them), best first. The facts are found
+-- in `fact_terms` (postgres_0010), one row per fact and word holding all BM25 needs, read by
+-- an index-only scan of the question's words: no fact's row is read. ts_rank has no idf, so
+-- the score is computed here: idf from each word's document count among the matches (all the
+-- scope's facts holding it) and N, the facts table's row count as the planner last estimated
+-- it (counting the scope on every search read 100,000 rows; FTS5 too takes N from its whole
+-- table), or the facts `among` for a search of the past; term frequency from the word's
+-- positions, length from the number of distinct words (k1 1.2, b 0.75, as FTS5's bm25()).
+-- Active facts of the scope, or, for a search of the past, the facts `among`.
+WITH hits AS MATERIALIZED (
+    SELECT t.fact_id AS id, t.term, t.tf::float8 AS tf, t.len::float8 AS len
+    FROM fact_terms AS t
+    WHERE t.project = %(project)s AND t.term = ANY(%(terms)s::text[])
+      AND (%(subject)s::text IS NULL OR t.subject = %(subject)s)
+      AND (%(kinds)s::text[] IS NULL OR t.kind = ANY(%(kinds)s::text[]))
+      AND CASE WHEN %(among)s::text[] IS NULL THEN t.status = 'active'
+               ELSE t.fact_id = ANY(%(among)s::text[]) END
 ),
-hits AS (
-    SELECT m.id, w.lexeme, cardinality(w.positions)::float8 AS tf, m.len
-    FROM matched AS m, unnest(m.found) AS w
-),
-df AS (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme),
+df AS (SELECT term, count(*)::float8 AS df FROM hits GROUP BY term),
+matched AS (SELECT id, min(len) AS len FROM hits GROUP BY id),
 scope AS (
     SELECT
         CASE WHEN %(among)s::text[] IS NULL THEN greatest(
@@ -446,7 +440,7 @@ SELECT h.id AS fact_id,
            ln(1 + (s.n - d.df + 0.5) / (d.df + 0.5))
            * h.tf * 2.2 / (h.tf + 1.2 * (0.25 + 0.75 * h.len / s.avgdl))
        ) AS score
-FROM hits AS h JOIN df AS d USING (lexeme) CROSS JOIN scope AS s
+FROM hits AS h JOIN df AS d USING (term) CROSS JOIN scope AS s
 GROUP BY h.id
 ORDER BY score DESC, h.id
 LIMIT %(limit)s;
@@ -757,6 +751,7 @@ UNION ALL SELECT 'audit', count(*) FROM audit
 UNION ALL SELECT 'embedding_cache', count(*) FROM embedding_cache
 UNION ALL SELECT 'extractions', count(*) FROM extractions
 UNION ALL SELECT 'rules', count(*) FROM rules
+UNION ALL SELECT 'pass_cursors', count(*) FROM pass_cursors
 UNION ALL SELECT 'procedures', count(*) FROM procedures
 UNION ALL SELECT 'mentions', count(*) FROM mentions
 UNION ALL SELECT 'topics', count(*) FROM topics;
@@ -989,6 +984,63 @@ SELECT EXISTS (
 ) AS known;
 
 -- ---------------------------------------------------------------------------------------------
+-- derive: votes (observations with outcome 'vote'), the scopes that have them, and the
+-- derive pass's invalidations (for drift). See distill/passes/derive.py.
+
+-- name: vote_observations
+-- A scope's votes after the derive cursor (an observation id: ids sort by creation), oldest
+-- first, at most %(limit)s (observations_votes).
+SELECT * FROM observations
+WHERE project = %(project)s AND subject = %(subject)s AND outcome = 'vote'
+  AND (%(after)s::text IS NULL OR id > %(after)s::text)
+ORDER BY id
+LIMIT %(limit)s;
+
+-- name: vote_scopes
+-- Scopes holding votes: where derive has something to count, or a cycle to record.
+SELECT DISTINCT project, subject FROM observations
+WHERE (%(projects)s::text[] IS NULL OR project = ANY(%(projects)s::text[]))
+  AND outcome = 'vote'
+ORDER BY project, subject;
+
+-- name: derive_invalidations
+-- The world times (valid_to) at which the derive pass closed facts of a project (or of one
+-- subject; of every project with NULL), after %(since)s: what drift counts (distill/core/drift.py).
+SELECT f.project AS project, f.subject AS subject, f.valid_to AS at
+FROM audit AS a JOIN facts AS f ON f.id = a.fact_id
+WHERE (%(project)s::text IS NULL OR a.project = %(project)s)
+  AND (%(subject)s::text IS NULL OR a.subject = %(subject)s)
+  AND a.pass_name = 'derive' AND a.action = 'retire_fact'
+  AND f.valid_to > %(since)s
+ORDER BY f.project, f.subject, f.valid_to;
+
+-- name: subjects_of
+-- A project's subjects: every stored event is held by a job of its subject until an erase.
+SELECT DISTINCT subject FROM jobs WHERE project = %(project)s ORDER BY subject;
+
+-- name: count_derive
+-- The derive pass's counters, read from its audit: cycles run (one `record_cycle` each, empty
+-- ones too), facts it wrote (elected, or replacing one it closed), facts it closed.
+SELECT count(*) FILTER (WHERE action = 'record_cycle') AS derive_cycles,
+       count(*) FILTER (WHERE action = 'create_fact') AS facts_derived,
+       count(*) FILTER (WHERE action = 'retire_fact') AS facts_invalidated
+FROM audit
+WHERE pass_name = 'derive' AND (%(project)s::text IS NULL OR project = %(project)s);
+
+-- name: copy_read_pass_cursors
+-- Copied with the audit they point into: derive's cursor marks the votes it has counted, and
+-- a copy that forgot it would count them again (distill/adapters/store/copy.py).
+SELECT project, subject, pass_name, position, moved_at FROM pass_cursors
+WHERE %(after_project)s::text IS NULL
+   OR (project, subject, pass_name)
+      > (%(after_project)s::text, %(after_subject)s::text, %(after_pass_name)s::text)
+ORDER BY project, subject, pass_name
+LIMIT %(limit)s;
+
+-- name: copy_write_pass_cursors
+INSERT INTO pass_cursors (project, subject, pass_name, position, moved_at)
+VALUES (%(project)s, %(subject)s, %(pass_name)s, %(position)s, %(moved_at)s);
+
 -- procedures and topics (core/procedures.py, core/topics.py; sql_cortex.py)
 
 -- name: action_events

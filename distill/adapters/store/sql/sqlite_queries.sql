@@ -717,6 +717,7 @@ UNION ALL SELECT 'audit', count(*) FROM audit
 UNION ALL SELECT 'embedding_cache', count(*) FROM embedding_cache
 UNION ALL SELECT 'extractions', count(*) FROM extractions
 UNION ALL SELECT 'rules', count(*) FROM rules
+UNION ALL SELECT 'pass_cursors', count(*) FROM pass_cursors
 UNION ALL SELECT 'procedures', count(*) FROM procedures
 UNION ALL SELECT 'mentions', count(*) FROM mentions
 UNION ALL SELECT 'topics', count(*) FROM topics;
@@ -945,6 +946,61 @@ SELECT count(*) AS made, count(*) FILTER (WHERE revoked_at IS NULL) AS active FR
 SELECT EXISTS (SELECT 1 FROM jobs WHERE project = :project AND subject = :subject) AS known;
 
 -- ---------------------------------------------------------------------------------------------
+-- derive: votes (observations with outcome 'vote'), the scopes that have them, and the
+-- derive pass's invalidations (for drift). See distill/passes/derive.py.
+
+-- name: vote_observations
+-- A scope's votes after the derive cursor (an observation id: ids sort by creation), oldest
+-- first, at most :limit (observations_votes).
+SELECT * FROM observations
+WHERE project = :project AND subject = :subject AND outcome = 'vote'
+  AND (:after IS NULL OR id > :after)
+ORDER BY id
+LIMIT :limit;
+
+-- name: vote_scopes
+-- Scopes holding votes: where derive has something to count, or a cycle to record.
+SELECT DISTINCT project, subject FROM observations
+WHERE (:projects IS NULL OR project IN (SELECT value FROM json_each(:projects)))
+  AND outcome = 'vote'
+ORDER BY project, subject;
+
+-- name: derive_invalidations
+-- The world times (valid_to) at which the derive pass closed facts of a project (or of one
+-- subject; of every project with NULL), after :since: what drift counts (distill/core/drift.py).
+SELECT f.project AS project, f.subject AS subject, f.valid_to AS at
+FROM audit AS a JOIN facts AS f ON f.id = a.fact_id
+WHERE (:project IS NULL OR a.project = :project) AND (:subject IS NULL OR a.subject = :subject)
+  AND a.pass_name = 'derive' AND a.action = 'retire_fact'
+  AND f.valid_to > :since
+ORDER BY f.project, f.subject, f.valid_to;
+
+-- name: subjects_of
+-- A project's subjects: every stored event is held by a job of its subject until an erase.
+SELECT DISTINCT subject FROM jobs WHERE project = :project ORDER BY subject;
+
+-- name: count_derive
+-- The derive pass's counters, read from its audit: cycles run (one `record_cycle` each, empty
+-- ones too), facts it wrote (elected, or replacing one it closed), facts it closed.
+SELECT coalesce(sum(action = 'record_cycle'), 0) AS derive_cycles,
+       coalesce(sum(action = 'create_fact'), 0) AS facts_derived,
+       coalesce(sum(action = 'retire_fact'), 0) AS facts_invalidated
+FROM audit
+WHERE pass_name = 'derive' AND (:project IS NULL OR project = :project);
+
+-- name: copy_read_pass_cursors
+-- Copied with the audit they point into: derive's cursor marks the votes it has counted, and
+-- a copy that forgot it would count them again (distill/adapters/store/copy.py).
+SELECT project, subject, pass_name, position, moved_at FROM pass_cursors
+WHERE :after_project IS NULL
+   OR (project, subject, pass_name) > (:after_project, :after_subject, :after_pass_name)
+ORDER BY project, subject, pass_name
+LIMIT :limit;
+
+-- name: copy_write_pass_cursors
+INSERT INTO pass_cursors (project, subject, pass_name, position, moved_at)
+VALUES (:project, :subject, :pass_name, :position, :moved_at);
+
 -- procedures and topics (core/procedures.py, core/topics.py; sql_cortex.py)
 
 -- name: action_events

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from distill.adapters.embed.calibrations import offline_merge_distance
+from distill.adapters.llm.calls import AskedAs
 from distill.arguments import subject_named as _subject
 from distill.core.decay import HALF_LIFE_DAYS, MAX_PRUNES_PER_RUN, PRUNE_FLOOR
 from distill.core.decay import weight as decayed_weight
@@ -24,6 +25,7 @@ from distill.passes.dedupe import MAX_SUPERSEDES_PER_RUN, DedupeReport, Offline,
 from distill.passes.memory_judge import JUDGE_MAX_CALLS, JUDGE_MAX_TOKENS, JudgeReport, run_judge
 from distill.passes.prune import PruneReport, run_prune
 from distill.passes.summarise import (
+    SUMMARISE_ATTEMPTS,
     SUMMARISE_MAX_CALLS,
     SUMMARISE_MAX_TOKENS,
     SummariseReport,
@@ -106,10 +108,11 @@ class Hygiene:
         max_tokens: int | None = JUDGE_MAX_TOKENS,
         max_changes: int | None = MAX_SUPERSEDES_PER_RUN,
     ) -> JudgeReport:
-        """Put memories new or changed since each scope's cursor to the model, beside their
-        nearest stored ones, and apply the verdicts that pass the checks of
-        `core.memory_judge` (merge, supersede, or nothing). At most `max_calls` model calls
-        and `max_tokens` tokens per run, and `max_changes` memories retired. Needs a model
+        """Put the memories the judge has not read as their words stand (new, or their text
+        changed: the watermark) to the model, beside their nearest stored ones, and apply
+        the verdicts that pass the checks of `core.memory_judge` (merge, supersede, or
+        nothing). At most `max_calls` model calls and `max_tokens` tokens per run, and
+        `max_changes` memories retired. Needs a model
         (`Memory(llm=...)`)."""
         return run_judge(
             self.store,
@@ -171,18 +174,24 @@ class Hygiene:
         max_calls: int | None = SUMMARISE_MAX_CALLS,
         max_tokens: int | None = SUMMARISE_MAX_TOKENS,
         keep: int = SUMMARISE_KEEP,
+        attempts: int = SUMMARISE_ATTEMPTS,
     ) -> SummariseReport:
-        """Put each subject's old memories (all but its `keep` most recently changed, unpinned,
-        changed since the last run) to the model in batches, and write the summaries whose
-        every consumed memory passes the checks of `core.summarise`: the summary first, then
-        each consumed memory retired into it, its receipt. At most `max_calls` model calls
-        and `max_tokens` tokens per run; `dry_run` asks and reports, writing nothing. Needs
-        a model (`Memory(llm=...)`)."""
+        """Put each subject's old memories (all but its `keep` most recently reinforced,
+        unpinned, not yet read as their words stand: the watermark) to the model in batches,
+        and write the summaries whose every consumed memory passes the checks of
+        `core.summarise`: the summary first, then each consumed memory retired into it, its
+        receipt. At most `max_calls` model calls and `max_tokens` tokens per run; `dry_run`
+        asks and reports, writing nothing. Needs a model (`Memory(llm=...)`), asked for one
+        JSON object (Ollama: `/api/generate` with `"format": "json"`) at most `attempts`
+        times a call, transient failures only."""
         if not isinstance(keep, int) or keep < 0:
             raise InvalidInput("keep: a whole number of 0 or more")
+        if not isinstance(attempts, int) or attempts < 1:
+            raise InvalidInput("attempts: a whole number of 1 or more (2: one retry)")
+        llm = AskedAs(model_for("summarise", self.llm), attempts, plain_json=True)
         return run_summarise(
             self.store,
-            model_for("summarise", self.llm),
+            llm,
             self.clock.now,
             self._new_id,
             projects=projects,
@@ -191,4 +200,6 @@ class Hygiene:
             max_calls=max_calls,
             max_tokens=max_tokens,
             keep=keep,
+            embed=self.engine.embed,
+            model_id=self.embedder.model_id,
         )

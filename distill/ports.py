@@ -291,8 +291,20 @@ class Store(Protocol):
         ...
 
     def pass_cursor(self, project: str, subject: str, pass_name: str) -> str | None:
-        """Where `pass_name` stopped in the scope's backlog (None: it never moved); a plan
-        moves it (`MoveCursor`)."""
+        """Where `pass_name` stopped in the scope's append-only stream (derive's votes, topics'
+        events; None: it never moved); a plan moves it (`MoveCursor`). Passes that read
+        memories use the watermark (`unmarked_memories`) instead."""
+        ...
+
+    def unmarked_memories(self, project: str, subject: str, pass_name: str) -> list[Fact]:
+        """The extraction watermark's backlog (`core.watermark`): the scope's live memories
+        that `pass_name` has no mark of their present text for (new, or their text changed),
+        least recently reinforced first; a plan marks them (`MarkFacts`)."""
+        ...
+
+    def fact_marks(self, project: str, pass_name: str, fact_ids: Sequence[str]) -> dict[str, str]:
+        """The signatures `pass_name` marked the facts among `fact_ids` with (unmarked ones
+        are left out)."""
         ...
 
     def rules(self, project: str, subject: str | None) -> list[Rule]:

@@ -70,11 +70,11 @@ class Rulebook:
         max_tokens: int | None = RULES_MAX_TOKENS,
         corroboration_threshold: int = cr.PROMOTE_CORROBORATION_THRESHOLD,
     ) -> PromoteReport:
-        """Put the memories re-observed at least `corroboration_threshold` times, new or
-        changed since each scope's cursor, to the model, and add those it calls standing
-        instructions to their subject's rules, once each (`core.rules`). At most `max_calls`
-        model calls and `max_tokens` tokens per run; `dry_run` asks and reports, writing
-        nothing. Needs a model (`Memory(llm=...)`)."""
+        """Put the memories re-observed at least `corroboration_threshold` times that the
+        pass has not read as their words stand (the watermark) to the model, and add those it
+        calls standing instructions to their subject's rules, once each (`core.rules`). At
+        most `max_calls` model calls and `max_tokens` tokens per run; `dry_run` asks and
+        reports, writing nothing. Needs a model (`Memory(llm=...)`)."""
         llm = model_for("promote_rules", self.llm)
         if not isinstance(corroboration_threshold, int) or corroboration_threshold < 0:
             raise InvalidInput("corroboration_threshold: a whole number of 0 or more")

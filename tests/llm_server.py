@@ -239,6 +239,29 @@ def ollama_reply(
     )
 
 
+def ollama_generate_reply(
+    content: str,
+    prompt_eval_count: int = 100,
+    eval_count: int = 20,
+    done_reason: str = "stop",
+    model: str = "llama3.2",
+) -> Reply:
+    """An `/api/generate` success with `stream: false`."""
+    return Reply(
+        200,
+        {
+            "model": model,
+            "created_at": "2024-05-01T10:00:00.000000Z",
+            "response": content,
+            "done": True,
+            "done_reason": done_reason,
+            "total_duration": 1_000_000,
+            "prompt_eval_count": prompt_eval_count,
+            "eval_count": eval_count,
+        },
+    )
+
+
 def ollama_error(status: int, message: str) -> Reply:
     return Reply(status, {"error": message})
 

@@ -21,6 +21,7 @@ from distill.core.plan import (
     CreateFact,
     EraseScope,
     LearnAlias,
+    MarkFacts,
     MoveCursor,
     OpenConflict,
     Plan,
@@ -65,6 +66,10 @@ def validate(plan: Plan, project: str, subject: str | None) -> None:
             final.pop(action.fact.id, None)
         elif isinstance(action, CORTEX_ACTIONS):
             action.check()
+        elif isinstance(action, MarkFacts):
+            marked = [m.fact_id for m in action.marks]
+            if len(set(marked)) != len(marked):
+                raise IntegrityViolation(f"plan marks a fact twice for {action.mark_pass}")
         elif isinstance(action, AddRule):
             _check_rule(action)
             rule = action.rule
@@ -167,6 +172,7 @@ def audit_entries(
                 | LearnAlias
                 | EraseScope
                 | MoveCursor
+                | MarkFacts
                 | AddRule
                 | RecordCycle,
                 *CORTEX_ACTIONS,

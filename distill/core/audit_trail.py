@@ -50,6 +50,7 @@ from distill.core.plan import (
     AddRule,
     CreateFact,
     LearnAlias,
+    MarkFacts,
     MoveCursor,
     OpenConflict,
     PruneFact,
@@ -86,6 +87,8 @@ def stored(action: Action) -> tuple[JsonObject | None, JsonObject | None]:
         return None, action.alias.model_dump(mode="json")
     if isinstance(action, MoveCursor):
         return {"cursor": action.before}, {"cursor": action.after, "pass": action.cursor_pass}
+    if isinstance(action, MarkFacts):
+        return None, action.audited()
     if isinstance(action, AddRule):
         return None, action.rule.model_dump(mode="json")
     if isinstance(action, PruneFact):

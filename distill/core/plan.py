@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from distill.core.cortex_plan import CORTEX_ACTIONS, RecordMentions, WriteProcedure, WriteTopic
 from distill.core.models import Alias, ConflictSet, Fact, Observation, Rule
+from distill.core.watermark import Mark
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,32 @@ class MoveCursor:
 
 
 @dataclass(frozen=True)
+class MarkFacts:
+    """The extraction watermark moving (`core.watermark`): the facts `mark_pass` finished
+    with, each with the signature of the text it read, applied in the same transaction as
+    what the pass derived from them, so that a mark never covers work that was not written.
+    Each `Mark` names the signature the pass read (None: unmarked); a mark that changed
+    meanwhile, or a fact not of the scope, refuses the plan."""
+
+    project: str
+    subject: str
+    mark_pass: str
+    marks: tuple[Mark, ...]
+    at: datetime
+    reason: str
+    pass_name: str = "judge"
+
+    @property
+    def name(self) -> str:
+        return "mark_facts"
+
+    def audited(self) -> dict[str, Any]:
+        """What the audit keeps: the pass and the facts, not the signatures (a digest of a
+        text is the text's to keep, not the audit's)."""
+        return {"pass": self.mark_pass, "facts": [m.fact_id for m in self.marks]}
+
+
+@dataclass(frozen=True)
 class AddRule:
     """A standing instruction added to a subject's rules: the only write rules have, since
     they are append-only (no pass revises or retires one). A learned rule names the memories
@@ -228,6 +255,7 @@ Action = (
     | LearnAlias
     | EraseScope
     | MoveCursor
+    | MarkFacts
     | AddRule
     | PruneFact
     | RecordCycle
@@ -306,6 +334,8 @@ def describe_action(action: Action) -> dict[str, Any]:
         out["after"] = action.alias.model_dump(mode="json")
     elif isinstance(action, MoveCursor):
         out["before"], out["after"] = {"cursor": action.before}, {"cursor": action.after}
+    elif isinstance(action, MarkFacts):
+        out["after"] = action.audited()
     elif isinstance(action, AddRule):
         out["after"] = action.rule.model_dump(mode="json")
     elif isinstance(action, PruneFact):
@@ -333,7 +363,7 @@ def subject_of(action: Action) -> tuple[str, str]:
         return action.observation.project, action.observation.subject
     if isinstance(action, LearnAlias):
         return action.alias.project, ""
-    if isinstance(action, MoveCursor):
+    if isinstance(action, MoveCursor | MarkFacts):
         return action.project, action.subject
     if isinstance(action, AddRule):
         return action.rule.project, action.rule.subject

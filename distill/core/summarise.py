@@ -2,11 +2,11 @@
 what the proposal may consume.
 
 The graymatter seed's propose/apply consolidation. **What is offered** (`offered`): per
-scope, the unpinned live memories changed since the pass's cursor, in the order of their
-latest change (a reinforcement is a change, so "oldest" means oldest and least recently
-reinforced). The `SUMMARISE_KEEP` most recently changed of them are never offered: what a
-subject said lately stays verbatim. So a subject with little new memory is never asked
-about, and a run over memory that did not change asks nothing. Pinned memories never reach
+scope, the unpinned live memories the summariser has not read as they are now (the
+extraction watermark, `core.watermark`: new, or their text changed), least recently
+reinforced first. The `SUMMARISE_KEEP` most recently reinforced of them are never offered:
+what a subject said lately stays verbatim. So a subject with little new memory is never
+asked about, and a run over memory that did not change asks nothing. Pinned memories never reach
 the model (invariant 6), whatever the store holds.
 
 **The proposal** is one JSON object `{"summary": "...", "consumes": ["M1", ...],
@@ -47,10 +47,13 @@ Pure: offering, rendering, reading and checking.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from distill.core.answers import Unreadable, answer_object, one_line
 from distill.core.identity import content_hash, normalise_text
@@ -63,6 +66,7 @@ from distill.core.models import (
     Trust,
 )
 from distill.core.plan import CreateFact, Plan, ReviseFact
+from distill.core.recall import recall_text
 from distill.core.statements import read as read_statement
 
 PASS_NAME = "summarise"
@@ -114,9 +118,9 @@ SCHEMA: dict[str, Any] = {
 
 
 def offered(changed: Sequence[Fact], keep: int = SUMMARISE_KEEP) -> list[Fact]:
-    """The memories of `changed` (a scope's live memories changed since the cursor, oldest
-    change first) that may be summarised: unpinned memories, all but the `keep` most
-    recently changed of them."""
+    """The memories of `changed` (a scope's live memories not yet read by the summariser,
+    least recently reinforced first) that may be summarised: unpinned memories, all but the
+    `keep` most recently reinforced of them."""
     eligible = [
         f
         for f in changed
@@ -149,6 +153,16 @@ class Proposal:
     consumes: tuple[str, ...]
     not_shown: tuple[str, ...] = ()
     contradictions: tuple[Contradiction, ...] = ()
+
+
+@dataclass(frozen=True)
+class Recall:
+    """The recall vectors of the summaries' texts (`recall_text`), by text, and the model
+    that made them: a summary is written with its vector, so search finds it by meaning as
+    it found the memories it stands for."""
+
+    model_id: str
+    vectors: Mapping[str, npt.NDArray[np.float32]]
 
 
 @dataclass(frozen=True)
@@ -265,10 +279,12 @@ def check(
     new_id: Callable[[], str],
     contested: frozenset[frozenset[str]] = frozenset(),
     checked: Checked | None = None,
+    recall: Recall | None = None,
 ) -> Checked:
     """Turn proposals into a plan of what they may do (module docstring); everything else
     is refused with a code. `contested` are the pairs of facts already in an open conflict
-    set; `new_id` names the summaries and the conflict sets."""
+    set; `new_id` names the summaries and the conflict sets; `recall` holds the summaries'
+    recall vectors (what search's vector arm finds a memory by), embedded by the caller."""
     out = checked if checked is not None else Checked()
     for p in proposals:
         by_id = {f.id: f for f in p.shown}
@@ -325,7 +341,19 @@ def check(
         summary = _summary(keep, p.summary, now, new_id())
         norm = content_hash(normalise_text(summary.text))
         reason = f"summary of {len(keep)} memory(ies)"
-        out.plan.add(CreateFact(summary, reason, PASS_NAME, norm_hash=norm))
+        said = recall_text(None, None, summary.text)
+        vector = recall.vectors.get(said) if recall is not None else None
+        out.plan.add(
+            CreateFact(
+                summary,
+                reason,
+                PASS_NAME,
+                vector=vector,
+                vector_model=recall.model_id if recall is not None and vector is not None else None,
+                norm_hash=norm,
+                vector_text_hash=content_hash(said) if vector is not None else None,
+            )
+        )
         for memory in keep:
             retired = memory.model_copy(
                 update={

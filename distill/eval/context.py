@@ -69,6 +69,9 @@ class EvalContext:
     # consolidating and measures again; off: `--no-passes`.
     hygiene: bool = True
     offline: bool = False  # and its dedupe with the offline tier: `--offline`
+    # The locomo suite's recall gate for the summariser (`--summarise-gate`): scripted
+    # summarisers, faithful and lossy, over copies of the consolidated store.
+    summarise_gate: bool = False
     _embedder: Embedder | None = field(default=None, repr=False)
 
     def path(self, *parts: str) -> Path:

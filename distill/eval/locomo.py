@@ -340,11 +340,19 @@ def run(ctx: EvalContext) -> SuiteResult:
     judging = ctx.hygiene and ctx.llm is not None
     passes: Passes | None = None
     after: Live | None = None
+    gate: list[Any] = []  # the summarise gate's cases (`locomo_summaries`), when asked for
     by_search_after: dict[int, dict[str, float]] | None = None
     with ctx.memory(extractor="claims", llm=ctx.llm if judging else None) as mem:
         done = consolidate(mem, said, lambda n, total: ctx.progress("consolidating", n, total))
         ctx.progress("searching", 0, len(ordered))
         by_search = searched(mem, ordered, done.live.cited)
+        if ctx.summarise_gate:
+            from distill.eval.locomo_summaries import run_cases  # it reads this module's parts
+
+            base = str(getattr(mem.store, "path", ""))
+            gate = run_cases(
+                ctx, base, projects, live, lambda m, found: searched(m, ordered, found.cited)
+            )
         if ctx.hygiene:
             ctx.progress("hygiene passes", 0, 1)
             passes = run_passes(mem, projects, judging, ctx.offline)
@@ -360,6 +368,7 @@ def run(ctx: EvalContext) -> SuiteResult:
         asked[q.conversation].append(q)
     embedder = ctx.shared_embedder()
     corpora = [before, done.live.docs, *([after.docs] if after else [])]
+    corpora += [case.live.docs for case in gate]
     texts = [d.text for corpus in corpora for docs in corpus.values() for d in docs]
     vectors = embed_all(
         embedder,
@@ -383,12 +392,27 @@ def run(ctx: EvalContext) -> SuiteResult:
     if passes is not None and after is not None and passed is not None:
         metrics += _after_passes(kept, passed, after)
     metrics += passes_metrics(passes, len(said), done.live.count, after.count if after else 0)
+    tables = [_by_category(raw, kept, passed)]
+    if gate:
+        from distill.eval.locomo_summaries import metrics as gate_metrics
+
+        def means(found: list[Scored]) -> dict[str, float]:
+            return {m: mean([s.found[m] for s in found]) for m in MEASURES}
+
+        lines, table = gate_metrics(
+            gate,
+            means(kept),
+            lambda case: means(scored(case.live.docs, case.found)),
+            done.live.count,
+        )
+        metrics += lines
+        tables.append(table)
     return SuiteResult(
         suite=NAME,
         title=TITLE,
         datasets=[Dataset("LoCoMo (locomo10.json)", LICENSE, str(ctx.path(*FILE)))],
         metrics=metrics,
-        tables=[_by_category(raw, kept, passed)],
+        tables=tables,
         notes=[*NOTES, *(PASSES_NOTES if passes else ["Hygiene passes off (--no-passes)."])],
         params={
             "conversations": len(conversations),
@@ -396,6 +420,7 @@ def run(ctx: EvalContext) -> SuiteResult:
             "passes": ctx.hygiene,
             "judge": judging,
             "offline tier": ctx.hygiene and ctx.offline,
+            "summarise gate": ctx.summarise_gate,
         },
     )
 

@@ -4,8 +4,8 @@ steps, compared with what the case expects (`scenario_steps.py` runs the actions
 Checks: `report` (counters, rejection reasons, learned aliases, whether the provider stopped
 the run, or `same_as` another report), `fact` (one fact's fields), `facts` (the served facts
 of a subject, exactly; the number of rows with retired ones), `conflicts`, `jobs`, and
-`unchanged` since a snapshot (all of it, or one fact; with `cursor_moves`, a pass's cursor
-moves are the audit entries allowed), `dedupe` and `prune` (a report's
+`unchanged` since a snapshot (all of it, or one fact; with `marks`, a pass's marks
+are the audit entries allowed), `dedupe` and `prune` (a report's
 counters), `weight` (a fact's weight now: `is` to 1e-9, or `below`), `summarise` (a
 summarise report's counters, its refusal codes, how many notes say where it `stopped` and
 what they say, the texts its prompts `shown`), `derive` (a derive report's counters, the
@@ -13,11 +13,12 @@ subjects it left `unstable`, how many cycles are on record), `subjects` (which s
 `Memory.subjects()` calls `unstable` or `stable`), `status` (`Memory.status()` counters, or
 their increase `since` a snapshot), `receipts` (every fact that left the live set points at
 a fact that exists; how many `retired`), `prompts` (how many the model was sent, how many
-times one showed a memory already retired), `written_before` (a fact's first audit entry
-precedes the last entry of the fact it `retired`), `procedures` (a procedures report's
-counters, and the subject's procedures: each `name` with the fields given, exactly those) and
-`topics` (a topics report's counters; the member sets of the subject's `active` and `retired`
-topics, exactly, each active topic's id the one of its sorted member set).
+times one showed a memory already retired, words none of them may show: `never_shows`),
+`written_before` (a fact's first audit entry precedes the last entry of the fact it
+`retired`), `procedures` (a procedures report's counters, and the subject's procedures: each
+`name` with the fields given, exactly those) and `topics` (a topics report's counters; the
+member sets of the subject's `active` and `retired` topics, exactly, each active topic's id
+the one of its sorted member set).
 
 Facts are named by selectors: fields with their values (`{"value": {"lang": "fr"}}`), where
 `sources` and times are event names. A selector must name exactly one fact.
@@ -48,14 +49,14 @@ CHECKS: dict[str, set[str]] = {
     "facts": {"subject", "project", "kind", "active", "total"},
     "conflicts": {"subject", "project", "status", "count", "kind", "members", "kept"},
     "jobs": {"all", "count", "by_subject"},
-    "unchanged": {"since", "fact", "cursor_moves"},
+    "unchanged": {"since", "fact", "marks"},
     "dedupe": {"of", "counts"},
     "prune": {"of", "counts"},
     "weight": {"where", "is", "below", "half_life_days"},
     "summarise": {"of", "counts", "refused", "stopped", "stopped_contains", "shown"},
     "status": {"counts", "since"},
     "receipts": {"retired"},
-    "prompts": {"count", "retired_shown"},
+    "prompts": {"count", "retired_shown", "never_shows"},
     "written_before": {"fact", "retired"},
     "derive": {"of", "counts", "unstable", "recorded_cycles"},
     "subjects": {"project", "unstable", "stable"},
@@ -203,6 +204,10 @@ class CaseChecks:
             expect("prompts sent to the model", len(calls), step["count"])
         if "retired_shown" in step:
             expect("retired memories shown again", len(self.retired_shown), step["retired_shown"])
+        for text in step.get("never_shows", []):  # a pinned memory's words, say (invariant 6)
+            seen = [n for n, call in enumerate(calls, 1) if text in call.system + call.prompt]
+            if seen:
+                raise CaseFailed(f"prompt(s) {seen} showed {text!r} to the model")
 
     def check_written_before(self, step: Mapping[str, Any]) -> None:
         first, later = self.find(step["fact"]), self.find(step["retired"])
@@ -335,9 +340,9 @@ class CaseChecks:
             expect(f"fact {describe(step['fact'])}", fact.model_dump(), before["facts"][fact.id])
             return
         now = self.snapshot()
-        if step.get("cursor_moves"):  # a pass's cursor moving past what it was shown
+        if step.get("marks"):  # a pass marking what it was shown (the watermark)
             old = before["audit"]
-            now["audit"] = [e for e in now["audit"] if e in old or e.action != "move_cursor"]
+            now["audit"] = [e for e in now["audit"] if e in old or e.action != "mark_facts"]
         for part, value in now.items():
             expect(f"{part} since snapshot {step['since']}", value, before[part])
 

@@ -1,32 +1,36 @@
-"""A scope's backlog of changed memories behind a pass's cursor, and the walk that asks a
-model about it across scopes: what the memory judge and rule promotion share.
+"""A scope's backlog of memories a pass has not read (the extraction watermark), and the
+walk that asks a model about it across scopes: what the memory judge, rule promotion and the
+summariser share.
 
-**Positions.** A pass's cursor (`pass_cursors`, moved by `MoveCursor`) is the audit entry of
-the last memory it has finished with, as ``at|id``. Its backlog is every active memory with a
-fact action after that entry (created, reinforced, revised, merged into: an edited or
-resurrected memory comes back), each at its latest change, oldest first (`changed_memories`).
+**The backlog** (`core.watermark`): the scope's live memories the pass holds no mark of their
+present text for (`Store.unmarked_memories`: new, or their text changed), least recently
+reinforced first, with the marks they had when read (`Backlog.read`: a changed text's old
+signature). A pass marks what it finished with (`marking`) in the transaction that applies
+what it derived; under the scope's lock it reads those marks again, and a mark that moved
+since means another run did the work (`moved_meanwhile`).
 
 **The walk** (`walk`). Every scope's backlog is read first; the items that need the model are
 asked about in batches filled across scopes (a subject's last few memories share a call with
 the next subject's), through an `asking.Asker`; then each scope's answers are applied, under
-its lock, with its cursor moved past the items before its first one not asked about. So a
-cursor advances only over items fully answered and applied, and a stop (a provider error,
-the budget) leaves every item not yet asked about behind its scope's cursor. When more waits
-than one run takes (`capped`), a short last batch is left for the next run, whose first
-batch it fills, so that every call carries a full batch.
+its lock, with the items before its first one not asked about marked. So a mark covers only
+items fully answered and applied, and a stop (a provider error, the budget) leaves every item
+not yet asked about unmarked. When more waits than one run takes (`capped`), a short last
+batch is left for the next run, whose first batch it fills, so that every call carries a full
+batch.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from distill.core.models import Fact, FactKind, FactStatus
+from distill.core.models import Fact
 from distill.core.passes import PassResult, Scope
-from distill.core.plan import MoveCursor
+from distill.core.plan import MarkFacts
+from distill.core.watermark import Mark, signature
 from distill.errors import DistillError
 from distill.passes import Pass, run_pass
 from distill.passes.asking import Stop
@@ -37,56 +41,46 @@ log = logging.getLogger("distill.passes")
 T = TypeVar("T")
 V = TypeVar("V")
 W = TypeVar("W")
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_BEFORE = timedelta(microseconds=1)  # the store reads changes strictly after an instant
 
 
-def position_key(position: str) -> tuple[datetime, str]:
-    """A position (``at|id``) as what orders positions: the instant, then the entry's id."""
-    at, _, entry = position.partition("|")
-    return datetime.fromisoformat(at), entry
-
-
-def changed_memories(
-    store: Store, project: str, subject: str, cursor: str | None
-) -> list[tuple[Fact, str]]:
-    """The scope's active memories changed after `cursor` (None: ever), each with the
-    position of its latest change, oldest change first."""
-    since = position_key(cursor)[0] - _BEFORE if cursor else EPOCH
-    after = position_key(cursor) if cursor else None
-    latest: dict[str, str] = {}
-    for e in store.fact_changes_after(project, subject, since):
-        position = f"{e.at.isoformat()}|{e.id}"
-        if e.fact_id and (after is None or position_key(position) > after):
-            latest[e.fact_id] = max(latest.get(e.fact_id, position), position, key=position_key)
-    facts = store.facts_by_ids(project, sorted(latest))
-    live = [
-        (f, latest[f.id])
-        for f in facts
-        if f.kind is FactKind.MEMORY and f.status is FactStatus.ACTIVE
-    ]
-    return sorted(live, key=lambda fp: position_key(fp[1]))
+def unmarked(store: Store, project: str, subject: str, pass_name: str) -> list[Fact]:
+    """The scope's live memories `pass_name` has not read as they are now (the backlog)."""
+    return store.unmarked_memories(project, subject, pass_name)
 
 
 @dataclass(frozen=True)
 class Backlog(Generic[T]):
-    """One scope's items to go through, in cursor order, with each one's position, and
-    where the scope's cursor was read."""
+    """One scope's items to go through, in backlog order, and the marks the pass held of
+    their facts when it read them (`read`: fact id to signature; a new fact has none)."""
 
     scope: Scope
     items: list[T]
-    positions: list[str]
-    cursor: str | None
+    read: dict[str, str]
 
 
-def cursor_move(
-    scope: Scope, cursor_pass: str, before: str | None, after: str, at: datetime, reason: str
-) -> MoveCursor:
-    """The move of a pass's cursor from where it was read (`before`) past a batch (`after`),
-    signed by the pass."""
-    return MoveCursor(
-        scope.project, scope.subject, cursor_pass, before, after, at, reason, cursor_pass
-    )
+def marks_read(store: Store, scope: Scope, pass_name: str, facts: Sequence[Fact]) -> dict[str, str]:
+    """The marks `pass_name` holds of `facts`: one batched read."""
+    return store.fact_marks(scope.project, pass_name, [f.id for f in facts])
+
+
+def marking(
+    scope: Scope,
+    mark_pass: str,
+    facts: Sequence[Fact],
+    read: Mapping[str, str],
+    at: datetime,
+    reason: str,
+) -> MarkFacts:
+    """The watermark's move over `facts` as the pass read them (their text then), from the
+    marks it read, signed by the pass."""
+    marks = tuple(Mark(f.id, read.get(f.id), signature(f.text)) for f in facts)
+    return MarkFacts(scope.project, scope.subject, mark_pass, marks, at, reason, mark_pass)
+
+
+def moved_meanwhile(read: Mapping[str, str], now: Mapping[str, str], ids: Iterable[str]) -> bool:
+    """Whether any of `ids` is marked otherwise than when the backlog was read: another run
+    did that work meanwhile."""
+    return any(read.get(i) != now.get(i) for i in ids)
 
 
 def apply_batch(
@@ -100,8 +94,8 @@ def apply_batch(
     note: Callable[[str], None],
 ) -> PassResult | None:
     """Run `pass_` over one scope's answered batch (`run_pass`: lock, read again, decide,
-    apply with its cursor's move); a refused plan is rolled back, its cursor left, and said
-    in a `note` (None is returned)."""
+    apply with its marks); a refused plan is rolled back, nothing marked, and said in a
+    `note` (None is returned)."""
     scope = backlog.scope
     try:
         return run_pass(store, pass_, scope, work, now=now, new_id=new_id)
@@ -141,8 +135,8 @@ def walk(
     apply: Callable[[Backlog[T], int, list[V]], None],
     note: Callable[[str], None],
 ) -> None:
-    """Ask about the items of `backlogs` that `asks` (the others need no answer; the cursor
-    still moves past them), `batch` at a time, then `apply(backlog, done, answers)` for each
+    """Ask about the items of `backlogs` that `asks` (the others need no answer; they are
+    marked all the same), `batch` at a time, then `apply(backlog, done, answers)` for each
     scope whose first `done` items are through. `ask` raises `Stop` to end the asking; each
     scope it leaves work in gets a `note` with the reason. `key` names an item."""
     asking = [i for b in backlogs for i in b.items if asks(i)]

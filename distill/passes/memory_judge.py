@@ -1,13 +1,13 @@
 """The memory judge pass: new and changed memories put to a model beside their nearest stored
 ones, batch by batch, each verdict checked in code (`core.memory_judge`) and applied through
-the one applier, with the scope's cursor moved in the same transaction.
+the one applier, with the memories judged marked in the same transaction (the watermark).
 
 Per scope (a subject with two or more active memories, within a project allowlist):
 
-1. **What is new.** The scope's cursor is the (time, id) of the last audit entry of a memory
-   already judged; the memories with a fact action after it (created, reinforced, revised:
-   an edited or resurrected memory is judged again) are the backlog, oldest change first, at
-   most `JUDGE_MAX_PER_RUN` of them. Each memory's position in it is its latest change.
+1. **What is new.** The watermark (`core.watermark`, `backlog`): the live memories the judge
+   holds no mark of their present text for (new, or their text changed; a reinforcement
+   changes no text, so it is not judged again), least recently reinforced first, at most
+   `JUDGE_MAX_PER_RUN` of them.
 2. **Candidates.** For each, `CANDIDATES_PER_ARM` live memories of the scope from the lexical
    arm (BM25 over the memory's own words) and as many from the vector arm (its recall
    vector, read through the embedding cache), interleaved.
@@ -15,20 +15,18 @@ Per scope (a subject with two or more active memories, within a project allowlis
    An answer that cannot be read (not the JSON asked for, or cut off at the output limit) is
    asked again in halves, down to one memory, which is then listed as failed and skipped: it
    cannot wedge the tier. A provider error (transport, auth, quota, a timeout) stops the
-   tier with a note: the memories not yet asked about stay behind each scope's cursor
-   (`asking.Asker`).
+   tier with a note: the memories not yet asked about stay unmarked (`asking.Asker`).
 4. **Apply.** Under the subject's lock every fact the model saw is read again, with the
    subject's open conflict sets; a verdict on a fact edited since is dropped
    (`edited_meanwhile`), the others are checked (a supersede the words do not show becomes
-   a conflict set: `core.changes`) and applied with
-   the cursor move to the batch's last memory: the cursor advances only over batches fully
-   judged and applied.
+   a conflict set: `core.changes`) and applied with the marks of the memories judged: a
+   memory is marked only once its batch is fully judged and applied.
 
 **Budgets** (no peer has them): at most `max_calls` model calls and `max_tokens` tokens per
 run, across scopes (`asking.Budget`). The tier stops before a call that the budget cannot pay
-for, cursor left at the last batch applied, and the report says what was spent. A dry run
-judges and reports, inside a transaction the store rolls back: nothing written, no cursor
-moved (the calls are made and counted: that is what a dry run of a model tier costs).
+for, what it did not ask about left unmarked, and the report says what was spent. A dry run
+judges and reports, inside a transaction the store rolls back: nothing written, nothing
+marked (the calls are made and counted: that is what a dry run of a model tier costs).
 """
 
 from __future__ import annotations
@@ -48,9 +46,11 @@ from distill.passes.asking import Asker, Budget, ModelRun, Reader
 from distill.passes.backlog import (
     Backlog,
     apply_batch,
-    changed_memories,
-    cursor_move,
+    marking,
+    marks_read,
+    moved_meanwhile,
     over_scopes,
+    unmarked,
     walk,
 )
 from distill.ports import LLM, RecallScope, Store, Vector
@@ -92,13 +92,13 @@ class JudgeReport(ModelRun):
 
 @dataclass(frozen=True)
 class Judged:
-    """A batch's answer, to apply: what was shown, the verdicts, the cursor's move."""
+    """A batch's answer, to apply: what was shown, the verdicts, the marks the judge held of
+    the memories it judged (`read`)."""
 
     scope: Scope
     items: tuple[Item, ...]
     verdicts: tuple[Verdict, ...]
-    cursor_before: str | None
-    cursor_after: str
+    read: dict[str, str]
     max_changes: int | None
 
 
@@ -106,7 +106,7 @@ class Judged:
 class Fresh:
     work: Judged
     facts: dict[str, Fact]
-    cursor: str | None
+    marks: dict[str, str]
     contested: frozenset[frozenset[str]]  # pairs of facts in an open conflict set
 
 
@@ -127,14 +127,16 @@ class JudgeBatch:
     def load(self, store: Store, scope: Scope, work: Judged) -> Fresh:
         ids = sorted({f.id for i in work.items for f in (i.memory, *i.candidates)})
         facts = {f.id: f for f in store.facts_by_ids(scope.project, ids)}
-        cursor = store.pass_cursor(scope.project, scope.subject, self.name)
+        judged = [i.memory.id for i in work.items]
+        marks = store.fact_marks(scope.project, self.name, judged)
         conflicts = store.conflicts(scope.project, scope.subject, ConflictStatus.OPEN)
-        return Fresh(work, facts, cursor, mj.contested_pairs(conflicts))
+        return Fresh(work, facts, marks, mj.contested_pairs(conflicts))
 
     def decide(self, snapshot: Fresh, context: Context) -> JudgeResult:
         work = snapshot.work
         result = JudgeResult(mj.Checked().plan)
-        if snapshot.cursor != work.cursor_before:
+        judged = [i.memory.id for i in work.items]
+        if moved_meanwhile(work.read, snapshot.marks, judged):
             result.decisions.append(Decision("skipped", None, "another run judged meanwhile"))
             return result
         unchanged = {
@@ -152,11 +154,11 @@ class JudgeBatch:
         checked = mj.check(fresh, work.items, context.now, guards, context.new_id, work.max_changes)
         checked.refused.extend(edited)
         checked.plan.add(
-            cursor_move(
+            marking(
                 work.scope,
                 self.name,
-                work.cursor_before,
-                work.cursor_after,
+                [i.memory for i in work.items if i.memory.id in unchanged],  # edited: next run
+                work.read,
                 context.now,
                 f"judged {len(work.items)} memory(ies)",
             )
@@ -192,19 +194,18 @@ class _Run:
         pending: list[Backlog[Item]] = []
         for project, subject in scopes:
             report.scopes += 1
-            cursor = self.store.pass_cursor(project, subject, mj.PASS_NAME)
-            changed = changed_memories(self.store, project, subject, cursor)
+            changed = unmarked(self.store, project, subject, mj.PASS_NAME)
             if len(changed) > JUDGE_MAX_PER_RUN:
                 report.capped = True
                 changed = changed[:JUDGE_MAX_PER_RUN]
             if changed:
-                items = self.items(project, subject, [f for f, _ in changed])
-                positions = [p for _, p in changed]
-                pending.append(Backlog(Scope(project, subject), items, positions, cursor))
+                scope = Scope(project, subject)
+                read = marks_read(self.store, scope, mj.PASS_NAME, changed)
+                pending.append(Backlog(scope, self.items(project, subject, changed), read))
         asker: Asker[Item, Verdict] = Asker(self.llm, mj.SYSTEM, mj.SCHEMA, _render, self.budget)
         walk(
             pending,
-            # A memory with nothing near it needs no verdict; the cursor still moves past it.
+            # A memory with nothing near it needs no verdict; it is marked all the same.
             asks=lambda i: bool(i.candidates),
             ask=asker.ask,
             key=lambda i: i.memory.id,
@@ -219,12 +220,12 @@ class _Run:
             report.failed.append(item.memory.id)
 
     def apply(self, b: Backlog[Item], done: int, verdicts: Sequence[Verdict]) -> None:
-        """Apply the verdicts on the first `done` memories of a scope's backlog and move its
-        cursor past them, in one transaction; a refused plan leaves the cursor."""
-        items = tuple(i for i in b.items[:done] if i.candidates)
-        mine = {i.memory.id for i in items}
+        """Apply the verdicts on the first `done` memories of a scope's backlog and mark them,
+        in one transaction; a refused plan marks nothing."""
+        items = tuple(b.items[:done])
+        mine = {i.memory.id for i in items if i.candidates}
         found = tuple(v for v in verdicts if v.memory_id in mine)
-        work = Judged(b.scope, items, found, b.cursor, b.positions[done - 1], self.left())
+        work = Judged(b.scope, items, found, b.read, self.left())
         result = apply_batch(
             self.store,
             JudgeBatch(self.objections),
@@ -234,7 +235,7 @@ class _Run:
             new_id=self.new_id,
             note=self.report.stopped.append,
         )
-        if result is None:  # rolled back: the scope's cursor stays
+        if result is None:  # rolled back: nothing marked
             return
         assert isinstance(result, JudgeResult)
         for v in result.checked.applied:

@@ -1,29 +1,29 @@
 """The promote-rules pass: memories a subject keeps re-stating put to a model, and those it
 calls standing instructions added to the subject's rules (`core.rules`), through the one
-applier, with the scope's cursor moved in the same transaction.
+applier, with the memories answered marked in the same transaction (the watermark).
 
 Per scope (a subject with an active memory re-observed at least the threshold, within a
 project allowlist):
 
-1. **What is new.** The scope's `promote_rules` cursor, as the judge's (`backlog`): the
-   memories with a fact action after it, each at its latest change, oldest first. Those that
+1. **What is new.** The watermark (`core.watermark`, `backlog`): the live memories this
+   pass holds no mark of their present text for, least recently reinforced first. Those that
    are offered (`core.rules.is_offered`: corroborated enough, trusted enough, no rule promoted
-   from them yet) are asked about, at most `RULES_MAX_PER_RUN` per scope; the cursor moves
-   past the others too. A memory offered and answered is not offered again unless it changes
-   (a reinforcement is a change: it is asked about once more, and a rule it gave already is
-   not added twice).
+   from them yet) are asked about, at most `RULES_MAX_PER_RUN` per scope, and marked once
+   answered; the others are not marked, so that one re-stated often enough later (or a lower
+   threshold) offers it then, for no call until it does. A memory answered is not offered
+   again unless its text changes: a reinforcement shows the model the same words.
 2. **One call per `RULES_BATCH` memories**, batches filled across scopes, answers halved when
    unreadable and a provider error stopping the pass with a note (`asking.Asker`).
 3. **Apply.** Under the subject's lock the offered memories and the subject's rules are read
    again: an answer on a memory changed since, or no longer offered, is dropped
    (`edited_meanwhile`); the others are checked (`core.rules.check`, against the rules as
    they are now, so that two runs, or two memories of one run, never add one rule twice) and
-   applied with the cursor's move past the batch.
+   applied with the marks of the memories answered.
 
 **Budgets**: at most `max_calls` calls and `max_tokens` tokens per run, across scopes
-(`asking.Budget`); the pass stops cleanly before a call it cannot pay for, each scope's
-cursor where its work stopped, and the report says what was spent. A dry run asks and
-reports inside a transaction the store rolls back: no rule written, no cursor moved.
+(`asking.Budget`); the pass stops cleanly before a call it cannot pay for, what it did not
+ask about left unmarked, and the report says what was spent. A dry run asks and reports
+inside a transaction the store rolls back: no rule written, nothing marked.
 """
 
 from __future__ import annotations
@@ -42,9 +42,11 @@ from distill.passes.asking import Asker, Budget, ModelRun, Reader
 from distill.passes.backlog import (
     Backlog,
     apply_batch,
-    changed_memories,
-    cursor_move,
+    marking,
+    marks_read,
+    moved_meanwhile,
     over_scopes,
+    unmarked,
     walk,
 )
 from distill.ports import LLM, Store
@@ -87,14 +89,13 @@ class PromoteReport(ModelRun):
 
 @dataclass(frozen=True)
 class Answered:
-    """A scope's answered memories, to apply: what was offered, the verdicts, the cursor's
-    move."""
+    """A scope's answered memories, to apply: what was offered, the verdicts, the marks the
+    pass held of them (`read`)."""
 
     scope: Scope
     offered: tuple[Fact, ...]
     verdicts: tuple[cr.Verdict, ...]
-    cursor_before: str | None
-    cursor_after: str
+    read: dict[str, str]
     threshold: int
 
 
@@ -103,7 +104,7 @@ class Fresh:
     work: Answered
     facts: dict[str, Fact]
     rules: list[Rule]
-    cursor: str | None
+    marks: dict[str, str]
 
 
 @dataclass
@@ -122,11 +123,11 @@ class PromoteBatch:
         ids = sorted(f.id for f in work.offered)
         facts = {f.id: f for f in store.facts_by_ids(scope.project, ids)}
         rules = store.rules(scope.project, scope.subject)
-        return Fresh(work, facts, rules, store.pass_cursor(scope.project, scope.subject, self.name))
+        return Fresh(work, facts, rules, store.fact_marks(scope.project, self.name, ids))
 
     def decide(self, snapshot: Fresh, context: Context) -> PromoteResult:
         work = snapshot.work
-        if snapshot.cursor != work.cursor_before:
+        if moved_meanwhile(work.read, snapshot.marks, (f.id for f in work.offered)):
             result = PromoteResult(Plan())
             result.decisions.append(Decision("skipped", None, "another run promoted meanwhile"))
             return result
@@ -145,11 +146,11 @@ class PromoteBatch:
         fresh = [v for v in work.verdicts if v.memory_id in ids]
         checked = cr.check(fresh, still, snapshot.rules, context.now, context.new_id)
         checked.plan.add(
-            cursor_move(
+            marking(
                 work.scope,
                 self.name,
-                work.cursor_before,
-                work.cursor_after,
+                [f for f in work.offered if snapshot.facts.get(f.id) == f],  # edited: next run
+                work.read,
                 context.now,
                 f"offered {len(work.offered)} memory(ies)",
             )
@@ -180,20 +181,17 @@ class _Run:
         pending: list[Backlog[Fact]] = []
         for project, subject in scopes:
             report.scopes += 1
-            cursor = self.store.pass_cursor(project, subject, cr.PASS_NAME)
-            changed = changed_memories(self.store, project, subject, cursor)
+            changed = unmarked(self.store, project, subject, cr.PASS_NAME)
             promoted = cr.promoted_from(self.store.rules(project, subject))
-            mine = [f.id for f, _ in changed if cr.is_offered(f, self.threshold, promoted)]
+            mine = [f for f in changed if cr.is_offered(f, self.threshold, promoted)]
             if len(mine) > RULES_MAX_PER_RUN:
                 report.capped = True
-                last = mine[RULES_MAX_PER_RUN - 1]
-                changed = changed[: 1 + next(i for i, (f, _) in enumerate(changed) if f.id == last)]
                 mine = mine[:RULES_MAX_PER_RUN]
-            self.offered.update(mine)
-            if changed:
-                items = [f for f, _ in changed]
-                positions = [p for _, p in changed]
-                pending.append(Backlog(Scope(project, subject), items, positions, cursor))
+            self.offered.update(f.id for f in mine)
+            if mine:
+                scope = Scope(project, subject)
+                read = marks_read(self.store, scope, cr.PASS_NAME, mine)
+                pending.append(Backlog(scope, mine, read))
         asker: Asker[Fact, cr.Verdict] = Asker(self.llm, cr.SYSTEM, cr.SCHEMA, _render, self.budget)
 
         unknown: list[cr.Verdict] = []  # naming an alias no batch showed: no scope's
@@ -221,12 +219,12 @@ class _Run:
             report.failed.append(memory.id)
 
     def apply(self, b: Backlog[Fact], done: int, verdicts: Sequence[cr.Verdict]) -> None:
-        """Apply the verdicts on the first `done` memories of a scope's backlog and move its
-        cursor past them, in one transaction; a refused plan leaves the cursor."""
+        """Apply the verdicts on the first `done` memories of a scope's backlog and mark them,
+        in one transaction; a refused plan marks nothing."""
         offered = tuple(f for f in b.items[:done] if f.id in self.offered)
         mine = {f.id for f in offered}
         found = tuple(v for v in verdicts if v.memory_id in mine)
-        work = Answered(b.scope, offered, found, b.cursor, b.positions[done - 1], self.threshold)
+        work = Answered(b.scope, offered, found, b.read, self.threshold)
         result = apply_batch(
             self.store,
             PromoteBatch(),
@@ -236,7 +234,7 @@ class _Run:
             new_id=self.new_id,
             note=self.report.stopped.append,
         )
-        if result is None:  # rolled back: the scope's cursor stays
+        if result is None:  # rolled back: nothing marked
             return
         assert isinstance(result, PromoteResult)
         checked = result.checked

@@ -1,25 +1,25 @@
 """The summarise pass: a scope's old memories put to a model in batches, each proposal
-checked in code (`core.summarise`) and applied through the one applier, with the scope's
-cursor moved in the same transaction.
+checked in code (`core.summarise`) and applied through the one applier, with the memories
+shown marked in the same transaction (the watermark).
 
 Per scope (a subject with live memories, within a project allowlist):
 
-1. **What is offered.** The scope's `summarise` cursor, as the judge's (`backlog`): the
-   memories with a fact action after it, each at its latest change, oldest first; of those,
-   all but the `SUMMARISE_KEEP` most recently changed, unpinned (`core.summarise.offered`),
-   at most `SUMMARISE_MAX_PER_RUN` per scope (`capped`).
+1. **What is offered.** The watermark (`core.watermark`, `backlog`): the live memories the
+   summariser holds no mark of their present text for, least recently reinforced first; of
+   those, all but the `SUMMARISE_KEEP` most recently reinforced, unpinned
+   (`core.summarise.offered`), at most `SUMMARISE_MAX_PER_RUN` per scope (`capped`).
 2. **One call per batch** of `SUMMARISE_BATCH` memories of one scope (a summary belongs to
    one subject, so batches are never filled across scopes; a last batch of fewer than
    `SUMMARISE_MIN_BATCH` waits for the next run). An unreadable answer is asked again in
    halves and a provider error (an unreachable model, a timeout, a rejection) stops the
-   pass with one note; what was not asked about stays behind each scope's cursor
-   (`asking.Asker`). The provider's own retries are `adapters.llm.calls.RetryPolicy`'s:
-   transient failures only.
+   pass with one note; what was not asked about stays unmarked (`asking.Asker`), and what was
+   applied before the stop stays applied (each batch is its own transaction). The
+   provider's own retries are `adapters.llm.calls.RetryPolicy`'s: transient failures only.
 3. **Apply.** Under the subject's lock the memories shown are read again with the subject's
    open conflict sets; a memory changed since is dropped from what a proposal consumes
-   (`edited_meanwhile`); the rest are checked and applied with the cursor's move past the
-   batch. A proposal refused whole writes nothing but the cursor: the memories it was shown
-   are not offered again until they change, so a broken model costs one run's calls.
+   (`edited_meanwhile`); the rest are checked and applied with the marks of the batch. A
+   proposal refused whole writes nothing but the marks: the memories it was shown are not
+   offered again until their text changes, so a broken model costs one run's calls.
 
 **Budgets**: `max_calls` calls and `max_tokens` tokens per run, across scopes
 (`asking.Budget`). A dry run asks and reports inside a transaction the store rolls back.
@@ -37,15 +37,18 @@ from distill.core import summarise as cs
 from distill.core.memory_judge import contested_pairs
 from distill.core.models import ConflictStatus, Fact
 from distill.core.passes import Context, Decision, PassResult, Scope
+from distill.core.recall import recall_text
 from distill.passes.asking import Asker, Budget, ModelRun, Reader, Stop
 from distill.passes.backlog import (
     Backlog,
     apply_batch,
-    changed_memories,
-    cursor_move,
+    marking,
+    marks_read,
+    moved_meanwhile,
     over_scopes,
+    unmarked,
 )
-from distill.ports import LLM, Store
+from distill.ports import LLM, Store, Vector
 
 log = logging.getLogger("distill.summarise")
 
@@ -54,6 +57,11 @@ SUMMARISE_MAX_PER_RUN = 48  # memories offered per scope per run, as the judge's
 # A call carries ten memories and a paragraph back: about a thousand tokens.
 SUMMARISE_MAX_CALLS = 20
 SUMMARISE_MAX_TOKENS = 100_000
+# Tries per call: the seed's "one retry", for transient failures only (transport, timeouts,
+# 5xx, 408, 429; any other 4xx is a refusal that a retry would only repeat). Fewer than the
+# providers' default 3: the summariser is optional, and a model that fails twice in a row is
+# better left for the next cycle than waited on.
+SUMMARISE_ATTEMPTS = 2
 
 
 @dataclass
@@ -91,20 +99,21 @@ class SummariseReport(ModelRun):
 
 @dataclass(frozen=True)
 class Proposed:
-    """A batch's proposals, to apply: what was shown, and the cursor's move past it."""
+    """A batch's proposals, to apply: what was shown, and the marks the summariser held of it
+    (`read`)."""
 
     scope: Scope
     shown: tuple[Fact, ...]
     proposals: tuple[cs.Proposal, ...]
-    cursor_before: str | None
-    cursor_after: str
+    read: dict[str, str]
+    recall: cs.Recall | None = None  # the summaries' recall vectors, embedded before the lock
 
 
 @dataclass(frozen=True)
 class Fresh:
     work: Proposed
     facts: dict[str, Fact]
-    cursor: str | None
+    marks: dict[str, str]
     contested: frozenset[frozenset[str]]
 
 
@@ -122,14 +131,14 @@ class SummariseBatch:
     def load(self, store: Store, scope: Scope, work: Proposed) -> Fresh:
         ids = sorted(f.id for f in work.shown)
         facts = {f.id: f for f in store.facts_by_ids(scope.project, ids)}
-        cursor = store.pass_cursor(scope.project, scope.subject, self.name)
+        marks = store.fact_marks(scope.project, self.name, ids)
         conflicts = store.conflicts(scope.project, scope.subject, ConflictStatus.OPEN)
-        return Fresh(work, facts, cursor, contested_pairs(conflicts))
+        return Fresh(work, facts, marks, contested_pairs(conflicts))
 
     def decide(self, snapshot: Fresh, context: Context) -> SummariseResult:
         work = snapshot.work
         checked = cs.Checked()
-        if snapshot.cursor != work.cursor_before:
+        if moved_meanwhile(work.read, snapshot.marks, (f.id for f in work.shown)):
             result = SummariseResult(checked.plan, checked=checked)
             result.decisions.append(Decision("skipped", None, "another run summarised meanwhile"))
             return result
@@ -147,13 +156,13 @@ class SummariseBatch:
             )
             consumes = tuple(i for i in p.consumes if i in unchanged)
             proposals.append(replace(p, consumes=consumes, contradictions=contradictions))
-        cs.check(proposals, context.now, context.new_id, snapshot.contested, checked)
+        cs.check(proposals, context.now, context.new_id, snapshot.contested, checked, work.recall)
         checked.plan.add(
-            cursor_move(
+            marking(
                 work.scope,
                 self.name,
-                work.cursor_before,
-                work.cursor_after,
+                [f for f in work.shown if f.id in unchanged],  # an edited one: the next run
+                work.read,
                 context.now,
                 f"offered {len(work.shown)} memory(ies)",
             )
@@ -176,6 +185,8 @@ class _Run:
     budget: Budget
     keep: int
     whole_batch: bool
+    embed: Callable[[Sequence[str]], dict[str, Vector]] | None
+    model_id: str | None
 
     def run(self, scopes: Sequence[tuple[str, str]]) -> None:
         report = self.report
@@ -184,14 +195,13 @@ class _Run:
         )
         for project, subject in scopes:
             report.scopes += 1
-            cursor = self.store.pass_cursor(project, subject, cs.PASS_NAME)
-            changed = changed_memories(self.store, project, subject, cursor)
-            position = {f.id: p for f, p in changed}
-            offered = cs.offered([f for f, _ in changed], self.keep)
+            changed = unmarked(self.store, project, subject, cs.PASS_NAME)
+            offered = cs.offered(changed, self.keep)
             if len(offered) > SUMMARISE_MAX_PER_RUN:
                 report.capped = True
                 offered = offered[:SUMMARISE_MAX_PER_RUN]
             scope = Scope(project, subject)
+            read = marks_read(self.store, scope, cs.PASS_NAME, offered)
             for start in range(0, len(offered), cs.SUMMARISE_BATCH):
                 batch = offered[start : start + cs.SUMMARISE_BATCH]
                 if len(batch) < cs.SUMMARISE_MIN_BATCH:
@@ -203,10 +213,8 @@ class _Run:
                     report.stopped.append(f"{project}/{subject}: {stopped}")
                     return
                 report.offered += len(batch)
-                after = position[batch[-1].id]
-                if not self.apply(Backlog(scope, list(batch), [after], cursor), proposals):
-                    break  # rolled back: the cursor stays before this batch
-                cursor = self.store.pass_cursor(project, subject, cs.PASS_NAME)
+                if not self.apply(Backlog(scope, list(batch), read), proposals):
+                    break  # rolled back: nothing of this batch marked
         for memory in asker.failed:
             log.warning("summarise: no answer could be read for memory %s", memory.id)
             report.failed.append(memory.id)
@@ -217,9 +225,13 @@ class _Run:
         return shown.prompt, lambda text, truncated: cs.read(text, shown, truncated, whole)
 
     def apply(self, b: Backlog[Fact], proposals: Sequence[cs.Proposal]) -> bool:
-        """Apply one batch's proposals and move the cursor past it, in one transaction; a
-        refused plan leaves the cursor."""
-        work = Proposed(b.scope, tuple(b.items), tuple(proposals), b.cursor, b.positions[-1])
+        """Apply one batch's proposals and mark its memories, in one transaction; a refused
+        plan marks nothing."""
+        recall = None
+        if self.embed is not None and self.model_id is not None:
+            said = [recall_text(None, None, p.summary) for p in proposals if p.summary]
+            recall = cs.Recall(self.model_id, self.embed(said))
+        work = Proposed(b.scope, tuple(b.items), tuple(proposals), b.read, recall)
         result = apply_batch(
             self.store,
             SummariseBatch(),
@@ -252,14 +264,17 @@ def run_summarise(
     max_calls: int | None = SUMMARISE_MAX_CALLS,
     max_tokens: int | None = SUMMARISE_MAX_TOKENS,
     keep: int = cs.SUMMARISE_KEEP,
+    embed: Callable[[Sequence[str]], dict[str, Vector]] | None = None,
+    model_id: str | None = None,
 ) -> SummariseReport:
     """Summarise the old memories of every scope of `projects` (empty: all), or of one
     subject. An Anthropic model's answer without `consumes` consumes its whole batch (the
-    seed's Anthropic path), each memory still checked."""
+    seed's Anthropic path), each memory still checked. `embed` (through the store's cache)
+    and the embedder's `model_id` give each summary its recall vector."""
     report = SummariseReport(dry_run=dry_run)
     budget = Budget(max_calls, max_tokens, report.usage)
     whole = llm.model_id.startswith("anthropic/")
-    run = _Run(store, llm, now, new_id, report, budget, keep, whole)
+    run = _Run(store, llm, now, new_id, report, budget, keep, whole, embed, model_id)
 
     over_scopes(store, lambda: store.memory_scopes(list(projects)), subject, dry_run, run.run)
     return report

@@ -36,7 +36,7 @@ from distill.core.topics import (
 )
 from distill.errors import DistillError
 from distill.passes import refused, run_pass, walked_scopes
-from distill.passes.backlog import EPOCH, cursor_move, position_key
+from distill.passes.cursors import EPOCH, cursor_move, position_key
 from distill.ports import Store, Vector
 
 log = logging.getLogger("distill.passes")

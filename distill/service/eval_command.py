@@ -64,6 +64,12 @@ from distill.service.terminal import build_embedder, build_llm, err, json_flag, 
     help="locomo: the dedupe pass with its offline tier (close in meaning, every guard "
     "clean), as `distill dedupe --offline`.",
 )
+@click.option(
+    "--summarise-gate",
+    is_flag=True,
+    help="locomo: the summariser's recall gate: scripted summarisers, faithful and lossy, "
+    "over copies of the consolidated store, each measured against it.",
+)
 @json_flag("Print the JSON result instead of tables.")
 @click.option("--markdown", is_flag=True, help="Print Markdown tables (for a report).")
 @click.pass_context
@@ -77,6 +83,7 @@ def eval_cmd(
     llm_provider: str | None,
     passes: bool,
     offline: bool,
+    summarise_gate: bool,
     as_json: bool,
     markdown: bool,
 ) -> None:
@@ -106,6 +113,7 @@ def eval_cmd(
                 llm=llm,
                 hygiene=passes,
                 offline=offline,
+                summarise_gate=summarise_gate,
             )
             results = [run_suite(name, context) for name in names]
     finally:

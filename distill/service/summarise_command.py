@@ -11,7 +11,12 @@ import click
 from rich.table import Table
 
 from distill.core.summarise import SUMMARISE_KEEP
-from distill.passes.summarise import SUMMARISE_MAX_CALLS, SUMMARISE_MAX_TOKENS, SummariseReport
+from distill.passes.summarise import (
+    SUMMARISE_ATTEMPTS,
+    SUMMARISE_MAX_CALLS,
+    SUMMARISE_MAX_TOKENS,
+    SummariseReport,
+)
 from distill.service.hygiene_command import (
     model_options,
     run_model_pass,
@@ -31,7 +36,14 @@ from distill.service.terminal import json_option, out
     type=click.IntRange(min=0),
     default=SUMMARISE_KEEP,
     show_default=True,
-    help="A subject's most recently changed memories that are never offered.",
+    help="A subject's most recently reinforced memories that are never offered.",
+)
+@click.option(
+    "--attempts",
+    type=click.IntRange(min=1),
+    default=SUMMARISE_ATTEMPTS,
+    show_default=True,
+    help="Tries per model call, for transient failures only (2: one retry).",
 )
 @json_option
 @click.pass_context
@@ -44,6 +56,7 @@ def summarise(
     max_calls: int,
     max_tokens: int,
     keep: int,
+    attempts: int,
     as_json: bool,
 ) -> None:
     """Ask the model (--llm / DISTILL_LLM) to summarise each subject's old memories (all but
@@ -61,6 +74,7 @@ def summarise(
             max_calls=max_calls,
             max_tokens=max_tokens,
             keep=keep,
+            attempts=attempts,
         ),
         as_json,
         _print_summarised,

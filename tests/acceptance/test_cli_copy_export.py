@@ -34,6 +34,7 @@ TABLES = [
     "mentions",
     "topics",
     "extractions",
+    "pass_cursors",
 ]
 
 

@@ -19,6 +19,7 @@ from distill import Memory
 from distill.adapters.embed.hashing import HashingEmbedder
 from distill.adapters.llm.fake import FakeLLM
 from distill.core.models import Fact, RuleOrigin
+from distill.core.plan import Plan, ReviseFact
 from distill.core.rules import asked
 from distill.errors import ConfigurationError, RateLimited
 from distill.ports import Completion
@@ -47,6 +48,12 @@ def by_rule(prompt: str) -> str:
 @pytest.fixture
 def promoting(scripted_memory: Callable[..., Memory]) -> Callable[..., Memory]:
     return partial(scripted_memory, default=by_rule)
+
+
+def edit_text(mem: Memory, fact: Fact, text: str) -> None:
+    """Change a memory's words in place, as no pass does today: what the watermark watches."""
+    edited = fact.model_copy(update={"text": text})
+    mem.store.apply(Plan([ReviseFact(fact, edited, "link", "edited by hand", "api")]), None, [])
 
 
 def say(
@@ -109,10 +116,22 @@ def test_only_memories_re_observed_often_enough_are_offered(
     [prompt] = [c.prompt for c in llm_of(mem).calls]
     assert [text for _, text in asked(prompt)] == ["Do not schedule meetings before 10am."]
     assert [r.text for r in report.promoted] == ["Never schedule meetings before 10am."]
-    lower = mem.promote_rules(corroboration_threshold=2)  # the cursor passed it: not again
-    assert lower.offered == 0
+    assert mem.promote_rules().usage.calls == 0  # answered once: marked
     say(mem, "Please reply in British English.", times=1, day=10)  # now 3 re-observations
     assert [r.text for r in mem.promote_rules().promoted] == ["Always reply in British English."]
+
+
+def test_a_memory_not_offered_is_not_marked_so_a_lower_threshold_offers_it(
+    promoting: Callable[..., Memory],
+) -> None:
+    mem = promoting()
+    say(mem, "Please reply in British English.", times=3)  # re-observed twice
+
+    assert mem.promote_rules().usage.calls == 0
+    lower = mem.promote_rules(corroboration_threshold=2)
+
+    assert lower.offered == 1
+    assert [r.text for r in lower.promoted] == ["Always reply in British English."]
 
 
 def test_a_memory_answered_once_is_not_offered_again_unless_it_changes(
@@ -124,13 +143,16 @@ def test_a_memory_answered_once_is_not_offered_again_unless_it_changes(
     assert mem.promote_rules().offered == 2
 
     assert mem.promote_rules().usage.calls == 0
-    say(mem, "I live in Leeds.", times=1, day=10)  # reinforced: changed
+    say(mem, "I live in Leeds.", times=1, day=10)  # reinforced: the same words
     say(mem, "Please reply in British English.", times=1, day=11)  # a rule's source: never
+    assert mem.promote_rules().usage.calls == 0
+    [leeds] = [f for f in mem.facts("u1") if f.text == "I live in Leeds."]
+    edit_text(mem, leeds, "I live in Leeds, near the station.")  # its text changed
     again = mem.promote_rules()
 
     assert again.offered == 1 and again.promoted == []
     [(_, text)] = asked(llm_of(mem).calls[-1].prompt)
-    assert text == "I live in Leeds."
+    assert text == "I live in Leeds, near the station."
     assert len(mem.rules("u1")) == 1
 
 

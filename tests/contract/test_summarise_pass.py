@@ -86,6 +86,19 @@ def test_old_memories_become_one_summary_with_receipts(
     assert trail[-1].action == "consolidate_fact" and trail[-1].pass_name == "summarise"
 
 
+def test_a_summary_is_found_by_search_through_both_arms_as_its_memories_were(
+    summarising: Callable[..., Memory],
+) -> None:
+    mem = summarising()
+    remember(mem, OLD + RECENT)
+    mem.summarise(keep=2)
+
+    [hit] = [h for h in mem.search("green tea and bikes", subject="u1") if h.fact.text == SUMMARY]
+    # Written with its recall vector: the vector arm finds it, not only the words arm.
+    assert "vector" in hit.parts and "lexical" in hit.parts
+    assert mem.search("User has 3 bikes", subject="u1", limit=1)[0].fact.text == SUMMARY
+
+
 def test_scenario_25_hallucinated_and_duplicate_ids(summarising: Callable[..., Memory]) -> None:
     answer = json.dumps({"summary": "The user has 3 bikes.", "consumes": ["M1", "M1", "X"]})
     mem = summarising(answer)

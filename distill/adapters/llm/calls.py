@@ -15,7 +15,7 @@ import random
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -27,7 +27,7 @@ from distill.errors import (
     RateLimited,
     TransientProviderError,
 )
-from distill.ports import Completion
+from distill.ports import LLM, Completion
 
 log = logging.getLogger("distill.llm")
 
@@ -138,17 +138,42 @@ class HTTPProvider:
     def complete(
         self, system: str, prompt: str, schema: dict[str, Any] | None = None
     ) -> Completion:
+        return self.complete_with(system, prompt, schema)
+
+    def complete_with(
+        self,
+        system: str,
+        prompt: str,
+        schema: dict[str, Any] | None = None,
+        *,
+        retry: RetryPolicy | None = None,
+        plain_json: bool = False,
+    ) -> Completion:
+        """`complete`, as one caller needs it: under its own `retry` policy (the
+        provider's by default), and, with `plain_json`, as a completion constrained to one
+        JSON object of any shape where the provider has such a mode (`_call_plain_json`:
+        Ollama's `/api/generate` with `"format": "json"`); `schema` is then the caller's to
+        check, as it always is."""
+        policy = retry or self.retry
         where = f"{self.model_id} at {self.base_url}"
+        call = self._call_plain_json if plain_json else self._call
         try:
-            return with_retries(lambda: self._call(system, prompt, schema), self.retry, where)
+            return with_retries(lambda: call(system, prompt, schema), policy, where)
         except ProviderTimeout as exc:
             raise ProviderTimeout(
-                f"{where} did not answer within {self.timeout:g} s, {self.retry.attempts} "
+                f"{where} did not answer within {self.timeout:g} s, {policy.attempts} "
                 f"time(s) in a row"
             ) from exc
 
     def _call(self, system: str, prompt: str, schema: dict[str, Any] | None) -> Completion:
         raise NotImplementedError
+
+    def _call_plain_json(
+        self, system: str, prompt: str, schema: dict[str, Any] | None
+    ) -> Completion:
+        """A plain-JSON completion; a provider without that mode answers under `schema`,
+        which constrains at least as much."""
+        return self._call(system, prompt, schema)
 
     def close(self) -> None:
         """Close the HTTP connections this provider holds."""
@@ -306,3 +331,34 @@ def display_url(url: str) -> str:
         host = f"{host}:{parts.port}"
     netloc = f"***@{host}" if parts.username or parts.password else host
     return urlunsplit((parts.scheme, netloc, parts.path, "***" if parts.query else "", ""))
+
+
+@dataclass(frozen=True)
+class AskedAs:
+    """An `LLM` as one pass asks it: with its own number of `attempts` (transient failures
+    only, as always: transport, timeouts, 5xx, 408, 429), and, with `plain_json`, through the
+    provider's plain-JSON mode (Ollama's `/api/generate` with `"format": "json"`). The
+    provider's other retry settings (waits, `Retry-After`) stay its own. A model that is not
+    an HTTP provider (a scripted one) is asked as it is."""
+
+    llm: LLM
+    attempts: int
+    plain_json: bool = False
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ConfigurationError("a model is asked at least once: attempts must be 1 or more")
+
+    @property
+    def model_id(self) -> str:
+        return self.llm.model_id
+
+    def complete(
+        self, system: str, prompt: str, schema: dict[str, Any] | None = None
+    ) -> Completion:
+        if not isinstance(self.llm, HTTPProvider):
+            return self.llm.complete(system, prompt, schema)
+        retry = replace(self.llm.retry, attempts=self.attempts)
+        return self.llm.complete_with(
+            system, prompt, schema, retry=retry, plain_json=self.plain_json
+        )

@@ -1,6 +1,9 @@
-"""Ollama's native chat API (`/api/chat`). The candidate schema goes in `format`, which Ollama
-turns into a grammar that constrains sampling: the model cannot emit anything else, which
-matters most for the small models people run on a laptop."""
+"""Ollama's native API. Calls go to `/api/chat` with the caller's JSON schema in `format`,
+which Ollama turns into a grammar that constrains sampling: the model cannot emit anything
+else, which matters most for the small models people run on a laptop. A plain-JSON call
+(`complete_with(..., plain_json=True)`: the summariser's, as the graymatter seed has it) goes
+to `/api/generate` with `"format": "json"`: sampling constrained to one JSON object of any
+shape, whose shape the caller checks."""
 
 from __future__ import annotations
 
@@ -87,10 +90,34 @@ class OllamaLLM(HTTPProvider):
             text = response.message.content or ""
         except AttributeError as exc:
             raise MalformedAnswer(f"{self.model_id}: the response has no message") from exc
+        return self._completion(text, [m["content"] for m in messages], response)
+
+    def _call_plain_json(
+        self, system: str, prompt: str, schema: dict[str, Any] | None
+    ) -> Completion:
+        sdk, httpx = self._sdk, self._httpx
+        with ollama_errors(sdk, httpx, self, self.model, self._secret):
+            response = self._client.generate(
+                model=self.model,
+                prompt=prompt,
+                system=system,
+                format="json",
+                stream=False,
+                options={"temperature": self.temperature, "num_predict": self.max_tokens},
+                keep_alive=self.keep_alive,
+            )
+        try:
+            text = response.response or ""
+        except AttributeError as exc:
+            raise MalformedAnswer(f"{self.model_id}: the response has no text") from exc
+        return self._completion(text, [system, prompt], response)
+
+    def _completion(self, text: str, sent: list[str], response: Any) -> Completion:
+        """A completion with Ollama's token counts (estimated when it gives none)."""
         prompt_tokens = response.prompt_eval_count
         completion_tokens = response.eval_count
         if prompt_tokens is None:
-            prompt_tokens = sum(estimate_tokens(m["content"]) for m in messages)
+            prompt_tokens = sum(estimate_tokens(t) for t in sent)
         if completion_tokens is None:
             completion_tokens = estimate_tokens(text)
         truncated = getattr(response, "done_reason", None) == "length"

@@ -11,8 +11,10 @@ the audit trail, the embedding cache, the model's kept answers, and the passes' 
 marks the votes it has counted, which a copy must not count again). Not copied
 (`NOT_COPIED`): `schema_migrations` (each database records its own), SQLite's
 `vector_changes` and both backends' full-text indexes (SQLite's FTS5 tables, PostgreSQL's
-`fact_terms`: triggers write them as the rows are inserted), and
-`api_keys` (the HTTP API's credentials belong to the deployment they were made for).
+`fact_terms`: triggers write them as the rows are inserted),
+`api_keys` (the HTTP API's credentials belong to the deployment they were made for), and
+`fact_marks` (the copy's passes read its memories again: what they decided is in the facts
+and the rules).
 
 **All or nothing.** The source is read in one snapshot (a WAL read transaction in SQLite,
 REPEATABLE READ in PostgreSQL), so workers may keep running on it, and the target is written
@@ -389,6 +391,8 @@ NOT_COPIED = {
     "make new ones on the copy (distill keys create)",
     "fact_terms": "PostgreSQL's posting list of the facts' words (search), written by triggers "
     "as the facts are inserted into the target",
+    "fact_marks": "what the source's model passes had read (the watermark): the copy's passes "
+    "read its memories once more, and what they decided is already in the facts and the rules",
     **{
         name: "SQLite's full-text index of the facts' words (FTS5 and its shadow tables), "
         "written by triggers as the facts are inserted into the target"

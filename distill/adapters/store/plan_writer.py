@@ -4,7 +4,7 @@ Facts, conflicts and aliases are written in plan order (a retirement must preced
 that replaces it, for the unique index); rows that only point at them (sources, vectors,
 observations, audit) follow, one bulk statement per table. What differs between backends
 (how a vector is encoded, how a bulk statement runs, how a driver names the broken index)
-comes from the store. A `PruneFact` deletes one tombstone's row, sources and vector, in
+comes from the store. A `PruneFact` deletes one tombstone's row, sources, marks and vector, in
 plan order, under the same optimistic check a revision has.
 """
 
@@ -25,6 +25,7 @@ from distill.core.plan import (
     CreateFact,
     EraseScope,
     LearnAlias,
+    MarkFacts,
     MoveCursor,
     OpenConflict,
     Plan,
@@ -47,6 +48,7 @@ ERASE_ORDER = (
     "erase_jobs",
     "erase_fact_sources",
     "erase_fact_vectors",
+    "erase_fact_marks",
     "erase_observations",
     "erase_conflicts",
     "erase_audit",
@@ -127,6 +129,8 @@ class _Writer:
             self.learn_alias(action)
         elif isinstance(action, MoveCursor):
             self.move_cursor(action)
+        elif isinstance(action, MarkFacts):
+            self.mark_facts(action)
         elif isinstance(action, AddRule):
             self.add_rule(action)
         elif isinstance(action, PruneFact):
@@ -220,6 +224,7 @@ class _Writer:
         fact, c = action.fact, self.c
         key = {"fact_id": c.id(fact.id)}
         self.db.execute(self.q["prune_fact_sources"], key)
+        self.db.execute(self.q["prune_fact_marks"], key)
         self.db.execute(self.q["delete_fact_vector"], key)
         params = {
             **key,
@@ -248,6 +253,24 @@ class _Writer:
                 f"the {action.cursor_pass} cursor of {action.project}/{action.subject} moved "
                 f"since it was read (expected {action.before!r})"
             )
+
+    def mark_facts(self, action: MarkFacts) -> None:
+        """Move each fact's mark from the signature the pass read, or refuse the plan."""
+        for mark in action.marks:
+            params = {
+                "fact_id": self.c.id(mark.fact_id),
+                "pass_name": action.mark_pass,
+                "project": action.project,
+                "subject": action.subject,
+                "signature": mark.after,
+                "was": mark.before,
+                "marked_at": self.c.time(action.at),
+            }
+            if self.db.execute(self.q["mark_fact"], params).rowcount != 1:
+                raise IntegrityViolation(
+                    f"the {action.mark_pass} mark of fact {mark.fact_id} moved since it was "
+                    f"read, or the fact is not of {action.project}/{action.subject}"
+                )
 
     def add_rule(self, action: AddRule) -> None:
         rule = action.rule

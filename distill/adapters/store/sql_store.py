@@ -65,10 +65,26 @@ class SqlStore(SqlCortex, SqlJobs):
         return [rows.fact_from_row(r, self.codec) for r in self._read("facts_by_ids", params)]
 
     def pass_cursor(self, project: str, subject: str, pass_name: str) -> str | None:
-        """Where `pass_name` stopped in the scope's backlog (None: it never moved)."""
+        """Where `pass_name` stopped in the scope's stream (None: it never moved)."""
         params = {"project": project, "subject": subject, "pass_name": pass_name}
         found = self._read("pass_cursor", params)
         return str(found[0]["position"]) if found else None
+
+    def unmarked_memories(self, project: str, subject: str, pass_name: str) -> list[Fact]:
+        """The scope's live memories `pass_name` has no mark of their text for."""
+        params = {"project": project, "subject": subject, "pass_name": pass_name}
+        found = self._read("unmarked_memories", params)
+        return [rows.fact_from_row(r, self.codec) for r in found]
+
+    def fact_marks(self, project: str, pass_name: str, fact_ids: Sequence[str]) -> dict[str, str]:
+        """The signatures `pass_name` marked the facts among `fact_ids` with."""
+        if not fact_ids:
+            return {}
+        params = {"project": project, "pass_name": pass_name, "ids": self._array(fact_ids)}
+        return {
+            self.codec.read_id(r["fact_id"]): str(r["signature"])
+            for r in self._read("fact_marks", params)
+        }
 
     def rules(self, project: str, subject: str | None) -> list[Rule]:
         """The rules of a subject (of every subject of the project with None), by subject,

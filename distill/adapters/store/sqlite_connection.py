@@ -24,6 +24,7 @@ from distill.adapters.store import rows
 from distill.adapters.store.connections import PerThread
 from distill.adapters.store.sqlite_file import SqliteFile
 from distill.adapters.store.sqlite_lock import Suspects, begin_write, is_busy
+from distill.core.watermark import signature
 from distill.errors import DistillError, IntegrityViolation, StoreError
 
 WAL_RETRY_PAUSE_S = 0.01  # seconds between tries to switch a contended new file to WAL
@@ -108,6 +109,8 @@ class SqliteConnections(PerThread[_Connection]):
             raw.execute("PRAGMA foreign_keys = ON")
             # A list of ids arrives as JSON text: its items are packed as the columns are.
             raw.create_function("stored_id", 1, rows.pack_id, deterministic=True)
+            # The watermark's signature of a text (core.watermark), for unmarked_memories.
+            raw.create_function("text_signature", 1, signature, deterministic=True)
         except sqlite3.Error as exc:
             raw.close()
             raise StoreError(f"cannot set up the SQLite database at {self.path}: {exc}") from exc

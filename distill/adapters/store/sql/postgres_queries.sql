@@ -517,18 +517,6 @@ WHERE (%(projects)s::text[] IS NULL OR project = ANY(%(projects)s::text[]))
   AND status = 'active' AND kind = 'memory' AND reinforcement_count >= %(threshold)s
 ORDER BY project, subject;
 
--- name: pass_cursor
-SELECT position FROM pass_cursors
-WHERE project = %(project)s AND subject = %(subject)s AND pass_name = %(pass_name)s;
-
--- name: move_pass_cursor
--- Moves only from where the pass read it (`was`; NULL: never moved): one row, or none.
-INSERT INTO pass_cursors (project, subject, pass_name, position, moved_at)
-VALUES (%(project)s, %(subject)s, %(pass_name)s, %(position)s, %(moved_at)s)
-ON CONFLICT (project, subject, pass_name) DO UPDATE
-SET position = excluded.position, moved_at = excluded.moved_at
-WHERE pass_cursors.position = %(was)s;
-
 -- name: facts_active
 SELECT * FROM facts
 WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s)
@@ -937,9 +925,6 @@ DELETE FROM aliases WHERE project = %(project)s AND %(subject)s::text IS NULL;
 -- name: erase_rules
 DELETE FROM rules WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s);
 
--- name: erase_pass_cursors
-DELETE FROM pass_cursors WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s);
-
 -- name: erase_cached_embeddings
 -- The vectors of the erased texts, under every model (a vector tells of its text), but
 -- those a fact of another scope still names (two subjects may say "bike_count: 3").
@@ -1026,6 +1011,22 @@ SELECT count(*) FILTER (WHERE action = 'record_cycle') AS derive_cycles,
        count(*) FILTER (WHERE action = 'retire_fact') AS facts_invalidated
 FROM audit
 WHERE pass_name = 'derive' AND (%(project)s::text IS NULL OR project = %(project)s);
+
+-- name: pass_cursor
+-- Where a pass that walks an append-only stream (derive's votes, topics' events) stopped.
+SELECT position FROM pass_cursors
+WHERE project = %(project)s AND subject = %(subject)s AND pass_name = %(pass_name)s;
+
+-- name: move_pass_cursor
+-- Moves only from where the pass read it (`was`; NULL: never moved): one row, or none.
+INSERT INTO pass_cursors (project, subject, pass_name, position, moved_at)
+VALUES (%(project)s, %(subject)s, %(pass_name)s, %(position)s, %(moved_at)s)
+ON CONFLICT (project, subject, pass_name) DO UPDATE
+SET position = excluded.position, moved_at = excluded.moved_at
+WHERE pass_cursors.position = %(was)s;
+
+-- name: erase_pass_cursors
+DELETE FROM pass_cursors WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s);
 
 -- name: copy_read_pass_cursors
 -- Copied with the audit they point into: derive's cursor marks the votes it has counted, and
@@ -1161,3 +1162,37 @@ FROM topics
 WHERE %(after_id)s::text IS NULL OR id > %(after_id)s
 ORDER BY id
 LIMIT %(limit)s;
+
+-- the extraction watermark: what a pass has read of each fact (distill/core/watermark.py)
+
+-- name: unmarked_memories
+-- A scope's live memories `pass_name` has no mark of their text for (new, or text changed),
+-- least recently reinforced first. The signature is `core.watermark.signature` in SQL.
+SELECT f.* FROM facts AS f
+LEFT JOIN fact_marks AS m ON m.fact_id = f.id AND m.pass_name = %(pass_name)s
+WHERE f.project = %(project)s AND f.subject = %(subject)s AND f.status = 'active'
+  AND f.kind = 'memory'
+  AND (m.signature IS NULL
+       OR m.signature != encode(sha256(convert_to(f.text, 'UTF8')), 'hex'))
+ORDER BY f.last_reinforced_at, f.id;
+
+-- name: fact_marks
+SELECT fact_id, signature FROM fact_marks
+WHERE pass_name = %(pass_name)s AND project = %(project)s AND fact_id = ANY(%(ids)s::text[]);
+
+-- name: mark_fact
+-- A fact of the scope marked, moved only from the signature the pass read (`was`; NULL:
+-- unmarked): one row, or none (a fact not of the scope, or marked meanwhile).
+INSERT INTO fact_marks (fact_id, pass_name, project, subject, signature, marked_at)
+SELECT id, %(pass_name)s, project, subject, %(signature)s, %(marked_at)s FROM facts
+WHERE id = %(fact_id)s AND project = %(project)s AND subject = %(subject)s
+ON CONFLICT (fact_id, pass_name) DO UPDATE
+SET signature = excluded.signature, marked_at = excluded.marked_at
+WHERE fact_marks.signature = %(was)s::text;
+
+-- name: prune_fact_marks
+DELETE FROM fact_marks WHERE fact_id = %(fact_id)s;
+
+-- name: erase_fact_marks
+DELETE FROM fact_marks
+WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s);

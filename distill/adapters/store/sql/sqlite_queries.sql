@@ -503,18 +503,6 @@ WHERE (:projects IS NULL OR project IN (SELECT value FROM json_each(:projects)))
   AND status = 'active' AND kind = 'memory' AND reinforcement_count >= :threshold
 ORDER BY project, subject;
 
--- name: pass_cursor
-SELECT position FROM pass_cursors
-WHERE project = :project AND subject = :subject AND pass_name = :pass_name;
-
--- name: move_pass_cursor
--- Moves only from where the pass read it (`was`; NULL: never moved): one row, or none.
-INSERT INTO pass_cursors (project, subject, pass_name, position, moved_at)
-VALUES (:project, :subject, :pass_name, :position, :moved_at)
-ON CONFLICT (project, subject, pass_name) DO UPDATE
-SET position = excluded.position, moved_at = excluded.moved_at
-WHERE pass_cursors.position = :was;
-
 -- name: facts_active
 SELECT * FROM facts
 WHERE project = :project AND (:subject IS NULL OR subject = :subject) AND status = 'active'
@@ -896,9 +884,6 @@ DELETE FROM aliases WHERE project = :project AND :subject IS NULL;
 -- name: erase_rules
 DELETE FROM rules WHERE project = :project AND (:subject IS NULL OR subject = :subject);
 
--- name: erase_pass_cursors
-DELETE FROM pass_cursors WHERE project = :project AND (:subject IS NULL OR subject = :subject);
-
 -- name: erase_cached_embeddings
 -- The vectors of the erased texts, under every model (a vector tells of its text), but
 -- those a fact of another scope still names (two subjects may say "bike_count: 3").
@@ -987,6 +972,22 @@ SELECT coalesce(sum(action = 'record_cycle'), 0) AS derive_cycles,
        coalesce(sum(action = 'retire_fact'), 0) AS facts_invalidated
 FROM audit
 WHERE pass_name = 'derive' AND (:project IS NULL OR project = :project);
+
+-- name: pass_cursor
+-- Where a pass that walks an append-only stream (derive's votes, topics' events) stopped.
+SELECT position FROM pass_cursors
+WHERE project = :project AND subject = :subject AND pass_name = :pass_name;
+
+-- name: move_pass_cursor
+-- Moves only from where the pass read it (`was`; NULL: never moved): one row, or none.
+INSERT INTO pass_cursors (project, subject, pass_name, position, moved_at)
+VALUES (:project, :subject, :pass_name, :position, :moved_at)
+ON CONFLICT (project, subject, pass_name) DO UPDATE
+SET position = excluded.position, moved_at = excluded.moved_at
+WHERE pass_cursors.position = :was;
+
+-- name: erase_pass_cursors
+DELETE FROM pass_cursors WHERE project = :project AND (:subject IS NULL OR subject = :subject);
 
 -- name: copy_read_pass_cursors
 -- Copied with the audit they point into: derive's cursor marks the votes it has counted, and
@@ -1121,3 +1122,36 @@ FROM topics
 WHERE :after_id IS NULL OR id > :after_id
 ORDER BY id
 LIMIT :limit;
+
+-- the extraction watermark: what a pass has read of each fact (distill/core/watermark.py)
+
+-- name: unmarked_memories
+-- A scope's live memories `pass_name` has no mark of their text for (new, or text changed),
+-- least recently reinforced first. text_signature is the store's `core.watermark.signature`.
+SELECT f.* FROM facts AS f
+LEFT JOIN fact_marks AS m ON m.fact_id = f.id AND m.pass_name = :pass_name
+WHERE f.project = :project AND f.subject = :subject AND f.status = 'active'
+  AND f.kind = 'memory'
+  AND (m.signature IS NULL OR m.signature != text_signature(f.text))
+ORDER BY f.last_reinforced_at, f.id;
+
+-- name: fact_marks
+SELECT fact_id, signature FROM fact_marks
+WHERE pass_name = :pass_name AND project = :project
+  AND fact_id IN (SELECT stored_id(value) FROM json_each(:ids));
+
+-- name: mark_fact
+-- A fact of the scope marked, moved only from the signature the pass read (`was`; NULL:
+-- unmarked): one row, or none (a fact not of the scope, or marked meanwhile).
+INSERT INTO fact_marks (fact_id, pass_name, project, subject, signature, marked_at)
+SELECT id, :pass_name, project, subject, :signature, :marked_at FROM facts
+WHERE id = :fact_id AND project = :project AND subject = :subject
+ON CONFLICT (fact_id, pass_name) DO UPDATE
+SET signature = excluded.signature, marked_at = excluded.marked_at
+WHERE fact_marks.signature = :was;
+
+-- name: prune_fact_marks
+DELETE FROM fact_marks WHERE fact_id = :fact_id;
+
+-- name: erase_fact_marks
+DELETE FROM fact_marks WHERE project = :project AND (:subject IS NULL OR subject = :subject);

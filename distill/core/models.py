@@ -135,7 +135,7 @@ class Claim(BaseModel):
     updates: str | None = None
     # The people, places and things the claim is about (`Ada`, `Lyon`): what the topics
     # pass links the event to (`core.topics`). Not part of what the claim says.
-    entities: tuple[str, ...] = Field(default=(), max_length=ENTITIES_MAX)
+    entities: tuple[str, ...] = ()
 
     @model_validator(mode="before")
     @classmethod
@@ -160,16 +160,32 @@ class Claim(BaseModel):
             raise ValueError(f"predicate longer than {PREDICATE_MAX_LENGTH} characters")
         return predicate
 
-    @field_validator("entities")
+    @field_validator("entities", mode="before")
     @classmethod
-    def _entities(cls, raw: tuple[str, ...]) -> tuple[str, ...]:
+    def _entities(cls, raw: Any, info: ValidationInfo) -> Any:
+        """A caller's names are held to the rules (an error says which); a model's answer
+        (validated without a context) keeps the names that pass and drops the rest, since
+        a name is no reason to lose the fact it came with."""
+        strict = bool(info.context) and NOW in (info.context or {})
+        if not isinstance(raw, list | tuple):
+            if strict:
+                return raw  # the field's own validation says what is wrong
+            return ()
         names: dict[str, str] = {}
         for name in raw:
-            shown = " ".join(unicodedata.normalize("NFC", name).split())
+            shown = (
+                " ".join(unicodedata.normalize("NFC", name).split())
+                if isinstance(name, str)
+                else ""
+            )
             if not shown or len(shown) > ENTITY_MAX_LENGTH:
-                raise ValueError(f"an entity is a name of 1 to {ENTITY_MAX_LENGTH} characters")
+                if strict:
+                    raise ValueError(f"an entity is a name of 1 to {ENTITY_MAX_LENGTH} characters")
+                continue
             names.setdefault(shown.casefold(), shown)
-        return tuple(names.values())
+        if len(names) > ENTITIES_MAX and strict:
+            raise ValueError(f"a claim names at most {ENTITIES_MAX} entities")
+        return tuple(list(names.values())[:ENTITIES_MAX])
 
     @field_validator("qualifiers")
     @classmethod

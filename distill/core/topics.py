@@ -264,7 +264,7 @@ class TopicSnapshot:
 
 def new_mentions(snapshot: TopicSnapshot, now: datetime) -> dict[str, list[Mention]]:
     """The mentions of each new event (event id → mentions), computed once per event; an
-    event whose mentions are stored already (a cursor walked again: a copy's, say) adds
+    event whose mentions are stored already (a cursor moved back, or lost) adds
     none."""
     recorded = {m.event_id for m in snapshot.mentions}
     return {

@@ -30,6 +30,9 @@ TABLES = [
     "aliases",
     "audit",
     "rules",
+    "procedures",
+    "mentions",
+    "topics",
     "extractions",
     "pass_cursors",
 ]

@@ -14,7 +14,16 @@ from hypothesis import strategies as st
 
 from distill.core.apply import validate
 from distill.core.cortex_plan import RecordMentions, WriteTopic
-from distill.core.models import Claim, Event, Observation, Outcome, Trust
+from distill.core.models import (
+    FUTURE_MARGIN_KEY,
+    NOW,
+    Claim,
+    Event,
+    EventIn,
+    Observation,
+    Outcome,
+    Trust,
+)
 from distill.core.patterns import Mention, MentionOrigin, Topic, TopicStatus, topic_id
 from distill.core.plan import Plan
 from distill.core.topics import (
@@ -292,3 +301,14 @@ def test_an_event_walked_again_records_no_second_mention() -> None:
     _, made = first_run([("a", "b")])
     result = decide_topics(snapshot([e], stored, made), T0)
     assert [a for a in result.plan.actions if isinstance(a, RecordMentions)] == []
+
+
+def test_a_callers_bad_entity_is_refused_and_a_models_dropped() -> None:
+    context = {NOW: T0, FUTURE_MARGIN_KEY: timedelta(days=1)}
+    for bad in (["x" * 500], [""], [3], [f"n{i}" for i in range(40)]):
+        with pytest.raises(ValueError):
+            EventIn.model_validate(
+                {"subject": "u", "claims": [{"text": "x", "entities": bad}]}, context=context
+            )
+    answer = {"text": "x", "entities": ["Ada", "", "x" * 500, 3, "ada", " Bob  Lee "]}
+    assert Claim.model_validate(answer).entities == ("Ada", "Bob Lee")

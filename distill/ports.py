@@ -158,6 +158,10 @@ class StoreCounts:
     derive_cycles: int = 0
     facts_derived: int = 0
     facts_invalidated: int = 0
+    # The procedures and topics kept, by status (candidate / active / deprecated; active /
+    # retired).
+    procedures_by_status: dict[str, int] = field(default_factory=dict)
+    topics_by_status: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

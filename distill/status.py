@@ -44,6 +44,8 @@ class Status:
                 "facts_derived": self.counts.facts_derived,
                 "facts_invalidated": self.counts.facts_invalidated,
             },
+            "procedures": dict(self.counts.procedures_by_status),
+            "topics": dict(self.counts.topics_by_status),
             "unstable_subjects": [{"project": p, "subject": s} for p, s in self.unstable],
             "failed_jobs": [
                 {

@@ -162,6 +162,9 @@ def status_table(data: dict[str, Any]) -> Table:
         f"{derived.get('cycles', 0)} cycle(s), {derived.get('facts_derived', 0)} fact(s) "
         f"derived, {derived.get('facts_invalidated', 0)} invalidated",
     )
+    for name in ("procedures", "topics"):
+        kept = data.get(name) or {}
+        table.add_row(name, ", ".join(f"{n} {status}" for status, n in kept.items()) or "0")
     unstable = data.get("unstable_subjects") or []
     shown = ", ".join(f"{u['project']}/{u['subject']}" for u in unstable[:5])
     more = f" (+{len(unstable) - 5})" if len(unstable) > 5 else ""

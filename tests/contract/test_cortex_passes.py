@@ -220,3 +220,20 @@ def test_a_write_outside_its_scope_is_refused(memory: Memory) -> None:
             new_id=memory._new_id,
         )
     assert memory.procedures() == []
+
+
+def test_status_counts_procedures_and_topics_by_status_per_project(memory: Memory) -> None:
+    build_test(memory, range(2))
+    build_test(memory, range(3), subject="other")
+    memory.add_events([{"subject": "u", "text": "Ada met Bob in Lyon."}])
+    memory.add_events([{"subject": "u", "text": "Ada met Bob.", "project": "elsewhere"}])
+    memory.consolidate()
+    memory.promote_procedures()
+    memory.detect_topics()
+
+    here = memory.status(project="default").to_dict()
+    assert here["procedures"] == {"candidate": 1, "active": 1, "deprecated": 0}
+    assert here["topics"] == {"active": 1, "retired": 0}
+    there = memory.status(project="elsewhere").to_dict()
+    assert there["procedures"]["active"] == 0 and there["topics"]["active"] == 1
+    assert memory.status().to_dict()["topics"]["active"] == 2

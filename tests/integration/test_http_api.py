@@ -286,6 +286,8 @@ def test_healthz_needs_no_key_and_metrics_an_admin_key(api: Api) -> None:
     assert samples[("distill_facts", (("status", "active"),))] == 1
     assert samples[("distill_worker_jobs_total", (("outcome", "done"),))] >= 1
     assert samples[("distill_derive_total", (("what", "cycles"),))] == 0  # none run yet
+    assert samples[("distill_patterns", (("kind", "procedure"), ("status", "active")))] == 0
+    assert samples[("distill_patterns", (("kind", "topic"), ("status", "active")))] == 0
     route = (("method", "POST"), ("route", "/v1/events"), ("status", "202"))
     assert samples[("distill_http_requests_total", route)] == 1
     forbidden = (("method", "GET"), ("route", "/metrics"), ("status", "403"))

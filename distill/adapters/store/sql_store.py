@@ -408,6 +408,7 @@ class SqlStore(SqlCortex, SqlJobs):
             usage = self._one(db, "llm_usage", params)
             summarised = self._one(db, "count_consolidations", params)
             derived = self._one(db, "count_derive", params)
+            patterns = self._one(db, "count_patterns", params)
         return StoreCounts(
             events=events,
             facts_by_status=facts,
@@ -422,6 +423,11 @@ class SqlStore(SqlCortex, SqlJobs):
             derive_cycles=int(derived["derive_cycles"]),
             facts_derived=int(derived["facts_derived"]),
             facts_invalidated=int(derived["facts_invalidated"]),
+            procedures_by_status={
+                status: int(patterns[f"procedures_{status}"])
+                for status in ("candidate", "active", "deprecated")
+            },
+            topics_by_status={s: int(patterns[f"topics_{s}"]) for s in ("active", "retired")},
         )
 
     # -- derive ------------------------------------------------------------------------------------

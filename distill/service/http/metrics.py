@@ -95,6 +95,16 @@ class _Holdings(Collector):
         derive.add_metric(["facts_derived"], counts.facts_derived)
         derive.add_metric(["facts_invalidated"], counts.facts_invalidated)
         yield derive
+        kept = GaugeMetricFamily(
+            "distill_patterns",
+            "Procedures and topics kept, by kind and status.",
+            labels=["kind", "status"],
+        )
+        for status, n in counts.procedures_by_status.items():
+            kept.add_metric(["procedure", status], n)
+        for status, n in counts.topics_by_status.items():
+            kept.add_metric(["topic", status], n)
+        yield kept
         totals = self.svc.totals
         if totals is not None:
             done = CounterMetricFamily(

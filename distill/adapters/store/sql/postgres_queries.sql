@@ -1016,6 +1016,19 @@ SELECT count(*) FILTER (WHERE action = 'record_cycle') AS derive_cycles,
 FROM audit
 WHERE pass_name = 'derive' AND (%(project)s::text IS NULL OR project = %(project)s);
 
+-- name: count_patterns
+-- What the procedures and topics passes keep, by status: `distill status` and /metrics.
+SELECT (SELECT count(*) FROM procedures WHERE status = 'candidate'
+          AND (%(project)s::text IS NULL OR project = %(project)s)) AS procedures_candidate,
+       (SELECT count(*) FROM procedures WHERE status = 'active'
+          AND (%(project)s::text IS NULL OR project = %(project)s)) AS procedures_active,
+       (SELECT count(*) FROM procedures WHERE status = 'deprecated'
+          AND (%(project)s::text IS NULL OR project = %(project)s)) AS procedures_deprecated,
+       (SELECT count(*) FROM topics WHERE status = 'active'
+          AND (%(project)s::text IS NULL OR project = %(project)s)) AS topics_active,
+       (SELECT count(*) FROM topics WHERE status = 'retired'
+          AND (%(project)s::text IS NULL OR project = %(project)s)) AS topics_retired;
+
 -- name: pass_cursor
 -- Where a pass that walks an append-only stream (derive's votes, topics' events) stopped.
 SELECT position FROM pass_cursors

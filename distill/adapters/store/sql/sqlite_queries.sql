@@ -977,6 +977,19 @@ SELECT coalesce(sum(action = 'record_cycle'), 0) AS derive_cycles,
 FROM audit
 WHERE pass_name = 'derive' AND (:project IS NULL OR project = :project);
 
+-- name: count_patterns
+-- What the procedures and topics passes keep, by status: `distill status` and /metrics.
+SELECT (SELECT count(*) FROM procedures WHERE status = 'candidate'
+          AND (:project IS NULL OR project = :project)) AS procedures_candidate,
+       (SELECT count(*) FROM procedures WHERE status = 'active'
+          AND (:project IS NULL OR project = :project)) AS procedures_active,
+       (SELECT count(*) FROM procedures WHERE status = 'deprecated'
+          AND (:project IS NULL OR project = :project)) AS procedures_deprecated,
+       (SELECT count(*) FROM topics WHERE status = 'active'
+          AND (:project IS NULL OR project = :project)) AS topics_active,
+       (SELECT count(*) FROM topics WHERE status = 'retired'
+          AND (:project IS NULL OR project = :project)) AS topics_retired;
+
 -- name: pass_cursor
 -- Where a pass that walks an append-only stream (derive's votes, topics' events) stopped.
 SELECT position FROM pass_cursors

@@ -311,17 +311,27 @@ class Engine:
         return self.store.claim_jobs(now, size, MAX_ATTEMPTS, trigger.min_events, waited)
 
     def _prepare_batch(self, jobs: list[Job], report: Report) -> Batch:
-        """Extract claimed jobs and embed what they need, a call per step."""
-        loaded = [
-            (
-                job,
-                sorted(
-                    self.store.events(job.project, job.event_ids),
-                    key=lambda e: (e.occurred_at, e.id),
-                ),
-            )
-            for job in jobs
-        ]
+        """Extract claimed jobs and embed what they need, a call per step. However it
+        breaks, the jobs it was given are failed or released before it raises."""
+        try:
+            loaded = [
+                (
+                    job,
+                    sorted(
+                        self.store.events(job.project, job.event_ids),
+                        key=lambda e: (e.occurred_at, e.id),
+                    ),
+                )
+                for job in jobs
+            ]
+        except BaseException:
+            # The jobs were claimed on another thread (a database restart, say, broke only
+            # this thread's connection): left running, they would wait out the lease.
+            try:
+                self._release([job.id for job in jobs], report)
+            except DistillError as exc:  # the lease frees them
+                log.warning("could not release jobs after a failed read: %s", exc)
+            raise
         # Event texts, when they are to be stored, in one call for the whole batch.
         texts = sorted(
             {e.text for _, events in loaded for e in events if e.text.strip()}

@@ -17,7 +17,13 @@ from distill import Memory
 from distill.adapters.llm.fake import FakeLLM
 from distill.core.models import JobStatus
 from distill.engine import LEASE, MAX_ATTEMPTS, OUTAGE_AFTER, RETRY_BASE
-from distill.errors import MalformedAnswer, ProviderError, RateLimited, TransientProviderError
+from distill.errors import (
+    MalformedAnswer,
+    ProviderError,
+    RateLimited,
+    StoreError,
+    TransientProviderError,
+)
 from tests.factories import at
 
 if TYPE_CHECKING:
@@ -660,3 +666,29 @@ def test_events_are_intact_after_repeated_failures(
     llm.default = answer(fact("home_city", {"city": "Lyon"}, LYON))
     assert mem.consolidate().jobs_done == 1
     assert mem.store.events("default", ids) == before
+
+
+def test_a_batch_whose_events_cannot_be_read_goes_back_to_pending(
+    make_memory: MemoryFactory, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The deciding thread claims and the preparation thread reads the claimed jobs' events:
+    when that read fails (a database restart breaks one thread's connection), the run fails,
+    and the jobs it claimed are pending again, not left running until their lease runs out."""
+    mem = make_memory()
+    add_subjects(mem, clock)
+    read = mem.store.events
+    failures = iter([StoreError("server closed the connection unexpectedly")])
+
+    def events(project: str, ids: Any) -> Any:
+        for failure in failures:
+            raise failure
+        return read(project, ids)
+
+    monkeypatch.setattr(mem.store, "events", events)
+
+    with pytest.raises(StoreError, match="server closed"):
+        mem.consolidate()
+
+    assert {j.status for j in mem.jobs()} == {JobStatus.PENDING}
+    assert {j.attempts for j in mem.jobs()} == {0}
+    assert mem.consolidate().jobs_done == 5  # the next run does them all

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -45,6 +44,7 @@ from distill.errors import (
     TransientProviderError,
 )
 from distill.extractors import Extraction, from_claims, from_llm_answer, from_text
+from distill.heartbeat import LEASE, Heartbeat
 from distill.log_scope import scoped
 from distill.model_answers import ModelAnswers
 from distill.passes import run_pass
@@ -57,12 +57,6 @@ log = logging.getLogger("distill.engine")
 
 MAX_ATTEMPTS = 5  # a job that failed this many times stays failed until replayed by hand
 RETRY_BASE = timedelta(seconds=30)  # backoff: 30 s, 60 s, 120 s, 240 s between attempts
-# A running job whose heartbeat is older than this is taken back, wherever its claimer was:
-# the fallback for when the claimer cannot be seen to be gone (another host, no session to
-# watch). A run beats every HEARTBEAT_EVERY_S while it holds jobs, so a live run would have to
-# miss four beats in a row to lose them.
-LEASE = timedelta(seconds=60)
-HEARTBEAT_EVERY_S = 15.0
 CLAIM_BATCH = 32  # jobs claimed per round trip (16 measured no better: BENCHMARKS.md)
 OUTAGE_AFTER = 3  # jobs failed in a row by a provider, after its own retries, that end a run
 # Actions described in the report of a real run; the audit log has all of them. A dry run's
@@ -144,7 +138,7 @@ class Engine:
         self.extraction = extraction
         self.clock = clock
         self.adjudication = Adjudication(bands, policies)
-        self._heartbeat = _Heartbeat(store, clock)
+        self._heartbeat = Heartbeat(store, clock)
         self.new_id = new_id or ids.new_id
         self.answers = ModelAnswers(store, extraction, self.embed, embedder.model_id, clock)
         self._trigger: Trigger | None = None  # the run's (`consolidate`)
@@ -607,45 +601,3 @@ def _stopped(exc: Exception) -> str:
         f"stopped the run: {why}; every event is kept: the failed job is retried after a "
         "backoff, and the jobs not started are pending for the next run"
     )
-
-
-class _Heartbeat:
-    """Marks the jobs a run holds as alive every HEARTBEAT_EVERY_S, from a thread of its own,
-    while the run waits on a model or decides: a slow run is never mistaken for a dead one.
-    One thread for the engine's life (it beats only during runs): a store keeps a connection
-    per thread, and a worker runs thousands of times."""
-
-    def __init__(self, store: Store, clock: Clock) -> None:
-        self._store = store
-        self._clock = clock
-        self._running = threading.Event()
-        self._done = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    @contextmanager
-    def during_run(self) -> Iterator[None]:
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._beat, name="distill-heartbeat", daemon=True
-            )
-            self._thread.start()
-        self._running.set()
-        try:
-            yield
-        finally:
-            self._running.clear()
-
-    def close(self) -> None:
-        self._done.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-
-    def _beat(self) -> None:
-        while not self._done.wait(HEARTBEAT_EVERY_S):
-            if not self._running.is_set():
-                continue
-            try:
-                self._store.heartbeat(self._clock.now())
-            except DistillError as exc:  # the next beat tries again; the lease is 4 beats
-                log.warning("heartbeat failed: %s", exc)

@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from distill import engine
+from distill import heartbeat
 from distill.adapters.embed.hashing import HashingEmbedder
 from distill.adapters.llm.fake import FakeLLM
 from distill.core.models import JobStatus
-from distill.engine import LEASE, MAX_ATTEMPTS
+from distill.engine import MAX_ATTEMPTS
 from distill.errors import ProviderTimeout
+from distill.heartbeat import LEASE
 from tests.factories import at
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def test_the_heartbeat_thread_keeps_a_slow_runs_claims_fresh(
 ) -> None:
     """A model call longer than the lease: the run's claims are renewed meanwhile by its
     heartbeat thread, not only after the call returns."""
-    monkeypatch.setattr(engine, "HEARTBEAT_EVERY_S", 0.05)
+    monkeypatch.setattr(heartbeat, "HEARTBEAT_EVERY_S", 0.05)
 
     def slow(prompt: str) -> str:
         time.sleep(0.4)
@@ -108,7 +109,7 @@ def test_a_worker_runs_many_times_on_a_bounded_number_of_connections(
 ) -> None:
     """The heartbeat thread lives as long as the engine, not a run: a store keeps one
     connection per thread, so a thread per run would leak one connection a run."""
-    monkeypatch.setattr(engine, "HEARTBEAT_EVERY_S", 0.01)
+    monkeypatch.setattr(heartbeat, "HEARTBEAT_EVERY_S", 0.01)
     mem = make_memory()
     for i in range(15):
         mem.add_event(subject="alice", text=f"I like tea number {i}", occurred_at=at(i))

@@ -224,19 +224,8 @@ def ollama_reply(
     model: str = "llama3.2",
 ) -> Reply:
     """An `/api/chat` success with `stream: false`."""
-    return Reply(
-        200,
-        {
-            "model": model,
-            "created_at": "2024-05-01T10:00:00.000000Z",
-            "message": {"role": "assistant", "content": content},
-            "done": True,
-            "done_reason": done_reason,
-            "total_duration": 1_000_000,
-            "prompt_eval_count": prompt_eval_count,
-            "eval_count": eval_count,
-        },
-    )
+    answer = {"message": {"role": "assistant", "content": content}}
+    return _ollama_done(answer, prompt_eval_count, eval_count, done_reason, model)
 
 
 def ollama_generate_reply(
@@ -247,12 +236,19 @@ def ollama_generate_reply(
     model: str = "llama3.2",
 ) -> Reply:
     """An `/api/generate` success with `stream: false`."""
+    return _ollama_done({"response": content}, prompt_eval_count, eval_count, done_reason, model)
+
+
+def _ollama_done(
+    answer: dict[str, Any], prompt_eval_count: int, eval_count: int, done_reason: str, model: str
+) -> Reply:
+    """What both Ollama endpoints answer around their own `answer` field."""
     return Reply(
         200,
         {
             "model": model,
             "created_at": "2024-05-01T10:00:00.000000Z",
-            "response": content,
+            **answer,
             "done": True,
             "done_reason": done_reason,
             "total_duration": 1_000_000,

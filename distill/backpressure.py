@@ -54,11 +54,11 @@ class Backpressure:
 
     def backlog(self, project: str = "default") -> int:
         """The project's events waiting for consolidation."""
-        return int(self.store.backlog(project))  # type: ignore[attr-defined]
+        return int(self.store.backlog(project))
 
     def backlogs(self) -> dict[str, int]:
         """Every project's backlog (`distill status`)."""
-        projects = self.store.schedule_projects()  # type: ignore[attr-defined]
+        projects = self.store.schedule_projects()
         return {project: self.backlog(project) for project in projects}
 
     def _admit(self, events: Sequence[Event], wait: float | None) -> None:

@@ -30,7 +30,7 @@ from distill.arguments import explain_validation, full_id, parse_time
 from distill.arguments import subject_named as _subject
 from distill.backpressure import Backpressure
 from distill.core import audit_trail, resolve
-from distill.core.context import Context, build_context
+from distill.core.context import WAITING_SHOWN, Context, build_context
 from distill.core.identity import canonical_json, content_hash
 from distill.core.models import (
     FUTURE_MARGIN,
@@ -430,6 +430,9 @@ class Memory(Hygiene, Rulebook, Deriving, Cortex, Backpressure):
         rules = self.rules(subject, project)
         if believed is not None:  # the rules Distill had then (they are never revised)
             rules = [r for r in rules if r.created_at <= believed]
+        waiting: list[Event] = []  # what was said and is not a fact yet: a read of now only
+        if when is None and believed is None:
+            waiting = self.store.waiting_events(project, subject, WAITING_SHOWN + 1)
         return build_context(
             subject,
             project,
@@ -440,6 +443,7 @@ class Memory(Hygiene, Rulebook, Deriving, Cortex, Backpressure):
             when,
             query is not None,
             rules,
+            waiting,
         )
 
     def events(self, ids: Iterable[str], project: str = "default") -> list[Event]:
@@ -521,7 +525,7 @@ class Memory(Hygiene, Rulebook, Deriving, Cortex, Backpressure):
             llm.llm.model_id if llm is not None else "none",
             at=self.clock.now(),
             unstable=tuple(self.unstable_subjects(project)),
-            schedule=tuple(self.store.schedule(project)),  # type: ignore[attr-defined]
+            schedule=tuple(self.store.schedule(project)),
         )
 
     # -- decisions by a person ---------------------------------------------------------------------

@@ -201,7 +201,56 @@ class Reclaimed:
         return self.from_gone + self.stalled
 
 
-class Store(Protocol):
+@runtime_checkable
+class ScheduleStore(Protocol):
+    """The worker's schedule (`distill.core.schedule`): one row per scheduled pass of one
+    scope, and the lease that keeps two workers from running it for the same due time."""
+
+    def schedule_projects(self) -> list[str]:
+        """Every project that stored an event, in order."""
+        ...
+
+    def schedule_add(
+        self, project: str, scope: str, pass_names: Sequence[str], now: datetime
+    ) -> None:
+        """A row, due at `now`, for each pass of the scope that has none."""
+        ...
+
+    def schedule(self, project: str | None = None) -> list[ScheduleRow]:
+        """The rows of a project (of every project with None), by project, scope, pass."""
+        ...
+
+    def take_lease(self, row: ScheduleRow, owner: str, now: datetime, until: datetime) -> bool:
+        """Hold the pass until `until` for the generation `row` was read at, if nobody holds
+        it: atomic, so that of several workers one at most gets it."""
+        ...
+
+    def finish_run(
+        self, row: ScheduleRow, owner: str, now: datetime, finish: Finish, report: dict[str, Any]
+    ) -> bool:
+        """Write a run's end and give the lease back; False if the lease was lost (it ran
+        out and another worker took the pass), then nothing is written."""
+        ...
+
+    def release_lease(self, row: ScheduleRow, owner: str) -> None:
+        """Give the lease back without a run: the pass stays as it was."""
+        ...
+
+    def backlog(self, project: str) -> int:
+        """The events of the project that wait for consolidation (in pending or running
+        jobs): what backpressure bounds."""
+        ...
+
+    def waiting_events(self, project: str, subject: str, limit: int) -> list[Event]:
+        """The subject's newest `limit` events that wait for consolidation, newest first."""
+        ...
+
+    def force_due(self, project: str, pass_name: str | None, now: datetime) -> int:
+        """Make a project's pass (every pass with None) due now; returns the rows made due."""
+        ...
+
+
+class Store(ScheduleStore, Protocol):
     """Durable state. Every method is one domain operation, not a driver call.
 
     Writes that make up one job happen inside `serialised(project, subject)`: a transaction
@@ -586,48 +635,3 @@ class KeyStore(Protocol):
 
     def count_keys(self) -> KeyCounts: ...
     def subject_known(self, project: str, subject: str) -> bool: ...
-
-
-@runtime_checkable
-class ScheduleStore(Protocol):
-    """The worker's schedule (`distill.core.schedule`): one row per scheduled pass of one
-    scope, and the lease that keeps two workers from running it for the same due time."""
-
-    def schedule_projects(self) -> list[str]:
-        """Every project that stored an event, in order."""
-        ...
-
-    def schedule_add(
-        self, project: str, scope: str, pass_names: Sequence[str], now: datetime
-    ) -> None:
-        """A row, due at `now`, for each pass of the scope that has none."""
-        ...
-
-    def schedule(self, project: str | None = None) -> list[ScheduleRow]:
-        """The rows of a project (of every project with None), by project, scope, pass."""
-        ...
-
-    def take_lease(self, row: ScheduleRow, owner: str, now: datetime, until: datetime) -> bool:
-        """Hold the pass until `until` for the generation `row` was read at, if nobody holds
-        it: atomic, so that of several workers one at most gets it."""
-        ...
-
-    def finish_run(
-        self, row: ScheduleRow, owner: str, now: datetime, finish: Finish, report: dict[str, Any]
-    ) -> bool:
-        """Write a run's end and give the lease back; False if the lease was lost (it ran
-        out and another worker took the pass), then nothing is written."""
-        ...
-
-    def release_lease(self, row: ScheduleRow, owner: str) -> None:
-        """Give the lease back without a run: the pass stays as it was."""
-        ...
-
-    def backlog(self, project: str) -> int:
-        """The events of the project that wait for consolidation (in pending or running
-        jobs): what backpressure bounds."""
-        ...
-
-    def force_due(self, project: str, pass_name: str | None, now: datetime) -> int:
-        """Make a project's pass (every pass with None) due now; returns the rows made due."""
-        ...

@@ -44,7 +44,6 @@ from distill.scheduled_passes import PASSES, PassSettings, ScheduledPass
 
 if TYPE_CHECKING:
     from distill.memory import Memory
-    from distill.ports import ScheduleStore
 
 log = logging.getLogger("distill.schedule")
 
@@ -108,7 +107,7 @@ class Scheduler:
         on_run: Callable[[Ran], None] | None = None,
     ) -> None:
         self.memory = memory
-        self.store: ScheduleStore = memory.store  # type: ignore[assignment]
+        self.store = memory.store
         self._settings = settings if callable(settings) else (lambda: settings)
         self.owner = owner
         self.registry = PASSES if registry is None else registry

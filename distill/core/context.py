@@ -18,10 +18,18 @@ data. Three rules shape it:
   the block says how many were left out. A contested item and its alternatives count as
   one: they are shown together or not at all.
 
+- **What was just said is not hidden.** The worker extracts a subject's events once 20 have
+  arrived or the oldest waited 15 minutes (`WorkerSettings`), so an agent's last turns may
+  not be facts yet. The subject's events that wait (trusted enough to become facts: an
+  untrusted one would be quarantined, so it is not shown) close the block under their own
+  header, newest kept first, oldest shown first, marked as not yet consolidated: the agent
+  reads "I moved to Lyon" said a minute ago beside the fact that still says Paris. They take
+  at most half the budget (`WAITING_SHARE`), so the facts always keep the other half.
+
 The order with a query is the search's (most relevant first). Without one: pinned facts
 first (a person said they matter), then the most recently confirmed (`last_reinforced_at`),
 then the most often confirmed, then by id.
-Pure: the caller reads the facts and the open sets.
+Pure: the caller reads the facts, the open sets and the waiting events.
 """
 
 from __future__ import annotations
@@ -33,10 +41,16 @@ from typing import Any
 
 from distill.core.answers import one_line
 from distill.core.extraction import estimate_tokens
-from distill.core.models import ConflictKind, ConflictSet, Fact, Rule
+from distill.core.models import ConflictKind, ConflictSet, Event, Fact, Rule, Trust
 
 # Sets whose members are shown together as contested; a quarantine set is not one of them.
 CONTESTING = (ConflictKind.CONFLICT, ConflictKind.IDENTITY)
+# Waiting events a block shows at most: the worker's default trigger (20 events), so that
+# every event a waiting job holds before its run can be shown when the budget allows.
+WAITING_SHOWN = 20
+# The share of the budget (after the rules) the waiting events may take: what was just said
+# matters most, but an agent that said much must not push every fact out of its prompt.
+WAITING_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -85,6 +99,8 @@ class Context:
     text: str
     rules: tuple[Rule, ...] = ()  # the rules shown, in the order shown
     rules_left_out: int = 0  # rules that did not fit the budget
+    waiting: tuple[Event, ...] = ()  # events not consolidated yet, shown oldest first
+    waiting_left_out: int = 0  # waiting events that did not fit (their share, or the cap)
 
     @property
     def tokens(self) -> int:
@@ -111,6 +127,11 @@ class Context:
             ],
             "rules_left_out": self.rules_left_out,
             "facts": [item.to_dict() for item in self.items],
+            "waiting": [
+                {"id": e.id, "text": e.text, "occurred_at": e.occurred_at.isoformat()}
+                for e in self.waiting
+            ],
+            "waiting_left_out": self.waiting_left_out,
         }
 
 
@@ -124,11 +145,14 @@ def build_context(
     as_of: datetime | None = None,
     ranked: bool = False,
     rules: Sequence[Rule] = (),
+    waiting: Sequence[Event] = (),
 ) -> Context:
     """The block: the subject's `rules`, in the order to show, then `served` (the subject's
     facts as `Memory.facts` serves them), marked with the open `open_sets` they sit in (whose
-    members are in `members`, by id). `ranked`: `served` is in the order to show (a
-    search's, most relevant first)."""
+    members are in `members`, by id), then the `waiting` events (the subject's newest events
+    not consolidated yet, newest first; at most `WAITING_SHOWN` are shown, a longer list says
+    there are more). `ranked`: `served` is in the order to show (a search's, most relevant
+    first)."""
     sets_of: dict[str, ConflictSet] = {}
     for open_set in open_sets:
         if open_set.kind in CONTESTING:
@@ -141,7 +165,21 @@ def build_context(
     lines, shown_rules = _rules(subject, rules, budget_tokens - facts_room)
     rules_left = len(rules) - len(shown_rules)
     used = sum(estimate_tokens(line) + 1 for line in lines) + estimate_tokens(header)
+    share = int((budget_tokens - used - facts_room) * WAITING_SHARE)
+    after, shown_waiting, waiting_left = _waiting(waiting, share)
+    budget = budget_tokens - sum(estimate_tokens(line) + 1 for line in after)
     lines.append(header)
+
+    def finish(block: Context) -> Context:
+        return replace(
+            block,
+            text="\n".join([block.text, *after]),
+            rules=tuple(shown_rules),
+            rules_left_out=rules_left,
+            waiting=shown_waiting,
+            waiting_left_out=waiting_left,
+        )
+
     items: list[ContextItem] = []
     shown: set[str] = set()
     ordered = list(served) if ranked else sorted(served, key=_rank)
@@ -156,16 +194,41 @@ def build_context(
         )
         line = _line(fact, others)
         cost = estimate_tokens(line) + 1  # its line break
-        if used + cost + _TAIL_TOKENS > budget_tokens:
+        if used + cost + _TAIL_TOKENS > budget:
             left = len([f for f in ordered[index:] if f.id not in shown])
-            block = _done(subject, project, as_of, budget_tokens, items, lines, left)
-            return replace(block, rules=tuple(shown_rules), rules_left_out=rules_left)
+            return finish(_done(subject, project, as_of, budget_tokens, items, lines, left))
         used += cost
         lines.append(line)
         items.append(ContextItem(fact, line, conflict.id if conflict else None, others))
         shown.update({fact.id, *(f.id for f in others)})
-    block = _done(subject, project, as_of, budget_tokens, items, lines, 0)
-    return replace(block, rules=tuple(shown_rules), rules_left_out=rules_left)
+    return finish(_done(subject, project, as_of, budget_tokens, items, lines, 0))
+
+
+def _waiting(waiting: Sequence[Event], budget: int) -> tuple[list[str], tuple[Event, ...], int]:
+    """The waiting events' lines within `budget` tokens (none without one to show), the
+    events shown (oldest first) and how many were left out. `waiting` is newest first: the
+    newest are kept when not all fit."""
+    candidates = [e for e in waiting if e.trust is not Trust.UNTRUSTED]
+    if not candidates:
+        return [], (), 0
+    header = "Said recently, not consolidated yet (may update the facts above):"
+    used = estimate_tokens(header) + 1 + _TAIL_TOKENS
+    kept: list[tuple[Event, str]] = []
+    for event in candidates[:WAITING_SHOWN]:
+        line = f"- {one_line(event.text)} ({_day(event.occurred_at)})"
+        cost = estimate_tokens(line) + 1
+        if used + cost > budget:
+            break
+        used += cost
+        kept.append((event, line))
+    left = len(candidates) - len(kept)
+    if not kept:
+        return [], (), left
+    kept.reverse()  # oldest first, as they were said
+    lines = [header, *(line for _, line in kept)]
+    if left:
+        lines.append("(older waiting events left out)")
+    return lines, tuple(e for e, _ in kept), left
 
 
 # Room kept for the closing line that says how many facts (or rules) were left out.

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any, cast
+from typing import Any
 
 from distill import errors
 from distill.core.schedule import Outcome, ScheduleRow, is_due
 from distill.eval.scenario_checks import CaseFailed, expect
 from distill.memory import Memory
-from distill.ports import ScheduleStore
 from distill.scheduled_passes import PASSES, PassSettings, ScheduledPass
 from distill.scheduler import Scheduler, ScheduleSettings
 
@@ -82,7 +81,7 @@ class ScheduleSteps:
             expect(f"{label}: last report's {key}", report.get(key), want)
 
     def _row(self, name: str, project: str) -> ScheduleRow:
-        rows = cast(ScheduleStore, self.mem.store).schedule(project)
+        rows = self.mem.store.schedule(project)
         found = [r for r in rows if r.pass_name == name]
         if not found:
             raise CaseFailed(f"no schedule row for {name} in {project}")

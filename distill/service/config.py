@@ -52,13 +52,18 @@ class WorkerSettings(BaseModel):
     interval: float = Field(2.0, ge=0.05)  # seconds between idle polls
     settle: float = Field(0.5, ge=0)
     # The trigger of extraction and adjudication per subject: N new events OR a timer (OR
-    # force: `distill consolidate`). 1 by default: an agent that says "I moved to Paris"
-    # expects the next turn's context to know it, and every test and user of `distill
-    # worker` relied on events being extracted within seconds. Batching is still there: the
-    # events that arrive while a job waits or runs share model calls (`interval`, `settle`).
-    # A deployment that pays per call and can wait sets the Uniko seed's 20 events / 15 min.
-    min_events: int = Field(1, ge=1)
+    # force: `distill consolidate`, `POST /v1/consolidate`). The Uniko seed's 20 events or 15
+    # minutes: a subject's events are extracted together, in one model call per batch, not
+    # one call per turn. What waits is not hidden: the context block shows a subject's
+    # waiting events beside its facts (`core.context`). 1: extract as soon as the worker
+    # polls (a demo, a test, an agent that must search its last turn as a fact at once).
+    min_events: int = Field(20, ge=1)
     max_wait_minutes: float = Field(15.0, gt=0)
+
+    # `distill worker --metrics-port`: Prometheus metrics on this port (None: not served; 0:
+    # any free port, printed at start), on this address (loopback: the metrics name projects).
+    metrics_port: int | None = Field(None, ge=0, le=65535)
+    metrics_host: str = "127.0.0.1"
 
     def trigger(self) -> Trigger:
         return Trigger(self.min_events, timedelta(minutes=self.max_wait_minutes))

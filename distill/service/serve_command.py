@@ -55,7 +55,8 @@ DEFAULT_PORT = 8420
     envvar=CONFIG_VARIABLE,
     type=click.Path(dir_okay=False),
     help="The configuration file (TOML): the backlog's bound ([backlog]), the background "
-    "worker's schedule and trigger ([schedule], [worker]).",
+    "worker's schedule and trigger ([schedule], [worker]). Its [schedule] section is read "
+    "again when it changes, or on SIGHUP.",
 )
 @click.pass_context
 def serve(
@@ -124,5 +125,7 @@ def serve(
         server = uvicorn.Server(config)
         for stopping in (signal.SIGINT, signal.SIGTERM):
             signal.signal(stopping, lambda *_: setattr(server, "should_exit", True))
+        if hasattr(signal, "SIGHUP"):  # the schedule's settings again, as `distill worker`
+            signal.signal(signal.SIGHUP, lambda *_: settings.request())
         server.run(sockets=[sock])
         err.print("distill serve: stopped", markup=False)

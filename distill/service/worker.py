@@ -16,7 +16,8 @@ worker.
 
 When a subject's new events are extracted is the `trigger`'s: once its pending job holds
 `min_events` events, or once it waited `max_wait` (`distill consolidate` forces every
-pending job). The default, `min_events` 1, extracts at once (see `WorkerSettings`).
+pending job). `distill worker` and `distill serve` take it from the configuration (20 events
+or 15 minutes by default, see `WorkerSettings`); without one, every pending job is due.
 
 Beside the jobs, each thread runs the scheduled passes (`distill.scheduler`: dedupe, judge
 and whichever the configuration turns on, each on its own interval per project, under a

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import logging
 import signal
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from datetime import datetime
 from types import FrameType
 
 import click
 
+from distill.errors import MissingDependency
+from distill.memory import Memory
 from distill.report import Report
 from distill.scheduler import Ran
 from distill.service.config import CONFIG_VARIABLE, Reloader, load
@@ -60,6 +64,18 @@ log = logging.getLogger("distill.worker")
     help="Also run the scheduled passes (dedupe, judge, ... on their intervals) when no job "
     "is due.",
 )
+@click.option(
+    "--metrics-port",
+    default=None,
+    type=click.IntRange(0, 65535),
+    help="Serve Prometheus metrics on this port (0: any free one, printed at start) "
+    "[default: not served].",
+)
+@click.option(
+    "--metrics-host",
+    default=None,
+    help="The address the metrics bind to [default: 127.0.0.1].",
+)
 @click.option("--once", is_flag=True, help="Process what is due (jobs, then passes), then exit.")
 @click.pass_context
 def worker(
@@ -69,6 +85,8 @@ def worker(
     interval: float | None,
     settle: float | None,
     schedule: bool,
+    metrics_port: int | None,
+    metrics_host: str | None,
     once: bool,
 ) -> None:
     """Consolidate continuously, until SIGTERM or Ctrl-C (which finish the job being decided
@@ -80,6 +98,8 @@ def worker(
     concurrency = own.concurrency if concurrency is None else concurrency
     interval = own.interval if interval is None else interval
     settle = own.settle if settle is None else settle
+    metrics_port = own.metrics_port if metrics_port is None else metrics_port
+    metrics_host = own.metrics_host if metrics_host is None else metrics_host
     reloader = Reloader(loaded)
 
     def announce(report: Report) -> None:
@@ -118,8 +138,36 @@ def worker(
             signal.signal(signal.SIGHUP, hangup)
         where = f", configuration {loaded.path}" if loaded.path else ""
         err.print(f"distill worker: {concurrency} thread(s), polling every {interval:g} s{where}")
-        totals = runner.run(once=once)
+        with ExitStack() as stack:
+            if metrics_port is not None:
+                stack.enter_context(_metrics(open_memory, runner, metrics_host, metrics_port))
+            totals = runner.run(once=once)
     err.print(
         f"stopped: {totals.jobs_done} job(s) done, {totals.jobs_failed} failed, "
         f"{totals.llm_calls} LLM call(s), {totals.scheduled_runs} scheduled pass(es)"
     )
+
+
+@contextmanager
+def _metrics(
+    open_memory: Callable[[], Memory], runner: Worker, host: str, port: int
+) -> Iterator[None]:
+    """Prometheus metrics while the worker runs, read with a `Memory` of their own."""
+    try:
+        from distill.service.worker_metrics import MetricsServer
+    except ImportError as exc:
+        raise MissingDependency(
+            f"--metrics-port needs Prometheus's client ({exc.name} is missing) — "
+            "pip install 'distill[server]'"
+        ) from exc
+    with open_memory() as memory:
+        try:
+            server = MetricsServer(lambda: memory, lambda: runner.totals, host, port)
+        except OSError as exc:
+            raise click.UsageError(f"cannot serve metrics on {host}:{port}: {exc}") from exc
+        shown = f"[{host}]" if ":" in host else host
+        err.print(f"metrics: http://{shown}:{server.port}/metrics", markup=False)
+        try:
+            yield
+        finally:
+            server.close()

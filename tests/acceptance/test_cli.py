@@ -632,7 +632,8 @@ def test_worker_consolidates_as_events_arrive_and_stops_cleanly_on_sigterm(
     """`distill worker` picks up events added while it runs; SIGTERM ends it with exit 0 and
     no job left running."""
     cli = Cli(tmp_path)
-    env = {**cli.env, "DISTILL_LLM": "fake"}
+    # Extract each event at the next poll, not after 20 (the default trigger).
+    env = {**cli.env, "DISTILL_LLM": "fake", "DISTILL_WORKER__MIN_EVENTS": "1"}
     process = subprocess.Popen(
         [str(DISTILL), "--db", str(cli.db), "worker", "--interval", "0.1"],
         env=env,

@@ -18,6 +18,9 @@ LISTENING = re.compile(r"distill serve: (http://\S+) ")
 
 def serve(processes: Processes, db: Path, *options: str) -> tuple[Proc, str]:
     """`distill serve` on a free port; returns it and its URL once it listens."""
+    # Each event extracted at the worker's next poll (not after 20, the default trigger): the
+    # tests read what they sent back at once.
+    processes.env.setdefault("DISTILL_WORKER__MIN_EVENTS", "1")
     proc = processes.distill(str(db), "serve", "--port", "0", "--interval", "0.1", *options)
     found = wait_for(lambda: LISTENING.search(proc.text()), 30, "distill serve to listen")
     url = found[1]

@@ -129,7 +129,7 @@ def test_add_memory_without_consolidation_waits_for_a_worker(tmp_path: Path, db:
     over_stdio(tmp_path, db, scenario)
     worked = subprocess.run(
         [sys.executable, "-m", "distill", "worker", "--once"],
-        env=server_env(tmp_path, db),
+        env=server_env(tmp_path, db, DISTILL_WORKER__MIN_EVENTS="1"),  # one event is enough
         cwd=CHECKOUT,
         capture_output=True,
         timeout=60,

@@ -38,7 +38,7 @@ def test_a_full_backlog_answers_429_with_retry_after_and_metrics_show_it(tmp_pat
 def test_metrics_count_each_pass_s_cycles_facts_and_duration(tmp_path: Path) -> None:
     """`distill serve --config`: the background worker extracts (pass `extract`) and runs
     the scheduled dedupe; /metrics says so per pass."""
-    config = Reloader(load(None, {}))
+    config = Reloader(load(None, {"DISTILL_WORKER__MIN_EVENTS": "1"}))  # extract at once
     with running_api(str(tmp_path / "api.db"), config=config) as api:
         admin_key = api.key(None, admin=True)
         with api.client(api.key("acme")) as client:

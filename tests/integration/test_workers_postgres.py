@@ -275,6 +275,7 @@ def test_a_running_worker_survives_a_database_restart(
     first, second = waves(200, 2)
     with Memory(url, embedder="hashing") as agent:
         agent.add_events(first)
+    processes.env["DISTILL_WORKER__MIN_EVENTS"] = "1"  # every wave's events at once
     worker = processes.worker(url, "--interval", "0.5")
     wait_until(lambda: unfinished(url) == 0, 60, "the first wave")
 

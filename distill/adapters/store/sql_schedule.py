@@ -14,7 +14,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from distill.adapters.store import rows
 from distill.adapters.store.sql_base import SqlBase
+from distill.core.models import Event
 from distill.core.schedule import Finish, ScheduleRow
 
 
@@ -76,6 +78,10 @@ class SqlSchedule(SqlBase):
 
     def backlog(self, project: str) -> int:
         return int(self._read("backlog_events", {"project": project})[0]["n"])
+
+    def waiting_events(self, project: str, subject: str, limit: int) -> list[Event]:
+        params = {"project": project, "subject": subject, "limit": limit}
+        return [rows.event_from_row(r, self.codec) for r in self._read("waiting_events", params)]
 
     def _schedule_key(self, row: ScheduleRow) -> dict[str, Any]:
         return {

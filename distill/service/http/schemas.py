@@ -178,6 +178,12 @@ class ContextRule(BaseModel):
     origin: str = Field(description="learned (promoted from memories) or written (a person).")
 
 
+class ContextWaiting(BaseModel):
+    id: str
+    text: str
+    occurred_at: str
+
+
 class ContextOut(BaseModel):
     """The block, as `distill.core.context.Context.to_dict` gives it."""
 
@@ -195,6 +201,12 @@ class ContextOut(BaseModel):
     )
     rules_left_out: int = Field(0, description="Rules that did not fit the budget.")
     facts: list[ContextItem] = Field(description="The same facts as data.")
+    waiting: list[ContextWaiting] = Field(
+        default_factory=list,
+        description="The subject's latest events not consolidated yet (the worker waits for "
+        "20 or 15 minutes), oldest first; shown at the block's end. Empty with as_of/known_at.",
+    )
+    waiting_left_out: int = Field(0, description="Waiting events not shown (more exist).")
 
 
 class ConsolidateBody(Body):

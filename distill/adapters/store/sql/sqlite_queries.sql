@@ -1229,3 +1229,20 @@ WHERE jobs.status IN ('pending', 'running') AND jobs.project = :project;
 -- A whole project's schedule goes with it; a subject's erase takes the rows of passes run
 -- for that subject only (the project's own passes still have the other subjects to run on).
 DELETE FROM pass_schedule WHERE project = :project AND (:subject IS NULL OR scope = :subject);
+
+-- Events waiting for consolidation -------------------------------------------------------------
+
+-- name: waiting_events
+-- A subject's events that no run has consolidated yet (its open jobs': pending or running),
+-- newest first: what the context block shows beside the facts while the worker's trigger
+-- waits for more. The subject's few open jobs by jobs_by_subject, their events by key.
+SELECT events.id, events.project, events.subject, events.text, events.occurred_at,
+       events.recorded_at, events.source, events.trust, events.claims,
+       events.idempotency_key, events.action
+FROM jobs
+JOIN job_events ON job_events.job_id = jobs.id
+JOIN events ON events.id = job_events.event_id
+WHERE jobs.project = :project AND jobs.subject = :subject
+  AND jobs.status IN ('pending', 'running')
+ORDER BY events.occurred_at DESC, events.id DESC
+LIMIT :limit;

@@ -6,7 +6,8 @@
 
 `distill serve` runs in its own process on 127.0.0.1 (a fresh SQLite file, the hashing
 embedder, one background worker thread, the `llm` extractor) with a configuration file that
-bounds each project's backlog (`[backlog] max_events = --bound`, `retry_after_seconds = 1`).
+bounds each project's backlog (`[backlog] max_events = --bound`, `retry_after_seconds = 1`)
+and keeps the worker's trigger (20 events a subject) with a 6 s timer instead of 15 minutes.
 Its model is an OpenAI-compatible server in this process (`tests/llm_server.py`) that
 answers each event with one memory after `--delay` seconds; with `--fail-every N`, every
 Nth call answers 500 (the provider client retries it, as it would a real outage).
@@ -115,6 +116,9 @@ def main(
     db, config = tmp / "soak.db", tmp / "distill.toml"
     config.write_text(
         f"[backlog]\nmax_events = {bound}\nretry_after_seconds = 1\n\n"
+        # The default trigger (20 events a subject); its 15-minute timer is 6 s here, so that
+        # the drain does not wait a quarter of an hour for the last few events of a subject.
+        "[worker]\nmax_wait_minutes = 0.1\n\n"
         # The judge would ask the scripted model about every memory: not what is measured.
         "[schedule.passes.judge]\nenabled = false\n",
         encoding="utf-8",

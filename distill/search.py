@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from distill.core.context import CONTESTING
 from distill.core.drift import DRIFT_DEPTH_FACTOR
-from distill.core.models import ConflictStatus, Event, Fact, FactKind, FactStatus
+from distill.core.models import ConflictSet, ConflictStatus, Event, Fact, FactKind, FactStatus
 from distill.core.recall import (
     ARM_DEPTH,
     MAX_QUERY_CHARS,
@@ -82,14 +82,17 @@ def search(
         wanted_kinds,
         tuple(sorted(visible)) if visible is not None else None,
     )
+    # The question is embedded beside the reads that do not need its vector (`embedding_pool`).
+    embedded = memory.embedding_pool.start(memory.embedder, query)
     depth = max(ARM_DEPTH, limit)
     if memory.unstable_subjects(project, subject):
         # A subject whose facts keep being invalidated (`core.drift`): its current value is
         # the least settled and its past ones the likeliest asked about: read deeper.
         depth *= DRIFT_DEPTH_FACTOR
     words = store.recall_words(scope, query_terms(query), depth)
-    vector = memory.embedder.embed_batch([query])[0]
-    nearest = store.recall_nearest(scope, vector, depth)
+    # One subject: its open sets are the only ones its hits can sit in; read them meanwhile.
+    open_sets = {subject: _contesting(memory, project, subject)} if subject is not None else {}
+    nearest = store.recall_nearest(scope, embedded()[0], depth)
     fused = fuse(
         {
             "lexical": [Ranked(i, n, s) for n, (i, s) in enumerate(words, start=1)],
@@ -101,7 +104,7 @@ def search(
     else:
         facts = _served(memory, project, fused, limit)
     ranked = sorted(facts.values(), key=lambda f: order(f, fused[f.id].score))[:limit]
-    contested = _open_sets(memory, project, ranked)
+    contested = _open_sets(memory, project, ranked, open_sets)
     events = _evidence(memory, project, ranked) if "events" in extras else {}
     return [
         Hit(
@@ -154,15 +157,25 @@ def _include(include: Iterable[str]) -> set[str]:
     return found
 
 
-def _open_sets(memory: Memory, project: str, facts: Sequence[Fact]) -> dict[str, tuple[str, ...]]:
-    """For each fact in an open contesting set, the ids of its sets."""
+def _contesting(memory: Memory, project: str, subject: str) -> list[ConflictSet]:
+    """The subject's open sets that contest a value (those a hit is marked with)."""
+    found = memory.store.conflicts(project, subject, ConflictStatus.OPEN)
+    return [s for s in found if s.kind in CONTESTING]
+
+
+def _open_sets(
+    memory: Memory, project: str, facts: Sequence[Fact], read: dict[str, list[ConflictSet]]
+) -> dict[str, tuple[str, ...]]:
+    """For each fact in an open contesting set, the ids of its sets; `read`: the contesting
+    sets of the subjects read already."""
     found: dict[str, list[str]] = {}
     ids = {f.id for f in facts}
     for subject in sorted({f.subject for f in facts}):
-        for open_set in memory.store.conflicts(project, subject, ConflictStatus.OPEN):
-            if open_set.kind in CONTESTING:
-                for member in ids.intersection(open_set.member_ids):
-                    found.setdefault(member, []).append(open_set.id)
+        if subject not in read:
+            read[subject] = _contesting(memory, project, subject)
+        for open_set in read[subject]:
+            for member in ids.intersection(open_set.member_ids):
+                found.setdefault(member, []).append(open_set.id)
     return {k: tuple(v) for k, v in found.items()}
 
 

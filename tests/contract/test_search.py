@@ -302,3 +302,42 @@ def test_search_never_serves_what_facts_would_not(
                 f.id for f in mem.facts("u1", project, as_of=as_of) if f.value == {"v": question}
             }
             assert holding <= {h.fact.id for h in hits}
+
+
+def test_the_question_embedded_beside_the_reads_gives_the_same_hits_as_in_turn(
+    memory: Memory,
+) -> None:
+    """The pool changes when the question is embedded, never what is found: every search
+    here, run with the question embedded on the pool's thread and again on the caller's
+    (the pool with no thread, as every search ran before it), returns the same hits, scores,
+    parts, open sets and evidence, in the same order."""
+    from distill.embedding_pool import EmbeddingPool
+
+    say(memory, 1, "language", {"lang": "fr"}, source="crm")
+    say(memory, 1, "language", {"lang": "de"}, source="billing")
+    say(memory, 2, "home_city", {"city": "Lyon"})
+    say(memory, 3, "home_city", {"city": "Paris"}, action="supersede")
+    say(memory, 2, "home_city", {"city": "Oslo"}, subject="u2")
+    remember(memory, 4, "Caroline got a necklace from her grandmother in Sweden.")
+    remember(memory, 5, "Caroline paints sunsets by the lake in Lyon.", subject="u2")
+    memory.consolidate()
+    assert memory.conflicts("u1")  # a contested fact is among the hits below
+    searches: list[dict[str, Any]] = [
+        {"query": "language lang", "subject": "u1", "include": ["events"]},
+        {"query": "language lang city", "include": ["events"]},
+        {"query": "Lyon city sunsets", "limit": 3},
+        {"query": "necklace Sweden", "subject": "u1", "kinds": ["memory"]},
+        {"query": "home city", "subject": "u1", "as_of": T0 + timedelta(days=2, hours=1)},
+        {"query": "home city", "known_at": memory.clock.now()},
+    ]
+
+    def run() -> list[list[dict[str, Any]]]:
+        return [[h.to_dict() for h in memory.search(**s)] for s in searches]
+
+    beside = run()
+    memory.embedding_pool = EmbeddingPool(threads=0)
+    in_turn = run()
+
+    assert beside == in_turn
+    assert all(beside)
+    assert any(h["contested"] for h in beside[0]) and any(h["contested"] for h in beside[1])

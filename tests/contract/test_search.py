@@ -7,6 +7,7 @@ which arm found it; another subject or project is never searched unless asked.
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -331,13 +332,26 @@ def test_the_question_embedded_beside_the_reads_gives_the_same_hits_as_in_turn(
         {"query": "home city", "known_at": memory.clock.now()},
     ]
 
+    hashing = memory.embedder
+    threads: set[int] = set()
+
+    class Threaded:  # the hashing embedder, but as a model the pool embeds beside the reads
+        model_id, max_batch, dimension = hashing.model_id, hashing.max_batch, hashing.dimension
+
+        def embed_batch(self, texts: list[str]) -> Any:
+            threads.add(threading.get_ident())
+            return hashing.embed_batch(texts)
+
     def run() -> list[list[dict[str, Any]]]:
         return [[h.to_dict() for h in memory.search(**s)] for s in searches]
 
+    memory.embedder = Threaded()
     beside = run()
+    assert threads and threading.get_ident() not in threads
     memory.embedding_pool = EmbeddingPool(threads=0)
     in_turn = run()
 
+    assert threading.get_ident() in threads
     assert beside == in_turn
     assert all(beside)
     assert any(h["contested"] for h in beside[0]) and any(h["contested"] for h in beside[1])

@@ -82,6 +82,23 @@ def test_with_every_thread_busy_the_caller_embeds_its_question_itself() -> None:
         pool.close()
 
 
+def test_an_embedder_that_holds_the_gil_embeds_on_the_callers_thread() -> None:
+    pool, hashing = EmbeddingPool(), HashingEmbedder(16)
+    calls: list[int] = []
+    original = hashing.embed_batch
+
+    def recorded(texts: Sequence[str]) -> Vector:
+        calls.append(threading.get_ident())
+        return original(texts)
+
+    hashing.embed_batch = recorded  # type: ignore[method-assign]
+    try:
+        assert pool.start(hashing, "q")().shape == (1, 16)
+        assert calls == [threading.get_ident()]
+    finally:
+        pool.close()
+
+
 def test_a_failed_embedding_raises_its_error_to_the_caller_and_frees_its_thread() -> None:
     pool = EmbeddingPool(threads=1)
     try:
@@ -118,6 +135,7 @@ def test_a_memory_ends_its_search_threads_when_it_closes() -> None:
 
     before = set(search_threads())
     mem = Memory(":memory:", embedder=HashingEmbedder(64))
+    mem.embedder.holds_gil = False  # type: ignore[misc]  # as a model: embedded on the pool
     mem.add_event(subject="u1", claims=[{"text": "Caroline paints sunsets by the lake."}])
     mem.consolidate()
     assert mem.search("sunsets", subject="u1")

@@ -2,6 +2,7 @@
 
     python bench/search.py                       # SQLite and PostgreSQL, 10k and 100k
     python bench/search.py --sizes 10000 --backend sqlite --queries 200
+    python bench/search.py --sizes 10000 --backend postgres --phases   # and each part's time
 
 Targets (issue 13): p95 ≤ 15 ms at 10,000 live facts in one subject, ≤ 50 ms at 100,000, on
 SQLite and on PostgreSQL.
@@ -108,7 +109,62 @@ class ModelFirst:
         return self.hashing.embed_batch(texts)
 
 
-def timed_searches(mem: Memory, questions: list[str]) -> tuple[list[float], list[int]]:
+class Phases:
+    """Milliseconds each part of every search took (`--phases`): the store's reads and the
+    model's embedding of the question, each timed where it runs. The model runs on the
+    Memory's embedding thread beside the reads before the vector arm (`distill/
+    embedding_pool.py`), so the parts add up to more than the search."""
+
+    PARTS = (
+        ("unstable check", "unstable_subjects"),
+        ("lexical arm", "recall_words"),
+        ("open conflict sets", "conflicts"),
+        ("model", "embed_batch"),
+        ("vector arm", "recall_nearest"),
+        ("served facts", "facts_by_ids"),
+    )
+
+    def __init__(self) -> None:
+        self.current: dict[str, float] = {}
+        self.all: dict[str, list[float]] = {label: [] for label, _ in self.PARTS}
+
+    def watch(self, mem: Memory, model: Any) -> None:
+        owners = {"unstable_subjects": mem, "embed_batch": model}
+        for label, name in self.PARTS:
+            self._wrap(owners.get(name, mem.store), name, label)
+
+    def _wrap(self, owner: Any, name: str, label: str) -> None:
+        inner = getattr(owner, name)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                ms = (time.perf_counter() - started) * 1000
+                self.current[label] = self.current.get(label, 0.0) + ms
+
+        setattr(owner, name, timed)
+
+    def next_search(self) -> None:
+        for label, ms in self.current.items():
+            self.all[label].append(ms)
+        self.current = {}
+
+    def summary(self) -> dict[str, dict[str, float]]:
+        return {
+            label: {
+                "p50_ms": round(statistics.median(ms), 2),
+                "p95_ms": round(percentile(ms, 0.95), 2),
+            }
+            for label, ms in self.all.items()
+            if ms
+        }
+
+
+def timed_searches(
+    mem: Memory, questions: list[str], phases: Phases | None = None
+) -> tuple[list[float], list[int]]:
     """Milliseconds of each `Memory.search`, one question at a time, and its hits."""
     timings, found = [], []
     for q in questions:
@@ -116,6 +172,8 @@ def timed_searches(mem: Memory, questions: list[str]) -> tuple[list[float], list
         hits = mem.search(q, subject=SUBJECT, project=PROJECT)
         timings.append((time.perf_counter() - started) * 1000)
         found.append(len(hits))
+        if phases is not None:
+            phases.next_search()
     return timings, found
 
 
@@ -163,7 +221,9 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def measure(url: str, backend: str, n: int, queries: int, seed: int) -> dict[str, Any]:
+def measure(
+    url: str, backend: str, n: int, queries: int, seed: int, by_phase: bool = False
+) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     words = Words(rng)
     questions = [words.sentence(3, 8).rstrip(".") + "?" for _ in range(queries)]
@@ -187,7 +247,10 @@ def measure(url: str, backend: str, n: int, queries: int, seed: int) -> dict[str
         wait = getattr(getattr(mem.store, "_vectors", None), "wait_for_builds", None)
         if wait is not None:
             wait()
-        with_model, _ = timed_searches(mem, questions)
+        phases = Phases() if by_phase else None
+        if phases is not None:
+            phases.watch(mem, model)
+        with_model, _ = timed_searches(mem, questions, phases)
     return {
         "backend": backend,
         "facts": n,
@@ -202,6 +265,7 @@ def measure(url: str, backend: str, n: int, queries: int, seed: int) -> dict[str
         "mean_hits": round(statistics.fmean(found), 2),
         "target_p95_ms": TARGET_P95_MS.get(n),
         "questions": questions,
+        **({"phases_model": phases.summary()} if phases is not None else {}),
     }
 
 
@@ -241,7 +305,12 @@ def start_postgres() -> tuple[Any, str]:
 @click.option("--queries", default=200, show_default=True, type=click.IntRange(min=20))
 @click.option("--seed", default=7, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def main(sizes: str, backends: tuple[str, ...], queries: int, seed: int, as_json: bool) -> None:
+@click.option(
+    "--phases", "by_phase", is_flag=True, help="Also time each part of the '+ model' searches."
+)
+def main(
+    sizes: str, backends: tuple[str, ...], queries: int, seed: int, as_json: bool, by_phase: bool
+) -> None:
     """Measure `Memory.search` latency (see the module docstring)."""
     results = []
     chosen = backends or ("sqlite", "postgres")
@@ -257,7 +326,7 @@ def main(sizes: str, backends: tuple[str, ...], queries: int, seed: int, as_json
                     name = f"search_{n}"
                     server.psql(f"CREATE DATABASE {name};")
                     url = urlunsplit(urlsplit(base)._replace(path=f"/{name}"))
-                results.append(measure(url, backend, n, queries, seed))
+                results.append(measure(url, backend, n, queries, seed, by_phase))
     finally:
         if server is not None:
             server.cleanup()
@@ -311,6 +380,15 @@ def main(sizes: str, backends: tuple[str, ...], queries: int, seed: int, as_json
         )
     console = Console()
     console.print(table)
+    for r in results:
+        if "phases_model" in r:
+            parts = Table(title=f"+ model, by part: {r['backend']}, {r['facts']:,} facts")
+            for column in ("part", "p50 ms", "p95 ms"):
+                parts.add_column(column, justify="right")
+            parts.add_row("search", f"{r['p50_model_ms']}", f"{r['p95_model_ms']}")
+            for label, ms in r["phases_model"].items():
+                parts.add_row(label, f"{ms['p50_ms']}", f"{ms['p95_ms']}")
+            console.print(parts)
     console.print(
         f"+ model: the same searches with the default local model embedding each question "
         f"inside the timed call. Alone, it embeds one question in {model.get('p50_ms')} ms "

@@ -36,6 +36,18 @@ from distill.ports import Embedder, Vector
 EMBEDDING_THREADS = 4
 
 
+class Embedding:
+    """A question's embedding: under way on the pool (`beside`), or made when asked."""
+
+    def __init__(self, vector: Callable[[], Vector], beside: bool) -> None:
+        self._vector = vector
+        self.beside = beside  # whether it is being made while the caller goes on
+
+    def __call__(self) -> Vector:
+        """The vector (one row), waiting for it; raises what the embedder raised."""
+        return self._vector()
+
+
 class EmbeddingPool:
     """Threads that embed questions beside a search's reads. Closed with its Memory."""
 
@@ -46,18 +58,19 @@ class EmbeddingPool:
         self._pool: ThreadPoolExecutor | None = None
         self._closed = False
 
-    def start(self, embedder: Embedder, question: str) -> Callable[[], Vector]:
-        """Begin embedding `question` (one row); call the result for the vector, which waits
-        for it and raises what the embedder raised. With no thread free, the embedding is
-        done by that call, on the caller's thread (so too for an embedder that `holds_gil`)."""
+    def start(self, embedder: Embedder, question: str) -> Embedding:
+        """Begin embedding `question` (one row); call the result for the vector. With no
+        thread free, the embedding is made by that call, on the caller's thread (so too for
+        an embedder that `holds_gil`)."""
+        in_turn = Embedding(lambda: embedder.embed_batch([question]), beside=False)
         if getattr(embedder, "holds_gil", False) or not self._free.acquire(blocking=False):
-            return lambda: embedder.embed_batch([question])
+            return in_turn
         try:
             future = self._executor().submit(self._embed, embedder, question)
         except RuntimeError:  # closed, or the interpreter is shutting down
             self._free.release()
-            return lambda: embedder.embed_batch([question])
-        return future.result
+            return in_turn
+        return Embedding(future.result, beside=True)
 
     def close(self) -> None:
         """Wait for the embeddings under way, then end the threads. Idempotent; a search

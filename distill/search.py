@@ -68,6 +68,8 @@ def search(
     wanted_kinds = _kinds(kinds)
     extras = _include(include)
     store = memory.store
+    # The question is embedded beside the reads that do not need its vector (`embedding_pool`).
+    embedded = memory.embedding_pool.start(memory.embedder, query)
 
     visible: dict[str, Fact] | None = None
     if as_of is not None or known_at is not None:
@@ -82,8 +84,6 @@ def search(
         wanted_kinds,
         tuple(sorted(visible)) if visible is not None else None,
     )
-    # The question is embedded beside the reads that do not need its vector (`embedding_pool`).
-    embedded = memory.embedding_pool.start(memory.embedder, query)
     depth = max(ARM_DEPTH, limit)
     if memory.unstable_subjects(project, subject):
         # A subject whose facts keep being invalidated (`core.drift`): its current value is
@@ -92,6 +92,11 @@ def search(
     words = store.recall_words(scope, query_terms(query), depth)
     # One subject: its open sets are the only ones its hits can sit in; read them meanwhile.
     open_sets = {subject: _contesting(memory, project, subject)} if subject is not None else {}
+    read: dict[str, Fact] = {}
+    if visible is None and embedded.beside:
+        # And the rows of the lexical arm's best, which most served facts are, while the
+        # model works: after the vector arm only the others are read.
+        read = {f.id: f for f in store.facts_by_ids(project, [i for i, _ in words[: 2 * limit]])}
     nearest = store.recall_nearest(scope, embedded()[0], depth)
     fused = fuse(
         {
@@ -102,7 +107,7 @@ def search(
     if visible is not None:
         facts = {i: visible[i] for i in fused if i in visible}
     else:
-        facts = _served(memory, project, fused, limit)
+        facts = _served(memory, project, fused, limit, read)
     ranked = sorted(facts.values(), key=lambda f: order(f, fused[f.id].score))[:limit]
     contested = _open_sets(memory, project, ranked, open_sets)
     events = _evidence(memory, project, ranked) if "events" in extras else {}
@@ -118,10 +123,12 @@ def search(
     ]
 
 
-def _served(memory: Memory, project: str, fused: dict[str, Fused], limit: int) -> dict[str, Fact]:
+def _served(
+    memory: Memory, project: str, fused: dict[str, Fused], limit: int, read: dict[str, Fact]
+) -> dict[str, Fact]:
     """The best `limit` of the fused facts that are served now (and every fact tied with the
     last of them), read from the store a slice at a time, best first: reading the rows of
-    all of both arms' finds would cost more than the ranking."""
+    all of both arms' finds would cost more than the ranking. `read`: rows read already."""
     best = sorted(fused, key=lambda i: -fused[i].score)
     now = memory.clock.now()
     found: dict[str, Fact] = {}
@@ -130,7 +137,10 @@ def _served(memory: Memory, project: str, fused: dict[str, Fused], limit: int) -
         end = min(len(best), start + 2 * limit)
         while end < len(best) and fused[best[end]].score == fused[best[end - 1]].score:
             end += 1
-        for f in memory.store.facts_by_ids(project, best[start:end]):
+        wanted = best[start:end]
+        missing = [i for i in wanted if i not in read]
+        rows = [read[i] for i in wanted if i in read]
+        for f in [*rows, *memory.store.facts_by_ids(project, missing)]:
             if f.status is FactStatus.ACTIVE and (f.valid_to is None or f.valid_to > now):
                 found[f.id] = f
         start = end

@@ -73,6 +73,7 @@ def test_with_every_thread_busy_the_caller_embeds_its_question_itself() -> None:
 
         other.embed_batch = recorded  # type: ignore[method-assign]
         second = pool.start(other, "two")
+        assert first.beside and not second.beside
         assert np.array_equal(second(), HashingEmbedder(16).embed_batch(["two"]))
         assert calls == [threading.get_ident()]  # not queued behind the busy thread
         busy.gate.set()

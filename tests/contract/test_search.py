@@ -8,6 +8,7 @@ which arm found it; another subject or project is never searched unless asked.
 from __future__ import annotations
 
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -355,3 +356,42 @@ def test_the_question_embedded_beside_the_reads_gives_the_same_hits_as_in_turn(
     assert beside == in_turn
     assert all(beside)
     assert any(h["contested"] for h in beside[0]) and any(h["contested"] for h in beside[1])
+
+
+def test_searches_from_many_threads_at_once_find_what_each_finds_alone(memory: Memory) -> None:
+    """More searches at once than the pool has threads: some embed beside their reads, the
+    others in turn; each finds what it finds alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from distill.embedding_pool import EMBEDDING_THREADS
+
+    hashing = memory.embedder
+
+    class Slow:  # a model that takes a while, so that the pool's threads are all busy at once
+        model_id, max_batch, dimension = hashing.model_id, hashing.max_batch, hashing.dimension
+
+        def embed_batch(self, texts: list[str]) -> Any:
+            time.sleep(0.02)
+            return hashing.embed_batch(texts)
+
+    for day, text in enumerate(
+        [
+            "Caroline got a necklace from her grandmother in Sweden.",
+            "Caroline paints sunsets by the lake.",
+            "Melanie runs a marathon every spring.",
+            "Melanie keeps three bikes in the garage.",
+        ]
+    ):
+        remember(memory, day, text)
+    say(memory, 5, "home_city", {"city": "Lyon"})
+    memory.consolidate()
+    memory.embedder = Slow()
+    questions = ["necklace", "sunsets lake", "marathon spring", "bikes", "home city Lyon"] * 3
+    alone = {q: [h.to_dict() for h in memory.search(q, subject="u1")] for q in questions}
+
+    with ThreadPoolExecutor(3 * EMBEDDING_THREADS) as callers:
+        together = list(
+            callers.map(lambda q: [h.to_dict() for h in memory.search(q, subject="u1")], questions)
+        )
+
+    assert together == [alone[q] for q in questions]

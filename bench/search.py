@@ -3,6 +3,8 @@
     python bench/search.py                       # SQLite and PostgreSQL, 10k and 100k
     python bench/search.py --sizes 10000 --backend sqlite --queries 200
     python bench/search.py --keep /var/tmp/search-bench   # load once, measure again later
+    python bench/search.py --sizes 10000 --backend postgres --phases   # and each part's time
+    python bench/search.py --sizes 10000 --backend sqlite --in-turn    # without the overlap
 
 Targets (issue 13): p95 ≤ 15 ms at 10,000 live facts in one subject, ≤ 50 ms at 100,000, on
 SQLite and on PostgreSQL.
@@ -29,7 +31,9 @@ question inside the timed call (`ModelFirst`: its vector is thrown away and the 
 with the hashing vector, the space the facts were stored in), so "+ model" is the whole
 latency, the model's time included, whatever it is on that machine. The model's own time to
 embed one question is also measured alone and printed, so that the share that is embedding
-(the same on both backends) is visible.
+(the same on both backends) is visible. The model embeds on the Memory's embedding thread
+while the search reads what needs no vector (`distill/embedding_pool.py`); `--in-turn` makes
+it embed after those reads instead, as searches did before, for comparison.
 
 `--keep DIR` keeps the loaded databases in DIR (SQLite files, a PostgreSQL data directory)
 and, on the next run with the same DIR, seed and size, measures them without loading again:
@@ -62,6 +66,7 @@ from distill.core.identity import content_hash
 from distill.core.models import Fact, FactKind, FactStatus, Trust
 from distill.core.plan import CreateFact, Plan
 from distill.core.recall import STOP_WORDS, recall_text
+from distill.embedding_pool import EmbeddingPool
 from distill.ids import new_id
 
 TARGET_P95_MS = {10_000: 15.0, 100_000: 50.0}
@@ -114,7 +119,62 @@ class ModelFirst:
         return self.hashing.embed_batch(texts)
 
 
-def timed_searches(mem: Memory, questions: list[str]) -> tuple[list[float], list[int]]:
+class Phases:
+    """Milliseconds each part of every search took (`--phases`): the store's reads and the
+    model's embedding of the question, each timed where it runs. The model runs on the
+    Memory's embedding thread beside the reads before the vector arm (`distill/
+    embedding_pool.py`), so the parts add up to more than the search."""
+
+    PARTS = (
+        ("unstable check", "unstable_subjects"),
+        ("lexical arm", "recall_words"),
+        ("open conflict sets", "conflicts"),
+        ("model", "embed_batch"),
+        ("vector arm", "recall_nearest"),
+        ("served facts", "facts_by_ids"),
+    )
+
+    def __init__(self) -> None:
+        self.current: dict[str, float] = {}
+        self.all: dict[str, list[float]] = {label: [] for label, _ in self.PARTS}
+
+    def watch(self, mem: Memory, model: Any) -> None:
+        owners = {"unstable_subjects": mem, "embed_batch": model}
+        for label, name in self.PARTS:
+            self._wrap(owners.get(name, mem.store), name, label)
+
+    def _wrap(self, owner: Any, name: str, label: str) -> None:
+        inner = getattr(owner, name)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                ms = (time.perf_counter() - started) * 1000
+                self.current[label] = self.current.get(label, 0.0) + ms
+
+        setattr(owner, name, timed)
+
+    def next_search(self) -> None:
+        for label, ms in self.current.items():
+            self.all[label].append(ms)
+        self.current = {}
+
+    def summary(self) -> dict[str, dict[str, float]]:
+        return {
+            label: {
+                "p50_ms": round(statistics.median(ms), 2),
+                "p95_ms": round(percentile(ms, 0.95), 2),
+            }
+            for label, ms in self.all.items()
+            if ms
+        }
+
+
+def timed_searches(
+    mem: Memory, questions: list[str], phases: Phases | None = None
+) -> tuple[list[float], list[int]]:
     """Milliseconds of each `Memory.search`, one question at a time, and its hits."""
     timings, found = [], []
     for q in questions:
@@ -122,6 +182,8 @@ def timed_searches(mem: Memory, questions: list[str]) -> tuple[list[float], list
         hits = mem.search(q, subject=SUBJECT, project=PROJECT)
         timings.append((time.perf_counter() - started) * 1000)
         found.append(len(hits))
+        if phases is not None:
+            phases.next_search()
     return timings, found
 
 
@@ -170,7 +232,14 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def measure(
-    url: str, backend: str, n: int, queries: int, seed: int, loaded: Path | None = None
+    url: str,
+    backend: str,
+    n: int,
+    queries: int,
+    seed: int,
+    loaded: Path | None = None,
+    by_phase: bool = False,
+    in_turn: bool = False,
 ) -> dict[str, Any]:
     """Load (unless `loaded` names the record of an earlier load of this database) and time."""
     rng = np.random.default_rng(seed)
@@ -201,7 +270,12 @@ def measure(
         wait = getattr(getattr(mem.store, "_vectors", None), "wait_for_builds", None)
         if wait is not None:
             wait()
-        with_model, _ = timed_searches(mem, questions)
+        if in_turn:  # the question embedded on the caller's thread, after the reads before it
+            mem.embedding_pool = EmbeddingPool(threads=0)
+        phases = Phases() if by_phase else None
+        if phases is not None:
+            phases.watch(mem, model)
+        with_model, _ = timed_searches(mem, questions, phases)
     return {
         "backend": backend,
         "facts": n,
@@ -216,6 +290,7 @@ def measure(
         "mean_hits": round(statistics.fmean(found), 2),
         "target_p95_ms": TARGET_P95_MS.get(n),
         "questions": questions,
+        **({"phases_model": phases.summary()} if phases is not None else {}),
     }
 
 
@@ -261,6 +336,14 @@ def start_postgres(keep: Path | None) -> tuple[Any, str]:
     type=click.Path(file_okay=False, path_type=Path),
     help="Keep the loaded databases here, and measure those already loaded without loading.",
 )
+@click.option(
+    "--phases", "by_phase", is_flag=True, help="Also time each part of the '+ model' searches."
+)
+@click.option(
+    "--in-turn",
+    is_flag=True,
+    help="'+ model': embed the question after the reads before the vector arm, not beside them.",
+)
 def main(
     sizes: str,
     backends: tuple[str, ...],
@@ -268,6 +351,8 @@ def main(
     seed: int,
     as_json: bool,
     keep: Path | None,
+    by_phase: bool,
+    in_turn: bool,
 ) -> None:
     """Measure `Memory.search` latency (see the module docstring)."""
     results = []
@@ -293,7 +378,7 @@ def main(
                 if backend == "sqlite" and loaded is not None and not loaded.exists():
                     for leftover in (url, f"{url}-wal", f"{url}-shm"):  # an unfinished load
                         Path(leftover).unlink(missing_ok=True)
-                results.append(measure(url, backend, n, queries, seed, loaded))
+                results.append(measure(url, backend, n, queries, seed, loaded, by_phase, in_turn))
     finally:
         if server is not None:
             server.cleanup()
@@ -347,6 +432,15 @@ def main(
         )
     console = Console()
     console.print(table)
+    for r in results:
+        if "phases_model" in r:
+            parts = Table(title=f"+ model, by part: {r['backend']}, {r['facts']:,} facts")
+            for column in ("part", "p50 ms", "p95 ms"):
+                parts.add_column(column, justify="right")
+            parts.add_row("search", f"{r['p50_model_ms']}", f"{r['p95_model_ms']}")
+            for label, ms in r["phases_model"].items():
+                parts.add_row(label, f"{ms['p50_ms']}", f"{ms['p95_ms']}")
+            console.print(parts)
     console.print(
         f"+ model: the same searches with the default local model embedding each question "
         f"inside the timed call. Alone, it embeds one question in {model.get('p50_ms')} ms "

@@ -56,6 +56,7 @@ from distill.core.schedule import Trigger
 from distill.core.votes import Policies
 from distill.cortex import Cortex
 from distill.deriving import Deriving
+from distill.embedding_pool import EmbeddingPool
 from distill.engine import Engine
 from distill.errors import ConfigurationError, InvalidInput, NotFound
 from distill.extractors import BATCH_EVENTS, BATCH_TOKENS, make_extraction
@@ -156,6 +157,7 @@ class Memory(Hygiene, Rulebook, Deriving, Cortex, Backpressure):
             self.bands = replace(self.bands, same=max_distance)
         self.max_distance = self.bands.same
         self.store, self.database = open_store(url)
+        self.embedding_pool = EmbeddingPool()  # embeds a search's question beside its reads
         self.engine = Engine(
             self.store,
             self.embedder,
@@ -170,6 +172,7 @@ class Memory(Hygiene, Rulebook, Deriving, Cortex, Backpressure):
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def close(self) -> None:
+        self.embedding_pool.close()
         self.engine.close()
         self.store.close()
         close_llm(self._owned_llm)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from distill.core.context import CONTESTING
 from distill.core.drift import DRIFT_DEPTH_FACTOR
-from distill.core.models import ConflictStatus, Event, Fact, FactKind, FactStatus
+from distill.core.models import ConflictSet, ConflictStatus, Event, Fact, FactKind, FactStatus
 from distill.core.recall import (
     ARM_DEPTH,
     MAX_QUERY_CHARS,
@@ -68,6 +68,8 @@ def search(
     wanted_kinds = _kinds(kinds)
     extras = _include(include)
     store = memory.store
+    # The question is embedded beside the reads that do not need its vector (`embedding_pool`).
+    embedded = memory.embedding_pool.start(memory.embedder, query)
 
     visible: dict[str, Fact] | None = None
     if as_of is not None or known_at is not None:
@@ -88,8 +90,14 @@ def search(
         # the least settled and its past ones the likeliest asked about: read deeper.
         depth *= DRIFT_DEPTH_FACTOR
     words = store.recall_words(scope, query_terms(query), depth)
-    vector = memory.embedder.embed_batch([query])[0]
-    nearest = store.recall_nearest(scope, vector, depth)
+    # One subject: its open sets are the only ones its hits can sit in; read them meanwhile.
+    open_sets = {subject: _contesting(memory, project, subject)} if subject is not None else {}
+    read: dict[str, Fact] = {}
+    if visible is None and embedded.beside:
+        # And the rows of the lexical arm's best, which most served facts are, while the
+        # model works: after the vector arm only the others are read.
+        read = {f.id: f for f in store.facts_by_ids(project, [i for i, _ in words[: 2 * limit]])}
+    nearest = store.recall_nearest(scope, embedded()[0], depth)
     fused = fuse(
         {
             "lexical": [Ranked(i, n, s) for n, (i, s) in enumerate(words, start=1)],
@@ -99,9 +107,9 @@ def search(
     if visible is not None:
         facts = {i: visible[i] for i in fused if i in visible}
     else:
-        facts = _served(memory, project, fused, limit)
+        facts = _served(memory, project, fused, limit, read)
     ranked = sorted(facts.values(), key=lambda f: order(f, fused[f.id].score))[:limit]
-    contested = _open_sets(memory, project, ranked)
+    contested = _open_sets(memory, project, ranked, open_sets)
     events = _evidence(memory, project, ranked) if "events" in extras else {}
     return [
         Hit(
@@ -115,10 +123,12 @@ def search(
     ]
 
 
-def _served(memory: Memory, project: str, fused: dict[str, Fused], limit: int) -> dict[str, Fact]:
+def _served(
+    memory: Memory, project: str, fused: dict[str, Fused], limit: int, read: dict[str, Fact]
+) -> dict[str, Fact]:
     """The best `limit` of the fused facts that are served now (and every fact tied with the
     last of them), read from the store a slice at a time, best first: reading the rows of
-    all of both arms' finds would cost more than the ranking."""
+    all of both arms' finds would cost more than the ranking. `read`: rows read already."""
     best = sorted(fused, key=lambda i: -fused[i].score)
     now = memory.clock.now()
     found: dict[str, Fact] = {}
@@ -127,7 +137,10 @@ def _served(memory: Memory, project: str, fused: dict[str, Fused], limit: int) -
         end = min(len(best), start + 2 * limit)
         while end < len(best) and fused[best[end]].score == fused[best[end - 1]].score:
             end += 1
-        for f in memory.store.facts_by_ids(project, best[start:end]):
+        wanted = best[start:end]
+        missing = [i for i in wanted if i not in read]
+        rows = [read[i] for i in wanted if i in read]
+        for f in [*rows, *memory.store.facts_by_ids(project, missing)]:
             if f.status is FactStatus.ACTIVE and (f.valid_to is None or f.valid_to > now):
                 found[f.id] = f
         start = end
@@ -154,15 +167,25 @@ def _include(include: Iterable[str]) -> set[str]:
     return found
 
 
-def _open_sets(memory: Memory, project: str, facts: Sequence[Fact]) -> dict[str, tuple[str, ...]]:
-    """For each fact in an open contesting set, the ids of its sets."""
+def _contesting(memory: Memory, project: str, subject: str) -> list[ConflictSet]:
+    """The subject's open sets that contest a value (those a hit is marked with)."""
+    found = memory.store.conflicts(project, subject, ConflictStatus.OPEN)
+    return [s for s in found if s.kind in CONTESTING]
+
+
+def _open_sets(
+    memory: Memory, project: str, facts: Sequence[Fact], read: dict[str, list[ConflictSet]]
+) -> dict[str, tuple[str, ...]]:
+    """For each fact in an open contesting set, the ids of its sets; `read`: the contesting
+    sets of the subjects read already."""
     found: dict[str, list[str]] = {}
     ids = {f.id for f in facts}
     for subject in sorted({f.subject for f in facts}):
-        for open_set in memory.store.conflicts(project, subject, ConflictStatus.OPEN):
-            if open_set.kind in CONTESTING:
-                for member in ids.intersection(open_set.member_ids):
-                    found.setdefault(member, []).append(open_set.id)
+        if subject not in read:
+            read[subject] = _contesting(memory, project, subject)
+        for open_set in read[subject]:
+            for member in ids.intersection(open_set.member_ids):
+                found.setdefault(member, []).append(open_set.id)
     return {k: tuple(v) for k, v in found.items()}
 
 

@@ -249,6 +249,27 @@ def test_each_thread_has_its_own_connection_and_close_closes_all(pg: Any) -> Non
         pg.jobs()
 
 
+def test_a_read_of_one_statement_needs_no_transaction_but_joins_the_one_under_way(
+    pg: Any,
+) -> None:
+    """Reads of one statement run without BEGIN/COMMIT (a statement is a transaction of its
+    own in autocommit mode): they leave nothing open, say what failed as a `StoreError`, and
+    inside a transaction they read it, uncommitted writes included."""
+    raw = pg._connections._conn().raw
+    with pytest.raises(StoreError, match="division by zero"), pg._connections.statement() as db:
+        db.execute("SELECT 1 / 0")
+    assert raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    assert pg.jobs() == []  # the connection is still good
+
+    made = make_fact(subject="reader")
+    with pg._tx(rollback=True):
+        pg.apply(Plan(actions=[CreateFact(made, "new")]), None, [])
+        assert [f.id for f in pg.facts_by_ids(PROJECT, [made.id])] == [made.id]
+        assert raw.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+    assert pg.facts_by_ids(PROJECT, [made.id]) == []
+    assert raw.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+
+
 def held_advisory_locks(url: str) -> int:
     return int(scalar(url, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"))
 

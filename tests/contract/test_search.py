@@ -7,6 +7,8 @@ which arm found it; another subject or project is never searched unless asked.
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -302,3 +304,94 @@ def test_search_never_serves_what_facts_would_not(
                 f.id for f in mem.facts("u1", project, as_of=as_of) if f.value == {"v": question}
             }
             assert holding <= {h.fact.id for h in hits}
+
+
+def test_the_question_embedded_beside_the_reads_gives_the_same_hits_as_in_turn(
+    memory: Memory,
+) -> None:
+    """The pool changes when the question is embedded, never what is found: every search
+    here, run with the question embedded on the pool's thread and again on the caller's
+    (the pool with no thread, as every search ran before it), returns the same hits, scores,
+    parts, open sets and evidence, in the same order."""
+    from distill.embedding_pool import EmbeddingPool
+
+    say(memory, 1, "language", {"lang": "fr"}, source="crm")
+    say(memory, 1, "language", {"lang": "de"}, source="billing")
+    say(memory, 2, "home_city", {"city": "Lyon"})
+    say(memory, 3, "home_city", {"city": "Paris"}, action="supersede")
+    say(memory, 2, "home_city", {"city": "Oslo"}, subject="u2")
+    remember(memory, 4, "Caroline got a necklace from her grandmother in Sweden.")
+    remember(memory, 5, "Caroline paints sunsets by the lake in Lyon.", subject="u2")
+    memory.consolidate()
+    assert memory.conflicts("u1")  # a contested fact is among the hits below
+    searches: list[dict[str, Any]] = [
+        {"query": "language lang", "subject": "u1", "include": ["events"]},
+        {"query": "language lang city", "include": ["events"]},
+        {"query": "Lyon city sunsets", "limit": 3},
+        {"query": "necklace Sweden", "subject": "u1", "kinds": ["memory"]},
+        {"query": "home city", "subject": "u1", "as_of": T0 + timedelta(days=2, hours=1)},
+        {"query": "home city", "known_at": memory.clock.now()},
+    ]
+
+    hashing = memory.embedder
+    threads: set[int] = set()
+
+    class Threaded:  # the hashing embedder, but as a model the pool embeds beside the reads
+        model_id, max_batch, dimension = hashing.model_id, hashing.max_batch, hashing.dimension
+
+        def embed_batch(self, texts: list[str]) -> Any:
+            threads.add(threading.get_ident())
+            return hashing.embed_batch(texts)
+
+    def run() -> list[list[dict[str, Any]]]:
+        return [[h.to_dict() for h in memory.search(**s)] for s in searches]
+
+    memory.embedder = Threaded()
+    beside = run()
+    assert threads and threading.get_ident() not in threads
+    memory.embedding_pool = EmbeddingPool(threads=0)
+    in_turn = run()
+
+    assert threading.get_ident() in threads
+    assert beside == in_turn
+    assert all(beside)
+    assert any(h["contested"] for h in beside[0]) and any(h["contested"] for h in beside[1])
+
+
+def test_searches_from_many_threads_at_once_find_what_each_finds_alone(memory: Memory) -> None:
+    """More searches at once than the pool has threads: some embed beside their reads, the
+    others in turn; each finds what it finds alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from distill.embedding_pool import EMBEDDING_THREADS
+
+    hashing = memory.embedder
+
+    class Slow:  # a model that takes a while, so that the pool's threads are all busy at once
+        model_id, max_batch, dimension = hashing.model_id, hashing.max_batch, hashing.dimension
+
+        def embed_batch(self, texts: list[str]) -> Any:
+            time.sleep(0.02)
+            return hashing.embed_batch(texts)
+
+    for day, text in enumerate(
+        [
+            "Caroline got a necklace from her grandmother in Sweden.",
+            "Caroline paints sunsets by the lake.",
+            "Melanie runs a marathon every spring.",
+            "Melanie keeps three bikes in the garage.",
+        ]
+    ):
+        remember(memory, day, text)
+    say(memory, 5, "home_city", {"city": "Lyon"})
+    memory.consolidate()
+    memory.embedder = Slow()
+    questions = ["necklace", "sunsets lake", "marathon spring", "bikes", "home city Lyon"] * 3
+    alone = {q: [h.to_dict() for h in memory.search(q, subject="u1")] for q in questions}
+
+    with ThreadPoolExecutor(3 * EMBEDDING_THREADS) as callers:
+        together = list(
+            callers.map(lambda q: [h.to_dict() for h in memory.search(q, subject="u1")], questions)
+        )
+
+    assert together == [alone[q] for q in questions]

@@ -66,6 +66,9 @@ class HashingEmbedder:
     """Signed feature hashing of casefolded word unigrams and character trigrams."""
 
     max_batch = 1024
+    # It computes in Python, holding the GIL: a search embeds its question in turn, since on
+    # another thread it would only take turns with the search's reads (`embedding_pool`).
+    holds_gil = True
 
     def __init__(
         self,

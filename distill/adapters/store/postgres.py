@@ -30,6 +30,7 @@ import json
 import threading
 import time
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
@@ -224,6 +225,9 @@ class PostgresStore(SqlStore, SqlKeys, SqlSchedule):
         }
         sql = _with_dim(self.queries["nearest_recall_facts"], query.shape[1])
         return [Neighbour(r["fact_id"], r["distance"]) for r in db.execute(sql, params)]
+
+    def _nearest_reads(self) -> AbstractContextManager[Any]:
+        return self._connections.statement()  # `nearest_recall_facts` is one statement
 
     def _word_query(self, terms: Sequence[str]) -> dict[str, Any]:
         # `recall_words` joins them with | into a tsquery: each is letters and digits only

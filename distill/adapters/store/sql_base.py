@@ -62,6 +62,7 @@ class Connections(Protocol):
     def transaction(
         self, write: bool = True, rollback: bool = False
     ) -> AbstractContextManager[Any]: ...
+    def statement(self) -> AbstractContextManager[Any]: ...
     def close(self) -> None: ...
 
 
@@ -117,6 +118,11 @@ class SqlBase(ABC):
     def _recall_nearest(self, db: DB, scope: RecallScope, query: Vector, k: int) -> list[Neighbour]:
         """The k facts of the recall scope nearest `query` (one vector), nearest first, ties
         by fact id."""
+
+    def _nearest_reads(self) -> AbstractContextManager[Any]:
+        """Where `_recall_nearest` runs: a read transaction, unless the backend's is one
+        statement (then `statement`, which may spare a transaction's round trips)."""
+        return self._tx(write=False)
 
     @abstractmethod
     def _word_query(self, terms: Sequence[str]) -> dict[str, Any]:
@@ -196,8 +202,9 @@ class SqlBase(ABC):
         return row
 
     def _read(self, query: str, params: Mapping[str, Any]) -> list[Any]:
-        """All rows of one named query, in a read transaction of its own."""
-        with self._tx(write=False) as db:
+        """All rows of one named query, one statement that is a transaction of its own (or
+        part of the current one)."""
+        with self._db.statement() as db:
             return list(self._run(db, query, params).fetchall())
 
     def _write(self, query: str, params: Mapping[str, Any]) -> int:

@@ -181,7 +181,7 @@ class SqlStore(SqlCortex, SqlJobs):
         query = np.asarray(vector, dtype=np.float32).reshape(1, -1)
         if k <= 0 or (scope.among is not None and not scope.among):
             return []
-        with self._tx(write=False) as db:
+        with self._nearest_reads() as db:
             return self._recall_nearest(db, scope, query, k)
 
     def aliases(self, project: str, predicates: Sequence[str]) -> dict[str, Alias]:

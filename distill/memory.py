@@ -30,7 +30,7 @@ from distill.arguments import explain_validation, full_id, parse_time
 from distill.arguments import subject_named as _subject
 from distill.backpressure import Backpressure
 from distill.core import audit_trail, resolve
-from distill.core.context import WAITING_SHOWN, Context, build_context
+from distill.core.context import CONTEXT_TOKENS, Context
 from distill.core.identity import canonical_json, content_hash
 from distill.core.models import (
     FUTURE_MARGIN,
@@ -47,11 +47,10 @@ from distill.core.models import (
     FactStatus,
     Job,
     Observation,
-    normalise_subject,
 )
 from distill.core.passes import Scope
 from distill.core.plan import Plan
-from distill.core.recall import MAX_SEARCH_LIMIT, Hit, recall_text
+from distill.core.recall import Hit, recall_text
 from distill.core.schedule import Trigger
 from distill.core.votes import Policies
 from distill.cortex import Cortex
@@ -64,13 +63,10 @@ from distill.hygiene import Hygiene
 from distill.ports import LLM, Clock, Embedder, IdentityVector, IdTable
 from distill.report import Report
 from distill.rulebook import Rulebook
-from distill.search import search
+from distill.search import context, search
 from distill.status import Status
 
 REEMBED_PAGE = 500  # facts embedded again per store round trip (and per embedding call)
-# Tokens of a context block by default: a few dozen facts, a small share of any model's prompt.
-CONTEXT_TOKENS = 1_000
-CONTEXT_TOKENS_MIN = 50  # room for the header, one fact and the closing line
 
 
 class SystemClock:
@@ -413,40 +409,14 @@ class Memory(Hygiene, Rulebook, Deriving, Cortex, Backpressure):
         recently confirmed first. A fact in an open conflict is shown with the other values
         of its set, marked contested, never silently picked. `.text` for the prompt,
         `.to_dict()` for the same as data. See `distill.core.context`."""
-        if not isinstance(budget_tokens, int) or budget_tokens < CONTEXT_TOKENS_MIN:
-            raise InvalidInput(
-                f"budget_tokens: give a whole number of at least {CONTEXT_TOKENS_MIN}"
-            )
-        if not isinstance(subject, str) or not subject.strip():
-            raise InvalidInput("subject: the context is about one subject; give it")
-        subject = normalise_subject(subject)
-        when = parse_time(as_of, "as_of") if as_of is not None else None
-        believed = parse_time(known_at, "known_at") if known_at is not None else None
-        if query is not None:
-            hits = self.search(query, subject, project, when, believed, MAX_SEARCH_LIMIT)
-            served = [h.fact for h in hits]
-        else:
-            served = self.facts(subject, project, as_of=when, known_at=believed)
-        open_sets = self.store.conflicts(project, subject, ConflictStatus.OPEN)
-        wanted = sorted({m for c in open_sets for m in c.member_ids})
-        members = {f.id: f for f in self.store.facts_by_ids(project, wanted)}
-        rules = self.rules(subject, project)
-        if believed is not None:  # the rules Distill had then (they are never revised)
-            rules = [r for r in rules if r.created_at <= believed]
-        waiting: list[Event] = []  # what was said and is not a fact yet: a read of now only
-        if when is None and believed is None:
-            waiting = self.store.waiting_events(project, subject, WAITING_SHOWN + 1)
-        return build_context(
+        return context(
+            self,
             subject,
+            query,
             project,
-            served,
-            open_sets,
-            members,
+            parse_time(as_of, "as_of") if as_of is not None else None,
+            parse_time(known_at, "known_at") if known_at is not None else None,
             budget_tokens,
-            when,
-            query is not None,
-            rules,
-            waiting,
         )
 
     def events(self, ids: Iterable[str], project: str = "default") -> list[Event]:

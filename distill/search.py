@@ -1,4 +1,5 @@
-"""`Memory.search`: the facts that answer a question, for an agent to read back.
+"""`Memory.search`: the facts that answer a question, for an agent to read back; and
+`Memory.context`, which reads what the block of `distill.core.context` is made of.
 
 The ranking is `distill.core.recall`'s (two arms, fused by reciprocal rank); this module
 checks the question, asks the store for each arm, and dresses the result: each fact with its
@@ -24,9 +25,23 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from distill.core.context import CONTESTING
+from distill.core.context import (
+    CONTESTING,
+    CONTEXT_TOKENS_MIN,
+    WAITING_SHOWN,
+    Context,
+    build_context,
+)
 from distill.core.drift import DRIFT_DEPTH_FACTOR
-from distill.core.models import ConflictSet, ConflictStatus, Event, Fact, FactKind, FactStatus
+from distill.core.models import (
+    ConflictSet,
+    ConflictStatus,
+    Event,
+    Fact,
+    FactKind,
+    FactStatus,
+    normalise_subject,
+)
 from distill.core.recall import (
     ARM_DEPTH,
     MAX_QUERY_CHARS,
@@ -192,3 +207,47 @@ def _open_sets(
 def _evidence(memory: Memory, project: str, facts: Sequence[Fact]) -> dict[str, Event]:
     wanted = list(dict.fromkeys(e for f in facts for e in f.source_event_ids))
     return {e.id: e for e in memory.store.events(project, wanted)}
+
+
+def context(
+    memory: Memory,
+    subject: str,
+    query: str | None,
+    project: str,
+    when: datetime | None,
+    believed: datetime | None,
+    budget_tokens: int,
+) -> Context:
+    """See `Memory.context`; `when` (as_of) and `believed` (known_at) are already parsed."""
+    if not isinstance(budget_tokens, int) or budget_tokens < CONTEXT_TOKENS_MIN:
+        raise InvalidInput(f"budget_tokens: give a whole number of at least {CONTEXT_TOKENS_MIN}")
+    if not isinstance(subject, str) or not subject.strip():
+        raise InvalidInput("subject: the context is about one subject; give it")
+    subject = normalise_subject(subject)
+    if query is not None:
+        hits = memory.search(query, subject, project, when, believed, MAX_SEARCH_LIMIT)
+        served = [h.fact for h in hits]
+    else:
+        served = memory.facts(subject, project, as_of=when, known_at=believed)
+    store = memory.store
+    open_sets = store.conflicts(project, subject, ConflictStatus.OPEN)
+    wanted = sorted({m for c in open_sets for m in c.member_ids})
+    members = {f.id: f for f in store.facts_by_ids(project, wanted)}
+    rules = memory.rules(subject, project)
+    if believed is not None:  # the rules Distill had then (they are never revised)
+        rules = [r for r in rules if r.created_at <= believed]
+    waiting: list[Event] = []  # what was said and is not a fact yet: a read of now only
+    if when is None and believed is None:
+        waiting = store.waiting_events(project, subject, WAITING_SHOWN + 1)
+    return build_context(
+        subject,
+        project,
+        served,
+        open_sets,
+        members,
+        budget_tokens,
+        when,
+        query is not None,
+        rules,
+        waiting,
+    )

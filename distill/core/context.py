@@ -45,6 +45,9 @@ from distill.core.models import ConflictKind, ConflictSet, Event, Fact, Rule, Tr
 
 # Sets whose members are shown together as contested; a quarantine set is not one of them.
 CONTESTING = (ConflictKind.CONFLICT, ConflictKind.IDENTITY)
+# Tokens of a context block by default: a few dozen facts, a small share of any model's prompt.
+CONTEXT_TOKENS = 1_000
+CONTEXT_TOKENS_MIN = 50  # room for the header, one fact and the closing line
 # Waiting events a block shows at most: the worker's default trigger (20 events), so that
 # every event a waiting job holds before its run can be shown when the budget allows.
 WAITING_SHOWN = 20

@@ -14,9 +14,9 @@ from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
+from distill.core.context import CONTEXT_TOKENS, CONTEXT_TOKENS_MIN
 from distill.core.models import AuditEntry, Event, Fact, FactKind, Observation, Trust
 from distill.core.recall import MAX_SEARCH_LIMIT
-from distill.memory import CONTEXT_TOKENS, CONTEXT_TOKENS_MIN
 
 # Events in one request. A batch is written in one transaction, validated whole first: a
 # thousand events of a chat history is one request, and a client with more sends pages.

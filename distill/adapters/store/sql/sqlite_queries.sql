@@ -1229,3 +1229,20 @@ WHERE jobs.status IN ('pending', 'running') AND jobs.project = :project;
 -- A whole project's schedule goes with it; a subject's erase takes the rows of passes run
 -- for that subject only (the project's own passes still have the other subjects to run on).
 DELETE FROM pass_schedule WHERE project = :project AND (:subject IS NULL OR scope = :subject);
+
+-- ---------------------------------------------------------------------------------------------
+-- The full-text index, fed once per plan (sqlite_0016): what the fact_words_added trigger did
+-- for each inserted fact, for all the facts a writer inserted. `ids` is a JSON array of fact
+-- ids in insertion order: each gets the next number, and its words under that number.
+
+-- name: index_fact_words_rows
+INSERT INTO fact_words_rows (fact_id)
+SELECT stored_id(j.value) FROM json_each(:ids) AS j ORDER BY j.key;
+
+-- name: index_fact_words
+INSERT INTO fact_words (rowid, words)
+SELECT r.n, coalesce(f.predicate, '') || ' ' || coalesce(f.value, '') || ' ' || f.text
+FROM json_each(:ids) AS j
+JOIN fact_words_rows AS r ON r.fact_id = stored_id(j.value)
+JOIN facts AS f ON f.id = r.fact_id
+ORDER BY r.n;

@@ -7,7 +7,9 @@
 -- facts now run the same two statements once for all the facts they inserted, in the same
 -- order (`index_fact_words_rows`, `index_fact_words`, through `SqliteStore._facts_inserted`):
 -- the plan writer after its inserts, the copy after each page of facts. Each fact gets the
--- number and the words the trigger gave it; a test compares the index's tables byte for byte.
+-- number, words, positions and length the trigger gave it (a test compares the index as
+-- fts5vocab sees it, and BM25 scores). Only the layout differs, which no query sees: run
+-- inside each insert's statement, the trigger made every fact a segment of its own.
 --
 -- Updates and deletes keep their triggers (`fact_words_changed`, `fact_words_removed`): a
 -- fact's words rarely change after its insert, and every path that deletes facts (erase,

@@ -17,18 +17,14 @@ from distill.core.cortex_plan import CORTEX_ACTIONS
 from distill.core.models import AuditEntry, Fact, FactKind, FactStatus, RuleOrigin
 from distill.core.passes import Scope
 from distill.core.plan import (
+    Action,
     AddRule,
     CreateFact,
     EraseScope,
-    LearnAlias,
     MarkFacts,
-    MoveCursor,
-    OpenConflict,
     Plan,
     PruneFact,
-    RecordCycle,
     RecordObservation,
-    ReviseConflict,
     ReviseFact,
     subject_of,
 )
@@ -145,6 +141,17 @@ def _check_rule(action: AddRule) -> None:
         )
 
 
+def _fact_of(action: Action) -> str | None:
+    """The fact an action's audit entry is about, if it is about one fact."""
+    if isinstance(action, CreateFact | PruneFact):
+        return action.fact.id
+    if isinstance(action, ReviseFact):
+        return action.after.id
+    if isinstance(action, RecordObservation):
+        return action.observation.fact_id
+    return None  # conflicts, aliases, erasures, cursors, marks, rules, cycles, cortex
+
+
 def audit_entries(
     plan: Plan, scope: Scope, job_id: str | None, now: datetime, new_id: Callable[[], str]
 ) -> list[AuditEntry]:
@@ -155,30 +162,7 @@ def audit_entries(
     for action in plan.actions:
         before, after = stored(action)
         project, subject = subject_of(action)
-        fact_id: str | None = None
-        if isinstance(action, CreateFact):
-            fact_id = action.fact.id
-        elif isinstance(action, ReviseFact):
-            fact_id = action.after.id
-        elif isinstance(action, RecordObservation):
-            fact_id = action.observation.fact_id
-        elif isinstance(action, PruneFact):
-            fact_id = action.fact.id
-        elif isinstance(
-            action,
-            (
-                OpenConflict
-                | ReviseConflict
-                | LearnAlias
-                | EraseScope
-                | MoveCursor
-                | MarkFacts
-                | AddRule
-                | RecordCycle,
-                *CORTEX_ACTIONS,
-            ),
-        ):
-            fact_id = None
+        fact_id = _fact_of(action)
         entries.append(
             # Validated, though its parts already were: pydantic's validator (in Rust) builds
             # this model in about half the time `model_construct` (Python) takes.

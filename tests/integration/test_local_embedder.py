@@ -87,3 +87,12 @@ def test_missing_model_package_names_the_fix(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     with pytest.raises(MissingDependency, match="pip install distill"):
         LocalEmbedder()
+
+
+def test_one_intra_op_thread_embeds_as_the_default_does(embedder: LocalEmbedder) -> None:
+    """The thread count (bench/embed_threads.py) changes how fast, not what: the same
+    vectors within float32 rounding of a different summation order."""
+    texts = ["I have 3 bikes now", "These days I live in Lyon", "My dog is called Rex"]
+    single = LocalEmbedder(intra_op_threads=1)
+    assert single.intra_op_threads == 1 and embedder.intra_op_threads is None
+    np.testing.assert_allclose(single.embed_batch(texts), embedder.embed_batch(texts), atol=1e-5)

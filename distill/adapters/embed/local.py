@@ -72,7 +72,10 @@ class LocalEmbedder:
     max_batch = 64
     token_budget = TOKEN_BUDGET
 
-    def __init__(self) -> None:
+    def __init__(self, intra_op_threads: int | None = None) -> None:
+        """`intra_op_threads`: onnxruntime's threads per call; None, its default (one per
+        core). `bench/embed_threads.py` measures what the second one buys."""
+        self.intra_op_threads = intra_op_threads
         for module in ("onnxruntime", "tokenizers"):
             _package_dir(module)
         self._model_path = _data_file(MODEL_PACKAGE, MODEL_FILE)
@@ -128,6 +131,8 @@ class LocalEmbedder:
         # spinning off, for the same wall time per batch (measured on 2,000 texts, 2 cores).
         # During a consolidation that spinning takes the core the deciding thread needs.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        if self.intra_op_threads is not None:
+            options.intra_op_num_threads = self.intra_op_threads
         model_path = self._model_path
         try:
             session = ort.InferenceSession(

@@ -10,8 +10,8 @@ the audit trail, the embedding cache, the model's kept answers, and the passes' 
 (`pass_cursors`: they name audit entries and observations, copied with their ids; derive's
 marks the votes it has counted, which a copy must not count again). Not copied
 (`NOT_COPIED`): `schema_migrations` (each database records its own), SQLite's
-`vector_changes` and both backends' full-text indexes (SQLite's FTS5 tables, PostgreSQL's
-`fact_terms`: triggers write them as the rows are inserted),
+`vector_changes` and both backends' full-text indexes (SQLite's FTS5 tables, fed after each
+page of facts as a plan feeds them; PostgreSQL's `fact_terms`, written by its triggers),
 `api_keys` (the HTTP API's credentials belong to the deployment they were made for), and
 `fact_marks` (the copy's passes read its memories again: what they decided is in the facts
 and the rules).
@@ -397,7 +397,7 @@ NOT_COPIED = {
     "scheduled pass once, soon after it starts (catch-up), then on its own cadence",
     **{
         name: "SQLite's full-text index of the facts' words (FTS5 and its shadow tables), "
-        "written by triggers as the facts are inserted into the target"
+        "written as the facts are inserted into the target"
         for name in (
             "fact_words",
             "fact_words_config",
@@ -472,6 +472,8 @@ def copy_store(source: SqlStore, target: SqlStore, progress: Progress | None = N
                     written = target._store_vectors(write, params)
                 else:
                     written = target._many(write, table.write, params)
+                if table.name == "facts":  # their words, as a plan indexes its new facts
+                    target._facts_inserted(write, [row["id"] for row in page])
                 if written != len(params):
                     raise IntegrityViolation(
                         f"{table.name}: the target took {written} of {len(params)} rows; "

@@ -2,7 +2,9 @@
 
 Facts, conflicts and aliases are written in plan order (a retirement must precede the fact
 that replaces it, for the unique index); rows that only point at them (sources, vectors,
-observations, audit) follow, one bulk statement per table. What differs between backends
+observations, audit) follow, one bulk statement per table, and so do the words of the new
+facts (SQLite's full-text index, fed once per plan: `_facts_inserted`), in insertion order,
+or before an action that could delete one of them. What differs between backends
 (how a vector is encoded, how a bulk statement runs, how a driver names the broken index)
 comes from the store. A `PruneFact` deletes one tombstone's row, sources, marks and vector, in
 plan order, under the same optimistic check a revision has.
@@ -88,6 +90,14 @@ def _final_versions(plan: Plan) -> dict[str, Fact]:
     }
 
 
+def _may_rewrite(action: Action, new_facts: dict[str, None]) -> bool:
+    """Whether `action` may change or delete the words of a fact the plan inserted (the
+    update and delete triggers then need them indexed first)."""
+    if isinstance(action, ReviseFact):
+        return action.after.id in new_facts
+    return isinstance(action, PruneFact | EraseScope)
+
+
 class _Writer:
     def __init__(self, store: SqlStore, db: DB, final: dict[str, Fact]) -> None:
         self.store = store
@@ -100,8 +110,16 @@ class _Writer:
         self.vectors: list[dict[str, Any]] = []
         self.copies: list[dict[str, Any]] = []
         self.observations: list[dict[str, Any]] = []
+        self.new_facts: dict[str, None] = {}  # ids inserted, in order, whose words wait
+
+    def index_words(self) -> None:
+        """Index the words of the facts inserted so far (what a trigger per row did)."""
+        if self.new_facts:
+            self.store._facts_inserted(self.db, list(self.new_facts))
+            self.new_facts.clear()
 
     def flush(self) -> None:
+        self.index_words()
         many = self.store._many
         many(self.db, "insert_fact_source", self.sources)
         self.store._store_vectors(self.db, self.vectors)
@@ -112,6 +130,8 @@ class _Writer:
             raise IntegrityViolation(f"an observation was refused: {exc}") from exc
 
     def action(self, action: Action) -> None:
+        if self.new_facts and _may_rewrite(action, self.new_facts):
+            self.index_words()  # the update and delete triggers find their words indexed
         if isinstance(action, CreateFact):
             self.create_fact(action)
         elif isinstance(action, ReviseFact):
@@ -147,6 +167,7 @@ class _Writer:
         fact, c = self.final.get(action.fact.id, action.fact), self.c
         params = rows.fact_params(fact, c)
         self.write_fact("insert_fact", {**params, "norm_hash": c.id(action.norm_hash)}, fact)
+        self.new_facts[fact.id] = None
         fact_id = params["id"]
         sources = fact.source_event_ids
         self.sources.extend({"fact_id": fact_id, "event_id": c.id(e)} for e in sources)

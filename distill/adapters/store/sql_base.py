@@ -15,7 +15,8 @@ every operation is built from.
 - new events (`_events_stored`, `wait_for_events`): polling, or NOTIFY / LISTEN;
 - vectors (`_vector_param`, `_nearest`, `_recall_nearest`, `_vectors_written`): BLOBs
   searched exactly or through an in-memory HNSW index, or pgvector and its HNSW indexes;
-- words (`_word_query`): an FTS5 MATCH of quoted words, or a tsquery's words;
+- words (`_word_query`, `_facts_inserted`): an FTS5 MATCH of quoted words, or a tsquery's
+  words; FTS5 fed once per plan by the writers of new facts, or fact_terms by its trigger;
 - migrations (`_run_migration`, `_check_can_migrate`, `_current_version`): statements one by
   one, or one script once pgvector is known to be there; SQLite reads its version first and
   writes only when a migration is due;
@@ -172,6 +173,11 @@ class SqlBase(ABC):
     def _vectors_written(self, dims: set[int]) -> None:
         """A plan stored identity vectors of these dimensions."""
         return None  # nothing to do unless the backend says otherwise
+
+    def _facts_inserted(self, db: DB, fact_ids: Sequence[str]) -> None:
+        """Index the words of facts just inserted in `db`'s transaction, in insertion order.
+        Every writer of new facts (`insert_fact`) calls it once it has inserted them."""
+        return None  # PostgreSQL's fact_terms trigger does it
 
     def _hold_claims(self) -> None:
         """Before claiming: make sure others can tell that this store is alive."""

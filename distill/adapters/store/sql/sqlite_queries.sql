@@ -1246,3 +1246,20 @@ WHERE jobs.project = :project AND jobs.subject = :subject
   AND jobs.status IN ('pending', 'running')
 ORDER BY events.occurred_at DESC, events.id DESC
 LIMIT :limit;
+
+-- ---------------------------------------------------------------------------------------------
+-- The full-text index, fed once per plan (sqlite_0016): what the fact_words_added trigger did
+-- for each inserted fact, for all the facts a writer inserted. `ids` is a JSON array of fact
+-- ids in insertion order: each gets the next number, and its words under that number.
+
+-- name: index_fact_words_rows
+INSERT INTO fact_words_rows (fact_id)
+SELECT stored_id(j.value) FROM json_each(:ids) AS j ORDER BY j.key;
+
+-- name: index_fact_words
+INSERT INTO fact_words (rowid, words)
+SELECT r.n, coalesce(f.predicate, '') || ' ' || coalesce(f.value, '') || ' ' || f.text
+FROM json_each(:ids) AS j
+JOIN fact_words_rows AS r ON r.fact_id = stored_id(j.value)
+JOIN facts AS f ON f.id = r.fact_id
+ORDER BY r.n;

@@ -9,7 +9,8 @@ over N/100 subjects; a mix of new attributes, repeats and changes) into a fresh 
 `consolidate()` once, then embeds exactly the texts that consolidation embedded (event texts
 and identity texts) with a fresh embedder, in batches of its own size. The ratio
 consolidate ÷ embed is what Distill costs on top of the embedding work it cannot avoid
-(physical limit 1.0; target ≤ 1.25); the median round is shown, every round's ratio beside
+(physical limit 1.0; targets, issue 10: ≤ 1.15 at 10,000 events and ≤ 1.25 at 100,000, and
+1.25 at any other N); the median round is shown, every round's ratio beside
 it, because this machine's speed varies by ±10% from minute to minute. Also per N: the
 consolidation's milliseconds per event, and the peak RSS of the consolidating process (model
 and the bench's own event list included), measured before the comparison embedder is loaded.
@@ -43,7 +44,14 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-TARGET_RATIO = 1.25
+TARGET_RATIO = 1.25  # at 100,000 events and any N without its own (issue 10)
+TARGETS = {10_000: 1.15}  # issue 10: a smaller run has less to amortise, and is asked for more
+
+
+def target(n: int) -> float:
+    return TARGETS.get(n, TARGET_RATIO)
+
+
 LARGE = 100_000  # from this size on, a round takes minutes: `--large-repeat` rounds
 ATTRIBUTES = [
     ("bike_count", "count", "I have {v} bikes now", lambda r: r.randint(0, 9)),
@@ -198,7 +206,7 @@ def main(
     result = {
         "machine": machine(),
         "embedder": embedder,
-        "target_ratio": TARGET_RATIO,
+        "target_ratio": {str(r["n"]): target(r["n"]) for r in rows},
         "rows": rows,
         "summary": summary(rows),
     }
@@ -217,8 +225,8 @@ def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         {
             "metric": f"consolidate ÷ embed, N = {r['n']:,} ({rounds(len(r['ratios']))})",
             "value": r["ratio"],
-            "target": f"≤ {TARGET_RATIO}",
-            "met": r["ratio"] <= TARGET_RATIO,
+            "target": f"≤ {target(r['n'])}",
+            "met": r["ratio"] <= target(r["n"]),
         }
         for r in rows
     ]
@@ -247,7 +255,8 @@ def print_table(result: dict[str, Any], embedder: str) -> None:
     ):
         table.add_column(column, justify="right")
     for r in result["rows"]:
-        met = "met" if r["ratio"] <= TARGET_RATIO else f"missed (> {TARGET_RATIO})"
+        limit = target(r["n"])
+        met = f"≤ {limit}: met" if r["ratio"] <= limit else f"≤ {limit}: missed"
         table.add_row(
             f"{r['n']:,}",
             f"{r['texts_embedded']:,}",
@@ -282,7 +291,9 @@ def draw(rows: list[dict[str, Any]], path: Path) -> bool:
     for r in rows:
         left.scatter([r["n"]] * len(r["ratios"]), r["ratios"], color="tab:blue", alpha=0.3, s=12)
     left.plot(ns, [r["ratio"] for r in rows], "o-", color="tab:blue", label="median round")
-    left.axhline(TARGET_RATIO, color="tab:red", linestyle="--", label=f"target {TARGET_RATIO}")
+    for n in ns:
+        left.scatter([n], [target(n)], color="tab:red", marker="_", s=300)
+    left.axhline(TARGET_RATIO, color="tab:red", linestyle="--", label="targets (10k: 1.15)")
     left.axhline(1.0, color="grey", linestyle=":", label="physical limit 1.0")
     left.set(xscale="log", xlabel="claim events N", ylabel="consolidate ÷ embed")
     left.set_title("consolidation cost ÷ embedding cost")

@@ -80,6 +80,7 @@ def erase(body: EraseBody, project: Project, svc: Svc) -> Erased:
 
 @router.post("/consolidate", tags=["admin"])
 def consolidate(body: ConsolidateBody, who: Admin, svc: Svc) -> dict[str, Any]:
-    """Run every due job of every project now (the background worker does it anyway);
-    with `dry_run`, the plan without writing. Admin keys only."""
+    """Run every pending job of every project now, whatever the worker's trigger would wait
+    for (the background worker does it in time anyway); with `dry_run`, the plan without
+    writing. Admin keys only."""
     return svc.memory.consolidate(dry_run=body.dry_run).to_dict()

@@ -56,7 +56,9 @@ def add_events(
     body: EventBody | EventBatch, project: Project, svc: Svc, request: Request
 ) -> Accepted:
     """Add one event, or a batch as `{"events": [...]}` (validated whole: all or none are
-    stored). Answers at once with the ids; consolidation runs in the background. When the
+    stored). Answers at once with the ids; consolidation runs in the background, once the
+    subject has 20 new events or its oldest waited 15 minutes (`[worker]` in the
+    configuration); meanwhile `/v1/context` shows them as not consolidated yet. When the
     project's backlog is full, 429 with `Retry-After`: nothing of the request was stored."""
     items = body.events if isinstance(body, EventBatch) else [body]
     try:

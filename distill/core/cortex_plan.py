@@ -17,7 +17,7 @@ invariants a pass could get wrong:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from distill.core.patterns import (
     Mention,
@@ -34,32 +34,27 @@ PROCEDURES_PASS = "procedures"
 TOPICS_PASS = "topics"
 
 
-def _changed(before: Any, after: Any, exclude: frozenset[str] = frozenset()) -> set[str]:
-    fields = type(before).model_fields
-    return {k for k in fields if k not in exclude and getattr(before, k) != getattr(after, k)}
+class _Written:
+    """What a procedure's and a topic's write share: where it writes, what its audit entry
+    keeps (the whole record when made, else its id and the fields that changed; never
+    `UNSTORED`, which the record's other rows hold) and how a report shows it."""
 
-
-@dataclass(frozen=True)
-class WriteProcedure:
-    """A procedure made (`before` None) or changed: its support recounted, its status moved,
-    a use recorded."""
-
-    before: Procedure | None
-    after: Procedure
-    reason: str
-    pass_name: str = PROCEDURES_PASS
-
-    @property
-    def name(self) -> str:
-        return "create_procedure" if self.before is None else "revise_procedure"
+    UNSTORED: ClassVar[frozenset[str]]
+    before: Any
+    after: Any
 
     def scope(self) -> tuple[str, str]:
         return self.after.project, self.after.subject
 
     def stored(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         if self.before is None:
-            return None, self.after.model_dump(mode="json", exclude={"source_event_ids"})
-        changed = _changed(self.before, self.after, frozenset({"source_event_ids"}))
+            return None, self.after.model_dump(mode="json", exclude=set(self.UNSTORED))
+        fields = type(self.before).model_fields
+        changed = {
+            k
+            for k in fields
+            if k not in self.UNSTORED and getattr(self.before, k) != getattr(self.after, k)
+        }
         changed.add("id")
         return (
             self.before.model_dump(mode="json", include=changed),
@@ -72,6 +67,23 @@ class WriteProcedure:
         if before is not None:
             out["before"] = before
         return out
+
+
+@dataclass(frozen=True)
+class WriteProcedure(_Written):
+    """A procedure made (`before` None) or changed: its support recounted, its status moved,
+    a use recorded."""
+
+    UNSTORED: ClassVar[frozenset[str]] = frozenset({"source_event_ids"})
+
+    before: Procedure | None
+    after: Procedure
+    reason: str
+    pass_name: str = PROCEDURES_PASS
+
+    @property
+    def name(self) -> str:
+        return "create_procedure" if self.before is None else "revise_procedure"
 
     def check(self) -> None:
         p = self.after
@@ -126,8 +138,10 @@ class RecordMentions:
 
 
 @dataclass(frozen=True)
-class WriteTopic:
+class WriteTopic(_Written):
     """A topic made, retired (its community changed), or back (the same community again)."""
+
+    UNSTORED: ClassVar[frozenset[str]] = frozenset({"embedding"})
 
     before: Topic | None
     after: Topic
@@ -141,26 +155,6 @@ class WriteTopic:
         if self.after.status is TopicStatus.RETIRED:
             return "retire_topic"
         return "revise_topic"
-
-    def scope(self) -> tuple[str, str]:
-        return self.after.project, self.after.subject
-
-    def stored(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-        if self.before is None:
-            return None, self.after.model_dump(mode="json", exclude={"embedding"})
-        changed = _changed(self.before, self.after, frozenset({"embedding"}))
-        changed.add("id")
-        return (
-            self.before.model_dump(mode="json", include=changed),
-            self.after.model_dump(mode="json", include=changed),
-        )
-
-    def describe(self) -> dict[str, Any]:
-        before, after = self.stored()
-        out: dict[str, Any] = {"after": after}
-        if before is not None:
-            out["before"] = before
-        return out
 
     def check(self) -> None:
         t = self.after

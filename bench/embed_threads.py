@@ -1,19 +1,23 @@
-"""How much onnxruntime's second intra-op thread speeds up the default embedder, on this machine.
+"""How the default embedder should use the cores, on this machine.
 
     python bench/embed_threads.py                 # the 10,062 texts of a 10,000-event round
     python bench/embed_threads.py --n 3000 --rounds 5
 
-Embeds the texts `bench/consolidate.py` embeds for N events, with onnxruntime's default
-thread count (one per core) and with one thread, alternating, a fresh embedder each time,
-and prints wall and CPU seconds of each round and the median speedup of the default.
+Embeds the texts `bench/consolidate.py` embeds for N events, in the calls a consolidation
+makes (the embedder's `max_batch` texts a call), with three settings of `LocalEmbedder`,
+alternating, a fresh embedder each time:
 
-Why it matters (BENCHMARKS.md, "Consolidation cost ÷ embedding cost"): during a
-consolidation the deciding thread competes with the embedder's threads for the cores. With
-one intra-op thread the embedder keeps one core to itself and deciding runs on the other,
-so a consolidation would take about as long as one-thread embedding, that is `speedup`
-times the two-thread embedding the ratio divides by. One thread is the better choice for
-consolidation only if the speedup printed here is below the ratio the bench measures with
-the default. Run it on a quiet machine: under load neither figure means anything.
+- **side by side** (the default): one onnxruntime call per core at once, each on one thread
+  (`runs` = cores, `intra_op_threads` = 1);
+- **split**: one call at a time, onnxruntime splitting each operator over the cores (`runs` =
+  1, `intra_op_threads` = its default), as the embedder did before;
+- **one core**: one call at a time on one thread.
+
+It prints wall and CPU seconds of each round and, per setting, the median wall time over the
+default's. Why it matters (BENCHMARKS.md, "Consolidation cost ÷ embedding cost"): the
+embedding is most of a consolidation, and during one the deciding thread competes with the
+embedder's threads for the cores; the CPU column shows what each setting leaves for it. Run
+it on a quiet machine: under load the figures mean little.
 """
 
 from __future__ import annotations
@@ -23,6 +27,12 @@ import time
 
 import click
 from consolidate import make_events  # bench/ is on the path when run as a script
+
+SETTINGS = {  # name: (runs, intra_op_threads); None: one per core / onnxruntime's default
+    "side by side": (None, 1),
+    "split": (1, None),
+    "one core": (1, 1),
+}
 
 
 @click.command()
@@ -36,19 +46,21 @@ def main(n: int, rounds: int) -> None:
     texts = {e["text"] for e in events}
     texts |= {identity_text(c["predicate"], c["value"]) for e in events for c in e["claims"]}
     ordered = sorted(texts)
-    walls: dict[str, list[float]] = {"default": [], "1": []}
+    walls: dict[str, list[float]] = {name: [] for name in SETTINGS}
     for _ in range(rounds):
-        for name, threads in (("default", None), ("1", 1)):
-            embedder = LocalEmbedder(intra_op_threads=threads)
+        for name, (runs, threads) in SETTINGS.items():
+            embedder = LocalEmbedder(runs=runs, intra_op_threads=threads)
             embedder.embed_batch(ordered[:8])  # the model is loaded outside the timing
             t0, cpu0 = time.perf_counter(), time.process_time()
             for start in range(0, len(ordered), embedder.max_batch):
                 embedder.embed_batch(ordered[start : start + embedder.max_batch])
             wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
             walls[name].append(wall)
-            print(f"threads {name:7s} {len(ordered):,} texts: {wall:.2f} s wall, {cpu:.2f} s CPU")
-    speedup = statistics.median(walls["1"]) / statistics.median(walls["default"])
-    print(f"speedup of the default over one thread (median wall): {speedup:.3f}")
+            print(f"{name:12s} {len(ordered):,} texts: {wall:.2f} s wall, {cpu:.2f} s CPU")
+    default = statistics.median(walls["side by side"])
+    for name, found in walls.items():
+        median = statistics.median(found)
+        print(f"{name:12s} median wall {median:.2f} s, {median / default:.3f} x the default")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,13 @@
 from __future__ import annotations
 
 import importlib.util
+import time
 
 import numpy as np
 import pytest
 
-from distill.adapters.embed.local import LocalEmbedder
-from distill.errors import MissingDependency
+from distill.adapters.embed.local import LocalEmbedder, split_runs
+from distill.errors import MissingDependency, ProviderError
 from distill.ports import Embedder
 
 pytestmark = pytest.mark.model
@@ -89,10 +90,54 @@ def test_missing_model_package_names_the_fix(monkeypatch: pytest.MonkeyPatch) ->
         LocalEmbedder()
 
 
-def test_one_intra_op_thread_embeds_as_the_default_does(embedder: LocalEmbedder) -> None:
-    """The thread count (bench/embed_threads.py) changes how fast, not what: the same
-    vectors within float32 rounding of a different summation order."""
-    texts = ["I have 3 bikes now", "These days I live in Lyon", "My dog is called Rex"]
-    single = LocalEmbedder(intra_op_threads=1)
-    assert single.intra_op_threads == 1 and embedder.intra_op_threads is None
-    np.testing.assert_allclose(single.embed_batch(texts), embedder.embed_batch(texts), atol=1e-5)
+def test_runs_side_by_side_embed_as_one_run_at_a_time_does(embedder: LocalEmbedder) -> None:
+    """How the cores are used (bench/embed_threads.py) changes how fast, not what: the same
+    vectors, in input order, within float32 rounding of a different summation order."""
+    texts = [f"Message {i}: " + "I have bikes and a dog called Rex. " * (i % 9) for i in range(150)]
+    one = LocalEmbedder(runs=1, intra_op_threads=None)  # onnxruntime splits each operator
+    assert (one.runs, one.intra_op_threads) == (1, None)
+    assert embedder.intra_op_threads == 1
+    side = LocalEmbedder(runs=3)
+    np.testing.assert_allclose(side.embed_batch(texts), one.embed_batch(texts), atol=1e-5)
+    np.testing.assert_allclose(side.embed_batch(texts[:1]), one.embed_batch(texts[:1]), atol=1e-5)
+
+
+def test_a_failing_run_is_a_provider_error_and_every_run_has_ended(
+    embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    side = LocalEmbedder(runs=2)
+    side.embed_batch(["load the model"])
+    started: list[int] = []
+    real = side._run
+
+    def run(session, rows):  # type: ignore[no-untyped-def]
+        started.append(len(rows))
+        if len(started) == 2:
+            raise ProviderError("the local embedding model failed: boom")
+        return real(session, rows)
+
+    monkeypatch.setattr(side, "_run", run)
+    with pytest.raises(ProviderError, match="boom"):
+        side.embed_batch([f"text number {i}" for i in range(200)])
+    count = len(started)
+    assert 2 <= count < 10  # the runs after the failure were not started (200 texts: 2 of 64)
+    time.sleep(0.2)
+    assert len(started) == count  # and none was still under way when the error was raised
+
+
+@pytest.mark.parametrize("runs", [1, 2, 3, 8])
+def test_split_runs_keeps_every_text_once_within_the_budget(runs: int) -> None:
+    lengths = [5, 40, 7, 7, 300, 12, 12, 12, 3, 90] * 20
+    cut = split_runs(lengths, max_rows=64, token_budget=2048, runs=runs)
+    assert sorted(i for run in cut for i in run) == list(range(len(lengths)))
+    for run in cut:
+        assert len(run) <= 64
+        assert len(run) == 1 or len(run) * max(lengths[i] for i in run) <= 2048
+
+
+def test_split_runs_cuts_a_small_batch_for_the_runs_that_may_go_at_once() -> None:
+    assert split_runs([10] * 64, 64, 2048, runs=1) == [list(range(64))]
+    cut = split_runs([10] * 64, 64, 2048, runs=2)
+    assert [len(r) for r in cut] == [32, 32]
+    assert [len(r) for r in split_runs([10] * 3, 64, 2048, runs=8)] == [1, 1, 1]
+    assert split_runs([], 64, 2048, runs=2) == []

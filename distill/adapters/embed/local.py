@@ -6,6 +6,18 @@ found with ``importlib.util.find_spec`` and the files are read from there.
 
 The pipeline is sentence-transformers' for this model: WordPiece tokens truncated at 256, mean
 pooling over the attention mask, L2 normalisation. No PyTorch, no network, no model hub.
+
+**How the cores are used.** A batch is cut into runs (rows of similar length, within a token
+budget), and the runs go to onnxruntime side by side, one thread each, on one session (its
+`run` may be called from several threads at once), rather than one after the other with
+onnxruntime splitting each operator over the cores. This model's matrices are small (a short
+text is 16 rows of 384 values), so a split operator spends much of its time with one thread
+waiting for the other; runs side by side never wait for each other. Measured on the texts of
+a 10,000-event consolidation, 2 cores (BENCHMARKS.md, "The embedder's runs side by side"):
+the same vectors in 11-14% less wall time and 6-10% less CPU. It matters most during a
+consolidation, where the deciding thread takes a core now and then: with one run split over
+both cores, the other core's half of every operator waits for it; with two runs, only one
+run does. A single text (a search's question) is embedded on the caller's thread.
 """
 
 from __future__ import annotations
@@ -14,6 +26,7 @@ import importlib.util
 import os
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -72,9 +85,11 @@ class LocalEmbedder:
     max_batch = 64
     token_budget = TOKEN_BUDGET
 
-    def __init__(self, intra_op_threads: int | None = None) -> None:
-        """`intra_op_threads`: onnxruntime's threads per call; None, its default (one per
-        core). `bench/embed_threads.py` measures what the second one buys."""
+    def __init__(self, runs: int | None = None, intra_op_threads: int | None = 1) -> None:
+        """`runs`: onnxruntime calls at once, each on its own thread (None: one per core this
+        process may use). `intra_op_threads`: onnxruntime's threads inside each call (None:
+        its default, one per core). `bench/embed_threads.py` compares the settings."""
+        self.runs = max(1, runs if runs is not None else usable_cores())
         self.intra_op_threads = intra_op_threads
         for module in ("onnxruntime", "tokenizers"):
             _package_dir(module)
@@ -90,6 +105,7 @@ class LocalEmbedder:
         # The threads of a Memory share one embedder: the first to embed loads the model.
         self._load_lock = threading.Lock()
         self._loaded: tuple[Any, Any] | None = None
+        self._helpers: ThreadPoolExecutor | None = None  # the runs beside the caller's
 
     @property
     def loaded(self) -> bool:
@@ -133,6 +149,7 @@ class LocalEmbedder:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         if self.intra_op_threads is not None:
             options.intra_op_num_threads = self.intra_op_threads
+        # Runs of this session may be under way on several threads at once (`embed_batch`).
         model_path = self._model_path
         try:
             session = ort.InferenceSession(
@@ -158,21 +175,39 @@ class LocalEmbedder:
         if not texts:
             return out
         tokenizer, session = self._model()
-        encodings = tokenizer.encode_batch(list(texts))
-        ids = [e.ids for e in encodings]
-        # Shortest first, so each batch pads to a length close to its own texts'.
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        chunk: list[int] = []
-        for i in order:
-            # Sorted, so the newcomer is the longest row: the padded width if it joins.
-            if chunk and (
-                len(chunk) == self.max_batch or (len(chunk) + 1) * len(ids[i]) > self.token_budget
-            ):
-                out[chunk] = self._run(session, [ids[j] for j in chunk])
-                chunk = []
-            chunk.append(i)
-        out[chunk] = self._run(session, [ids[j] for j in chunk])
+        ids = [e.ids for e in tokenizer.encode_batch(list(texts))]
+        cut = split_runs([len(i) for i in ids], self.max_batch, self.token_budget, self.runs)
+        runs = iter(cut)
+        taking = threading.Lock()
+        failed = threading.Event()
+
+        def work() -> None:  # on the caller's thread and on helpers: take runs until none left
+            while not failed.is_set():
+                with taking:
+                    rows = next(runs, None)
+                if rows is None:
+                    return
+                try:
+                    out[rows] = self._run(session, [ids[j] for j in rows])
+                except BaseException:
+                    failed.set()  # the others take no more runs
+                    raise
+
+        helpers = [self._pool().submit(work) for _ in range(min(self.runs, len(cut)) - 1)]
+        try:
+            work()
+        finally:  # never return (or raise) while a helper may still write `out`
+            for helper in helpers:
+                helper.exception()
+        for helper in helpers:
+            helper.result()  # raises what a helper's run raised
         return out
+
+    def _pool(self) -> ThreadPoolExecutor:
+        with self._load_lock:
+            if self._helpers is None:
+                self._helpers = ThreadPoolExecutor(self.runs - 1, "distill-embed")
+            return self._helpers
 
     def _run(self, session: Any, rows: list[list[int]]) -> Vector:
         width = max(len(r) for r in rows)
@@ -195,3 +230,38 @@ class LocalEmbedder:
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         unit: Vector = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
         return unit
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def split_runs(
+    lengths: Sequence[int], max_rows: int, token_budget: int, runs: int
+) -> list[list[int]]:
+    """The texts (by their token counts) cut into runs for onnxruntime: shortest first, so
+    each run pads to a length close to its own texts'; at most `max_rows` rows and
+    `token_budget` rows x padded length a run; and, when that makes fewer runs than may go
+    at once, the largest cut in two until there are `runs` (or every run is one text)."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    found: list[list[int]] = []
+    run: list[int] = []
+    for i in order:
+        # Sorted, so the newcomer is the longest row: the padded width if it joins.
+        if run and (len(run) == max_rows or (len(run) + 1) * lengths[i] > token_budget):
+            found.append(run)
+            run = []
+        run.append(i)
+    if run:
+        found.append(run)
+    while 0 < len(found) < runs:
+        largest = max(range(len(found)), key=lambda k: len(found[k]))
+        if len(found[largest]) < 2:
+            break
+        half = len(found[largest]) // 2
+        found[largest : largest + 1] = [found[largest][:half], found[largest][half:]]
+    return found

@@ -1,4 +1,5 @@
-"""The export format: a project's or a subject's events and facts as JSON Lines.
+"""The export format: a project's or a subject's events, facts, rules, procedures and topics
+as JSON Lines.
 
 Every line is one JSON object whose `"type"` says what it holds:
 
@@ -16,9 +17,16 @@ Every line is one JSON object whose `"type"` says what it holds:
 - ``"rule"``: the whole `Rule` model: a subject's standing instructions, learned and written
   (`core.rules`). `distill add --file` skips these lines too: learned rules are derived
   again from the memories, and a person's rules are added back with `distill rules add`.
+- ``"procedure"``: the whole `Procedure` model (`core.patterns`): an action that tends to
+  follow another, whatever its status, with its support and the uses agents reported.
+- ``"topic"``: the whole `Topic` model: a community of entities of a subject's events,
+  retired ones included, with its members, their spellings and its embedding. `distill add
+  --file` skips procedure and topic lines: the passes find them again from the events (the
+  reported uses of a procedure are the one thing no event holds; `distill copy` keeps them).
 
 Events come first, in (occurred_at, id) order, then facts by (subject, valid_from, id), then
-rules by (subject, created_at, id). A
+rules by (subject, created_at, id), procedures by (subject, action_a, action_b) and topics by
+(subject, status, created_at, id). A
 backup to restore into Distill as it was, ids and history included, is `distill copy`; an
 export is for reading the data elsewhere and for rebuilding a store from its evidence.
 """
@@ -29,12 +37,16 @@ from collections.abc import Iterator
 from typing import Any
 
 from distill.core.models import Event, EventIn, Fact, Rule
+from distill.core.patterns import Procedure, Topic
 from distill.errors import InvalidInput
 from distill.ports import Store
 
 EVENT = "event"
 FACT = "fact"
 RULE = "rule"
+PROCEDURE = "procedure"
+TOPIC = "topic"
+DERIVED = (FACT, RULE, PROCEDURE, TOPIC)  # lines `add --file` skips: made again from events
 # Keys of an event line beyond `add_event`'s fields, which `add --file` drops.
 EVENT_EXTRA_KEYS = ("type", "id")
 
@@ -42,14 +54,18 @@ EVENT_EXTRA_KEYS = ("type", "id")
 def export_lines(
     store: Store, project: str, subject: str | None = None
 ) -> Iterator[dict[str, Any]]:
-    """The project's events, then its facts, then its rules (one subject's only, if given),
-    as lines."""
+    """The project's events, then its facts, rules, procedures and topics (one subject's
+    only, if given), as lines."""
     for event in store.iter_events(project, subject):
         yield event_line(event)
     for fact in store.facts(project, subject, include_retired=True, as_of=None):
         yield fact_line(fact)
     for rule in store.rules(project, subject):
         yield rule_line(rule)
+    for procedure in store.procedures(project, subject):
+        yield procedure_line(procedure)
+    for topic in store.topics(project, subject, include_retired=True):
+        yield topic_line(topic)
 
 
 def event_line(event: Event) -> dict[str, Any]:
@@ -69,15 +85,25 @@ def rule_line(rule: Rule) -> dict[str, Any]:
     return {"type": RULE, **rule.model_dump(mode="json")}
 
 
+def procedure_line(procedure: Procedure) -> dict[str, Any]:
+    return {"type": PROCEDURE, **procedure.model_dump(mode="json")}
+
+
+def topic_line(topic: Topic) -> dict[str, Any]:
+    return {"type": TOPIC, **topic.model_dump(mode="json")}
+
+
 def event_fields(line: dict[str, Any]) -> dict[str, Any] | None:
-    """What `add --file` makes of one line: an event's fields, or None for a fact or rule line. A
-    line without a `type` is an event's fields as they are (the format `add --file` always
-    read); a line of an unknown type is refused."""
+    """What `add --file` makes of one line: an event's fields, or None for a line of what
+    is derived from events (a fact, rule, procedure or topic). A line without a `type` is an
+    event's fields as they are (the format `add --file` always read); a line of an unknown
+    type is refused."""
     if "type" not in line:
         return line
     kind = line["type"]
-    if kind in (FACT, RULE):
+    if kind in DERIVED:
         return None
     if kind == EVENT:
         return {k: v for k, v in line.items() if k not in EVENT_EXTRA_KEYS}
-    raise InvalidInput(f'"type" is {kind!r}: a line holds an "event", a "fact" or a "rule"')
+    kinds = ", ".join(f'"{k}"' for k in (EVENT, *DERIVED))
+    raise InvalidInput(f'"type" is {kind!r}: a line holds one of {kinds}')

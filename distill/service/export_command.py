@@ -1,5 +1,5 @@
-"""`distill export`: a project's or a subject's events, facts and rules as JSON Lines (the format is
-described in `distill.export`)."""
+"""`distill export`: a project's or a subject's events, facts, rules, procedures and topics as
+JSON Lines (the format is described in `distill.export`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import IO
 import click
 
 from distill.adapters.store import open_store
-from distill.export import export_lines
+from distill.export import DERIVED, EVENT, export_lines
 from distill.ports import Store
 from distill.service.terminal import err, json_flag, out
 
@@ -33,8 +33,9 @@ from distill.service.terminal import err, json_flag, out
 def export_cmd(
     ctx: click.Context, project: str, subject: str | None, out_file: Path | None, as_json: bool
 ) -> None:
-    """Write events, facts and rules as JSON Lines, one {"type": "event" | "fact" | "rule",
-    ...} object a line; `distill add --file` reads the event lines back."""
+    """Write events, facts, rules, procedures and topics as JSON Lines, one {"type": "event" |
+    "fact" | "rule" | "procedure" | "topic", ...} object a line; `distill add --file` reads
+    the event lines back."""
     store, _ = open_store(ctx.obj["db"])
     try:
         if out_file is None or str(out_file) == "-":
@@ -48,9 +49,7 @@ def export_cmd(
     summary = {
         "project": project,
         "subject": subject,
-        "events": counts["event"],
-        "facts": counts["fact"],
-        "rules": counts["rule"],
+        **{f"{kind}s": counts[kind] for kind in (EVENT, *DERIVED)},
         "out": str(out_file) if to_file else None,
     }
     if as_json:
@@ -59,15 +58,14 @@ def export_cmd(
         return
     who = f"subject {subject!r} of project {project!r}" if subject else f"project {project!r}"
     where = f" to {out_file}" if to_file else ""
-    what = f"{counts['event']} event(s) and {counts['fact']} fact(s)"
-    if counts["rule"]:
-        what = f"{counts['event']} event(s), {counts['fact']} fact(s) and {counts['rule']} rule(s)"
+    shown = [f"{counts[k]} {k}(s)" for k in (EVENT, *DERIVED) if counts[k] or k in (EVENT, "fact")]
+    what = ", ".join(shown[:-1]) + f" and {shown[-1]}"
     message = f"exported {what} of {who}{where}"
     (out if to_file else err).print(message)
 
 
 def _write(store: Store, project: str, subject: str | None, stream: IO[str]) -> Counter[str]:
-    counts: Counter[str] = Counter(event=0, fact=0, rule=0)
+    counts: Counter[str] = Counter(dict.fromkeys((EVENT, *DERIVED), 0))
     for line in export_lines(store, project, subject):
         stream.write(json.dumps(line, ensure_ascii=False) + "\n")
         counts[line["type"]] += 1

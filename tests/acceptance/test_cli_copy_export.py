@@ -230,6 +230,8 @@ def test_export_of_one_subject_to_a_file_prints_a_summary(cli: Cli) -> None:
         "events": counts["event"],
         "facts": counts["fact"],
         "rules": counts["rule"],
+        "procedures": counts["procedure"],
+        "topics": counts["topic"],
         "out": str(out),
     }
     assert counts["event"] == 3 and counts["fact"] >= 4  # fr, en (held), two memories
@@ -259,7 +261,8 @@ def test_add_file_refuses_a_line_of_an_unknown_type_and_adds_nothing(cli: Cli) -
     )
     result = cli("add", "--file", str(path))
     assert result.code == 1
-    said = f'{path}:3: "type" is \'x\': a line holds an "event", a "fact" or a "rule"'
+    kinds = '"event", "fact", "rule", "procedure", "topic"'
+    said = f"{path}:3: \"type\" is 'x': a line holds one of {kinds}"
     assert said in result.error
     assert "nothing was added" in result.error
     assert cli.ok_json("status")["events"] == 0

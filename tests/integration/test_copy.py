@@ -40,7 +40,7 @@ from distill.core.passes import Scope
 from distill.core.plan import AddRule, Plan
 from distill.core.rules import fingerprint
 from distill.errors import InvalidInput, InvalidOperation, StoreError
-from distill.export import export_lines
+from distill.export import event_fields, export_lines
 from distill.service.event_input import read_jsonl
 from tests.conftest import FakeClock
 
@@ -615,8 +615,9 @@ def test_export_lines_hold_every_event_and_every_version_of_every_fact(stores: S
     mem = consolidated(stores, stores.url("postgres"))
     lines = list(export_lines(mem.store, "default"))
     kinds = [line["type"] for line in lines]
-    # Events first, then facts, then rules.
-    assert kinds == sorted(kinds, key=["event", "fact", "rule"].index)
+    # Events first, then facts, rules, procedures and topics.
+    order = ["event", "fact", "rule", "procedure", "topic"]
+    assert kinds == sorted(kinds, key=order.index) and set(kinds) == set(order)
     events = [line for line in lines if line["type"] == "event"]
     facts = [line for line in lines if line["type"] == "fact"]
     assert [e["id"] for e in events] == [e.id for e in mem.store.iter_events("default")]
@@ -631,6 +632,16 @@ def test_export_lines_hold_every_event_and_every_version_of_every_fact(stores: S
     rules = [line for line in lines if line["type"] == "rule"]
     assert rules == [{"type": "rule", **r.model_dump(mode="json")} for r in mem.rules()]
     assert {r["origin"] for r in rules} == {"learned", "written"}
+    procedures = [line for line in lines if line["type"] == "procedure"]
+    assert procedures == [
+        {"type": "procedure", **p.model_dump(mode="json")} for p in mem.procedures()
+    ]
+    assert any(p["successes"] for p in procedures)  # the reported use, which no event holds
+    topics = [line for line in lines if line["type"] == "topic"]
+    every_topic = mem.topics(include_retired=True)
+    assert topics == [{"type": "topic", **t.model_dump(mode="json")} for t in every_topic]
+    # `add --file` adds the event lines only.
+    assert [event_fields(line) is not None for line in lines] == [k == "event" for k in kinds]
 
     mine = list(export_lines(mem.store, "default", subject="u1"))
     assert mine and {line["subject"] for line in mine} == {"u1"}

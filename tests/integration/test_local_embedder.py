@@ -1,13 +1,16 @@
 from __future__ import annotations
 
 import importlib.util
+import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from distill.adapters.embed.local import LocalEmbedder, split_runs
-from distill.errors import MissingDependency, ProviderError
+from distill.adapters.embed import local, make_embedder
+from distill.adapters.embed.local import LocalEmbedder, split_runs, usable_cores
+from distill.errors import ConfigurationError, MissingDependency, ProviderError
 from distill.ports import Embedder
 
 pytestmark = pytest.mark.model
@@ -141,3 +144,40 @@ def test_split_runs_cuts_a_small_batch_for_the_runs_that_may_go_at_once() -> Non
     assert [len(r) for r in cut] == [32, 32]
     assert [len(r) for r in split_runs([10] * 3, 64, 2048, runs=8)] == [1, 1, 1]
     assert split_runs([], 64, 2048, runs=2) == []
+
+
+def test_close_ends_the_helper_threads_and_the_next_batch_starts_them_again() -> None:
+    side = LocalEmbedder(runs=2)
+    texts = [f"text number {i}" for i in range(10)]
+    before = set(threading.enumerate())
+    first = side.embed_batch(texts)
+    helpers = [t for t in set(threading.enumerate()) - before if t.name.startswith("distill-embed")]
+    assert len(helpers) == 1  # the caller's thread is the other run
+    side.close()
+    side.close()  # idempotent
+    assert not any(t.is_alive() for t in helpers)
+    np.testing.assert_allclose(side.embed_batch(texts), first, atol=1e-6)
+    side.close()
+
+
+def test_make_embedder_passes_the_local_models_settings() -> None:
+    built = make_embedder("local", runs=1, intra_op_threads=None)
+    assert isinstance(built, LocalEmbedder) and (built.runs, built.intra_op_threads) == (1, None)
+    with pytest.raises(ConfigurationError, match="one model and no server"):
+        make_embedder("local", model="bge-small")
+
+
+@pytest.mark.parametrize(
+    ("cpu_max", "expected"),
+    [("max 100000\n", 8), ("200000 100000\n", 2), ("150000 100000\n", 1), ("50000 100000", 1),
+     ("garbage", 8), (None, 8)],
+)  # fmt: skip
+def test_usable_cores_keeps_to_the_cgroups_quota(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cpu_max: str | None, expected: int
+) -> None:
+    monkeypatch.setattr(local.os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    path = tmp_path / "cpu.max"
+    if cpu_max is not None:
+        path.write_text(cpu_max)
+    monkeypatch.setattr(local, "CGROUP_CPU_MAX", str(path))
+    assert usable_cores() == expected

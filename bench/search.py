@@ -122,9 +122,13 @@ class ModelFirst:
 
 class Phases:
     """Milliseconds each part of every search took (`--phases`): the store's reads and the
-    model's embedding of the question, each timed where it runs. The model runs on the
-    Memory's embedding thread beside the reads before the vector arm (`distill/
-    embedding_pool.py`), so the parts add up to more than the search."""
+    model's embedding of the question, each timed where it runs, and when the part ended,
+    counted from the search's start. The model runs on the Memory's embedding thread beside
+    the reads before the vector arm (`distill/embedding_pool.py`), so the parts add up to
+    more than the search; the ends show the path the search waits on (model, then vector
+    arm, then the served facts' rows). A part called twice (the served facts: the lexical
+    arm's rows beside the model, the others after the vector arm) adds its times and ends
+    at its last call."""
 
     PARTS = (
         ("unstable check", "unstable_subjects"),
@@ -136,8 +140,9 @@ class Phases:
     )
 
     def __init__(self) -> None:
-        self.current: dict[str, float] = {}
-        self.all: dict[str, list[float]] = {label: [] for label, _ in self.PARTS}
+        self.began = 0.0  # perf_counter at the start of the current search
+        self.current: dict[str, tuple[float, float]] = {}  # label: (ms, ended at ms)
+        self.all: dict[str, list[tuple[float, float]]] = {label: [] for label, _ in self.PARTS}
 
     def watch(self, mem: Memory, model: Any) -> None:
         owners = {"unstable_subjects": mem, "embed_batch": model}
@@ -152,25 +157,30 @@ class Phases:
             try:
                 return inner(*args, **kwargs)
             finally:
-                ms = (time.perf_counter() - started) * 1000
-                self.current[label] = self.current.get(label, 0.0) + ms
+                ended = time.perf_counter()
+                ms, _ = self.current.get(label, (0.0, 0.0))
+                at = (ended - self.began) * 1000
+                self.current[label] = (ms + (ended - started) * 1000, at)
 
         setattr(owner, name, timed)
 
     def next_search(self) -> None:
-        for label, ms in self.current.items():
-            self.all[label].append(ms)
+        for label, found in self.current.items():
+            self.all[label].append(found)
         self.current = {}
 
     def summary(self) -> dict[str, dict[str, float]]:
-        return {
-            label: {
-                "p50_ms": round(statistics.median(ms), 2),
-                "p95_ms": round(percentile(ms, 0.95), 2),
-            }
-            for label, ms in self.all.items()
-            if ms
-        }
+        found = {}
+        for label, values in self.all.items():
+            if values:
+                ms, ends = [v[0] for v in values], [v[1] for v in values]
+                found[label] = {
+                    "p50_ms": round(statistics.median(ms), 2),
+                    "p95_ms": round(percentile(ms, 0.95), 2),
+                    "ends_p50_ms": round(statistics.median(ends), 2),
+                    "ends_p95_ms": round(percentile(ends, 0.95), 2),
+                }
+        return found
 
 
 def timed_searches(
@@ -180,6 +190,8 @@ def timed_searches(
     timings, found = [], []
     for q in questions:
         started = time.perf_counter()
+        if phases is not None:
+            phases.began = started
         hits = mem.search(q, subject=SUBJECT, project=PROJECT)
         timings.append((time.perf_counter() - started) * 1000)
         found.append(len(hits))
@@ -441,11 +453,13 @@ def main(
     for r in results:
         if "phases_model" in r:
             parts = Table(title=f"+ model, by part: {r['backend']}, {r['facts']:,} facts")
-            for column in ("part", "p50 ms", "p95 ms"):
+            for column in ("part", "p50 ms", "p95 ms", "ends at p50", "ends at p95"):
                 parts.add_column(column, justify="right")
-            parts.add_row("search", f"{r['p50_model_ms']}", f"{r['p95_model_ms']}")
+            search = (f"{r['p50_model_ms']}", f"{r['p95_model_ms']}")
+            parts.add_row("search", *search, *search)
             for label, ms in r["phases_model"].items():
-                parts.add_row(label, f"{ms['p50_ms']}", f"{ms['p95_ms']}")
+                row = (ms["p50_ms"], ms["p95_ms"], ms["ends_p50_ms"], ms["ends_p95_ms"])
+                parts.add_row(label, *map(str, row))
             console.print(parts)
     console.print(
         f"+ model: the same searches with the default local model embedding each question "

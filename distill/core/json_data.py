@@ -119,8 +119,10 @@ def compact_writer(default: Callable[[Any], Any] | None = None) -> Callable[[Any
 
     `json.dumps` and `JSONEncoder.encode` build the C encoder anew in Python on every call
     (which is what keeps them safe across threads); this builds only the C encoder, which
-    is all the work they do for a small value: 2.4 → 1.5 µs for `{"count": 3}`, and a
-    consolidation writes about nine values a claim (rows, canonical forms, hashes)."""
+    is all the work they do for a small value: `rows.dumps({"count": 3})` 2.4 → 0.9 µs, and
+    a consolidation writes about nine values a claim (rows, canonical forms, hashes). Same
+    text (a property test against `json.dumps`; the C encoder takes these arguments from
+    Python 3.11 to 3.13)."""
     spelled = json.JSONEncoder(
         sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=default
     )

@@ -24,11 +24,31 @@ ID_PREFIX_RE = re.compile(r"[0-9a-f]{1,32}")  # what may begin an id
 # two threads to get different numbers.
 _counter = itertools.count()
 RANDOM_BYTES = 8  # 64 bits, from the system's generator (what `secrets` reads too)
+# Random parts read from the system in one call, each handed out once (`list.pop`, one C
+# call under the GIL, so that two threads never get the same one): a call per id was half
+# of an id's cost. A forked child drops the parent's unread ones, which the parent hands out.
+RANDOM_BATCH = 256
+_tails: list[str] = []
+os.register_at_fork(after_in_child=_tails.clear)
 
 
 def new_id() -> str:
     """A new id. About five are made per claim a consolidation decides (its observation,
-    facts, audit entries): this costs 2.5 µs, where a lock and `secrets.randbits` cost 6."""
+    facts, audit entries): this costs 0.8 µs, where a system call each cost 1.4 and a lock
+    and `secrets.randbits` 6."""
     sequence = next(_counter) & 0xFFFF
     millis = time.time_ns() // 1_000_000
-    return f"{millis & 0xFFFFFFFFFFFF:012x}{sequence:04x}" + os.urandom(RANDOM_BYTES).hex()
+    try:
+        tail = _tails.pop()
+    except IndexError:
+        tail = _refill()
+    return f"{millis & 0xFFFFFFFFFFFF:012x}{sequence:04x}{tail}"
+
+
+def _refill() -> str:
+    fresh = os.urandom(RANDOM_BYTES * RANDOM_BATCH).hex()
+    step = 2 * RANDOM_BYTES
+    tails = [fresh[i : i + step] for i in range(0, len(fresh), step)]
+    own = tails.pop()
+    _tails.extend(tails)
+    return own

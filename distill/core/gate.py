@@ -46,8 +46,27 @@ _IMPERATIVES = [
     r"\b(tu|vous) (dois|devez) (toujours |jamais )?(me |m')?(faire confiance|croire|ob[ée]ir|r[ée]pondre)",
     _CLAUSE + r"(fais|faites) (toujours |jamais )?ce que (je|j')",
 ]
-_OVERRIDE_RE = [re.compile(p, re.IGNORECASE | re.DOTALL) for p in _OVERRIDES]
-_DIRECTIVE_RE = [*_OVERRIDE_RE, *(re.compile(p, re.IGNORECASE | re.DOTALL) for p in _IMPERATIVES)]
+
+
+_FLAGS = re.IGNORECASE | re.DOTALL
+_OVERRIDE_RE = [re.compile(p, _FLAGS) for p in _OVERRIDES]
+_DIRECTIVE_RE = [*_OVERRIDE_RE, *(re.compile(p, _FLAGS) for p in _IMPERATIVES)]
+# The same patterns as one alternation each (none refers to a group by its number), for
+# short texts: a search gives up at once on a text shorter than the shortest match its
+# pattern can make, so one search of the alternation beats a search per pattern on a word
+# or two, the words of nearly every claim ("3", "Lyon": 3.3 → 0.1 µs). On a sentence the
+# patterns one by one are faster (28 characters: 17 µs against 27), each keeping the
+# start-of-match shortcuts an alternation loses. Either way the verdict is the same.
+_OVERRIDE_ANY = re.compile("|".join(f"(?:{p})" for p in _OVERRIDES), _FLAGS)
+_DIRECTIVE_ANY = re.compile("|".join(f"(?:{p})" for p in [*_OVERRIDES, *_IMPERATIVES]), _FLAGS)
+SHORT_TEXT = 12  # characters, below which the alternation is searched (measured: see above)
+
+
+def _found(text: str, each: list[re.Pattern[str]], one: re.Pattern[str]) -> bool:
+    folded = _fold(text)
+    if len(folded) < SHORT_TEXT:
+        return one.search(folded) is not None
+    return any(p.search(folded) for p in each)
 
 
 def _fold(text: str) -> str:
@@ -61,15 +80,13 @@ def contains_span(text: str, span: str) -> bool:
 
 def is_directive(text: str) -> bool:
     """Instruction-like text aimed at the agent: refused as a memory."""
-    folded = _fold(text)
-    return any(p.search(folded) for p in _DIRECTIVE_RE)
+    return _found(text, _DIRECTIVE_RE, _DIRECTIVE_ANY)
 
 
 def is_override(text: str) -> bool:
     """Text that tries to replace the agent's instructions ("ignore previous instructions",
     "you are now ..."): refused even as a rule, which is an instruction by design."""
-    folded = _fold(text)
-    return any(p.search(folded) for p in _OVERRIDE_RE)
+    return _found(text, _OVERRIDE_RE, _OVERRIDE_ANY)
 
 
 @dataclass(frozen=True)

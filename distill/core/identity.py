@@ -14,6 +14,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
+from distill.core.json_data import compact_writer
 from distill.core.models import Claim, Scalar
 
 # Qualifier keys that say who stated a claim rather than which claim it is.
@@ -23,10 +24,27 @@ _ATTRIBUTION_ORDER = tuple(sorted(ATTRIBUTION_KEYS))  # the first of them names 
 
 def canonical_json(value: Any) -> str:
     """One spelling per value: sorted keys, no spaces, floats that equal ints written as ints."""
-    return json.dumps(_canonical(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL_JSON(_canonical(value))
+
+
+# Built once, not by `json.dumps` on every call (a claim's dump 6.6 → 3 µs: the preparation
+# thread hashes every claim, `extraction.claim_hash`).
+_CANONICAL_JSON = compact_writer()
+_PLAIN = frozenset({int, bool, type(None)})  # kept as they are: no call for them
 
 
 def _canonical(value: Any) -> Any:
+    kind = type(value)
+    if kind is str:
+        return unicodedata.normalize("NFC", value.strip())
+    if kind is dict:  # nearly every value: a claim's dump, a fact's value, its qualifiers
+        return {
+            k if type(k) is str else str(k): v if type(v) in _PLAIN else _canonical(v)
+            for k, v in value.items()
+        }
+    if kind in _PLAIN:
+        return value
+    # The general rules (for subclasses of dict, str and float too).
     if isinstance(value, dict):
         return {str(k): _canonical(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -67,6 +68,18 @@ class Candidate:
     claim: Claim
     claim_hash: str
     extractor: str
+
+    @cached_property
+    def identity_texts(self) -> tuple[str, ...]:
+        """The texts embedded for it: for a state claim, to match it to a known attribute
+        by meaning, its name alone and its name with its value; for any claim, what its
+        fact's recall vector embeds (`core.recall.recall_text`), which search reads. Worked
+        out once: the preparation thread embeds them, the deciding thread looks them up."""
+        claim = self.claim
+        if claim.predicate and claim.resolved_kind is FactKind.STATE:
+            return identity_text(claim.predicate), identity_text(claim.predicate, claim.value)
+        recall = recall_text(claim.predicate, claim.value, claim.text or "")
+        return (recall,) if recall else ()
 
 
 @dataclass(frozen=True)
@@ -320,6 +333,9 @@ class WorkingSet:
     def _query_text(self, c: Candidate) -> str:
         """The candidate's identity text as embedded by the engine (its own predicate)."""
         assert c.claim.predicate is not None
+        texts = c.identity_texts
+        if len(texts) == 2:  # a state claim's: its name with its value, worked out already
+            return texts[1]
         return identity_text(c.claim.predicate, c.claim.value)
 
     def _new_fact(

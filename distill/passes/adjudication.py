@@ -34,7 +34,6 @@ from distill.core.identity import (
 from distill.core.models import ConflictKind, ConflictStatus, Event, Fact, FactKind, FactStatus
 from distill.core.passes import Context, PassResult, Scope
 from distill.core.plan import Rejection
-from distill.core.recall import recall_text
 from distill.core.votes import Policies
 from distill.core.working import Candidate, Snapshot, Support
 from distill.ports import Store, Vector
@@ -45,14 +44,8 @@ MATCH_FACTS_MAX = 2000
 
 
 def identity_texts_of(c: Candidate) -> tuple[str, ...]:
-    """The texts embedded for a candidate: for a state claim, to match it to a known
-    attribute by meaning, its name alone and its name with its value; for any claim, what
-    its fact's recall vector embeds (`core.recall.recall_text`), which search reads."""
-    claim = c.claim
-    if claim.predicate and claim.resolved_kind is FactKind.STATE:
-        return identity_text(claim.predicate), identity_text(claim.predicate, claim.value)
-    recall = recall_text(claim.predicate, claim.value, claim.text or "")
-    return (recall,) if recall else ()
+    """The texts embedded for a candidate (`Candidate.identity_texts`)."""
+    return c.identity_texts
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import itertools
+import os
+import threading
 import time
+
+import pytest
 
 from distill.ids import ID_LENGTH, ID_PREFIX_RE, new_id
 
@@ -36,3 +40,37 @@ def test_the_random_part_differs_in_every_bit_and_says_nothing_of_the_next() -> 
     # Not a counter in disguise: the step between neighbours is all over the place.
     steps = {(b - a) % 2**64 for a, b in itertools.pairwise(tails)}
     assert len(steps) > len(tails) * 0.99
+
+
+def test_threads_never_share_a_random_part() -> None:
+    """The random parts are read from the system in batches and each handed out once."""
+    made: list[list[str]] = [[] for _ in range(4)]
+
+    def make(into: list[str]) -> None:
+        into.extend(new_id() for _ in range(5_000))
+
+    workers = [threading.Thread(target=make, args=(m,)) for m in made]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    tails = [i[-RANDOM_HEX:] for m in made for i in m]
+    assert len(set(tails)) == len(tails) == 20_000
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this system")
+def test_a_forked_child_does_not_hand_out_its_parents_random_parts() -> None:
+    new_id()  # the parent holds a batch of unread random parts now
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its next ids, to the parent
+        os.write(write, "".join(new_id()[-RANDOM_HEX:] for _ in range(50)).encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    with os.fdopen(read) as pipe:
+        text = pipe.read()
+    child = {text[i : i + RANDOM_HEX] for i in range(0, len(text), RANDOM_HEX)}
+    parent = {new_id()[-RANDOM_HEX:] for _ in range(50)}
+    assert len(child) == 50
+    assert not child & parent

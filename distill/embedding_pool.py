@@ -62,7 +62,7 @@ class EmbeddingPool:
         """Begin embedding `question` (one row); call the result for the vector. With no
         thread free, the embedding is made by that call, on the caller's thread (so too for
         an embedder that `holds_gil`)."""
-        in_turn = Embedding(lambda: embedder.embed_batch([question]), beside=False)
+        in_turn = Embedding(lambda: _embed_question(embedder, question), beside=False)
         if getattr(embedder, "holds_gil", False) or not self._free.acquire(blocking=False):
             return in_turn
         try:
@@ -91,6 +91,17 @@ class EmbeddingPool:
 
     def _embed(self, embedder: Embedder, question: str) -> Vector:
         try:
-            return embedder.embed_batch([question])
+            return _embed_question(embedder, question)
         finally:
             self._free.release()
+
+
+def _embed_question(embedder: Embedder, question: str) -> Vector:
+    """The question's vector (one row), by the embedder's `embed_question` where it has one (an
+    embedder that serves a waiting caller otherwise than a batch: the local model), else
+    as a batch of one."""
+    embed_question = getattr(embedder, "embed_question", None)
+    if embed_question is not None:
+        vector: Vector = embed_question(question)
+        return vector
+    return embedder.embed_batch([question])

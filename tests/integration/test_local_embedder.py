@@ -183,14 +183,16 @@ def test_usable_cores_keeps_to_the_cgroups_quota(
     assert usable_cores() == expected
 
 
-def test_a_text_alone_runs_on_the_question_session_with_the_same_vector() -> None:
+def test_a_question_runs_on_its_own_session_with_the_same_vector() -> None:
     texts = ["Where does the user live now?", "I moved to Lyon in May"]
     split = LocalEmbedder(runs=2)
     together = split.embed_batch(texts)
-    assert split._question_session is None  # a batch never loads it
     alone = np.vstack([split.embed_batch([t]) for t in texts])
+    assert split._question_session is None  # batches, of any size, never load it
+    asked = np.vstack([split.embed_question(t) for t in texts])
     assert split._question_session is not None
     np.testing.assert_allclose(alone, together, atol=1e-5)
+    np.testing.assert_allclose(asked, together, atol=1e-5)
     one = LocalEmbedder(runs=2, question_threads=1)
-    np.testing.assert_allclose(one.embed_batch(texts[:1]), together[:1], atol=1e-5)
+    np.testing.assert_allclose(one.embed_question(texts[0]), together[:1], atol=1e-5)
     assert one._question_session is None  # the same threads: the one session serves both

@@ -143,3 +143,30 @@ def test_a_memory_ends_its_search_threads_when_it_closes() -> None:
     assert set(search_threads()) - before
     mem.close()
     assert not set(search_threads()) - before
+
+
+class Asking:
+    """An embedder that embeds a waiting caller's question otherwise than a batch."""
+
+    model_id, max_batch, dimension = "asking", 8, 4
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def embed_batch(self, texts: Sequence[str]) -> Vector:
+        raise AssertionError("a question goes to embed_question")
+
+    def embed_question(self, text: str) -> Vector:
+        self.asked.append(text)
+        return np.full((1, self.dimension), 0.5, dtype=np.float32)
+
+
+@pytest.mark.parametrize("threads", [0, 2])  # in turn, and beside the reads
+def test_a_question_goes_to_embed_question_where_the_embedder_has_it(threads: int) -> None:
+    pool, embedder = EmbeddingPool(threads=threads), Asking()
+    try:
+        vector = pool.start(embedder, "where do I live?")()
+    finally:
+        pool.close()
+    assert embedder.asked == ["where do I live?"]
+    assert vector.shape == (1, 4)

@@ -19,11 +19,12 @@ It matters most during a consolidation, where the deciding thread takes a core n
 then: with one run split over both cores, the other core's half of every operator waits for
 it; with two runs, only one run does.
 
-A text embedded alone (a search's question) has no other run to go beside, so one thread
-would leave the other cores idle while the caller waits: it runs on a second session whose
-onnxruntime threads split each operator over the cores (a question 5.9 against 7.0 ms at
-p50 on 2 cores, BENCHMARKS.md). That session is loaded by the first lone text (about 100 MB
-more; a process that only consolidates never loads it); `question_threads=1` does without.
+A search's question is one text with no other run to go beside, and one thread would leave
+the other cores idle while the caller waits: `embed_question` runs it on a second session
+whose onnxruntime threads split each operator over the cores (a question 5.9 against 7.0 ms
+at p50 on 2 cores, BENCHMARKS.md). That session is loaded by the first question (about 100
+MB more; a process that only consolidates never loads it, since `embed_batch`, whatever its
+size, keeps to the first); `question_threads=1` does without it.
 """
 
 from __future__ import annotations
@@ -100,8 +101,8 @@ class LocalEmbedder:
     ) -> None:
         """`runs`: onnxruntime calls at once, each on its own thread (None: one per core this
         process may use). `intra_op_threads`: onnxruntime's threads inside each call (None:
-        its default, one per core). `question_threads`: the same for a text embedded alone
-        (its own session unless it equals `intra_op_threads`). `bench/embed_threads.py`
+        its default, one per core). `question_threads`: the same for `embed_question` (its
+        own session unless it equals `intra_op_threads`). `bench/embed_threads.py`
         compares the settings."""
         self.runs = max(1, runs if runs is not None else usable_cores())
         self.intra_op_threads = intra_op_threads
@@ -190,8 +191,14 @@ class LocalEmbedder:
             )
         return session
 
+    def embed_question(self, text: str) -> Vector:
+        """One text embedded for a caller that waits on it (a search's question): its
+        operators split over the cores rather than on one thread. Shape (1, dimension)."""
+        tokenizer, session = self._model()
+        return self._run(self._alone(session), [tokenizer.encode(text).ids])
+
     def _alone(self, session: Any) -> Any:
-        """The session for a text embedded alone (`question_threads`), loaded once."""
+        """The session for a question (`question_threads`), loaded once."""
         if self.question_threads == self.intra_op_threads:
             return session
         with self._load_lock:
@@ -206,9 +213,6 @@ class LocalEmbedder:
             return out
         tokenizer, session = self._model()
         ids = [e.ids for e in tokenizer.encode_batch(list(texts))]
-        if len(texts) == 1:  # nothing to go beside: split its operators over the cores
-            out[0] = self._run(self._alone(session), ids)[0]
-            return out
         cut = split_runs([len(i) for i in ids], self.max_batch, self.token_budget, self.runs)
         runs = iter(cut)
         taking = threading.Lock()

@@ -55,6 +55,15 @@ PER_SUBJECT = 50  # 20 x 50 = 1,000 events
 REPEAT, CHANGE, CONFLICT = families(SUBJECTS)
 
 
+@pytest.fixture(autouse=True)
+def every_job_due(processes: Processes) -> None:
+    """Workers here claim a job whatever its size: this module is about races, crashes and
+    restarts, not the trigger (20 events or 15 minutes, which `worker --once` keeps to: a
+    job of fewer events left by the last wave would stay pending, and the out-of-order test's
+    second worker would find nothing due and leave its job to the first)."""
+    processes.env["DISTILL_WORKER__MIN_EVENTS"] = "1"
+
+
 # -- 1. races --------------------------------------------------------------------------------------
 def test_four_worker_processes_race_over_shared_subjects_like_one_worker(
     make_postgres_database: Callable[[], str], processes: Processes
@@ -275,7 +284,6 @@ def test_a_running_worker_survives_a_database_restart(
     first, second = waves(200, 2)
     with Memory(url, embedder="hashing") as agent:
         agent.add_events(first)
-    processes.env["DISTILL_WORKER__MIN_EVENTS"] = "1"  # every wave's events at once
     worker = processes.worker(url, "--interval", "0.5")
     wait_until(lambda: unfinished(url) == 0, 60, "the first wave")
 

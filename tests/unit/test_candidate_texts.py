@@ -4,27 +4,14 @@ job is decided: the same tuple both times, with what each kind of claim embeds."
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
-from distill.core.models import Claim, Event
+from distill.core.models import Claim
 from distill.core.working import Candidate
 from distill.passes.adjudication import identity_texts_of
-
-AT = datetime(2024, 5, 1, tzinfo=UTC)
+from tests.factories import make_event
 
 
 def candidate(**claim: object) -> Candidate:
-    event = Event(
-        id="e1",
-        project="p",
-        subject="ada",
-        text="I have 3 bikes now",
-        occurred_at=AT,
-        recorded_at=AT,
-        source="user",
-        trust="trusted",
-        idempotency_key="k1",
-    )
+    event = make_event("I have 3 bikes now", id="e1", subject="ada")
     return Candidate(event, Claim.model_validate(claim), "h", "claims")
 
 

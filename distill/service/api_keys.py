@@ -23,7 +23,8 @@ from datetime import datetime
 from distill import ids
 from distill.core.models import NAME_MAX_LENGTH
 from distill.errors import ConfigurationError, InvalidInput
-from distill.ports import ApiKey, KeyStore, Store
+from distill.key_ports import ApiKey, KeyStore
+from distill.ports import Store
 
 TOKEN_BYTES = 32  # 256 bits: see the module docstring for why a plain hash then suffices
 TOKEN_PREFIX = "dk_"  # tells a Distill key apart in a config file or a secret scanner

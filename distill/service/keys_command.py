@@ -11,7 +11,8 @@ import click
 from rich.table import Table
 
 from distill.adapters.store import open_store
-from distill.ports import ApiKey, Store
+from distill.key_ports import ApiKey
+from distill.ports import Store
 from distill.service.api_keys import create_key, key_store
 from distill.service.tables import BOX
 from distill.service.terminal import db_option, emit, err, json_option, out

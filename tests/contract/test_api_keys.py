@@ -9,7 +9,8 @@ import pytest
 
 from distill import Memory
 from distill.errors import InvalidInput, NotFound
-from distill.ports import KeyCounts, Store
+from distill.key_ports import KeyCounts
+from distill.ports import Store
 from distill.service.api_keys import authenticate, create_key, hash_token, key_store
 
 NOW = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)

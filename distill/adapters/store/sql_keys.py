@@ -9,7 +9,7 @@ from typing import Any
 
 from distill.adapters.store.sql_base import SqlBase
 from distill.errors import NotFound
-from distill.ports import ApiKey, KeyCounts
+from distill.key_ports import ApiKey, KeyCounts
 
 
 class SqlKeys(SqlBase):

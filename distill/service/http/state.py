@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 from fastapi import Request
 
+from distill.key_ports import KeyStore
 from distill.memory import Memory
-from distill.ports import KeyStore
 from distill.service.api_keys import key_store
 from distill.service.config import Reloader
 from distill.service.worker import Totals, Worker

@@ -32,13 +32,10 @@ STORE_DIR = Path(postgres.__file__).parent
 SQLITE_ONLY = {
     "active_state_vectors": "SQLite reads a subject's vectors and searches them with numpy; "
     "PostgreSQL searches in the database (nearest_state_facts)",
-    "latest_vector_change": "SQLite's in-memory ANN indexes catch up from vector_changes; "
-    "PostgreSQL's HNSW index lives in the database",
-    "changed_vectors": "SQLite's in-memory ANN indexes catch up from vector_changes",
-    "note_erased_vectors": "an erase tells SQLite's in-memory ANN indexes through vector_changes",
-    "active_recall_vectors": "SQLite reads the recall vectors and searches them with numpy or "
-    "its in-memory ANN index; PostgreSQL searches in the database (nearest_recall_facts)",
-    "changed_recall_vectors": "SQLite's in-memory ANN indexes catch up from vector_changes",
+    "latest_vector_change": "SQLite's log grows in commit order, so its mark is the last seq; "
+    "PostgreSQL's is a snapshot's xmin (vector_log_mark)",
+    "changed_vectors": "SQLite's in-memory ANN indexes of identity vectors catch up from "
+    "vector_changes; PostgreSQL matches identities in the database (nearest_state_facts)",
     "recall_vectors_of": "SQLite scores a search of the past with numpy; PostgreSQL in the "
     "database (nearest_recall_facts)",
     "index_fact_words_rows": "SQLite's full-text index is fed once per plan by the writers of "
@@ -52,8 +49,11 @@ POSTGRES_ONLY = {
     "configure_session": "time zone and HNSW settings of a PostgreSQL session",
     "advisory_lock": "per-subject (and migration) advisory locks; SQLite serialises every writer",
     "nearest_state_facts": "vector search in the database (SQLite: active_state_vectors)",
-    "nearest_recall_facts": "search's vector arm in the database (SQLite: active_recall_vectors)",
+    "nearest_recall_facts": "search's vector arm in the database, for scopes without an "
+    "in-memory index and inside transactions (SQLite reads the vectors: recall_vectors_of)",
     "create_vector_index": "an HNSW index per vector dimension",
+    "vector_log_mark": "where a reader of vector_changes stands: a snapshot's xmin, since "
+    "PostgreSQL's transactions may commit out of the log's order (SQLite: latest_vector_change)",
     "notify_events": "LISTEN/NOTIFY wakes waiting workers; SQLite workers poll",
     "listen_events": "LISTEN/NOTIFY wakes waiting workers; SQLite workers poll",
     "hold_claims_lock": "a session lock per store, freed when its connection dies; SQLite "
@@ -117,6 +117,7 @@ QUERY_USERS = {
         "sql_keys.py",
         "sqlite.py",
         "sqlite_vectors.py",
+        "vector_cache.py",
     ),
 }
 # How code names a query: `queries["x"]`, `QUERIES["x"]`, or a store helper's first argument.

@@ -267,9 +267,11 @@ POSTGRES_TABLES = [
     "procedures",
     "mentions",
     "topics",
+    "pass_schedule",
 ]
-# Written by triggers as the facts are copied (PostgreSQL's posting list of their words).
-TRIGGER_FILLED = {"fact_terms"}
+# Written by triggers as the facts are copied: PostgreSQL's posting list of their words, and
+# the log that in-memory vector indexes catch up from.
+TRIGGER_FILLED = {"fact_terms", "vector_changes"}
 
 
 def earlier(migrations: list[Any], before: int | None) -> list[Any]:

@@ -19,10 +19,11 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from distill.adapters.store import sqlite_vectors
+from distill.adapters.store import flat_index, vector_cache
 from distill.adapters.store.ann_index import AnnIndex
+from distill.adapters.store.flat_index import FlatIndex
 from distill.adapters.store.sqlite import SqliteStore
-from distill.adapters.store.sqlite_vectors import VectorScope
+from distill.adapters.store.vector_cache import VectorScope
 from distill.adapters.store.vector_search import exact_nearest
 from distill.core.models import Fact, FactKind, FactStatus
 from distill.core.plan import CreateFact, Plan, ReviseFact
@@ -55,23 +56,32 @@ def same(got: list[list[Neighbour]], want: list[list[Neighbour]]) -> None:
 
 
 # -- the index alone -------------------------------------------------------------------------------
+Index = type[AnnIndex] | type[FlatIndex]
+
+
+@pytest.fixture(params=[AnnIndex, FlatIndex], ids=["graph", "flat"])
+def kind(request: pytest.FixtureRequest) -> Index:
+    """Each test of the index alone runs on both kinds: they must answer alike."""
+    return request.param  # type: ignore[no-any-return]
+
+
 @pytest.mark.parametrize("k", range(1, 11))
-def test_the_index_answers_what_exact_search_answers(k: int) -> None:
+def test_the_index_answers_what_exact_search_answers(kind: Index, k: int) -> None:
     rng = np.random.default_rng(k)
     matrix = unit_rows(rng, 2_000)
     ids = [f"f{i:05d}" for i in range(len(matrix))]
-    index = AnnIndex(DIM)
+    index = kind(DIM)
     index.add(ids, matrix)
     queries = near(rng, matrix[rng.integers(0, len(matrix), 20)])
     same(index.nearest(queries, k), exact_nearest(ids, matrix, queries, k))
 
 
-def test_ties_are_broken_by_id_as_exact_search_does() -> None:
+def test_ties_are_broken_by_id_as_exact_search_does(kind: Index) -> None:
     rng = np.random.default_rng(0)
     matrix = unit_rows(rng, 500)
     twins = np.vstack([matrix, matrix[:3]])  # the same vector under a second, smaller id
     ids = [f"b{i:04d}" for i in range(500)] + ["a0000", "a0001", "a0002"]
-    index = AnnIndex(DIM)
+    index = kind(DIM)
     index.add(ids, twins)
     got = index.nearest(matrix[:3], 2)
     assert [[n.fact_id for n in hood] for hood in got] == [
@@ -82,11 +92,13 @@ def test_ties_are_broken_by_id_as_exact_search_does() -> None:
     same(got, exact_nearest(ids, twins, matrix[:3], 2))
 
 
-def test_removed_ids_are_never_returned_and_the_graph_is_rebuilt_when_mostly_removed() -> None:
+def test_removed_ids_are_never_returned_and_the_graph_is_rebuilt_when_mostly_removed(
+    kind: Index,
+) -> None:
     rng = np.random.default_rng(1)
     matrix = unit_rows(rng, 1_000)
     ids = [f"f{i:04d}" for i in range(1_000)]
-    index = AnnIndex(DIM)
+    index = kind(DIM)
     index.add(ids, matrix)
     gone = ids[:700]  # past half: the graph is rebuilt from the 300 left
     index.remove(gone)
@@ -96,11 +108,11 @@ def test_removed_ids_are_never_returned_and_the_graph_is_rebuilt_when_mostly_rem
     same(index.nearest(queries, 10), exact_nearest(ids[700:], matrix[700:], queries, 10))
 
 
-def test_an_overlay_hides_and_adds_without_changing_the_index() -> None:
+def test_an_overlay_hides_and_adds_without_changing_the_index(kind: Index) -> None:
     rng = np.random.default_rng(2)
     matrix = unit_rows(rng, 600)
     ids = [f"f{i:04d}" for i in range(600)]
-    index = AnnIndex(DIM)
+    index = kind(DIM)
     index.add(ids, matrix)
     queries = matrix[:5]
     newcomer = matrix[5] * 0.999 + matrix[6] * 0.001
@@ -113,17 +125,37 @@ def test_an_overlay_hides_and_adds_without_changing_the_index() -> None:
     same(index.nearest(queries, 3), exact_nearest(ids, matrix, queries, 3))  # unchanged
 
 
-def test_small_and_empty_indexes() -> None:
-    index = AnnIndex(DIM)
+def test_small_and_empty_indexes(kind: Index) -> None:
+    index = kind(DIM)
     assert index.nearest(unit_rows(np.random.default_rng(3), 2), 5) == [[], []]
     index.add(["only"], unit_rows(np.random.default_rng(4), 1))
     assert [[n.fact_id for n in hood] for hood in index.nearest(np.eye(DIM)[:1], 5)] == [["only"]]
 
 
+def test_a_flat_index_grows_reuses_nothing_stale_and_compacts() -> None:
+    rng = np.random.default_rng(3)
+    matrix = unit_rows(rng, 300)
+    ids = [f"f{i:04d}" for i in range(300)]
+    index = FlatIndex(DIM)
+    for start in range(0, 300, 70):  # past its first capacity, a batch at a time
+        index.add(ids[start : start + 70], matrix[start : start + 70])
+    index.add(ids[:1], unit_rows(rng, 1))  # already indexed: keeps its vector
+    index.remove(ids[:250])  # most rows masked: compacted
+    index.add(["back"], matrix[:1])  # a removed vector under a new id
+    queries = near(rng, matrix[:10])
+    kept_ids, kept = [*ids[250:], "back"], np.vstack([matrix[250:], matrix[:1]])
+    same(index.nearest(queries, 7), exact_nearest(kept_ids, kept, queries, 7))
+    assert len(index) == 51 and "f0000" not in index and "back" in index
+    assert index.items()[0] == kept_ids
+
+
 # -- through the store -----------------------------------------------------------------------------
-@pytest.fixture
-def small_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sqlite_vectors, "INDEX_MIN_VECTORS", THRESHOLD)
+@pytest.fixture(params=["flat", "graph"])
+def small_threshold(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    """The index takes over at `THRESHOLD` vectors, as a flat index or as a graph."""
+    monkeypatch.setattr(vector_cache, "INDEX_MIN_VECTORS", THRESHOLD)
+    flat_max = 10**9 if request.param == "flat" else 0
+    monkeypatch.setattr(flat_index, "FLAT_MAX_VECTORS", flat_max)
 
 
 @pytest.fixture
@@ -328,12 +360,13 @@ def test_writes_made_while_the_index_is_built_are_caught_up(
     exact meanwhile, and the finished index catches up with what was written since."""
     release = threading.Event()
 
-    class SlowIndex(AnnIndex):
-        def add(self, ids: list[str], matrix: Matrix) -> None:  # type: ignore[override]
-            release.wait(timeout=30)
-            super().add(ids, matrix)
+    build = vector_cache._index
 
-    monkeypatch.setattr(sqlite_vectors, "AnnIndex", SlowIndex)
+    def slow_build(dim: int, ids: list[str], matrix: Matrix) -> AnnIndex | FlatIndex:
+        release.wait(timeout=30)
+        return build(dim, ids, matrix)
+
+    monkeypatch.setattr(vector_cache, "_index", slow_build)
     rng = np.random.default_rng(80)
     matrix = unit_rows(rng, 2 * THRESHOLD)
     facts = create(store, matrix)
@@ -352,3 +385,24 @@ def test_writes_made_while_the_index_is_built_are_caught_up(
     assert indexed(store) == 2 * THRESHOLD  # one retired, one added
     assert after[1][0].fact_id == added[0].id
     same(after, expected(store, queries, 2))
+
+
+def test_a_flat_index_that_outgrows_its_size_is_replaced_by_a_graph(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(flat_index, "FLAT_MAX_VECTORS", 2 * THRESHOLD)
+    rng = np.random.default_rng(90)
+    matrix = unit_rows(rng, 4 * THRESHOLD)
+    facts = create(store, matrix)
+    held = revise(store, facts[THRESHOLD:], status=FactStatus.CANDIDATE)
+    queries = near(rng, matrix[:10])
+    lookup(store, queries, 3)
+
+    def kind() -> type:
+        return type(store._vectors._scopes[(VectorScope(PROJECT, SUBJECT, MODEL), DIM)].index)
+
+    assert kind() is FlatIndex
+    revise(store, held, status=FactStatus.ACTIVE)  # four times the threshold: twice the maximum
+    same(lookup(store, queries, 3), expected(store, queries, 3))  # flat; the graph is built
+    assert kind() is AnnIndex and indexed(store) == 4 * THRESHOLD
+    same(lookup(store, queries, 3), expected(store, queries, 3))

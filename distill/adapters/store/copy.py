@@ -385,8 +385,8 @@ TABLES: tuple[Table, ...] = (
 # Tables a database may have that are deliberately left behind, and why.
 NOT_COPIED = {
     "schema_migrations": "each database records the migrations applied to itself",
-    "vector_changes": "SQLite's log for its in-memory indexes, written by triggers as the "
-    "vectors are inserted into the target",
+    "vector_changes": "the log in-memory vector indexes catch up from, written by triggers as "
+    "the vectors are inserted into the target",
     "api_keys": "the HTTP API's credentials belong to the deployment they were made for: "
     "make new ones on the copy (distill keys create)",
     "fact_terms": "PostgreSQL's posting list of the facts' words (search), written by triggers "

@@ -17,7 +17,10 @@ searchable by it), at the price of DDL at run time, which a table per model woul
 Searches run with ``hnsw.ef_search = 100`` (recall ≈ 0.99 on MiniLM vectors, 0.96 at the
 default 40) and ``hnsw.iterative_scan = strict_order``, so that filtering by subject after the
 index scan cannot leave a search short of results; when a subject has few vectors the planner
-reads them all and the answer is exact. Ties are broken by fact id, as in SQLite.
+reads them all and the answer is exact. Ties are broken by fact id, as in SQLite. A search
+outside a transaction over a scope of at least `ann_min_vectors` live vectors is answered by
+an in-memory index of them instead, built in the background and kept current from the
+`vector_changes` log (`vector_cache`: 3-4 ms less a search at 10,000 facts of one subject).
 
 Connections and transactions: `postgres_connection`; the SQL: `sql/postgres_*.sql`.
 """
@@ -45,6 +48,7 @@ from distill.adapters.store.sql_base import DB
 from distill.adapters.store.sql_keys import SqlKeys
 from distill.adapters.store.sql_schedule import SqlSchedule
 from distill.adapters.store.sql_store import SqlStore
+from distill.adapters.store.vector_cache import Changes, Loaded, ScopeKey, VectorCache, VectorScope
 from distill.errors import StoreError
 from distill.ports import Neighbour, RecallScope, Vector
 
@@ -76,8 +80,12 @@ class PostgresStore(SqlStore, SqlKeys, SqlSchedule):
     codec = rows.TEXT
     integrity_errors = (pg_errors.IntegrityError,)
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, ann_min_vectors: int | None = None) -> None:
+        """`url`: ``postgresql://user:password@host:port/database``. `ann_min_vectors`: live
+        vectors of one scope from which a search outside a transaction is answered by an
+        in-memory index of them (`vector_cache`; default `vector_cache.INDEX_MIN_VECTORS`)."""
         self.url = url
+        self._vectors = VectorCache(ann_min_vectors)
         self._indexed_dims: set[int] = set()
         # Connections that LISTEN for new events, one per waiting thread, outside any
         # transaction of the store's own connections.
@@ -101,6 +109,7 @@ class PostgresStore(SqlStore, SqlKeys, SqlSchedule):
         with self._holder_lock:
             if self._holder is not None:
                 self._holder.close()
+        self._vectors.close()
         super().close()
 
     # -- what PostgreSQL does its own way ----------------------------------------------------------
@@ -214,6 +223,15 @@ class PostgresStore(SqlStore, SqlKeys, SqlSchedule):
         return results
 
     def _recall_nearest(self, db: DB, scope: RecallScope, query: Vector, k: int) -> list[Neighbour]:
+        if scope.among is None and not self._connections.in_transaction():
+            vectors = VectorScope(scope.project, scope.subject, scope.model_id, True, scope.kinds)
+            key = (vectors, query.shape[1])
+            changes = functools.partial(self._vector_changes, db, key)
+            found = self._vectors.lookup(key, query, k, changes)
+            if found is not None:
+                return found[0]
+            if self._vectors.wanted(key):
+                self._vectors.start_build(key, functools.partial(self._load_vectors, key))
         params = {
             "project": scope.project,
             "subject": scope.subject,
@@ -225,6 +243,29 @@ class PostgresStore(SqlStore, SqlKeys, SqlSchedule):
         }
         sql = _with_dim(self.queries["nearest_recall_facts"], query.shape[1])
         return [Neighbour(r["fact_id"], r["distance"]) for r in db.execute(sql, params)]
+
+    def _load_vectors(self, key: ScopeKey) -> Loaded | None:
+        """A recall scope's vectors and the mark read before them, on a connection of its
+        own (this runs on the index's builder thread); None below `ann_min_vectors`."""
+        with self._connections.connect() as conn:
+            mark = conn.execute(self.queries["vector_log_mark"]).fetchall()[0]["mark"]
+            found = conn.execute(self.queries["active_recall_vectors"], _scope_params(key))
+            loaded = [(r["fact_id"], r["vector"]) for r in found]
+        if len(loaded) < self._vectors.min_vectors:
+            return None
+        ids = [fact_id for fact_id, _ in loaded]
+        return ids, np.stack([_from_vector_send(v) for _, v in loaded]), mark
+
+    def _vector_changes(self, db: DB, key: ScopeKey, after: str) -> tuple[Changes, str]:
+        """What `vector_changes` logged for the scope since `after`, and the next mark."""
+        changed: dict[str, Vector | None] = {}
+        mark = after
+        params = {**_scope_params(key), "after": after}
+        for r in db.execute(self.queries["changed_recall_vectors"], params):
+            mark = r["mark"]
+            if r["fact_id"] is not None:
+                changed[r["fact_id"]] = _from_vector_send(r["vector"]) if r["live"] else None
+        return changed, mark
 
     def _nearest_reads(self) -> AbstractContextManager[Any]:
         return self._connections.statement()  # `nearest_recall_facts` is one statement
@@ -256,6 +297,24 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
         conn.execute(QUERIES["configure_session"].encode())
     except psycopg.Error as exc:
         raise StoreError(f"cannot set up a PostgreSQL session: {exc}") from exc
+
+
+def _scope_params(key: ScopeKey) -> dict[str, Any]:
+    scope, dim = key
+    kinds = list(scope.kinds) if scope.kinds is not None else None
+    return {
+        "project": scope.project,
+        "subject": scope.subject,
+        "model_id": scope.model_id,
+        "dim": dim,
+        "kinds": kinds,
+    }
+
+
+def _from_vector_send(data: bytes) -> Vector:
+    """A vector from pgvector's binary form: dimension and a spare (int16 each), then the
+    values as big-endian float4."""
+    return np.frombuffer(data, dtype=">f4", offset=4).astype(np.float32)
 
 
 def _with_dim(sql: str, dim: int) -> str:

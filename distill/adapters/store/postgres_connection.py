@@ -104,6 +104,10 @@ class PostgresConnections(PerThread[_Connection]):
         except psycopg.Error as exc:
             raise translate(exc) from exc
 
+    def in_transaction(self) -> bool:
+        """Whether this thread's connection is in a transaction of the store's."""
+        return self._conn().depth > 0
+
     def after_commit(self, work: Callable[[], None]) -> None:
         """Run `work` once this thread's transaction commits (now, if there is none)."""
         conn = self._conn()

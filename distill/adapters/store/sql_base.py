@@ -157,7 +157,9 @@ class SqlBase(ABC):
         self, db: DB, scope: Mapping[str, Any], statements: Sequence[tuple[str, Mapping[str, Any]]]
     ) -> dict[str, int]:
         """Run the deletes of an erase (named statements with their parameters) in order;
-        returns the rows each deleted."""
+        returns the rows each deleted. Every process's vector index (`vector_cache`) is told
+        first, so that it drops the scope's vectors on its next lookup."""
+        self._run(db, "note_erased_vectors", scope)
         return {query: int(self._run(db, query, params).rowcount) for query, params in statements}
 
     def forget_erased(self) -> None:

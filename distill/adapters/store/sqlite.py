@@ -28,7 +28,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from distill.adapters.store import rows
+from distill.adapters.store import rows, sqlite_vectors
 from distill.adapters.store.queries import Migration, load_migrations, load_queries
 from distill.adapters.store.sql_base import DB
 from distill.adapters.store.sql_keys import SqlKeys
@@ -36,7 +36,7 @@ from distill.adapters.store.sql_schedule import SqlSchedule
 from distill.adapters.store.sql_store import SqlStore
 from distill.adapters.store.sqlite_connection import SqliteConnections, split_statements
 from distill.adapters.store.sqlite_file import open_file
-from distill.adapters.store.sqlite_vectors import SqliteVectors, VectorScope
+from distill.adapters.store.vector_cache import VectorCache, VectorScope
 from distill.adapters.store.vector_search import exact_nearest
 from distill.errors import StoreError
 from distill.ports import Neighbour, RecallScope, Vector
@@ -69,13 +69,13 @@ class SqliteStore(SqlStore, SqlKeys, SqlSchedule):
     ) -> None:
         """`path`: a file (with options if any: ``memory.db?busy_timeout=60&mode=ro``) or
         ``:memory:``. `ann_min_vectors`: active vectors of one subject from which lookups use
-        an ANN index instead of exact search (default `sqlite_vectors.INDEX_MIN_VECTORS`).
+        an ANN index instead of exact search (default `vector_cache.INDEX_MIN_VECTORS`).
         `busy_timeout`: seconds a writer waits for another's write lock (default
         `sqlite_file.BUSY_TIMEOUT_S`). `read_only`: serve reads and refuse writes (by default
         when the path says ``mode=ro`` or this user cannot write the database)."""
         self.file = open_file(str(path), busy_timeout, read_only)
         self.path = self.file.path
-        self._vectors = SqliteVectors(ann_min_vectors)
+        self._vectors = VectorCache(ann_min_vectors)
         self._connections = SqliteConnections(self.file, self._claimers)
         super().__init__(self._connections, self.path)
 
@@ -113,9 +113,7 @@ class SqliteStore(SqlStore, SqlKeys, SqlSchedule):
     def _erase(
         self, db: DB, scope: Mapping[str, Any], statements: Sequence[tuple[str, Mapping[str, Any]]]
     ) -> dict[str, int]:
-        # Every process's ANN index drops the vectors on its next lookup; and the deleted
-        # rows' bytes are overwritten with zeros, not left in free pages of the file.
-        self._run(db, "note_erased_vectors", scope)
+        # The deleted rows' bytes are overwritten with zeros, not left in free pages of the file.
         was = db.execute("PRAGMA secure_delete").fetchone()[0]
         db.execute("PRAGMA secure_delete = ON")
         try:
@@ -155,15 +153,15 @@ class SqliteStore(SqlStore, SqlKeys, SqlSchedule):
     ) -> list[list[Neighbour]]:
         uncommitted = self._connections.uncommitted()
         vectors = VectorScope(*scope)
-        return self._vectors.nearest(cast(sqlite3.Connection, db), vectors, queries, k, uncommitted)
+        conn = cast(sqlite3.Connection, db)
+        return sqlite_vectors.nearest(self._vectors, conn, vectors, queries, k, uncommitted)
 
     def _recall_nearest(self, db: DB, scope: RecallScope, query: Vector, k: int) -> list[Neighbour]:
         if scope.among is None:  # the active facts: an ANN index once there are many
-            kinds = json.dumps(list(scope.kinds)) if scope.kinds is not None else None
-            vectors = VectorScope(scope.project, scope.subject, scope.model_id, True, kinds)
+            vectors = VectorScope(scope.project, scope.subject, scope.model_id, True, scope.kinds)
             conn = cast(sqlite3.Connection, db)
             uncommitted = self._connections.uncommitted()
-            return self._vectors.nearest(conn, vectors, query, k, uncommitted)[0]
+            return sqlite_vectors.nearest(self._vectors, conn, vectors, query, k, uncommitted)[0]
         params = {"project": scope.project, "model_id": scope.model_id}
         found = self._run(db, "recall_vectors_of", {**params, "among": self._array(scope.among)})
         usable = [r for r in found if r["dim"] == query.shape[1]]

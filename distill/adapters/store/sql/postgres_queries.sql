@@ -363,6 +363,40 @@ WHERE v.project = %(project)s AND (%(subject)s::text IS NULL OR v.subject = %(su
 ORDER BY v.embedding::vector({dim}) <=> %(query)s::vector({dim}), v.fact_id
 LIMIT %(k)s;
 
+-- name: vector_log_mark
+-- Where a reader of `vector_changes` stands now: the oldest transaction still running (every
+-- older one has ended, and its rows are visible if it committed).
+SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS mark;
+
+-- name: active_recall_vectors
+-- The recall vectors of a scope, for a process's in-memory index of it (vector_cache.py):
+-- active facts of one subject or of the whole project, of some kinds or all, of one model and
+-- dimension. vector_send is pgvector's binary form: a 4-byte header, then big-endian float4s.
+SELECT v.fact_id, vector_send(v.embedding) AS vector
+FROM fact_vectors AS v JOIN facts AS f ON f.id = v.fact_id
+WHERE v.project = %(project)s AND (%(subject)s::text IS NULL OR v.subject = %(subject)s)
+  AND v.model_id = %(model_id)s AND v.dim = %(dim)s AND f.status = 'active'
+  AND (%(kinds)s::text[] IS NULL OR f.kind = ANY(%(kinds)s::text[]))
+ORDER BY v.fact_id;
+
+-- name: changed_recall_vectors
+-- The facts of a recall scope logged by transactions not older than `after`, whether each is
+-- searched now (a fact whose vector is gone, or now of another model, is not), and the mark
+-- to read from next time, all in one snapshot. One row with a null fact_id when none.
+SELECT s.mark::text AS mark, c.fact_id, c.vector, c.live
+FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS mark) AS s
+LEFT JOIN LATERAL (
+    SELECT l.fact_id, vector_send(v.embedding) AS vector,
+           COALESCE(f.status = 'active' AND v.model_id = %(model_id)s AND v.dim = %(dim)s
+                    AND (%(kinds)s::text[] IS NULL OR f.kind = ANY(%(kinds)s::text[])),
+                    false) AS live
+    FROM (SELECT DISTINCT fact_id FROM vector_changes
+          WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s)
+            AND xid >= %(after)s::xid8) AS l
+    LEFT JOIN fact_vectors AS v ON v.fact_id = l.fact_id
+    LEFT JOIN facts AS f ON f.id = l.fact_id
+) AS c ON true;
+
 -- name: create_vector_index
 -- HNSW over one dimension's identity vectors, cosine distance (they are L2-normalised).
 CREATE INDEX IF NOT EXISTS fact_vectors_hnsw_{dim}
@@ -901,6 +935,13 @@ DELETE FROM jobs WHERE project = %(project)s AND (%(subject)s::text IS NULL OR s
 
 -- name: erase_fact_sources
 DELETE FROM fact_sources WHERE fact_id IN (SELECT id FROM facts WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s));
+
+-- name: note_erased_vectors
+-- Before the scope's vectors go: every process's in-memory index drops them on its next
+-- lookup, as it drops a retired fact's.
+INSERT INTO vector_changes (project, subject, fact_id)
+SELECT project, subject, fact_id FROM fact_vectors
+WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s);
 
 -- name: erase_fact_vectors
 DELETE FROM fact_vectors WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s);

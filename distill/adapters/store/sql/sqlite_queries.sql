@@ -369,15 +369,16 @@ ORDER BY v.fact_id;
 SELECT COALESCE(MAX(seq), 0) AS seq FROM vector_changes;
 
 -- name: changed_vectors
--- The facts of a subject logged after a point, and whether each is searched now.
-SELECT v.fact_id, c.vector, f.status = 'active' AND f.kind = 'state' AS live
-FROM fact_vectors AS v
-JOIN facts AS f ON f.id = v.fact_id
-JOIN embedding_cache AS c ON c.model_id = v.model_id AND c.text_hash = v.text_hash
-WHERE v.model_id = :model_id AND v.dim = :dim
-  AND v.fact_id IN (
-      SELECT fact_id FROM vector_changes
-      WHERE project = :project AND subject = :subject AND seq > :after);
+-- The facts of a subject logged after a point, and whether each is searched now (a fact whose
+-- vector is gone, or now of another model, is not: an erased one, for instance).
+SELECT l.fact_id, c.vector,
+       COALESCE(f.status = 'active' AND f.kind = 'state' AND v.model_id = :model_id
+                AND v.dim = :dim AND c.vector IS NOT NULL, 0) AS live
+FROM (SELECT DISTINCT fact_id FROM vector_changes
+      WHERE project = :project AND subject = :subject AND seq > :after) AS l
+LEFT JOIN fact_vectors AS v ON v.fact_id = l.fact_id
+LEFT JOIN facts AS f ON f.id = l.fact_id
+LEFT JOIN embedding_cache AS c ON c.model_id = v.model_id AND c.text_hash = v.text_hash;
 
 -- name: active_recall_vectors
 -- The recall vectors search reads (Memory.search's vector arm): active facts of any kind, of
@@ -393,16 +394,15 @@ ORDER BY v.fact_id;
 
 -- name: changed_recall_vectors
 -- The facts of a recall scope logged after a point, and whether each is searched now.
-SELECT v.fact_id, c.vector,
-       f.status = 'active'
-           AND (:kinds IS NULL OR f.kind IN (SELECT value FROM json_each(:kinds))) AS live
-FROM fact_vectors AS v
-JOIN facts AS f ON f.id = v.fact_id
-JOIN embedding_cache AS c ON c.model_id = v.model_id AND c.text_hash = v.text_hash
-WHERE v.model_id = :model_id AND v.dim = :dim
-  AND v.fact_id IN (
-      SELECT fact_id FROM vector_changes
-      WHERE project = :project AND (:subject IS NULL OR subject = :subject) AND seq > :after);
+SELECT l.fact_id, c.vector,
+       COALESCE(f.status = 'active' AND v.model_id = :model_id AND v.dim = :dim
+                AND c.vector IS NOT NULL
+                AND (:kinds IS NULL OR f.kind IN (SELECT value FROM json_each(:kinds))), 0) AS live
+FROM (SELECT DISTINCT fact_id FROM vector_changes
+      WHERE project = :project AND (:subject IS NULL OR subject = :subject) AND seq > :after) AS l
+LEFT JOIN fact_vectors AS v ON v.fact_id = l.fact_id
+LEFT JOIN facts AS f ON f.id = l.fact_id
+LEFT JOIN embedding_cache AS c ON c.model_id = v.model_id AND c.text_hash = v.text_hash;
 
 -- name: recall_vectors_of
 -- The recall vectors of some facts, whatever their status: a search of the past scores the

@@ -8,7 +8,7 @@ memory (its keys) is a port of its own, in `distill/key_ports.py`.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -449,9 +449,13 @@ class Store(ScheduleStore, Protocol):
         `core.recall.query_terms` gives them), best BM25 first, with their score."""
         ...
 
-    def recall_nearest(self, scope: RecallScope, vector: Vector, k: int) -> list[Neighbour]:
+    def recall_nearest(
+        self, scope: RecallScope, vector: Vector | Callable[[], Vector], k: int
+    ) -> list[Neighbour]:
         """The vector arm of search: the k facts of the scope whose recall vector, made by
-        the scope's model, is nearest `vector`, nearest first."""
+        the scope's model, is nearest `vector`, nearest first. `vector` may be a function
+        that returns it (a question still being embedded): the store then does what needs
+        no vector first, and calls it once, or not at all when there is nothing to search."""
         ...
 
     def aliases(self, project: str, predicates: Sequence[str]) -> dict[str, Alias]: ...

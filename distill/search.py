@@ -112,7 +112,8 @@ def search(
         # And the rows of the lexical arm's best, which most served facts are, while the
         # model works: after the vector arm only the others are read.
         read = {f.id: f for f in store.facts_by_ids(project, [i for i, _ in words[: 2 * limit]])}
-    nearest = store.recall_nearest(scope, embedded()[0], depth)
+    # The pending question, not its vector: a store reads what needs none while it embeds.
+    nearest = store.recall_nearest(scope, lambda: embedded()[0], depth)
     fused = fuse(
         {
             "lexical": [Ranked(i, n, s) for n, (i, s) in enumerate(words, start=1)],

@@ -219,3 +219,27 @@ def test_past_the_memory_budget_the_least_recently_searched_index_goes(
     same(lookup(store, mine[:2], 3), world.expected(mine[:2], 3))  # still answered, and rebuilt
     assert indexed(store) == 2 * THRESHOLD
     assert set(store._vectors._scopes) == {KEY}
+
+
+@pytest.mark.parametrize("built", [False, True], ids=["server or exact", "index"])
+def test_a_question_still_embedding_is_asked_for_once(
+    open_store: Callable[[], Store], built: bool
+) -> None:
+    store, other, world = open_store(), open_store(), World()
+    rng = np.random.default_rng(7)
+    matrix = unit_rows(rng, 2 * THRESHOLD)
+    facts = world.create(store, matrix)
+    if built:
+        lookup(store, matrix[:1], 1)
+        assert indexed(store) == 2 * THRESHOLD
+    world.revise(other, facts[:1], status=FactStatus.RETRACTED)
+    asked: list[int] = []
+
+    def question() -> Matrix:
+        asked.append(1)
+        return matrix[:1]
+
+    assert store.recall_nearest(SCOPE, question, 0) == [] and asked == []
+    got = store.recall_nearest(SCOPE, question, 3)
+    assert asked == [1]
+    same([got], world.expected(matrix[:1], 3))

@@ -32,7 +32,7 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -222,16 +222,25 @@ class PostgresStore(SqlStore, SqlKeys, SqlSchedule):
             results[r["query_index"] - 1].append(Neighbour(r["fact_id"], r["distance"]))
         return results
 
-    def _recall_nearest(self, db: DB, scope: RecallScope, query: Vector, k: int) -> list[Neighbour]:
-        if scope.among is None and not self._connections.in_transaction():
-            vectors = VectorScope(scope.project, scope.subject, scope.model_id, True, scope.kinds)
-            key = (vectors, query.shape[1])
-            changes = functools.partial(self._vector_changes, db, key)
-            found = self._vectors.lookup(key, query, k, changes)
-            if found is not None:
-                return found[0]
-            if self._vectors.wanted(key):
-                self._vectors.start_build(key, functools.partial(self._load_vectors, key))
+    def _recall_nearest(
+        self, db: DB, scope: RecallScope, question: Callable[[], Vector], k: int
+    ) -> list[Neighbour]:
+        if scope.among is not None or self._connections.in_transaction():
+            return self._server_nearest(db, scope, question(), k)
+        # The index catches up while the question may still be embedding: one round trip
+        # to the server out of the search's path.
+        vectors = VectorScope(scope.project, scope.subject, scope.model_id, True, scope.kinds)
+        self._vectors.catch_up(vectors, functools.partial(self._vector_changes, db))
+        query = question()
+        key = (vectors, query.shape[1])
+        found = self._vectors.lookup(key, query, k)
+        if found is not None:
+            return found[0]
+        if self._vectors.wanted(key):
+            self._vectors.start_build(key, functools.partial(self._load_vectors, key))
+        return self._server_nearest(db, scope, query, k)
+
+    def _server_nearest(self, db: DB, scope: RecallScope, query: Vector, k: int) -> list[Neighbour]:
         params = {
             "project": scope.project,
             "subject": scope.subject,

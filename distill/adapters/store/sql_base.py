@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Protocol
@@ -116,9 +116,11 @@ class SqlBase(ABC):
         subject, model id), nearest first, ties by fact id."""
 
     @abstractmethod
-    def _recall_nearest(self, db: DB, scope: RecallScope, query: Vector, k: int) -> list[Neighbour]:
-        """The k facts of the recall scope nearest `query` (one vector), nearest first, ties
-        by fact id."""
+    def _recall_nearest(
+        self, db: DB, scope: RecallScope, question: Callable[[], Vector], k: int
+    ) -> list[Neighbour]:
+        """The k facts of the recall scope nearest the vector `question` returns (shape
+        (1, dim); call it once, after what needs no vector), nearest first, ties by id."""
 
     def _nearest_reads(self) -> AbstractContextManager[Any]:
         """Where `_recall_nearest` runs: a read transaction, unless the backend's is one

@@ -10,7 +10,7 @@ loads its snapshot with, writing a plan, the caches, and the queries behind the 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -175,14 +175,20 @@ class SqlStore(SqlCortex, SqlJobs):
             (read_id(r["fact_id"]), float(r["score"])) for r in self._read("recall_words", params)
         ]
 
-    def recall_nearest(self, scope: RecallScope, vector: Vector, k: int) -> list[Neighbour]:
+    def recall_nearest(
+        self, scope: RecallScope, vector: Vector | Callable[[], Vector], k: int
+    ) -> list[Neighbour]:
         """The k facts of the scope whose recall vector (made by the scope's model) is
-        nearest `vector`, nearest first."""
-        query = np.asarray(vector, dtype=np.float32).reshape(1, -1)
+        nearest `vector` (or what the function `vector` returns), nearest first."""
         if k <= 0 or (scope.among is not None and not scope.among):
             return []
+
+        def question() -> Vector:
+            found = vector() if callable(vector) else vector
+            return np.asarray(found, dtype=np.float32).reshape(1, -1)
+
         with self._nearest_reads() as db:
-            return self._recall_nearest(db, scope, query, k)
+            return self._recall_nearest(db, scope, question, k)
 
     def aliases(self, project: str, predicates: Sequence[str]) -> dict[str, Alias]:
         if not predicates:

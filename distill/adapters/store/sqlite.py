@@ -22,7 +22,7 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -156,7 +156,10 @@ class SqliteStore(SqlStore, SqlKeys, SqlSchedule):
         conn = cast(sqlite3.Connection, db)
         return sqlite_vectors.nearest(self._vectors, conn, vectors, queries, k, uncommitted)
 
-    def _recall_nearest(self, db: DB, scope: RecallScope, query: Vector, k: int) -> list[Neighbour]:
+    def _recall_nearest(
+        self, db: DB, scope: RecallScope, question: Callable[[], Vector], k: int
+    ) -> list[Neighbour]:
+        query = question()  # nothing here waits on the server: no reason to read first
         if scope.among is None:  # the active facts: an ANN index once there are many
             vectors = VectorScope(scope.project, scope.subject, scope.model_id, True, scope.kinds)
             conn = cast(sqlite3.Connection, db)

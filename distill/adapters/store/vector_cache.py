@@ -41,6 +41,7 @@ server instead.)
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -110,6 +111,10 @@ class _Scope:
     used: float = 0.0  # when it last answered (monotonic)
 
 
+def _given(loaded: Loaded) -> Loaded:
+    return loaded
+
+
 def _index(dim: int, ids: list[str], matrix: Matrix) -> FlatIndex | AnnIndex:
     """Exact below `flat_index.FLAT_MAX_VECTORS` vectors, the HNSW graph from there."""
     index = FlatIndex(dim) if len(ids) < flat_index.FLAT_MAX_VECTORS else AnnIndex(dim)
@@ -135,11 +140,12 @@ class VectorCache:
         key: ScopeKey,
         queries: Matrix,
         k: int,
-        changes_since: ChangesSince,
+        changes_since: ChangesSince | None = None,
         uncommitted: bool = False,
     ) -> list[list[Neighbour]] | None:
         """For each row of `queries`, the `k` nearest facts of the scope, from its index
-        brought up to date with `changes_since`; None when the scope has no index (yet).
+        brought up to date with `changes_since` (None: as `catch_up` left it); None when the
+        scope has no index (yet).
 
         `uncommitted`: the caller's transaction has written, and may still roll back.
         """
@@ -148,25 +154,45 @@ class VectorCache:
             if scope is None:
                 return None
             scope.used = time.monotonic()
-            changed, mark = changes_since(scope.mark)
-            if not changed:
-                scope.mark = mark if not uncommitted else scope.mark
+            if changes_since is None:
                 return scope.index.nearest(queries, k)
+            changed, mark = changes_since(scope.mark)
             if uncommitted:
                 return scope.index.nearest(queries, k, overlay=changed)
+            outgrown = self._fold(key, scope, changed, mark)
+            found = scope.index.nearest(queries, k)
+        if outgrown is not None:
+            self.start_build(key, functools.partial(_given, outgrown), replace=True)
+        return found
+
+    def catch_up(
+        self, scope: VectorScope, changes_for: Callable[[ScopeKey, Mark], tuple[Changes, Mark]]
+    ) -> None:
+        """Bring the scope's indexes (one a dimension; none if not built) up to date with
+        what `changes_for(key, mark)` reads, before a `lookup` without `changes_since`."""
+        grown: list[tuple[ScopeKey, Loaded]] = []
+        with self._lock:
+            for key, known in self._scopes.items():
+                if key[0] == scope:
+                    outgrown = self._fold(key, known, *changes_for(key, known.mark))
+                    if outgrown is not None:
+                        grown.append((key, outgrown))
+        for key, loaded in grown:
+            self.start_build(key, functools.partial(_given, loaded), replace=True)
+
+    def _fold(self, key: ScopeKey, scope: _Scope, changed: Changes, mark: Mark) -> Loaded | None:
+        """Fold committed changes into a scope's index (the lock held). Returns what a graph
+        that takes over from a flat index that outgrew it is built from, when one should be."""
+        if changed:
             scope.index.remove([fact_id for fact_id, v in changed.items() if v is None])
             live = {fact_id: v for fact_id, v in sorted(changed.items()) if v is not None}
             if live:
                 scope.index.add(list(live), np.stack(list(live.values())))
-            scope.mark = mark
-            found = scope.index.nearest(queries, k)
-            outgrown = None
-            grown = len(scope.index) >= 2 * flat_index.FLAT_MAX_VECTORS
-            if grown and isinstance(scope.index, FlatIndex) and key not in self._building:
-                outgrown = (*scope.index.items(), mark)
-        if outgrown is not None:  # the graph, built from these vectors, takes over when ready
-            self.start_build(key, lambda: outgrown, replace=True)
-        return found
+        scope.mark = mark
+        grown = len(scope.index) >= 2 * flat_index.FLAT_MAX_VECTORS
+        if grown and isinstance(scope.index, FlatIndex) and key not in self._building:
+            return (*scope.index.items(), mark)
+        return None
 
     def wanted(self, key: ScopeKey) -> bool:
         """Whether an index of the scope is neither built, nor being built, nor recently

@@ -130,9 +130,11 @@ class Phases:
     counted from the search's start. The model runs on the Memory's embedding thread beside
     the reads before the vector arm (`distill/embedding_pool.py`), so the parts add up to
     more than the search; the ends show the path the search waits on (model, then vector
-    arm, then the served facts' rows). A part called twice (the served facts: the lexical
-    arm's rows beside the model, the others after the vector arm) adds its times and ends
-    at its last call."""
+    arm, then the served facts' rows). The vector arm is called before the question is
+    embedded (the store does what needs no vector, then waits for it), so its time includes
+    that wait: what it adds to the search is its end less the model's. A part called twice
+    (the served facts: the lexical arm's rows beside the model, the others after the vector
+    arm) adds its times and ends at its last call."""
 
     PARTS = (
         ("unstable check", "unstable_subjects"),

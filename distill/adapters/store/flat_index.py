@@ -1,13 +1,13 @@
 """An exact in-memory index: every vector of a scope in one matrix, scored by one product.
 
-Below some tens of thousands of vectors, scoring them all is as fast as walking an HNSW
-graph (`ann_index`) and is exact: one matrix-vector product over a contiguous float32
-matrix reads 15 MB at 10,000 vectors of 384 dimensions. What it saves against the graph is
-the graph's own costs: a breadth of candidates to walk, their vectors copied out, and answers
-that miss a share of the true neighbours when many vectors sit at nearly the same distance
-(random vectors: the graph found 73% of the true 50 nearest at 10,000, bench/vector_index.py;
-exact search finds them all). `vector_cache` uses it for scopes below
-`FLAT_MAX_VECTORS` and moves a scope that outgrows it to the graph.
+Below some ten thousand vectors, scoring them all is as fast as walking an HNSW graph
+(`ann_index`) and is exact: one matrix-vector product over a contiguous float32 matrix reads
+15 MB at 10,000 vectors of 384 dimensions. What it saves against the graph is the graph's
+own costs: a breadth of candidates to walk, their vectors copied out, and answers that miss
+a share of the true neighbours when many vectors sit at nearly the same distance (random
+vectors: the graph found 73% of the true 50 nearest at 10,000, bench/vector_index.py; exact
+search finds them all). Its product runs on one thread (see `_candidates`). `vector_cache`
+uses it for scopes below `FLAT_MAX_VECTORS` and moves a scope that outgrows it to the graph.
 
 The answers are `exact_nearest`'s over the live vectors: the same ids, distances and ties.
 """
@@ -25,9 +25,11 @@ from distill.ports import Neighbour
 Matrix = npt.NDArray[np.float32]
 
 # Vectors from which a scope is searched through the HNSW graph instead. Flat over graph, p50
-# a lookup, 384-dim vectors, 2 cores (bench/vector_index.py; BENCHMARKS.md, "Search's vector
-# arm in memory"): 0.39 (k = 5) and 0.18 (k = 50) at 10,000; 0.55 and 0.44 at 15,000; 1.26
-# and 0.58 at 17,500; 1.71 and 1.08 at 20,000, where the matrix (30 MB) outgrows the cache.
+# a lookup, 384-dim vectors, 2 cores, back to back (bench/vector_index.py; BENCHMARKS.md,
+# "Search's vector arm in memory"): 0.83 (k = 5) and 0.41 (k = 50) at 5,000; 0.99 and 0.58 at
+# 10,000; 1.16 and 0.61 at 15,000; 1.63 and 0.79 at 20,000. Up to here the flat index is as
+# fast for identity matching (k = 5) within 0.15 ms, faster for search (k = 50), and exact
+# where the graph found 62-87% of the true neighbours of random vectors.
 FLAT_MAX_VECTORS = 16_000
 
 

@@ -8,6 +8,7 @@ order, a change committed after a later one was read is still found.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -243,3 +244,45 @@ def test_a_question_still_embedding_is_asked_for_once(
     got = store.recall_nearest(SCOPE, question, 3)
     assert asked == [1]
     same([got], world.expected(matrix[:1], 3))
+
+
+def test_searches_from_many_threads_while_another_store_writes(
+    open_store: Callable[[], Store],
+) -> None:
+    """Every lookup sees at least what was committed before it began (a retired fact never
+    comes back once its retirement is committed), whichever thread catches the index up."""
+    store, other, world = open_store(), open_store(), World()
+    rng = np.random.default_rng(8)
+    matrix = unit_rows(rng, 2 * THRESHOLD)
+    facts = world.create(store, matrix)
+    lookup(store, matrix[:1], 1)
+    assert indexed(store) == 2 * THRESHOLD
+    retired: set[str] = set()  # committed before the lookups that read it began
+    failures: list[BaseException] = []
+    done = threading.Event()
+
+    def search(seed: int) -> None:
+        picks = np.random.default_rng(seed)
+        try:
+            while not done.is_set():
+                gone = set(retired)
+                i = int(picks.integers(0, len(matrix)))
+                got = store.recall_nearest(SCOPE, matrix[i], 3)
+                assert gone.isdisjoint(n.fact_id for n in got)
+        except BaseException as exc:  # reported by the main thread
+            failures.append(exc)
+
+    threads = [threading.Thread(target=search, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    try:
+        for batch in range(10):
+            chosen = facts[batch * 10 : batch * 10 + 10]
+            world.revise(other, chosen, status=FactStatus.RETRACTED)
+            retired.update(f.id for f in chosen)
+    finally:
+        done.set()
+        for t in threads:
+            t.join(timeout=60)
+    assert failures == []
+    same(lookup(store, matrix[:20], 3), world.expected(matrix[:20], 3))

@@ -66,13 +66,16 @@ log = logging.getLogger(__name__)
 # for little.
 INDEX_MIN_VECTORS = 1_000
 # Vectors all of a process's indexes may hold together: about 2 KB each (the vector, and the
-# graph's links above FLAT_MAX_VECTORS), so about 500 MB. When a new index would pass it, the
-# least recently searched go (they are built again if searched again). A worker whose passes
+# graph's links above FLAT_MAX_VECTORS), so about 500 MB. Once a new index is in and all hold
+# more, the least recently searched go (built again if searched again). A worker whose passes
 # walk many busy subjects would otherwise keep an index of each.
 MAX_CACHED_VECTORS = 250_000
 # How long a scope found too small for an index is left to the server before it is counted
 # again (PostgreSQL, where counting means reading its vectors on a connection of its own).
 SMALL_RECHECK_S = 60.0
+# Reads a catch-up makes outside the lock before it reads under it (another thread folded
+# first each time): two searches of one scope at once need one more, rarely two.
+CATCH_UP_TRIES = 3
 
 Matrix = npt.NDArray[np.float32]
 Mark = Any  # a point in the change log: an int (SQLite's seq) or a text xid8 (PostgreSQL's)
@@ -123,7 +126,8 @@ def _index(dim: int, ids: list[str], matrix: Matrix) -> FlatIndex | AnnIndex:
 
 
 class VectorCache:
-    """The ANN indexes of one store, each caught up from the change log before it answers."""
+    """The in-memory indexes of one store, each caught up from the change log before it
+    answers."""
 
     def __init__(self, min_vectors: int | None = None, max_vectors: int | None = None) -> None:
         self.min_vectors = INDEX_MIN_VECTORS if min_vectors is None else min_vectors
@@ -169,16 +173,35 @@ class VectorCache:
         self, scope: VectorScope, changes_for: Callable[[ScopeKey, Mark], tuple[Changes, Mark]]
     ) -> None:
         """Bring the scope's indexes (one a dimension; none if not built) up to date with
-        what `changes_for(key, mark)` reads, before a `lookup` without `changes_since`."""
-        grown: list[tuple[ScopeKey, Loaded]] = []
+        what `changes_for(key, mark)` reads, before a `lookup` without `changes_since`:
+        every change committed before this call is in the index when it returns.
+
+        The read runs outside the lock, so that other threads' searches do not wait on a
+        round trip to the server. A read is folded only into the index it was read for, from
+        the mark it was read from; if another thread folded first, it is read again from the
+        new mark (after `CATCH_UP_TRIES`, under the lock).
+        """
         with self._lock:
-            for key, known in self._scopes.items():
-                if key[0] == scope:
-                    outgrown = self._fold(key, known, *changes_for(key, known.mark))
-                    if outgrown is not None:
-                        grown.append((key, outgrown))
-        for key, loaded in grown:
-            self.start_build(key, functools.partial(_given, loaded), replace=True)
+            keys = [key for key in self._scopes if key[0] == scope]
+        for key in keys:
+            outgrown = self._catch_up(key, functools.partial(changes_for, key))
+            if outgrown is not None:
+                self.start_build(key, functools.partial(_given, outgrown), replace=True)
+
+    def _catch_up(self, key: ScopeKey, changes_since: ChangesSince) -> Loaded | None:
+        for _ in range(CATCH_UP_TRIES):
+            with self._lock:
+                known = self._scopes.get(key)
+                if known is None:
+                    return None
+                since = known.mark
+            changed, mark = changes_since(since)
+            with self._lock:
+                if self._scopes.get(key) is known and known.mark == since:
+                    return self._fold(key, known, changed, mark)
+        with self._lock:  # others kept folding first: read while they wait
+            known = self._scopes.get(key)
+            return None if known is None else self._fold(key, known, *changes_since(known.mark))
 
     def _fold(self, key: ScopeKey, scope: _Scope, changed: Changes, mark: Mark) -> Loaded | None:
         """Fold committed changes into a scope's index (the lock held). Returns what a graph

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 from voyager import Index, Space, StorageDataType
 
-from distill.adapters.store.vector_search import exact_nearest
+from distill.adapters.store.vector_search import exact_nearest, overlay_rows
 from distill.ports import Neighbour
 
 Matrix = npt.NDArray[np.float32]
@@ -92,9 +92,7 @@ class AnnIndex:
         yet searches its own writes this way.
         """
         overlay = overlay or {}
-        added = {i: v for i, v in overlay.items() if v is not None}
-        extra_ids = sorted(added)
-        extra = np.stack([added[i] for i in extra_ids]) if extra_ids else self._empty()
+        extra_ids, extra = overlay_rows(overlay, self.dim)
         results: list[list[Neighbour]] = []
         for query in np.atleast_2d(np.asarray(queries, dtype=np.float32)):
             found = self._candidates(query, k, hidden=overlay)

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from distill.adapters.store.vector_search import exact_nearest
+from distill.adapters.store.vector_search import exact_nearest, overlay_rows
 from distill.ports import Neighbour
 
 Matrix = npt.NDArray[np.float32]
@@ -101,9 +101,7 @@ class FlatIndex:
             row = self._rows.get(fact_id)
             if row is not None:
                 masked[row] = True
-        added = {i: v for i, v in overlay.items() if v is not None}
-        extra_ids = sorted(added)
-        extra = np.stack([added[i] for i in extra_ids]) if extra_ids else self._empty()
+        extra_ids, extra = overlay_rows(overlay, self.dim)
         live = self._used - int(masked.sum())
         results: list[list[Neighbour]] = []
         for query in np.atleast_2d(np.asarray(queries, dtype=np.float32)):
@@ -136,6 +134,3 @@ class FlatIndex:
         self._dead = np.zeros(len(ids), dtype=bool)
         self._ids = ids
         self._rows = {fact_id: row for row, fact_id in enumerate(ids)}
-
-    def _empty(self) -> Matrix:
-        return np.empty((0, self.dim), dtype=np.float32)

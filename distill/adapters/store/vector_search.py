@@ -7,7 +7,7 @@ for large ones (`ann_index`, `sqlite_vectors`), so both give the same distances 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -43,3 +43,14 @@ def exact_nearest(
         order = np.lexsort((id_rank, row))[:k]
         results.append([Neighbour(ids[i], float(row[i])) for i in order])
     return results
+
+
+def overlay_rows(
+    overlay: Mapping[str, npt.NDArray[np.float32] | None], dim: int
+) -> tuple[list[str], npt.NDArray[np.float32]]:
+    """The facts an index's overlay adds (those given a vector), sorted by id, and their
+    vectors as one matrix: a transaction's uncommitted writes, searched beside the index."""
+    ids = sorted(i for i, v in overlay.items() if v is not None)
+    if not ids:
+        return [], np.empty((0, dim), dtype=np.float32)
+    return ids, np.stack([np.asarray(overlay[i], dtype=np.float32) for i in ids])

@@ -4,14 +4,17 @@
     python bench/embed_threads.py --n 3000 --rounds 5
 
 Embeds the texts `bench/consolidate.py` embeds for N events, in the calls a consolidation
-makes (the embedder's `max_batch` texts a call), with three settings of `LocalEmbedder`,
+makes (the embedder's `max_batch` texts a call), with four settings of `LocalEmbedder`,
 alternating, a fresh embedder each time:
 
-- **side by side** (the default): one onnxruntime call per core at once, each on one thread
-  (`runs` = cores, `intra_op_threads` = 1);
-- **split**: one call at a time, onnxruntime splitting each operator over the cores (`runs` =
-  1, `intra_op_threads` = its default), as the embedder did before;
-- **one core**: one call at a time on one thread.
+- **side by side** (the default): calls of 512 texts, cut into runs of at most 32 rows; one
+  onnxruntime run per core at once, each on one thread (`runs` = cores, `intra_op_threads` =
+  1);
+- **calls of 64**: the same, in calls of 64 texts cut into runs of 64 rows (each call then
+  goes in two runs of 32, one a core), as the embedder did before;
+- **split**: one run at a time, onnxruntime splitting each operator over the cores (`runs` =
+  1, `intra_op_threads` = its default), as the embedder did before that;
+- **one core**: one run at a time on one thread.
 
 It prints wall and CPU seconds of each round and, per setting, the median wall time over the
 default's. Why it matters (BENCHMARKS.md, "Consolidation cost ÷ embedding cost"): the
@@ -28,10 +31,12 @@ import time
 import click
 from consolidate import make_events  # bench/ is on the path when run as a script
 
-SETTINGS = {  # name: (runs, intra_op_threads); None: one per core / onnxruntime's default
-    "side by side": (None, 1),
-    "split": (1, None),
-    "one core": (1, 1),
+# name: LocalEmbedder's options (runs None: one per core; intra_op_threads None: onnxruntime's)
+SETTINGS: dict[str, dict[str, int | None]] = {
+    "side by side": {"runs": None, "intra_op_threads": 1},
+    "calls of 64": {"runs": None, "intra_op_threads": 1, "max_batch": 64, "run_rows": 64},
+    "split": {"runs": 1, "intra_op_threads": None},
+    "one core": {"runs": 1, "intra_op_threads": 1},
 }
 
 
@@ -48,8 +53,8 @@ def main(n: int, rounds: int) -> None:
     ordered = sorted(texts)
     walls: dict[str, list[float]] = {name: [] for name in SETTINGS}
     for _ in range(rounds):
-        for name, (runs, threads) in SETTINGS.items():
-            embedder = LocalEmbedder(runs=runs, intra_op_threads=threads)
+        for name, options in SETTINGS.items():
+            embedder = LocalEmbedder(**options)  # type: ignore[arg-type]
             embedder.embed_batch(ordered[:8])  # the model is loaded outside the timing
             t0, cpu0 = time.perf_counter(), time.process_time()
             for start in range(0, len(ordered), embedder.max_batch):

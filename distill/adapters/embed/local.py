@@ -19,6 +19,14 @@ It matters most during a consolidation, where the deciding thread takes a core n
 then: with one run split over both cores, the other core's half of every operator waits for
 it; with two runs, only one run does.
 
+**Calls of 512 texts, runs of 32 rows.** A call's texts are sorted by length before they are
+cut, so the more texts a call holds, the closer the lengths within a run and the less of it
+is padding; and the runs of a call are taken by whichever thread is free, so the more runs a
+call holds, the less one thread waits at the call's end for the other's last run. Calls of 64
+texts cut in two runs of 32 did neither: measured on the same 10,062 texts, calls of 512 in
+runs of 32 took 16.4-16.8 s against 17.7-17.8 s and 4% less CPU (BENCHMARKS.md, "The
+embedder's calls and runs").
+
 A search's question is one text with no other run to go beside, and one thread would leave
 the other cores idle while the caller waits: `embed_question` runs it on a second session
 whose onnxruntime threads split each operator over the cores (a question 5.9 against 7.0 ms
@@ -51,6 +59,8 @@ MAX_TOKENS = 256  # the model's max_seq_length in sentence-transformers
 # Rows x padded length per onnxruntime call. Attention memory grows with rows x length², and
 # on CPU 64 rows of 256 tokens run slower per text than 4: long texts go in smaller batches.
 TOKEN_BUDGET = 2048
+MAX_BATCH = 512  # texts a call: sorted by length over the call, then cut into runs
+RUN_ROWS = 32  # rows an onnxruntime run at most: many runs a call, taken by whichever is free
 PAD_ID = 0
 CGROUP_CPU_MAX = "/sys/fs/cgroup/cpu.max"  # cgroup v2: "<quota> <period>" in µs, or "max ..."
 
@@ -90,7 +100,6 @@ class LocalEmbedder:
 
     model_id = "all-MiniLM-L6-v2/int8-onnx"
     dimension = 384
-    max_batch = 64
     token_budget = TOKEN_BUDGET
 
     def __init__(
@@ -98,13 +107,22 @@ class LocalEmbedder:
         runs: int | None = None,
         intra_op_threads: int | None = 1,
         question_threads: int | None = None,
+        max_batch: int = MAX_BATCH,
+        run_rows: int = RUN_ROWS,
     ) -> None:
         """`runs`: onnxruntime calls at once, each on its own thread (None: one per core this
         process may use). `intra_op_threads`: onnxruntime's threads inside each call (None:
         its default, one per core). `question_threads`: the same for `embed_question` (its
-        own session unless it equals `intra_op_threads`). `bench/embed_threads.py`
-        compares the settings."""
+        own session unless it equals `intra_op_threads`). `max_batch`: the texts a caller
+        should hand `embed_batch` at once; `run_rows`: the rows of one onnxruntime run at
+        most. `bench/embed_threads.py` compares the settings."""
+        if max_batch < 1 or run_rows < 1:
+            raise ConfigurationError(
+                f"max_batch and run_rows must be at least 1, got {max_batch} and {run_rows}"
+            )
         self.runs = max(1, runs if runs is not None else usable_cores())
+        self.max_batch = max_batch
+        self.run_rows = run_rows
         self.intra_op_threads = intra_op_threads
         self.question_threads = question_threads
         for module in ("onnxruntime", "tokenizers"):
@@ -213,7 +231,7 @@ class LocalEmbedder:
             return out
         tokenizer, session = self._model()
         ids = [e.ids for e in tokenizer.encode_batch(list(texts))]
-        cut = split_runs([len(i) for i in ids], self.max_batch, self.token_budget, self.runs)
+        cut = split_runs([len(i) for i in ids], self.run_rows, self.token_budget, self.runs)
         runs = iter(cut)
         taking = threading.Lock()
         failed = threading.Event()

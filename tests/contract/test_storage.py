@@ -311,6 +311,19 @@ def sqlite_previous_version(old: str, now: str, before: int | None = None) -> No
             columns = [r[1] for r in db.execute(f"PRAGMA main.table_info({table})")]
             names = ", ".join(columns)  # the previous version stores rows as this one does
             db.execute(f"INSERT INTO main.{table} ({names}) SELECT {names} FROM now.{table}")
+        if (
+            db.execute(
+                "SELECT 1 FROM main.sqlite_schema WHERE name = 'fact_words_added'"
+            ).fetchone()
+            is None
+        ):
+            # From sqlite_0016 on, the writers feed the full-text index, as the copy does.
+            queries = load_queries("sqlite")
+            ids = [
+                rows.unpack_id(i) for (i,) in db.execute("SELECT id FROM main.facts ORDER BY rowid")
+            ]
+            for name in ("index_fact_words_rows", "index_fact_words"):
+                db.execute(queries[name], {"ids": json.dumps(ids)})
         db.commit()
     finally:
         db.close()

@@ -357,12 +357,14 @@ WHERE +project = :project AND +subject = :subject
 ORDER BY valid_from, id;
 
 -- name: active_state_vectors
+-- From the subject's active state facts (the partial index of one per identity), each fact's
+-- vector row by its key (sqlite_0017).
 SELECT v.fact_id, v.dim, c.vector
-FROM fact_vectors AS v
-JOIN facts AS f ON f.id = v.fact_id
+FROM facts AS f
+JOIN fact_vectors AS v ON v.fact_id = f.id
 JOIN embedding_cache AS c ON c.model_id = v.model_id AND c.text_hash = v.text_hash
-WHERE v.project = :project AND v.subject = :subject AND v.model_id = :model_id
-  AND f.status = 'active' AND f.kind = 'state'
+WHERE f.project = :project AND f.subject = :subject
+  AND f.status = 'active' AND f.kind = 'state' AND v.model_id = :model_id
 ORDER BY v.fact_id;
 
 -- name: latest_vector_change
@@ -382,13 +384,17 @@ LEFT JOIN embedding_cache AS c ON c.model_id = v.model_id AND c.text_hash = v.te
 
 -- name: active_recall_vectors
 -- The recall vectors search reads (Memory.search's vector arm): active facts of any kind, of
--- one subject or of the whole project, of some kinds or all.
+-- one subject or of the whole project, of some kinds or all. The subject is a range so that
+-- `facts_by_subject` is searched by (project, subject) when one is given: from '' to x''
+-- (an empty BLOB, which sorts after every text) is every subject; `:subject IS NULL OR ...`
+-- would read the whole project's facts for one subject's search.
 SELECT v.fact_id, v.dim, c.vector
-FROM fact_vectors AS v
-JOIN facts AS f ON f.id = v.fact_id
+FROM facts AS f
+JOIN fact_vectors AS v ON v.fact_id = f.id
 JOIN embedding_cache AS c ON c.model_id = v.model_id AND c.text_hash = v.text_hash
-WHERE v.project = :project AND (:subject IS NULL OR v.subject = :subject)
-  AND v.model_id = :model_id AND f.status = 'active'
+WHERE f.project = :project
+  AND f.subject >= COALESCE(:subject, '') AND f.subject <= COALESCE(:subject, x'')
+  AND f.status = 'active' AND v.model_id = :model_id
   AND (:kinds IS NULL OR f.kind IN (SELECT value FROM json_each(:kinds)))
 ORDER BY v.fact_id;
 
@@ -862,7 +868,7 @@ DELETE FROM jobs WHERE project = :project AND (:subject IS NULL OR subject = :su
 DELETE FROM fact_sources WHERE fact_id IN (SELECT id FROM facts WHERE project = :project AND (:subject IS NULL OR subject = :subject));
 
 -- name: erase_fact_vectors
-DELETE FROM fact_vectors WHERE project = :project AND (:subject IS NULL OR subject = :subject);
+DELETE FROM fact_vectors WHERE fact_id IN (SELECT id FROM facts WHERE project = :project AND (:subject IS NULL OR subject = :subject));
 
 -- name: erase_observations
 DELETE FROM observations WHERE project = :project AND (:subject IS NULL OR subject = :subject);
@@ -902,7 +908,8 @@ WHERE text_hash IN (SELECT stored_id(value) FROM json_each(:hashes))
 -- Before the scope's vectors go: every process's in-memory ANN index drops them on its next
 -- lookup, as it drops a retired fact's.
 INSERT INTO vector_changes (project, subject, fact_id)
-SELECT project, subject, fact_id FROM fact_vectors WHERE project = :project AND (:subject IS NULL OR subject = :subject);
+SELECT v.project, v.subject, v.fact_id FROM facts AS f JOIN fact_vectors AS v ON v.fact_id = f.id
+WHERE f.project = :project AND (:subject IS NULL OR f.subject = :subject);
 
 -- ---------------------------------------------------------------------------------------------
 -- api keys: the HTTP API's keys, by the SHA-256 of their token (sql_keys.py)

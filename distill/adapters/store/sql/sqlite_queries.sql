@@ -357,8 +357,7 @@ WHERE +project = :project AND +subject = :subject
 ORDER BY valid_from, id;
 
 -- name: active_state_vectors
--- From the subject's active state facts (the partial index of one per identity), each fact's
--- vector row by its key (sqlite_0017).
+-- From the subject's active state facts, each fact's vector row by its key (sqlite_0017).
 SELECT v.fact_id, v.dim, c.vector
 FROM facts AS f
 JOIN fact_vectors AS v ON v.fact_id = f.id
@@ -385,7 +384,7 @@ LEFT JOIN embedding_cache AS c ON c.model_id = v.model_id AND c.text_hash = v.te
 -- name: active_recall_vectors
 -- The recall vectors search reads (Memory.search's vector arm): active facts of any kind, of
 -- one subject or of the whole project, of some kinds or all. The subject is a range so that
--- `facts_by_subject` is searched by (project, subject) when one is given: from '' to x''
+-- an index of `facts` is searched by (project, subject) when one is given: from '' to x''
 -- (an empty BLOB, which sorts after every text) is every subject; `:subject IS NULL OR ...`
 -- would read the whole project's facts for one subject's search.
 SELECT v.fact_id, v.dim, c.vector

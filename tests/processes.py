@@ -136,7 +136,10 @@ def stopping(apply):
     def apply_then_stop(self, plan, job_id, audit):
         apply(self, plan, job_id, audit)
         if any(entry.subject == subject for entry in audit):
-            pathlib.Path(marker).write_text(json.dumps([job_id, len(audit)]))
+            # Written whole, then renamed: a test that sees the marker reads all of it.
+            partial = pathlib.Path(marker + ".partial")
+            partial.write_text(json.dumps([job_id, len(audit)]))
+            partial.replace(marker)
             time.sleep(600)
     return apply_then_stop
 

@@ -134,6 +134,31 @@ def test_once_built_the_index_answers_what_exact_search_answers(
     same(lookup(store, queries, 5), world.expected(queries, 5))  # the index
 
 
+# Subjects whose names sort next to each other, or where a range of text might end: one
+# subject's search must read its own facts only, the project's every subject's.
+NEIGHBOURING_NAMES = ("a", "a ", "ab", "A", "é", "\U0001f600", "\x7f", "z" * 60)
+
+
+@pytest.mark.parametrize("per_subject", [3, THRESHOLD], ids=["exact", "indexed"])
+def test_a_subject_searches_its_own_facts_and_the_project_all_whatever_the_names(
+    open_store: Callable[[], Store], per_subject: int
+) -> None:
+    store, world, rng = open_store(), World(), np.random.default_rng(7)
+    made = {
+        name: {f.id for f in world.create(store, unit_rows(rng, per_subject), subject=name)}
+        for name in NEIGHBOURING_NAMES
+    }
+    everyone = set().union(*made.values())
+    question = unit_rows(rng, 1)
+    for _ in range(2):  # the database, then (per_subject = THRESHOLD) the indexes it built
+        for name, ids in made.items():
+            found = store.recall_nearest(RecallScope(PROJECT, name, MODEL), question, len(everyone))
+            assert {n.fact_id for n in found} == ids, name
+        found = store.recall_nearest(RecallScope(PROJECT, None, MODEL), question, len(everyone))
+        assert {n.fact_id for n in found} == everyone
+        store._vectors.wait_for_builds()
+
+
 def test_below_the_threshold_no_index_is_built(open_store: Callable[[], Store]) -> None:
     store, world, rng = open_store(), World(), np.random.default_rng(2)
     matrix = unit_rows(rng, THRESHOLD - 1)

@@ -326,7 +326,8 @@ class Engine:
             except DistillError as exc:  # the lease frees them
                 log.warning("could not release jobs after a failed read: %s", exc)
             raise
-        # Event texts, when they are to be stored, in one call for the whole batch.
+        # Event texts, when they are to be embedded, in one call for the whole batch. Their
+        # vectors are kept where every vector is, in the embedding cache (sqlite_0018).
         texts = sorted(
             {e.text for _, events in loaded for e in events if e.text.strip()}
             if self.embed_events
@@ -489,11 +490,6 @@ class Engine:
                 raise _Deferred
 
         def finish(_: PassResult) -> None:
-            if self.embed_events:
-                self.store.set_event_embeddings(
-                    self.embedder.model_id,
-                    {e.id: vectors[e.text] for e in p.events if e.text.strip()},
-                )
             # In the job's transaction: if the job was taken back from this run meanwhile,
             # finishing it fails and everything the job wrote is rolled back with it.
             self.store.finish_job(job.id, self.clock.now(), attempts=job.attempts)

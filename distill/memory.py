@@ -103,8 +103,9 @@ class Memory(Hygiene, Rulebook, Deriving, Cortex, Backpressure):
             are one attribute. By default the threshold calibrated for the embedder's model
             (`distill/adapters/embed/calibrations.json`); an embedder with no calibration
             matches by exact predicate and learned aliases only, and a warning says so.
-        embed_events: also embed and store each event's text (derived data for episodic
-            recall, which nothing in this build reads yet; about one model call per event).
+        embed_events: also embed each event's text, its vector kept in the embedding cache
+            under (model, hash of the text) (derived data for episodic recall, which nothing
+            in this build reads yet; about one model call per event).
         batch_events, batch_tokens: how many events of a job one LLM call may cover, and
             about how many tokens of their text.
         future_margin: how far past the clock an event's `occurred_at` may be (see

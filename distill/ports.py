@@ -280,10 +280,6 @@ class Store(ScheduleStore, Protocol):
         ...
 
     def events(self, project: str, ids: Sequence[str]) -> list[Event]: ...
-    def set_event_embeddings(self, model_id: str, vectors: dict[str, Vector]) -> None:
-        """Store events' embeddings (derived data, by event id)."""
-        ...
-
     def claim_jobs(
         self,
         now: datetime,

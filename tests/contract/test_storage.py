@@ -7,7 +7,9 @@ to their defaults (which a test pins) and read back as given. Ids of any form re
 given and page without gaps (SQLite packs distill's own into 16 bytes, and instants into
 integers). A database at the previous schema version, holding what that version held,
 migrates and then reads exactly as a database made by this version, whatever its ids look
-like.
+like. An embedded event's vector is kept in the embedding cache, under the hash of its text,
+and the event row is never written again; a database of the version that also kept it in the
+row moves any vector the cache lacks there.
 """
 
 from __future__ import annotations
@@ -23,14 +25,16 @@ import numpy as np
 import pytest
 
 from distill import Memory
+from distill.adapters.embed.hashing import HashingEmbedder
 from distill.adapters.store import rows, sql_store
 from distill.adapters.store.queries import load_migrations, load_queries
 from distill.adapters.store.sqlite import SqliteStore
-from distill.core.identity import identity_text
+from distill.core.identity import content_hash, identity_text
 from distill.core.models import Claim, FactStatus
 from distill.core.plan import CreateFact, Plan
 from distill.core.watermark import signature
 from distill.ports import Store
+from tests.conftest import FakeClock
 from tests.contract.life import a_life
 from tests.factories import PROJECT, T0, make_event, make_fact
 from tests.unit.scenario_support import SUBJECT, at, every_fact, say
@@ -308,8 +312,11 @@ def sqlite_previous_version(old: str, now: str, before: int | None = None) -> No
         tables.sort(key=lambda name: name == "vector_changes")
         for table in tables:
             db.execute(f"DELETE FROM main.{table}")
-            columns = [r[1] for r in db.execute(f"PRAGMA main.table_info({table})")]
-            names = ", ".join(columns)  # the previous version stores rows as this one does
+            kept = {r[1] for r in db.execute(f"PRAGMA now.table_info({table})")}
+            # The previous version stores rows as this one does; a column the last migration
+            # drops stays empty.
+            columns = [r[1] for r in db.execute(f"PRAGMA main.table_info({table})") if r[1] in kept]
+            names = ", ".join(columns)
             db.execute(f"INSERT INTO main.{table} ({names}) SELECT {names} FROM now.{table}")
         if (
             db.execute(
@@ -349,9 +356,11 @@ def postgres_previous_version(old: str, now: str, before: int | None = None) -> 
         if before is None:
             assert set(columns) - {"schema_migrations", *TRIGGER_FILLED} == set(POSTGRES_TABLES)
         now_tables = {name for (name,) in source.execute("SELECT tablename FROM pg_tables")}
+        now_columns = set(source.execute(listed + public))
         tables = [t for t in POSTGRES_TABLES if t in now_tables and t in columns]
         for table in tables:  # those of both versions, in foreign-key order
-            shared = ", ".join(columns[table])
+            # A column the last migration drops stays empty.
+            shared = ", ".join(c for c in columns[table] if (table, c) in now_columns)
             with (
                 source.cursor().copy(f"COPY (SELECT {shared} FROM {table}) TO STDOUT") as out,
                 target.cursor().copy(f"COPY {table} ({shared}) FROM STDIN") as into,
@@ -443,3 +452,75 @@ def test_a_database_at_the_previous_version_migrates_and_reads_the_same(
     assert read_everything(migrated) == expected
     [found] = migrated.store.nearest_facts(PROJECT, SUBJECT, vector, 1, now.embedder.model_id)
     assert found[0].fact_id == hand_made.id and found[0].distance == pytest.approx(0.0, abs=1e-6)
+
+
+# -- events' vectors -----------------------------------------------------------------------------
+def test_an_embedded_event_keeps_its_vector_in_the_embedding_cache_and_its_row_unchanged(
+    database: str, clock: FakeClock
+) -> None:
+    embedder = HashingEmbedder(256)
+    with Memory(database, embedder=embedder, clock=clock, embed_events=True) as mem:
+        said = say(mem, "home_city", {"city": "Lyon"}, when=at(1))
+        noted = mem.add_event(subject=SUBJECT, text="I moved to Oslo last spring")
+        mem.consolidate()
+        events = [said, noted]
+        assert mem.events([e.id for e in events]) == events  # an event is never rewritten
+        hashes = [content_hash(e.text) for e in events]
+        kept = mem.store.cached_embeddings(embedder.model_id, hashes)
+        for event, key in zip(events, hashes, strict=True):
+            np.testing.assert_array_equal(kept[key], embedder.embed_batch([event.text])[0])
+
+
+def test_events_are_not_embedded_unless_asked(memory: Memory) -> None:
+    # (The text of a free-text memory is embedded as the memory's own, whatever the setting.)
+    event = say(memory, "home_city", {"city": "Lyon"}, when=at(1))
+    memory.consolidate()
+    hashes = [content_hash(event.text)]
+    assert memory.store.cached_embeddings(memory.embedder.model_id, hashes) == {}
+
+
+def test_event_vectors_of_a_version_that_kept_them_in_the_rows_move_to_the_cache(
+    backend: str, new_database: Callable[[str], str], open_memory: Callable[..., Memory]
+) -> None:
+    now_database = new_database("now")
+    now = open_memory(now_database)
+    a_life(now)
+    texts = sorted({e.text for e in now.store.iter_events(PROJECT)})
+    old = new_database("old")
+    (sqlite_previous_version if backend == "sqlite" else postgres_previous_version)(
+        old, now_database
+    )
+    # The previous version kept each event's vector in its row too (under a model whose
+    # vectors the cache does not hold here).
+    given = {t: v for t, v in zip(texts, HashingEmbedder(8).embed_batch(texts), strict=True)}
+    if backend == "sqlite":
+        db = sqlite3.connect(old)
+        with db:
+            for text, vector in given.items():
+                db.execute(
+                    "UPDATE events SET embedding = ?, embedding_model = 'old-model' WHERE text = ?",
+                    (rows.to_blob(vector), text),
+                )
+        columns = lambda: {r[1] for r in db.execute("PRAGMA table_info(events)")}  # noqa: E731
+    else:
+        import psycopg
+
+        db = psycopg.connect(old, autocommit=True)
+        for text, vector in given.items():
+            db.execute(
+                "UPDATE events SET embedding = %s::vector, embedding_model = 'old-model' "
+                "WHERE text = %s",
+                ("[" + ",".join(map(repr, vector.tolist())) + "]", text),
+            )
+        listed = "SELECT column_name FROM information_schema.columns WHERE table_name = 'events'"
+        columns = lambda: {r[0] for r in db.execute(listed)}  # noqa: E731
+    try:
+        assert {"embedding", "embedding_model"} <= columns()
+        migrated = open_memory(old)
+        kept = migrated.store.cached_embeddings("old-model", [content_hash(t) for t in given])
+        assert kept.keys() == {content_hash(t) for t in given}
+        for text, vector in given.items():
+            np.testing.assert_array_equal(kept[content_hash(text)], vector)
+        assert not {"embedding", "embedding_model"} & columns()
+    finally:
+        db.close()

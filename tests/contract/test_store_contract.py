@@ -162,19 +162,6 @@ def test_event_claims_round_trip(store: Store) -> None:
     assert stored.claims[0].valid_from == at(-60)
 
 
-def test_set_event_embeddings(store: Store) -> None:
-    event, other = make_event("one"), make_event("two")
-    append(store, event, other)
-    store.set_event_embeddings(MODEL, {event.id: unit_vector(1, 2), other.id: unit_vector(2)})
-    assert sorted(store.events(PROJECT, [event.id, other.id]), key=lambda e: e.text) == [
-        event,
-        other,
-    ]
-    store.set_event_embeddings(MODEL, {})
-    with pytest.raises(NotFound):
-        store.set_event_embeddings(MODEL, {event.id: unit_vector(1), "nope": unit_vector(1)})
-
-
 def test_iter_events_pages_through_everything_in_time_order(store: Store) -> None:
     events = [
         make_event(f"e{i}", occurred_at=at(i % 7), project="p" if i % 3 else "q")

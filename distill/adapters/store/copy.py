@@ -112,8 +112,6 @@ TABLES: tuple[Table, ...] = (
             "trust": K.TEXT,
             "claims": K.JSON,
             "idempotency_key": K.ID,
-            "embedding": K.VECTOR,
-            "embedding_model": K.TEXT,
             "action": K.JSON,
         },
     ),

@@ -14,7 +14,7 @@ from distill.adapters.store.claims import process_alive
 from distill.adapters.store.sql_base import DB, SqlBase
 from distill.core.models import Event, Job
 from distill.errors import ClaimLost, NotFound
-from distill.ports import Claim, LLMUsage, Owner, Reclaimed, Vector
+from distill.ports import Claim, LLMUsage, Owner, Reclaimed
 
 
 class SqlJobs(SqlBase):
@@ -58,22 +58,6 @@ class SqlJobs(SqlBase):
             return []
         found = self._read("events_by_ids", {"project": project, "ids": self._array(ids)})
         return [rows.event_from_row(r, self.codec) for r in found]
-
-    def set_event_embeddings(self, model_id: str, vectors: dict[str, Vector]) -> None:
-        """Store derived embeddings of events: the only thing ever written to an event."""
-        if not vectors:
-            return
-        params = [
-            {
-                "id": self.codec.id(event_id),
-                "model_id": model_id,
-                "embedding": self._vector_param(vector),
-            }
-            for event_id, vector in vectors.items()
-        ]
-        with self._tx() as db:
-            if self._many(db, "set_event_embedding", params) != len(params):
-                raise NotFound("some of these events do not exist")
 
     def claim_jobs(
         self,

@@ -24,6 +24,7 @@ from distill.adapters.store import rows
 from distill.adapters.store.connections import PerThread
 from distill.adapters.store.sqlite_file import SqliteFile
 from distill.adapters.store.sqlite_lock import Suspects, begin_write, is_busy
+from distill.core.identity import content_hash
 from distill.core.watermark import signature
 from distill.errors import DistillError, IntegrityViolation, StoreError
 
@@ -116,6 +117,8 @@ class SqliteConnections(PerThread[_Connection]):
             raw.create_function("stored_id", 1, rows.pack_id, deterministic=True)
             # The watermark's signature of a text (core.watermark), for unmarked_memories.
             raw.create_function("text_signature", 1, signature, deterministic=True)
+            # The embedding cache's key of a text (core.identity), for sqlite_0018.
+            raw.create_function("content_hash", 1, content_hash, deterministic=True)
         except sqlite3.Error as exc:
             raw.close()
             raise StoreError(f"cannot set up the SQLite database at {self.path}: {exc}") from exc

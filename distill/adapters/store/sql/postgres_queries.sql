@@ -69,10 +69,6 @@ WHERE (%(project)s::text IS NULL OR project = %(project)s)
 ORDER BY occurred_at, id
 LIMIT %(limit)s;
 
--- name: set_event_embedding
-UPDATE events SET embedding = %(embedding)s::vector, embedding_model = %(model_id)s
-WHERE id = %(id)s;
-
 -- name: count_events
 SELECT count(*) AS n FROM events WHERE (%(project)s::text IS NULL OR project = %(project)s);
 
@@ -784,8 +780,7 @@ UNION ALL SELECT 'topics', count(*) FROM topics;
 
 -- name: copy_read_events
 SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
-       idempotency_key, embedding::real[]::double precision[] AS embedding, embedding_model,
-       action
+       idempotency_key, action
 FROM events
 WHERE %(after_id)s::text IS NULL OR id > %(after_id)s
 ORDER BY id
@@ -794,11 +789,10 @@ LIMIT %(limit)s;
 -- name: copy_write_events
 INSERT INTO events (
     id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
-    idempotency_key, embedding, embedding_model, action
+    idempotency_key, action
 ) VALUES (
     %(id)s, %(project)s, %(subject)s, %(text)s, %(occurred_at)s, %(recorded_at)s, %(source)s,
-    %(trust)s, %(claims)s, %(idempotency_key)s, %(embedding)s::vector, %(embedding_model)s,
-    %(action)s
+    %(trust)s, %(claims)s, %(idempotency_key)s, %(action)s
 );
 
 -- name: copy_read_jobs

@@ -57,9 +57,6 @@ WHERE (:project IS NULL OR project = :project)
 ORDER BY occurred_at, id
 LIMIT :limit;
 
--- name: set_event_embedding
-UPDATE events SET embedding = :embedding, embedding_model = :model_id WHERE id = :id;
-
 -- name: count_events
 SELECT count(*) AS n FROM events WHERE (:project IS NULL OR project = :project);
 
@@ -721,7 +718,7 @@ UNION ALL SELECT 'topics', count(*) FROM topics;
 
 -- name: copy_read_events
 SELECT id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
-       idempotency_key, embedding, embedding_model, action
+       idempotency_key, action
 FROM events
 WHERE :after_id IS NULL OR id > :after_id
 ORDER BY id
@@ -730,10 +727,10 @@ LIMIT :limit;
 -- name: copy_write_events
 INSERT INTO events (
     id, project, subject, text, occurred_at, recorded_at, source, trust, claims,
-    idempotency_key, embedding, embedding_model, action
+    idempotency_key, action
 ) VALUES (
     :id, :project, :subject, :text, :occurred_at, :recorded_at, :source, :trust, :claims,
-    :idempotency_key, :embedding, :embedding_model, :action
+    :idempotency_key, :action
 );
 
 -- name: copy_read_jobs

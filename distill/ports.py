@@ -481,6 +481,12 @@ class Store(ScheduleStore, Protocol):
         """Give these facts identity vectors made by `model_id`, in place of any other."""
         ...
 
+    def prune_vector_log(self, keep: int | None = None) -> int:
+        """Delete all but about the newest `keep` rows (default `VECTOR_LOG_KEEP`) of the
+        log that in-memory vector indexes catch up from; returns how many went. An index
+        whose mark they were newer than is built again when next searched."""
+        ...
+
     # -- writes (inside `serialised`) --------------------------------------------------------
     def apply(self, plan: Plan, job_id: str | None, audit: Sequence[AuditEntry]) -> None:
         """Write every action of an already validated plan and its audit entries."""

@@ -29,10 +29,10 @@ from distill.adapters.embed.hashing import HashingEmbedder
 from distill.adapters.store import rows, sql_store
 from distill.adapters.store.queries import load_migrations, load_queries
 from distill.adapters.store.sqlite import SqliteStore
+from distill.adapters.store.sqlite_connection import add_functions
 from distill.core.identity import content_hash, identity_text
 from distill.core.models import Claim, FactStatus
 from distill.core.plan import CreateFact, Plan
-from distill.core.watermark import signature
 from distill.ports import Store
 from tests.conftest import FakeClock
 from tests.contract.life import a_life
@@ -275,7 +275,7 @@ POSTGRES_TABLES = [
 ]
 # Written by triggers as the facts are copied: PostgreSQL's posting list of their words, and
 # the log that in-memory vector indexes catch up from.
-TRIGGER_FILLED = {"fact_terms", "vector_changes"}
+TRIGGER_FILLED = {"fact_terms", "vector_changes", "vector_changes_pruned"}
 
 
 def earlier(migrations: list[Any], before: int | None) -> list[Any]:
@@ -288,8 +288,7 @@ def sqlite_previous_version(old: str, now: str, before: int | None = None) -> No
     `before`, when given)."""
     db = sqlite3.connect(old)
     try:
-        db.create_function("stored_id", 1, rows.pack_id, deterministic=True)  # as the store does
-        db.create_function("text_signature", 1, signature, deterministic=True)
+        add_functions(db)  # as the store does
         db.execute(load_queries("sqlite")["create_migrations_table"])
         for migration in earlier(load_migrations("sqlite"), before):
             db.executescript(migration.sql)
@@ -487,8 +486,11 @@ def test_event_vectors_of_a_version_that_kept_them_in_the_rows_move_to_the_cache
     a_life(now)
     texts = sorted({e.text for e in now.store.iter_events(PROJECT)})
     old = new_database("old")
+    [moved] = [
+        m for m in load_migrations(backend) if m.name.endswith("_event_vectors_in_cache.sql")
+    ]
     (sqlite_previous_version if backend == "sqlite" else postgres_previous_version)(
-        old, now_database
+        old, now_database, before=moved.version
     )
     # The previous version kept each event's vector in its row too (under a model whose
     # vectors the cache does not hold here).

@@ -16,12 +16,14 @@ import numpy.typing as npt
 import psycopg
 import pytest
 
+from distill.adapters.store import sql_store
 from distill.adapters.store.sqlite import SqliteStore
 from distill.adapters.store.vector_cache import VectorScope
 from distill.adapters.store.vector_search import exact_nearest
 from distill.core import resolve
 from distill.core.models import Fact, FactKind, FactStatus
 from distill.core.plan import CreateFact, Plan, ReviseFact
+from distill.errors import InvalidInput
 from distill.ports import Neighbour, RecallScope
 from tests.factories import PROJECT, SUBJECT, make_fact
 
@@ -201,6 +203,46 @@ def test_an_erased_subject_leaves_the_index(open_store: Callable[[], Store]) -> 
     other.apply(resolve.erase(PROJECT, SUBJECT, counts, [], facts, []), None, [])
     assert lookup(store, matrix[:2], 2) == [[], []]
     assert indexed(store) == 0
+
+
+def test_an_index_behind_what_the_log_pruned_is_built_again(
+    open_store: Callable[[], Store],
+) -> None:
+    store, other, world = open_store(), open_store(), World()
+    rng = np.random.default_rng(6)
+    matrix = unit_rows(rng, 2 * THRESHOLD)
+    facts = world.create(store, matrix)
+    queries = matrix[:6]
+    lookup(store, queries, 3)
+    assert indexed(store) == 2 * THRESHOLD
+    # Another store retires each query's fact, adds a closer one, and prunes the log of
+    # every change but its last transaction's: the index cannot learn of the retirements.
+    world.revise(other, facts[:6], status=FactStatus.RETRACTED)
+    closer = queries + 0.001 * unit_rows(rng, 6)
+    added = world.create(other, closer / np.linalg.norm(closer, axis=1, keepdims=True))
+    assert other.prune_vector_log(keep=0) >= 6
+    got = lookup(store, queries, 3)  # exact search, while the index is built again
+    same(got, world.expected(queries, 3))
+    assert [hood[0].fact_id for hood in got] == [f.id for f in added]
+    assert indexed(store) == 2 * THRESHOLD
+    same(lookup(store, queries, 3), world.expected(queries, 3))  # the new index
+
+
+def log_rows(store: Store) -> int:
+    with store._tx(write=False) as db:
+        return int(db.execute("SELECT count(*) AS n FROM vector_changes").fetchone()["n"])
+
+
+def test_a_store_keeps_the_log_to_its_newest_rows_as_it_writes(
+    open_store: Callable[[], Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sql_store, "VECTOR_LOG_KEEP", 10)
+    store, world, rng = open_store(), World(), np.random.default_rng(8)
+    for _ in range(8):  # pruned to the newest 10 after every 5 vectors
+        world.create(store, unit_rows(rng, 5))
+    assert log_rows(store) == 10
+    with pytest.raises(InvalidInput):
+        store.prune_vector_log(keep=-1)
 
 
 def test_a_change_committed_after_a_later_one_was_read_is_found(

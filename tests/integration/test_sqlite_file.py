@@ -24,10 +24,10 @@ import pytest
 
 from distill import Memory
 from distill.adapters.embed.hashing import HashingEmbedder
-from distill.adapters.store import rows, sqlite_lock
+from distill.adapters.store import sqlite_lock
 from distill.adapters.store.queries import load_migrations, load_queries
 from distill.adapters.store.sqlite import SqliteStore
-from distill.core.watermark import signature
+from distill.adapters.store.sqlite_connection import add_functions
 from distill.errors import ConfigurationError, StoreError
 from distill.export import export_lines
 from tests.factories import T0, make_event
@@ -328,8 +328,7 @@ def test_a_database_opened_read_only_is_read_and_refuses_writes(distill_db: Path
 def test_a_read_only_database_that_needs_a_migration_says_so(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     old = sqlite3.connect(path)
-    old.create_function("stored_id", 1, rows.pack_id, deterministic=True)  # as the store does
-    old.create_function("text_signature", 1, signature, deterministic=True)  # the same
+    add_functions(old)  # as the store does
     old.execute(load_queries("sqlite")["create_migrations_table"])
     previous = load_migrations("sqlite")[:-1]
     for migration in previous:

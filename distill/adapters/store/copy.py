@@ -385,6 +385,7 @@ NOT_COPIED = {
     "schema_migrations": "each database records the migrations applied to itself",
     "vector_changes": "the log in-memory vector indexes catch up from, written by triggers as "
     "the vectors are inserted into the target",
+    "vector_changes_pruned": "how far that log was pruned, which the target's own log was not",
     "api_keys": "the HTTP API's credentials belong to the deployment they were made for: "
     "make new ones on the copy (distill keys create)",
     "fact_terms": "PostgreSQL's posting list of the facts' words (search), written by triggers "

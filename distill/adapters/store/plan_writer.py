@@ -67,14 +67,14 @@ ERASE_ORDER = (
 ERASED_AND_COUNTED = ("events", "facts", "observations", "conflicts", "jobs", "audit", "rules")
 
 
-def write_plan(store: SqlStore, db: DB, plan: Plan, audit: Sequence[AuditEntry]) -> set[int]:
-    """Write every action, then the audit entries; returns the dimensions of new vectors."""
+def write_plan(store: SqlStore, db: DB, plan: Plan, audit: Sequence[AuditEntry]) -> list[int]:
+    """Write every action, then the audit entries; returns the dimension of each new vector."""
     writer = _Writer(store, db, _final_versions(plan))
     for action in plan.actions:
         writer.action(action)
     writer.flush()
     store._many(db, "insert_audit", [rows.audit_params(e, store.codec) for e in audit])
-    return {v["dim"] for v in writer.vectors}
+    return [v["dim"] for v in writer.vectors]
 
 
 def _final_versions(plan: Plan) -> dict[str, Fact]:

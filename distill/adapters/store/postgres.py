@@ -266,13 +266,16 @@ class PostgresStore(SqlStore, SqlKeys, SqlSchedule):
         ids = [fact_id for fact_id, _ in loaded]
         return ids, np.stack([_from_vector_send(v) for _, v in loaded]), mark
 
-    def _vector_changes(self, db: DB, key: ScopeKey, after: str) -> tuple[Changes, str]:
-        """What `vector_changes` logged for the scope since `after`, and the next mark."""
+    def _vector_changes(self, db: DB, key: ScopeKey, after: str) -> tuple[Changes | None, str]:
+        """What `vector_changes` logged for the scope since `after`, and the next mark; None
+        for the changes when the log was pruned past `after` (the index is built again)."""
         changed: dict[str, Vector | None] = {}
         mark = after
         params = {**_scope_params(key), "after": after}
         for r in db.execute(self.queries["changed_recall_vectors"], params):
             mark = r["mark"]
+            if r["pruned"] is not None and int(r["pruned"]) >= int(after):
+                return None, mark
             if r["fact_id"] is not None:
                 changed[r["fact_id"]] = _from_vector_send(r["vector"]) if r["live"] else None
         return changed, mark
@@ -287,7 +290,12 @@ class PostgresStore(SqlStore, SqlKeys, SqlSchedule):
 
     def _vectors_written(self, dims: set[int]) -> None:
         for dim in sorted(dims - self._indexed_dims):
-            self._connections.after_commit(functools.partial(self._ensure_vector_index, dim))
+            self._after_commit(functools.partial(self._ensure_vector_index, dim))
+
+    def _after_commit(self, work: Callable[[], None]) -> None:
+        # Outside the transaction: inside, two workers' housekeeping could each wait for a
+        # row the other's job transaction holds.
+        self._connections.after_commit(work)
 
     def _ensure_vector_index(self, dim: int) -> None:
         """Create the HNSW index of one vector dimension, unless it exists."""

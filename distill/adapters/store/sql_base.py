@@ -178,6 +178,10 @@ class SqlBase(ABC):
         """A plan stored identity vectors of these dimensions."""
         return None  # nothing to do unless the backend says otherwise
 
+    def _after_commit(self, work: Callable[[], None]) -> None:
+        """Run housekeeping `work` once this thread's transaction has committed."""
+        work()  # SQLite: writers take turns, so inside the transaction it waits for no one
+
     def _facts_inserted(self, db: DB, fact_ids: Sequence[str]) -> None:
         """Index the words of facts just inserted in `db`'s transaction, in insertion order.
         Every writer of new facts (`insert_fact`) calls it once it has inserted them."""

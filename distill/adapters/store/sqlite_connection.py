@@ -31,6 +31,16 @@ from distill.errors import DistillError, IntegrityViolation, StoreError
 WAL_RETRY_PAUSE_S = 0.01  # seconds between tries to switch a contended new file to WAL
 
 
+def add_functions(raw: sqlite3.Connection) -> None:
+    """The SQL functions distill's queries and migrations call, on a new connection."""
+    # A list of ids arrives as JSON text: its items are packed as the columns are.
+    raw.create_function("stored_id", 1, rows.pack_id, deterministic=True)
+    # The watermark's signature of a text (core.watermark), for unmarked_memories.
+    raw.create_function("text_signature", 1, signature, deterministic=True)
+    # The embedding cache's key of a text (core.identity), for sqlite_0018.
+    raw.create_function("content_hash", 1, content_hash, deterministic=True)
+
+
 class _Connection:
     """One sqlite3 connection, how deep the transaction on it is nested, and how many rows
     the connection had changed when the outermost one began."""
@@ -113,12 +123,7 @@ class SqliteConnections(PerThread[_Connection]):
                 _use_wal(raw, self.file.busy_timeout)
             raw.execute("PRAGMA synchronous = NORMAL")
             raw.execute("PRAGMA foreign_keys = ON")
-            # A list of ids arrives as JSON text: its items are packed as the columns are.
-            raw.create_function("stored_id", 1, rows.pack_id, deterministic=True)
-            # The watermark's signature of a text (core.watermark), for unmarked_memories.
-            raw.create_function("text_signature", 1, signature, deterministic=True)
-            # The embedding cache's key of a text (core.identity), for sqlite_0018.
-            raw.create_function("content_hash", 1, content_hash, deterministic=True)
+            add_functions(raw)
         except sqlite3.Error as exc:
             raw.close()
             raise StoreError(f"cannot set up the SQLite database at {self.path}: {exc}") from exc

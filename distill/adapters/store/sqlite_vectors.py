@@ -51,7 +51,7 @@ def nearest(
     found = cache.lookup(key, queries, k, lambda mark: _changes_since(db, key, mark), uncommitted)
     if found is not None:
         return found
-    mark = _latest_change(db)
+    mark, _ = _latest_change(db)
     found_rows = db.execute(QUERIES[scope.queries[0]], _params(scope))
     usable = [r for r in found_rows if r["dim"] == key[1]]
     if not usable:
@@ -73,14 +73,19 @@ def _params(scope: VectorScope) -> dict[str, object]:
     }
 
 
-def _latest_change(db: sqlite3.Connection) -> int:
-    return int(db.execute(QUERIES["latest_vector_change"]).fetchone()["seq"])
+def _latest_change(db: sqlite3.Connection) -> tuple[int, int]:
+    """The newest change logged, and the newest pruned from the log."""
+    found = db.execute(QUERIES["latest_vector_change"]).fetchone()
+    return int(found["seq"]), int(found["pruned"])
 
 
-def _changes_since(db: sqlite3.Connection, key: ScopeKey, after: int) -> tuple[Changes, int]:
+def _changes_since(db: sqlite3.Connection, key: ScopeKey, after: int) -> tuple[Changes | None, int]:
     """The facts of the scope logged after `after` (their vector if the scope searches them
-    now, else None), and the last change logged."""
-    latest = _latest_change(db)
+    now, else None), and the last change logged; None for the facts when the log was pruned
+    past `after` (the index is built again)."""
+    latest, pruned = _latest_change(db)
+    if pruned > after:
+        return None, latest
     if latest <= after:  # nothing new, or this transaction began before the index's
         return {}, after
     scope, dim = key

@@ -33,6 +33,12 @@ found by the next lookup. What a mark is differs:
   afresh). A transaction left open for long holds the mark back and makes each read longer;
   it never makes one miss a change.
 
+The log keeps its newest `sql_store.VECTOR_LOG_KEEP` rows (each store prunes it as it
+writes), and records how far it was pruned. An index whose mark is behind that cannot know
+what it missed: it is dropped, the lookup is answered as if there were none, and the scope's
+index is built again. PostgreSQL never prunes past the oldest transaction still running, so
+a mark read after a prune is never behind it.
+
 A lookup inside a transaction that has written but not committed sees its own writes, which
 may still be rolled back (a dry run is one such transaction): they are searched as an overlay
 on the index and never folded into it. (PostgreSQL's lookups inside a transaction go to the
@@ -80,7 +86,8 @@ CATCH_UP_TRIES = 3
 Matrix = npt.NDArray[np.float32]
 Mark = Any  # a point in the change log: an int (SQLite's seq) or a text xid8 (PostgreSQL's)
 Changes = Mapping[str, Matrix | None]  # fact id -> its vector if the scope searches it now
-ChangesSince = Callable[[Mark], tuple[Changes, Mark]]  # what was logged after a mark, new mark
+# What was logged after a mark (None: the log was pruned past it), and the new mark.
+ChangesSince = Callable[[Mark], tuple[Changes | None, Mark]]
 Loaded = tuple[list[str], Matrix, Mark]  # a scope's ids and vectors, and the mark read before
 
 
@@ -161,6 +168,9 @@ class VectorCache:
             if changes_since is None:
                 return scope.index.nearest(queries, k)
             changed, mark = changes_since(scope.mark)
+            if changed is None:  # the log was pruned past the mark: built again, from the vectors
+                del self._scopes[key]
+                return None
             if uncommitted:
                 return scope.index.nearest(queries, k, overlay=changed)
             outgrown = self._fold(key, scope, changed, mark)
@@ -170,7 +180,9 @@ class VectorCache:
         return found
 
     def catch_up(
-        self, scope: VectorScope, changes_for: Callable[[ScopeKey, Mark], tuple[Changes, Mark]]
+        self,
+        scope: VectorScope,
+        changes_for: Callable[[ScopeKey, Mark], tuple[Changes | None, Mark]],
     ) -> None:
         """Bring the scope's indexes (one a dimension; none if not built) up to date with
         what `changes_for(key, mark)` reads, before a `lookup` without `changes_since`:
@@ -203,9 +215,16 @@ class VectorCache:
             known = self._scopes.get(key)
             return None if known is None else self._fold(key, known, *changes_since(known.mark))
 
-    def _fold(self, key: ScopeKey, scope: _Scope, changed: Changes, mark: Mark) -> Loaded | None:
+    def _fold(
+        self, key: ScopeKey, scope: _Scope, changed: Changes | None, mark: Mark
+    ) -> Loaded | None:
         """Fold committed changes into a scope's index (the lock held). Returns what a graph
-        that takes over from a flat index that outgrew it is built from, when one should be."""
+        that takes over from a flat index that outgrew it is built from, when one should be.
+        No changes (None): the log was pruned past the index's mark, and the index goes (the
+        next lookup that reads the scope builds it again)."""
+        if changed is None:
+            self._scopes.pop(key, None)
+            return None
         if changed:
             scope.index.remove([fact_id for fact_id, v in changed.items() if v is None])
             live = {fact_id: v for fact_id, v in sorted(changed.items()) if v is not None}

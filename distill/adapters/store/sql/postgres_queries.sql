@@ -379,8 +379,9 @@ ORDER BY v.fact_id;
 -- The facts of a recall scope logged by transactions not older than `after`, whether each is
 -- searched now (a fact whose vector is gone, or now of another model, is not), and the mark
 -- to read from next time, all in one snapshot. One row with a null fact_id when none.
-SELECT s.mark::text AS mark, c.fact_id, c.vector, c.live
-FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS mark) AS s
+SELECT s.mark::text AS mark, s.pruned::text AS pruned, c.fact_id, c.vector, c.live
+FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS mark,
+             (SELECT xid FROM vector_changes_pruned) AS pruned) AS s
 LEFT JOIN LATERAL (
     SELECT l.fact_id, vector_send(v.embedding) AS vector,
            COALESCE(f.status = 'active' AND v.model_id = %(model_id)s AND v.dim = %(dim)s
@@ -392,6 +393,15 @@ LEFT JOIN LATERAL (
     LEFT JOIN fact_vectors AS v ON v.fact_id = l.fact_id
     LEFT JOIN facts AS f ON f.id = l.fact_id
 ) AS c ON true;
+
+-- name: prune_vector_changes
+-- All but the newest :keep changes (fewer, when the transaction of the one before them wrote
+-- some of them too), and none of a transaction not older than the oldest still running: a
+-- reader's next mark is never older than that, so it never finds itself behind what was
+-- pruned after it read (postgres_0016's trigger records how far).
+DELETE FROM vector_changes
+WHERE xid <= (SELECT xid FROM vector_changes ORDER BY xid DESC OFFSET %(keep)s LIMIT 1)
+  AND xid < pg_snapshot_xmin(pg_current_snapshot());
 
 -- name: create_vector_index
 -- HNSW over one dimension's identity vectors, cosine distance (they are L2-normalised).

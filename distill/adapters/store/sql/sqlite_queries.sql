@@ -364,7 +364,14 @@ WHERE f.project = :project AND f.subject = :subject
 ORDER BY v.fact_id;
 
 -- name: latest_vector_change
-SELECT COALESCE(MAX(seq), 0) AS seq FROM vector_changes;
+-- The newest change logged, and the newest pruned (sqlite_0019): a mark below it may have
+-- missed one.
+SELECT max((SELECT COALESCE(MAX(seq), 0) FROM vector_changes), pruned) AS seq, pruned
+FROM (SELECT COALESCE((SELECT seq FROM vector_changes_pruned), 0) AS pruned);
+
+-- name: prune_vector_changes
+-- All but the newest :keep changes (sqlite_0019's trigger records how far).
+DELETE FROM vector_changes WHERE seq <= (SELECT MAX(seq) FROM vector_changes) - :keep;
 
 -- name: changed_vectors
 -- The facts of a subject logged after a point, and whether each is searched now (a fact whose

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -169,17 +170,37 @@ def test_below_the_threshold_no_index_is_built(open_store: Callable[[], Store]) 
     assert indexed(store) == 0
 
 
+class Indexed(NamedTuple):
+    """A store whose index of the scope is built, another store on the same database, and
+    six of the indexed vectors as queries."""
+
+    store: Store
+    other: Store
+    world: World
+    facts: list[Fact]
+    queries: Matrix
+    rng: np.random.Generator
+
+    @classmethod
+    def make(cls, open_store: Callable[[], Store], seed: int) -> Indexed:
+        store, other, world = open_store(), open_store(), World()
+        rng = np.random.default_rng(seed)
+        matrix = unit_rows(rng, 2 * THRESHOLD)
+        facts = world.create(store, matrix)
+        lookup(store, matrix[:6], 3)
+        assert indexed(store) == 2 * THRESHOLD
+        return cls(store, other, world, facts, matrix[:6], rng)
+
+    def replace_each_query_fact(self) -> list[Fact]:
+        """The other store retires each query's own fact and adds one closer to the query."""
+        self.world.revise(self.other, self.facts[:6], status=FactStatus.RETRACTED)
+        closer = self.queries + 0.001 * unit_rows(self.rng, 6)
+        return self.world.create(self.other, closer / np.linalg.norm(closer, axis=1, keepdims=True))
+
+
 def test_what_another_store_changes_is_followed(open_store: Callable[[], Store]) -> None:
-    store, other, world = open_store(), open_store(), World()
-    rng = np.random.default_rng(3)
-    matrix = unit_rows(rng, 2 * THRESHOLD)
-    facts = world.create(store, matrix)
-    queries = matrix[:6]
-    lookup(store, queries, 3)
-    assert indexed(store) == 2 * THRESHOLD
-    world.revise(other, facts[:6], status=FactStatus.RETRACTED)  # each query's own fact
-    closer = queries + 0.001 * unit_rows(rng, 6)
-    added = world.create(other, closer / np.linalg.norm(closer, axis=1, keepdims=True))
+    store, other, world, _, queries, _ = made = Indexed.make(open_store, 3)
+    added = made.replace_each_query_fact()
     got = lookup(store, queries, 3)
     same(got, world.expected(queries, 3))
     assert [hood[0].fact_id for hood in got] == [f.id for f in added]
@@ -208,18 +229,9 @@ def test_an_erased_subject_leaves_the_index(open_store: Callable[[], Store]) -> 
 def test_an_index_behind_what_the_log_pruned_is_built_again(
     open_store: Callable[[], Store],
 ) -> None:
-    store, other, world = open_store(), open_store(), World()
-    rng = np.random.default_rng(6)
-    matrix = unit_rows(rng, 2 * THRESHOLD)
-    facts = world.create(store, matrix)
-    queries = matrix[:6]
-    lookup(store, queries, 3)
-    assert indexed(store) == 2 * THRESHOLD
-    # Another store retires each query's fact, adds a closer one, and prunes the log of
-    # every change but its last transaction's: the index cannot learn of the retirements.
-    world.revise(other, facts[:6], status=FactStatus.RETRACTED)
-    closer = queries + 0.001 * unit_rows(rng, 6)
-    added = world.create(other, closer / np.linalg.norm(closer, axis=1, keepdims=True))
+    store, other, world, _, queries, _ = made = Indexed.make(open_store, 6)
+    added = made.replace_each_query_fact()
+    # The other store prunes the log of every change: the index cannot learn of them.
     assert other.prune_vector_log(keep=0) >= 6
     got = lookup(store, queries, 3)  # exact search, while the index is built again
     same(got, world.expected(queries, 3))

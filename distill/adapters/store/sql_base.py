@@ -20,7 +20,9 @@ every operation is built from.
 - migrations (`_run_migration`, `_check_can_migrate`, `_current_version`): statements one by
   one, or one script once pgvector is known to be there; SQLite reads its version first and
   writes only when a migration is due;
-- connections (`self._db`): one per thread either way, with the same transaction rules.
+- connections (`self._db`): one per thread either way, with the same transaction rules;
+  housekeeping (`_after_commit`) runs at once inside SQLite's transaction, where writers take
+  turns, and after PostgreSQL's commits.
 
 The SQL files stay the source of truth: both define the same query names (a test checks
 it), so the store's code names a query and never holds SQL of its own. The queries return

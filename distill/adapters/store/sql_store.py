@@ -52,10 +52,11 @@ log = logging.getLogger(__name__)
 EVENT_PAGE_SIZE = 500  # rows per read transaction when iterating over every event
 # Rows the vector change log keeps (`prune_vector_log`: a store prunes it each time it has
 # written half as many vectors). An index further behind is built again from its scope's
-# vectors instead of caught up, and reading a change costs about what reading a vector does:
-# on SQLite, 20,000 changes of one subject were caught up in 159 ms and its 20,000 vectors
-# read in 209 ms (384 values each, this machine); an index left unsearched while 20,000
-# vectors were written is seldom searched. 20,000 rows are about 0.7 MB on SQLite.
+# vectors instead of caught up, and reading a change costs a little less than reading a
+# vector: on SQLite, catching up 20,000 changes of one subject took 0.6-0.8 of the time its
+# 20,000 vectors took to read (112-159 against 140-209 ms, `python bench/vector_log.py`);
+# an index left unsearched while 20,000 vectors were written is seldom searched. 20,000 rows
+# are about 0.7 MB on SQLite.
 VECTOR_LOG_KEEP = 20_000
 _PREFIX_QUERIES: dict[IdTable, str] = {
     "fact": "fact_ids_by_prefix",

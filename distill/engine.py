@@ -1,10 +1,15 @@
 """Orchestration: claim jobs → extract → embed → run the adjudication pass on each job.
 
 Slow work (LLM calls, embeddings) happens before the subject's write lock is taken, on a
-second thread that prepares the next batch while this one is decided; every decision is
-made under the lock, on state read under it (`passes.run_pass`: load, decide, apply). The
-deciding thread claims the jobs (between its own transactions, so that a claim never waits
-for one), and batches shrink toward the end of a run (`batch_size`), so that little
+second thread that embeds the next batch while this one is decided; every decision is made
+under the lock, on state read under it (`passes.run_pass`: load, decide, apply). The
+deciding thread does everything else that touches the store: it claims the jobs, loads
+their events, extracts the ones no model reads (claims and text routes: pure, and quick)
+and looks their texts up in the embedding cache, for the batch after the one being
+embedded; it writes a batch's new vectors to the cache before deciding it
+(`cached_embedding`). So the embedder goes from one batch to the next without waiting, and
+no write waits for another thread's transaction. Batches start small (`FIRST_BATCH`: the
+embedder starts sooner) and shrink toward the end of a run (`batch_size`), so that little
 deciding is left once the last embedding is done. Each
 job is its own transaction, which also marks the job done: a failure rolls back that job
 only, records the error and leaves its events intact, and a job taken back by another run
@@ -20,37 +25,31 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 
-import numpy as np
-
 from distill import ids
+from distill.cached_embedding import CachedEmbedding
 from distill.core.attribute_match import Bands
-from distill.core.identity import (
-    content_hash,
-)
-from distill.core.models import Event, Job
+from distill.core.models import Job
 from distill.core.passes import PassResult, Scope
-from distill.core.plan import Plan, Rejection, describe_action
+from distill.core.plan import Plan, describe_action
 from distill.core.schedule import Trigger
 from distill.core.votes import Policies
-from distill.core.working import Candidate
 from distill.errors import (
     ClaimLost,
     DistillError,
-    EmbeddingMismatch,
     MalformedAnswer,
     ProviderError,
-    ProviderTimeout,
     RateLimited,
     TransientProviderError,
 )
-from distill.extractors import Extraction, from_claims, from_llm_answer, from_text
+from distill.extractors import Extraction
 from distill.heartbeat import LEASE, Heartbeat
 from distill.log_scope import scoped
 from distill.model_answers import ModelAnswers
 from distill.passes import run_pass
-from distill.passes.adjudication import Adjudication, JobWork, identity_texts_of
+from distill.passes.adjudication import Adjudication, JobWork
 from distill.passes.identity_judge import judge_identities
-from distill.ports import LLM, Clock, Embedder, LLMUsage, Store, Vector
+from distill.ports import LLM, Clock, Embedder, Store, Vector
+from distill.preparation import Batch, Preparation, Prepared, Staged
 from distill.report import Report
 
 log = logging.getLogger("distill.engine")
@@ -58,7 +57,9 @@ log = logging.getLogger("distill.engine")
 MAX_ATTEMPTS = 5  # a job that failed this many times stays failed until replayed by hand
 RETRY_BASE = timedelta(seconds=30)  # backoff: 30 s, 60 s, 120 s, 240 s between attempts
 CLAIM_BATCH = 32  # jobs claimed per round trip (16 measured no better: BENCHMARKS.md)
-OUTAGE_AFTER = 3  # jobs failed in a row by a provider, after its own retries, that end a run
+# Jobs in a pipelined run's first batch (`batch_size`): at 10,000 claim events the embedder
+# then started 0.025 s into the run instead of 0.13 s (BENCHMARKS.md).
+FIRST_BATCH = 4
 # Actions described in the report of a real run; the audit log has all of them. A dry run's
 # report lists every action: the plan is its whole point.
 REPORT_ACTIONS_MAX = 1000
@@ -74,35 +75,11 @@ def retryable(exc: Exception) -> bool:
 
 
 @dataclass(frozen=True)
-class Prepared:
-    """A claimed job after extraction: everything that can be done outside the lock."""
-
-    job: Job
-    events: list[Event]
-    candidates: list[Candidate]
-    rejections: list[Rejection]
-    kind_fallbacks: int = 0
-    unread: int = 0  # events the claims route read nothing from: text only, no claims
-
-    def identity_texts(self) -> set[str]:
-        return {t for c in self.candidates for t in identity_texts_of(c)}
-
-
-@dataclass(frozen=True)
-class Batch:
-    """Claimed jobs, extracted and embedded, ready to be decided."""
-
-    prepared: list[Prepared]
-    vectors: dict[str, Vector]
-    stopped: bool  # a rate limit ended the run: decide these, claim no more
-
-
-@dataclass(frozen=True)
 class _Upcoming:
-    """The next batch of a pipelined run: its claimed jobs, being prepared by `future`
-    (None: nothing was due, or the run is stopping)."""
+    """The next batch of a pipelined run, being embedded by `future` (None: nothing was due,
+    or the run is stopping)."""
 
-    jobs: list[Job]
+    staged: Staged | None
     future: Future[Batch] | None
 
     def result(self) -> Batch | None:
@@ -131,7 +108,6 @@ class Engine:
         self.judge = judge
         self.embed_events = embed_events
         self._stop = threading.Event()
-        self._outage = 0  # jobs failed in a row by a provider in this run (OUTAGE_AFTER)
         self._pool: ThreadPoolExecutor | None = None
         self.store = store
         self.embedder = embedder
@@ -140,7 +116,19 @@ class Engine:
         self.adjudication = Adjudication(bands, policies)
         self._heartbeat = Heartbeat(store, clock)
         self.new_id = new_id or ids.new_id
+        self.cached = CachedEmbedding(store, embedder)
         self.answers = ModelAnswers(store, extraction, self.embed, embedder.model_id, clock)
+        self.preparation = Preparation(
+            store,
+            extraction,
+            self.answers,
+            self.cached,
+            clock,
+            embed_events,
+            lambda: self._stop.is_set(),
+            self._fail,
+            self._release,
+        )
         self._trigger: Trigger | None = None  # the run's (`consolidate`)
 
     # -- runs ----------------------------------------------------------------------------------
@@ -186,7 +174,7 @@ class Engine:
         self, report: Report, progress: Callable[[int, int], None] | None, pipelined: bool
     ) -> None:
         now = self.clock.now()
-        self._outage = 0
+        self.preparation.outage = 0
         report.claims(self.store.reclaim(now, now - LEASE, MAX_ATTEMPTS))
         for line in report.claim_notes():  # the CLI and the worker show them
             log.info("%s", line)
@@ -196,6 +184,11 @@ class Engine:
 
         def decide(batch: Batch) -> None:
             nonlocal done
+            try:  # the vectors the batch's plans name are in the cache before any is decided
+                self.cached.keep(batch.fresh)
+            except BaseException:
+                self._release([p.job.id for p in batch.prepared], report)
+                raise
             for index, p in enumerate(batch.prepared):
                 rest = [q.job.id for q in batch.prepared[index:]]
                 if self._stop.is_set():  # shutting down: the rest waits for another run
@@ -216,51 +209,61 @@ class Engine:
                 if batch.stopped or self._stop.is_set():
                     return
             return
-        # Extraction and embedding of the next batch (model inference, LLM calls) overlap with
-        # the decisions and writes of this one: each job is still decided under its lock, on
-        # state read under it, and its own events are never split across batches.
+        # Embedding (and model extraction) of the next batch overlaps with the decisions and
+        # writes of this one, on the preparation thread; the jobs after it are claimed,
+        # loaded and, when no model reads them, extracted on this thread meanwhile, so that
+        # the embedder goes from one batch to the next without waiting for any of that. Each
+        # job is still decided under its lock, on state read under it, and its own events
+        # are never split across batches.
         # One preparation thread for the engine's life, not one per run: a store holds a
         # connection per thread, and a worker runs thousands of times.
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="distill-prepare")
         pool = self._pool
-        queue: list[Job] = []  # claimed, not yet handed to the preparation thread
+        queue: list[Job] = []  # claimed, not yet staged
         handed = 0
 
-        def prepare_next() -> _Upcoming:
-            # Claimed here, between this thread's job transactions, not on the preparation
-            # thread: there the claim (a write) waited for the job being decided to commit,
-            # and the embedding of the next batch waited behind it.
+        def stage_next() -> Staged | None:
+            # Claimed here, between this thread's job transactions: a claim (a write) never
+            # waits for a job being decided to commit.
             nonlocal handed
             if self._stop.is_set():
-                return _Upcoming([], None)
-            size = batch_size(total - handed)
+                return None
+            size = batch_size(total - handed, first=not handed)
             if len(queue) < size:
                 queue.extend(self._claim(CLAIM_BATCH))
             jobs = queue[:size]
             del queue[:size]
             handed += len(jobs)
-            if not jobs:
-                return _Upcoming([], None)
-            return _Upcoming(jobs, pool.submit(self._prepare_batch, jobs, report))
+            return self.preparation.stage(jobs, report) if jobs else None
 
-        upcoming = prepare_next()
+        def submit(staged: Staged | None) -> _Upcoming:
+            if staged is None:
+                return _Upcoming(None, None)
+            return _Upcoming(staged, pool.submit(self.preparation.finish, staged, report))
+
+        staged: Staged | None = None
+        upcoming = _Upcoming(None, None)
         try:
+            upcoming = submit(stage_next())
+            staged = stage_next() if upcoming.future is not None else None
             while (batch := upcoming.result()) is not None:
+                upcoming = _Upcoming(None, None)
                 if not batch.stopped:
-                    upcoming = prepare_next()
+                    upcoming, staged = submit(staged), None
                 decide(batch)
-                if batch.stopped:
-                    return
-                if self._stop.is_set():
+                if batch.stopped or self._stop.is_set():
                     self._abandon(upcoming, report)
                     return
+                if staged is None and upcoming.future is not None:
+                    staged = stage_next()
         except BaseException:
             self._abandon(upcoming, report)
             raise
         finally:  # stopped or interrupted: what was claimed and never prepared goes back
-            if queue:
-                self._release([job.id for job in queue], report)
+            held = [job.id for job in queue] + (staged.held() if staged is not None else [])
+            if held:
+                self._release(held, report)
 
     def close(self) -> None:
         """Stop the preparation and heartbeat threads (before the store they use is closed)."""
@@ -271,10 +274,10 @@ class Engine:
 
     def _abandon(self, upcoming: _Upcoming, report: Report) -> None:
         """Put the jobs of a batch prepared for nothing (the run was interrupted) back."""
-        if upcoming.future is None:
+        if upcoming.future is None or upcoming.staged is None:
             return
-        if upcoming.future.cancel():  # claimed, never prepared
-            self._release([job.id for job in upcoming.jobs], report)
+        if upcoming.future.cancel():  # staged, never embedded
+            self._release(upcoming.staged.held(), report)
             return
         try:
             batch = upcoming.result()
@@ -293,7 +296,9 @@ class Engine:
         if self._stop.is_set():
             return None
         jobs = self._claim(size)
-        return self._prepare_batch(jobs, report) if jobs else None
+        return (
+            self.preparation.finish(self.preparation.stage(jobs, report), report) if jobs else None
+        )
 
     def _claim(self, size: int) -> list[Job]:
         """Claim up to `size` due jobs; with a trigger, only those of subjects with enough
@@ -303,151 +308,6 @@ class Engine:
             return self.store.claim_jobs(now, size, MAX_ATTEMPTS)
         waited = now - trigger.max_wait
         return self.store.claim_jobs(now, size, MAX_ATTEMPTS, trigger.min_events, waited)
-
-    def _prepare_batch(self, jobs: list[Job], report: Report) -> Batch:
-        """Extract claimed jobs and embed what they need, a call per step. However it
-        breaks, the jobs it was given are failed or released before it raises."""
-        try:
-            loaded = [
-                (
-                    job,
-                    sorted(
-                        self.store.events(job.project, job.event_ids),
-                        key=lambda e: (e.occurred_at, e.id),
-                    ),
-                )
-                for job in jobs
-            ]
-        except BaseException:
-            # The jobs were claimed on another thread (a database restart, say, broke only
-            # this thread's connection): left running, they would wait out the lease.
-            try:
-                self._release([job.id for job in jobs], report)
-            except DistillError as exc:  # the lease frees them
-                log.warning("could not release jobs after a failed read: %s", exc)
-            raise
-        # Event texts, when they are to be embedded, in one call for the whole batch. Their
-        # vectors are kept where every vector is, in the embedding cache (sqlite_0018).
-        texts = sorted(
-            {e.text for _, events in loaded for e in events if e.text.strip()}
-            if self.embed_events
-            else set()
-        )
-        try:
-            vectors = self.embed(texts)
-        except TransientProviderError as exc:
-            return self._embedder_down(exc, [job.id for job, _ in loaded], report)
-        except Exception as exc:
-            for job, _ in loaded:
-                self._fail(job, exc, report)
-            return Batch([], {}, False)
-        prepared, stopped = self._prepare_all(loaded, vectors, report)
-        # Then every identity text the candidates of the whole batch need, in one call.
-        try:
-            wanted = {t for p in prepared for t in p.identity_texts()} - vectors.keys()
-            vectors.update(self.embed(sorted(wanted)))
-        except TransientProviderError as exc:  # the model's answers are kept: nothing is lost
-            return self._embedder_down(exc, [p.job.id for p in prepared], report)
-        except Exception as exc:
-            for p in prepared:
-                self._fail(p.job, exc, report)
-            return Batch([], {}, stopped)
-        return Batch(prepared, vectors, stopped)
-
-    def _embedder_down(
-        self, exc: TransientProviderError, job_ids: list[str], report: Report
-    ) -> Batch:
-        """An embedding server that is down or rate limiting would fail every job the same
-        way: the batch goes back to pending, untouched, and the run stops."""
-        self._release(job_ids, report)
-        report.stopped_by_provider = (
-            f"stopped the run: the embedder failed: {exc}; every event is kept: the jobs are "
-            "pending for the next run"
-        )
-        log.error("%s", report.stopped_by_provider)
-        return Batch([], {}, True)
-
-    def _prepare_all(
-        self,
-        loaded: Sequence[tuple[Job, list[Event]]],
-        vectors: dict[str, Vector],
-        report: Report,
-    ) -> tuple[list[Prepared], bool]:
-        """Extract every claimed job. One failing job never stops the others, but a provider
-        that is rate limiting, or that failed OUTAGE_AFTER jobs in a row even after its own
-        retries, stops the run: the jobs after it go back to pending untouched (a run against
-        a dead server must end, not spend every job's retries); the ones already extracted
-        are still applied."""
-        prepared: list[Prepared] = []
-        try:
-            for index, (job, events) in enumerate(loaded):
-                rest = [j.id for j, _ in loaded[index:]]
-                if self._stop.is_set():  # shutting down: ask the model nothing more
-                    self._release(rest, report)
-                    return prepared, True
-
-                def beat() -> None:  # after each LLM call, besides the heartbeat thread
-                    self.store.heartbeat(self.clock.now())
-
-                usage = LLMUsage()
-                stop: Exception | None = None
-                try:
-                    beat()
-                    prepared.append(
-                        self._prepare(job, events, vectors, usage, beat, report.dry_run)
-                    )
-                    self._outage = 0
-                except TransientProviderError as exc:
-                    self._fail(job, exc, report)
-                    self._outage += 1  # in a row, across the run's batches
-                    # A rate limit or a server that does not answer would do the same to
-                    # every job: stop at once rather than wait each one's timeouts out.
-                    if isinstance(exc, RateLimited | ProviderTimeout) or (
-                        self._outage >= OUTAGE_AFTER
-                    ):
-                        stop = exc
-                except Exception as exc:
-                    self._fail(job, exc, report)
-                finally:
-                    if usage:
-                        self.store.add_job_usage(job.id, usage)
-                        report.count_llm(usage)
-                if stop is not None:
-                    self._release(rest[1:], report)
-                    report.stopped_by_provider = _stopped(stop)
-                    log.error("%s", report.stopped_by_provider)
-                    return prepared, True
-        except BaseException:  # interrupted (Ctrl-C): nothing of this batch will be decided
-            self.store.release_jobs([j.id for j, _ in loaded], self.clock.now())
-            raise
-        return prepared, False
-
-    def _prepare(
-        self,
-        job: Job,
-        events: list[Event],
-        vectors: dict[str, Vector],
-        usage: LLMUsage,
-        beat: Callable[[], None],
-        dry_run: bool,
-    ) -> Prepared:
-        answers = self.answers.for_job(job, events, vectors, usage, beat, dry_run)
-        candidates: list[Candidate] = []
-        rejections: list[Rejection] = []
-        fallbacks = unread = 0
-        for event in events:
-            route = self.extraction.route(event)
-            if route == "claims":
-                extracted = from_claims(event)
-                unread += not event.claims
-            elif route == "llm":
-                extracted = from_llm_answer(answers[event.id], event)
-            else:
-                extracted = from_text(event)
-            candidates.extend(Candidate(event, claim, h, route) for claim, h in extracted.claims)
-            rejections.extend(extracted.rejections)
-            fallbacks += extracted.kind_fallbacks
-        return Prepared(job, events, candidates, rejections, fallbacks, unread)
 
     def _decide(self, p: Prepared, vectors: dict[str, Vector], report: Report) -> None:
         with scoped(project=p.job.project, subject=p.job.subject, job=p.job.id):
@@ -513,37 +373,7 @@ class Engine:
     # -- steps ---------------------------------------------------------------------------------
     def embed(self, texts: Sequence[str]) -> dict[str, Vector]:
         """Embeddings by text, through the (model, text hash) cache."""
-        if not texts:
-            return {}
-        model = self.embedder.model_id
-        hashes = {t: content_hash(t) for t in texts}
-        cached = self.store.cached_embeddings(model, list(hashes.values()))
-        missing = [t for t in texts if hashes[t] not in cached]
-        fresh: dict[str, Vector] = {}
-        for start in range(0, len(missing), self.embedder.max_batch):
-            chunk = missing[start : start + self.embedder.max_batch]
-            rows = self.embedder.embed_batch(chunk)
-            if rows.shape != (len(chunk), self.embedder.dimension):
-                raise EmbeddingMismatch(
-                    f"the embedder {model} returned vectors of shape {rows.shape} for "
-                    f"{len(chunk)} texts, but says its vectors have {self.embedder.dimension} "
-                    "values"
-                )
-            fresh.update({hashes[t]: rows[i] for i, t in enumerate(chunk)})
-        if fresh:
-            self.store.cache_embeddings(model, fresh)
-        cached.update(fresh)
-        found = {t: np.asarray(cached[hashes[t]], dtype=np.float32) for t in texts}
-        sizes = {len(v) for v in found.values()}
-        if len(sizes) > 1:
-            # The cache holds another model's vectors under this id (a server that now serves
-            # another model under the same name): any distance between them would be wrong.
-            raise EmbeddingMismatch(
-                f"vectors of {sorted(sizes)} values are stored under the one embedder id "
-                f"{model!r}: two models have used this id. Give the new model its own id "
-                "(model_id=...) or go back to the model the store was filled with"
-            )
-        return found
+        return self.cached.embed(texts)
 
     # -- failures ------------------------------------------------------------------------------
     def _fail(self, job: Job, exc: Exception, report: Report) -> None:
@@ -568,7 +398,7 @@ class Engine:
             report.errors.append(f"job {job.id} ({job.project}/{job.subject}): {message}")
 
 
-def batch_size(left: int) -> int:
+def batch_size(left: int, first: bool = False) -> int:
     """How many claimed jobs to prepare as the next batch of a pipelined run, when about
     `left` jobs of the run have not been handed to preparation yet.
 
@@ -578,22 +408,10 @@ def batch_size(left: int) -> int:
     down to one job: each batch is still decided while the next (half as big) is embedded,
     since a job takes about a quarter as long to decide as to embed (BENCHMARKS.md), and
     what is left after the last embedding is one job's decisions instead of up to 32 jobs'.
+    The `first` batch has nothing to overlap its loading and extraction either: it is
+    FIRST_BATCH jobs, so that the embedder starts after 4 jobs' instead of 32 jobs'.
     Jobs are still claimed CLAIM_BATCH at a time. An estimate that ran out (jobs came in
     during the run) prepares full batches again."""
     if left <= 0:
-        return CLAIM_BATCH
-    return max(1, min(CLAIM_BATCH, (left + 1) // 2))
-
-
-def _stopped(exc: Exception) -> str:
-    """Why the provider ended the run, in one line a person can act on."""
-    if isinstance(exc, ProviderTimeout):
-        why = f"the provider did not answer: {exc}"
-    elif isinstance(exc, RateLimited):
-        why = f"the provider is rate limiting: {exc}"
-    else:
-        why = f"the provider failed {OUTAGE_AFTER} jobs in a row: {exc}"
-    return (
-        f"stopped the run: {why}; every event is kept: the failed job is retried after a "
-        "backoff, and the jobs not started are pending for the next run"
-    )
+        return FIRST_BATCH if first else CLAIM_BATCH
+    return max(1, min(FIRST_BATCH if first else CLAIM_BATCH, (left + 1) // 2))

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
+from collections import Counter
 from collections.abc import Callable
 from contextlib import closing
 from typing import TYPE_CHECKING, Any
@@ -15,8 +17,9 @@ import pytest
 
 from distill import Memory
 from distill.adapters.llm.fake import FakeLLM
+from distill.core.identity import content_hash
 from distill.core.models import JobStatus
-from distill.engine import LEASE, MAX_ATTEMPTS, OUTAGE_AFTER, RETRY_BASE
+from distill.engine import CLAIM_BATCH, FIRST_BATCH, LEASE, MAX_ATTEMPTS, RETRY_BASE, batch_size
 from distill.errors import (
     MalformedAnswer,
     ProviderError,
@@ -24,6 +27,7 @@ from distill.errors import (
     StoreError,
     TransientProviderError,
 )
+from distill.preparation import OUTAGE_AFTER
 from tests.factories import at
 
 if TYPE_CHECKING:
@@ -671,9 +675,9 @@ def test_events_are_intact_after_repeated_failures(
 def test_a_batch_whose_events_cannot_be_read_goes_back_to_pending(
     make_memory: MemoryFactory, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The deciding thread claims and the preparation thread reads the claimed jobs' events:
-    when that read fails (a database restart breaks one thread's connection), the run fails,
-    and the jobs it claimed are pending again, not left running until their lease runs out."""
+    """The deciding thread claims the jobs and reads their events: when that read fails (a
+    database restart breaks a connection), the run fails, and the jobs it claimed are
+    pending again, not left running until their lease runs out."""
     mem = make_memory()
     add_subjects(mem, clock)
     read = mem.store.events
@@ -692,3 +696,95 @@ def test_a_batch_whose_events_cannot_be_read_goes_back_to_pending(
     assert {j.status for j in mem.jobs()} == {JobStatus.PENDING}
     assert {j.attempts for j in mem.jobs()} == {0}
     assert mem.consolidate().jobs_done == 5  # the next run does them all
+
+
+@pytest.mark.parametrize("failing_read", [2, 3])
+def test_a_later_batch_whose_events_cannot_be_read_leaves_no_job_running(
+    make_memory: MemoryFactory,
+    clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+    failing_read: int,
+) -> None:
+    """The events of the batch after next are read while the next one is embedded: when
+    that read fails, the batch being embedded and every job claimed for later go back to
+    pending with the failed read's own, and the jobs decided before stay done."""
+    mem = make_memory()
+    add_subjects(mem, clock, n=12)
+    read = mem.store.events
+    reads = 0
+
+    def events(project: str, ids: Any) -> Any:
+        nonlocal reads
+        reads += 1
+        if reads == failing_read:
+            raise StoreError("server closed the connection unexpectedly")
+        return read(project, ids)
+
+    monkeypatch.setattr(mem.store, "events", events)
+
+    with pytest.raises(StoreError, match="server closed"):
+        mem.consolidate()
+
+    statuses = Counter(j.status for j in mem.jobs())
+    assert set(statuses) <= {JobStatus.PENDING, JobStatus.DONE}
+    assert statuses[JobStatus.PENDING] > 0
+    assert {j.attempts for j in mem.jobs() if j.status is JobStatus.PENDING} == {0}
+    assert mem.consolidate().jobs_done == statuses[JobStatus.PENDING]
+    assert {j.status for j in mem.jobs()} == {JobStatus.DONE}
+
+
+def test_the_preparation_thread_only_embeds_when_no_model_reads_the_jobs(
+    make_memory: MemoryFactory, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """For claims, the thread that embeds never touches the store: the deciding thread loads
+    the events, looks the texts up in the cache and writes the new vectors to it before
+    deciding. So the embedder never waits for a write of the other thread to commit, and
+    every vector a plan names is in the cache when it is written."""
+    mem = make_memory(embed_events=True)
+    for i in range(40):
+        mem.add_event(
+            subject=f"s{i % 8}",
+            text=f"I have {i} bikes",
+            claims=[{"predicate": "bike_count", "value": {"count": i}, "action": "supersede"}],
+        )
+        clock.advance(seconds=1)
+    calls: dict[str, set[str]] = {}
+
+    def record(obj: Any, name: str) -> None:
+        method = getattr(obj, name)
+
+        def recorded(*args: Any, **kwargs: Any) -> Any:
+            calls.setdefault(name, set()).add(threading.current_thread().name.split("_")[0])
+            return method(*args, **kwargs)
+
+        monkeypatch.setattr(obj, name, recorded)
+
+    for name in ("events", "cached_embeddings", "cache_embeddings", "heartbeat", "apply"):
+        record(mem.store, name)
+    record(mem.embedder, "embed_batch")
+
+    report = mem.consolidate()
+
+    assert report.jobs_done == 8
+    assert calls.pop("embed_batch") == {"distill-prepare"}
+    assert {thread for threads in calls.values() for thread in threads} == {"MainThread"}
+    assert set(calls) == {"events", "cached_embeddings", "cache_embeddings", "heartbeat", "apply"}
+    cached = mem.store.cached_embeddings(
+        mem.embedder.model_id, [content_hash(f"I have {i} bikes") for i in range(40)]
+    )
+    assert len(cached) == 40
+
+
+def test_a_run_starts_on_a_small_batch_and_ends_on_single_jobs() -> None:
+    """The first batch has nothing to overlap its loading (FIRST_BATCH jobs, so that the
+    embedder starts soon), and the last one's decisions have nothing to overlap them
+    (batches halve toward the end, down to one job)."""
+    left, sizes, first = 100, [], True
+    while left > 0:
+        size = batch_size(left, first=first)
+        sizes.append(size)
+        left, first = left - size, False
+    assert sizes == [FIRST_BATCH, CLAIM_BATCH, CLAIM_BATCH, 16, 8, 4, 2, 1, 1]
+    assert FIRST_BATCH < CLAIM_BATCH
+    # jobs that came in during the run (the estimate ran out): full batches again
+    assert batch_size(0, first=True) == FIRST_BATCH and batch_size(0) == CLAIM_BATCH

@@ -138,7 +138,10 @@ class Preparation:
         route = self.extraction.route
         asking = [(j, es) for j, es in loaded if any(route(e) == "llm" for e in es)]
         prepared, stopped = self.prepare_all(
-            [(j, es) for j, es in loaded if not any(route(e) == "llm" for e in es)], {}, report
+            [(j, es) for j, es in loaded if not any(route(e) == "llm" for e in es)],
+            {},
+            report,
+            asks=False,
         )
         if stopped:  # shutting down: the jobs left for a model are not asked about either
             self.release([j.id for j, _ in asking], report)
@@ -172,7 +175,7 @@ class Preparation:
             for job, _ in staged.asking:
                 self.fail(job, exc, report)
             return Batch([], {}, False)
-        asked, stopped = self.prepare_all(staged.asking, vectors, report)
+        asked, stopped = self.prepare_all(staged.asking, vectors, report, asks=True)
         # Then every identity text the model's candidates need, in one call.
         try:
             wanted = {t for p in asked for t in p.identity_texts()} - vectors.keys()
@@ -205,12 +208,15 @@ class Preparation:
         loaded: Sequence[tuple[Job, list[Event]]],
         vectors: dict[str, Vector],
         report: Report,
+        asks: bool,
     ) -> tuple[list[Prepared], bool]:
         """Extract every claimed job. One failing job never stops the others, but a provider
         that is rate limiting, or that failed OUTAGE_AFTER jobs in a row even after its own
         retries, stops the run: the jobs after it go back to pending untouched (a run against
         a dead server must end, not spend every job's retries); the ones already extracted
-        are still applied."""
+        are still applied. `asks`: the jobs go to a model. Only those beat the heartbeat
+        before each call and count toward an outage: jobs extracted without a model (on
+        the other thread, meanwhile) say nothing about the provider."""
         prepared: list[Prepared] = []
         try:
             for index, (job, events) in enumerate(loaded):
@@ -225,11 +231,13 @@ class Preparation:
                 usage = LLMUsage()
                 stop: Exception | None = None
                 try:
-                    beat()
+                    if asks:
+                        beat()
                     prepared.append(
                         self._prepare(job, events, vectors, usage, beat, report.dry_run)
                     )
-                    self.outage = 0
+                    if asks:
+                        self.outage = 0
                 except TransientProviderError as exc:
                     self.fail(job, exc, report)
                     self.outage += 1  # in a row, across the run's batches

@@ -28,6 +28,7 @@ from distill.errors import (
     TransientProviderError,
 )
 from distill.preparation import OUTAGE_AFTER
+from distill.report import Report
 from tests.factories import at
 
 if TYPE_CHECKING:
@@ -314,6 +315,60 @@ def test_a_provider_failing_job_after_job_ends_the_run_and_releases_the_rest(
     untried = [jobs[f"s{i}"] for i in range(OUTAGE_AFTER + 2, OUTAGE_AFTER + 4)]
     assert all(j.status is JobStatus.PENDING and j.attempts == 0 for j in untried)
     assert JobStatus.RUNNING not in {j.status for j in jobs.values()}
+
+
+def test_jobs_without_a_model_between_failing_ones_do_not_hide_an_outage(
+    make_memory: MemoryFactory, clock: FakeClock
+) -> None:
+    """With `auto` extraction, a claims event needs no model and a text-only one asks it.
+    Claims jobs are extracted on the deciding thread while the model's jobs wait for their
+    call on the other: their successes say nothing about the provider, so OUTAGE_AFTER
+    model jobs failing in a row still stop the run, however many claims jobs come between."""
+    down = TransientProviderError("cannot reach http://localhost:8080/v1")
+    llm = FakeLLM(default=LYON_ANSWER).enqueue(*[down] * OUTAGE_AFTER)
+    mem = make_memory(llm=llm, extractor="auto")
+    for i in range(1, 2 * OUTAGE_AFTER + 3):
+        if i % 2:  # s1, s3, ...: asks the model
+            mem.add_event(subject=f"s{i}", text=LYON)
+        else:
+            mem.add_event(
+                subject=f"s{i}",
+                text="I have 3 bikes",
+                claims=[{"predicate": "bike_count", "value": {"count": 3}}],
+            )
+        clock.advance(seconds=1)
+
+    report = mem.consolidate()
+
+    assert len(llm.calls) == OUTAGE_AFTER
+    assert report.stopped_by_provider
+    assert report.jobs_failed == OUTAGE_AFTER
+    jobs = {j.subject: j for j in mem.jobs()}
+    asked_later = [jobs[f"s{i}"] for i in range(2 * OUTAGE_AFTER + 1, 2 * OUTAGE_AFTER + 3, 2)]
+    assert all(j.status is JobStatus.PENDING and j.attempts == 0 for j in asked_later)
+    assert JobStatus.RUNNING not in {j.status for j in jobs.values()}
+
+
+def test_extracting_jobs_without_a_model_leaves_the_outage_count_alone(
+    make_memory: MemoryFactory, clock: FakeClock
+) -> None:
+    """The deciding thread extracts claims jobs while the other thread may be counting a
+    provider's failures in a row: a claims job that succeeds must not reset that count."""
+    mem = make_memory(llm=FakeLLM(default=LYON_ANSWER), extractor="auto")
+    for i in range(3):
+        mem.add_event(
+            subject=f"s{i}",
+            text="I have 3 bikes",
+            claims=[{"predicate": "bike_count", "value": {"count": 3}}],
+        )
+    jobs = mem.store.claim_jobs(clock.now(), 10, MAX_ATTEMPTS)
+    preparation = mem.engine.preparation
+    preparation.outage = OUTAGE_AFTER - 1
+
+    staged = preparation.stage(jobs, Report(dry_run=False))
+
+    assert len(staged.prepared) == 3
+    assert preparation.outage == OUTAGE_AFTER - 1
 
 
 def test_an_interrupted_run_leaves_no_job_running(
@@ -767,8 +822,9 @@ def test_the_preparation_thread_only_embeds_when_no_model_reads_the_jobs(
 
     assert report.jobs_done == 8
     assert calls.pop("embed_batch") == {"distill-prepare"}
-    assert {thread for threads in calls.values() for thread in threads} == {"MainThread"}
-    assert set(calls) == {"events", "cached_embeddings", "cache_embeddings", "heartbeat", "apply"}
+    assert not any("distill-prepare" in threads for threads in calls.values())
+    for name in ("events", "cached_embeddings", "cache_embeddings", "apply"):
+        assert calls[name] == {"MainThread"}
     cached = mem.store.cached_embeddings(
         mem.embedder.model_id, [content_hash(f"I have {i} bikes") for i in range(40)]
     )

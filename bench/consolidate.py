@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -53,7 +53,13 @@ def target(n: int) -> float:
 
 
 LARGE = 100_000  # from this size on, a round takes minutes: `--large-repeat` rounds
-ATTRIBUTES = [
+CITIES = ["Lyon", "Paris", "Berlin", "Oslo", "Lisbon", "Austin", "Kyoto", "Turin", "Quito"]
+COLORS = ["blue", "green", "red", "teal", "amber", "violet", "black", "white"]
+COMPANIES = ["Acme", "Globex", "Initech", "Umbrella", "Hooli", "Stark", "Wayne", "Vandelay"]
+LANGS = ["French", "English", "German", "Spanish", "Japanese", "Italian"]
+DIETS = ["vegetarian", "vegan", "pescatarian", "keto", "omnivore"]
+NAMES = ["Rex", "Bella", "Max", "Luna", "Otis", "Milo", "Nala", "Ziggy"]
+ATTRIBUTES: list[tuple[str, str, str, Callable[[random.Random], Any]]] = [
     ("bike_count", "count", "I have {v} bikes now", lambda r: r.randint(0, 9)),
     ("home_city", "city", "These days I live in {v}", lambda r: r.choice(CITIES)),
     ("favorite_color", "color", "My favourite colour is {v}", lambda r: r.choice(COLORS)),
@@ -63,12 +69,6 @@ ATTRIBUTES = [
     ("diet", "kind", "I eat a {v} diet", lambda r: r.choice(DIETS)),
     ("pet_name", "name", "My dog is called {v}", lambda r: r.choice(NAMES)),
 ]
-CITIES = ["Lyon", "Paris", "Berlin", "Oslo", "Lisbon", "Austin", "Kyoto", "Turin", "Quito"]
-COLORS = ["blue", "green", "red", "teal", "amber", "violet", "black", "white"]
-COMPANIES = ["Acme", "Globex", "Initech", "Umbrella", "Hooli", "Stark", "Wayne", "Vandelay"]
-LANGS = ["French", "English", "German", "Spanish", "Japanese", "Italian"]
-DIETS = ["vegetarian", "vegan", "pescatarian", "keto", "omnivore"]
-NAMES = ["Rex", "Bella", "Max", "Luna", "Otis", "Milo", "Nala", "Ziggy"]
 
 
 def iter_events(n: int, seed: int = 7) -> Iterator[dict[str, Any]]:
@@ -96,8 +96,8 @@ def make_events(n: int, seed: int = 7) -> list[dict[str, Any]]:
 def run_round(n: int, embedder_name: str) -> dict[str, Any]:
     """One round, in its own process: consolidate a fresh store, then embed the same texts
     with a fresh embedder, so that both sides see the same machine state."""
+    from distill.adapters.embed import make_embedder
     from distill.core.identity import identity_text
-    from distill.memory import make_embedder
 
     events = make_events(n)
     texts = {e["text"] for e in events}

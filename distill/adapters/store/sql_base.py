@@ -36,7 +36,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, Self
 
 from distill.adapters.store import rows
 from distill.adapters.store.claims import this_process
@@ -91,7 +91,7 @@ class SqlBase(ABC):
             self._db.close()
             raise
 
-    def __enter__(self) -> SqlBase:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -3,8 +3,9 @@
 `embed` looks the texts up in the cache, computes the missing ones with the model and
 writes them back. A consolidation runs the three steps on different threads
 (`preparation`): the deciding thread looks a batch's texts up while it stages the batch,
-the preparation thread only runs the model, and the deciding thread writes the new vectors
-to the cache before it decides anything of the batch. A cache write on the preparation
+the preparation thread runs the model (for a batch no model extracts from, nothing else),
+and the deciding thread writes the new vectors to the cache before it decides anything of
+the batch. A cache write on the preparation
 thread waited for the job being decided to commit (SQLite has one writer at a time), and
 the model waited with it.
 
@@ -35,6 +36,13 @@ class Lookup:
     @property
     def missing(self) -> list[str]:
         return [t for t in self.texts if self.hashes[t] not in self.found]
+
+    def with_found(self, vectors: dict[str, Vector]) -> Lookup:
+        """This lookup, with the vectors (by hash) of texts it did not find added."""
+        extra = {
+            h: vectors[h] for h in self.hashes.values() if h not in self.found and h in vectors
+        }
+        return Lookup(self.texts, self.hashes, {**self.found, **extra}) if extra else self
 
 
 class CachedEmbedding:

@@ -2,15 +2,16 @@
 
 Slow work (LLM calls, embeddings) happens before the subject's write lock is taken, on a
 second thread that embeds the next batch while this one is decided; every decision is made
-under the lock, on state read under it (`passes.run_pass`: load, decide, apply). The
-deciding thread does everything else that touches the store: it claims the jobs, loads
-their events, extracts the ones no model reads (claims and text routes: pure, and quick)
-and looks their texts up in the embedding cache, for the batch after the one being
-embedded; it writes a batch's new vectors to the cache before deciding it
-(`cached_embedding`). So the embedder goes from one batch to the next without waiting, and
-no write waits for another thread's transaction. Batches start small (`FIRST_BATCH`: the
-embedder starts sooner) and shrink toward the end of a run (`batch_size`), so that little
-deciding is left once the last embedding is done. Each
+under the lock, on state read under it (`passes.run_pass`: load, decide, apply). For the
+batch after the one being embedded, the deciding thread claims the jobs, loads their
+events, extracts the ones no model reads (claims and text routes: pure, and quick) and
+looks their texts up in the embedding cache (`preparation.Preparation.stage`); it writes a
+batch's new vectors to the cache before deciding it (`cached_embedding`). So for jobs no
+model reads, the embedder goes from one batch to the next without waiting, and never for a
+write of the other thread (the jobs a model reads still write their answers, usage and
+heartbeats from the preparation thread, between calls that take far longer). Batches start
+small (`FIRST_BATCH`: the embedder starts sooner) and shrink toward the end of a run
+(`batch_size`), so that little deciding is left once the last embedding is done. Each
 job is its own transaction, which also marks the job done: a failure rolls back that job
 only, records the error and leaves its events intact, and a job taken back by another run
 meanwhile is not written at all. A thread beats the heartbeat of the jobs a run holds.
@@ -174,7 +175,7 @@ class Engine:
         self, report: Report, progress: Callable[[int, int], None] | None, pipelined: bool
     ) -> None:
         now = self.clock.now()
-        self.preparation.outage = 0
+        self.preparation.start_run()
         report.claims(self.store.reclaim(now, now - LEASE, MAX_ATTEMPTS))
         for line in report.claim_notes():  # the CLI and the worker show them
             log.info("%s", line)

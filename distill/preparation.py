@@ -11,15 +11,17 @@ Everything here happens before a subject's write lock is taken (`engine`), in tw
   vectors) and their candidates' identity texts are embedded.
 
 `finish` writes nothing to the store for a batch no model reads: its new vectors go back
-with the batch, and the deciding thread caches them before deciding it. So the embedder
-goes from one batch to the next without waiting for the store, and the store's writes
-never wait for another thread's transaction. Measured on 10,000 claim events, 2 cores
-(BENCHMARKS.md, "The embedder never waits for the store"): the model stood idle 0.75 s of
-a 14 s consolidation when loading, extraction and cache writes were on its thread, 0.12 s
+with the batch, and the deciding thread caches them before deciding it. So for such batches
+the embedder goes from one to the next without waiting for the store, and no write waits
+for the other thread's transaction. (The jobs a model reads still store their answers,
+usage and heartbeats from the preparation thread.) Measured on 10,000 claim events, 2 cores
+(BENCHMARKS.md, "The embedder never waits for the store"): the model stood idle 0.75 s of a
+14 s consolidation when loading, extraction and cache writes were on its thread, 0.12 s
 after.
 
 However a step breaks, the jobs it was given are failed, released or handed on: none is
-left running until its lease runs out.
+left running until its lease runs out. When a provider stops the run at a job, every job
+claimed after it goes back untouched, whether a model reads it or not.
 """
 
 from __future__ import annotations
@@ -112,10 +114,16 @@ class Preparation:
         self.fail = fail
         self.release = release
         self.outage = 0  # jobs failed in a row by a provider in this run (OUTAGE_AFTER)
+        self._recent: dict[str, Vector] = {}  # the last batch's new vectors, by hash
+
+    def start_run(self) -> None:
+        self.outage = 0
+        self._recent = {}
 
     def stage(self, jobs: list[Job], report: Report) -> Staged:
-        """Load claimed jobs' events, and extract the jobs no model reads (claims, text).
-        However it breaks, the jobs it was given are failed or released before it raises."""
+        """Load claimed jobs' events, extract the jobs no model reads (claims, text), and
+        look the texts to embed up in the cache. However it breaks, the jobs it was given
+        are failed or released before it raises."""
         try:
             loaded = [
                 (
@@ -135,15 +143,22 @@ class Preparation:
             except DistillError as exc:  # the lease frees them
                 log.warning("could not release jobs after a failed read: %s", exc)
             raise
+        try:
+            return self._stage(loaded, report)
+        except BaseException:  # interrupted: whatever is still running goes back
+            self._give_back([job.id for job in jobs])
+            raise
+
+    def _stage(self, loaded: list[tuple[Job, list[Event]]], report: Report) -> Staged:
         route = self.extraction.route
         asking = [(j, es) for j, es in loaded if any(route(e) == "llm" for e in es)]
-        prepared, stopped = self.prepare_all(
+        prepared, stop_at = self.prepare_all(
             [(j, es) for j, es in loaded if not any(route(e) == "llm" for e in es)],
             {},
             report,
             asks=False,
         )
-        if stopped:  # shutting down: the jobs left for a model are not asked about either
+        if stop_at is not None:  # shutting down: the jobs left for a model are not asked either
             self.release([j.id for j, _ in asking], report)
             asking = []
         # Event texts, when they are to be embedded, with the identity texts known so far.
@@ -151,47 +166,76 @@ class Preparation:
         texts = {t for p in prepared for t in p.identity_texts()}
         if self.embed_events:
             texts |= {e.text for _, events in loaded for e in events if e.text.strip()}
-        try:
-            lookup = self.cached.lookup(sorted(texts))
-        except BaseException:
-            self.release([p.job.id for p in prepared] + [j.id for j, _ in asking], report)
-            raise
-        return Staged([j.id for j, _ in loaded], loaded, prepared, asking, stopped, lookup)
+        lookup = self.cached.lookup(sorted(texts))
+        job_ids = [j.id for j, _ in loaded]
+        return Staged(job_ids, loaded, prepared, asking, stop_at is not None, lookup)
 
     def finish(self, staged: Staged, report: Report) -> Batch:
         """Embed what a staged batch needs and extract its jobs that a model reads, a call
         per step: the event texts (when they are embedded) and the identity texts of the
         jobs extracted already in one call, then the model's jobs, then their identity
         texts. However it breaks, the jobs it holds are failed or released."""
-        held = staged.held()
         try:
-            fresh = self.cached.compute(staged.lookup)
-            vectors = self.cached.by_text(staged.lookup, fresh)
+            return self._finish(staged, report)
+        except BaseException:  # what was not failed or released where it broke goes back
+            self._give_back(staged.job_ids)
+            raise
+
+    def _finish(self, staged: Staged, report: Report) -> Batch:
+        # The previous batch's new vectors are cached only when it is decided, after this
+        # batch was looked up: its texts that come again here are not embedded again.
+        lookup = staged.lookup.with_found(self._recent)
+        try:
+            fresh = self.cached.compute(lookup)
+            vectors = self.cached.by_text(lookup, fresh)
         except TransientProviderError as exc:
-            return self._embedder_down(exc, held, report)
+            return self._embedder_down(exc, staged.held(), report)
         except Exception as exc:
             for p in staged.prepared:
                 self.fail(p.job, exc, report)
             for job, _ in staged.asking:
                 self.fail(job, exc, report)
             return Batch([], {}, False)
-        asked, stopped = self.prepare_all(staged.asking, vectors, report, asks=True)
+        self._recent = fresh
+        asked, stop_at = self.prepare_all(staged.asking, vectors, report, asks=True)
+        prepared = staged.prepared
+        if stop_at is not None:
+            # A provider stopped the run (or it is shutting down) at this job: the jobs
+            # claimed after it go back untouched, whether a model reads them or not.
+            later = set(staged.job_ids[staged.job_ids.index(stop_at) + 1 :])
+            self.release([p.job.id for p in prepared if p.job.id in later], report)
+            prepared = [p for p in prepared if p.job.id not in later]
+        stopped = stop_at is not None or staged.stopped
         # Then every identity text the model's candidates need, in one call.
         try:
             wanted = {t for p in asked for t in p.identity_texts()} - vectors.keys()
             vectors.update(self.cached.embed(sorted(wanted)))
         except TransientProviderError as exc:  # the model's answers are kept: nothing is lost
-            return self._embedder_down(exc, [p.job.id for p in (*staged.prepared, *asked)], report)
+            held = [p.job.id for p in (*prepared, *asked)]
+            return self._embedder_down(exc, held, report, fresh)
         except Exception as exc:
-            for p in (*staged.prepared, *asked):
+            for p in (*prepared, *asked):
                 self.fail(p.job, exc, report)
-            return Batch([], {}, stopped or staged.stopped)
-        by_job = {p.job.id: p for p in (*staged.prepared, *asked)}
+            return Batch([], {}, stopped, fresh)  # cached all the same: the next batch uses them
+        by_job = {p.job.id: p for p in (*prepared, *asked)}
         ordered = [by_job[job_id] for job_id in staged.job_ids if job_id in by_job]
-        return Batch(ordered, vectors, stopped or staged.stopped, fresh)
+        return Batch(ordered, vectors, stopped, fresh)
+
+    def _give_back(self, job_ids: list[str]) -> None:
+        """Release whichever of `job_ids` this run still holds (a failed, released or done
+        job is left as it is), on the way out of an interruption: not counted, the run
+        raises."""
+        try:
+            self.store.release_jobs(job_ids, self.clock.now())
+        except DistillError as exc:  # the lease frees them
+            log.warning("could not release jobs after an interruption: %s", exc)
 
     def _embedder_down(
-        self, exc: TransientProviderError, job_ids: list[str], report: Report
+        self,
+        exc: TransientProviderError,
+        job_ids: list[str],
+        report: Report,
+        fresh: dict[str, Vector] | None = None,
     ) -> Batch:
         """An embedding server that is down or rate limiting would fail every job the same
         way: the batch goes back to pending, untouched, and the run stops."""
@@ -201,7 +245,7 @@ class Preparation:
             "pending for the next run"
         )
         log.error("%s", report.stopped_by_provider)
-        return Batch([], {}, True)
+        return Batch([], {}, True, fresh or {})
 
     def prepare_all(
         self,
@@ -209,7 +253,7 @@ class Preparation:
         vectors: dict[str, Vector],
         report: Report,
         asks: bool,
-    ) -> tuple[list[Prepared], bool]:
+    ) -> tuple[list[Prepared], str | None]:
         """Extract every claimed job. One failing job never stops the others, but a provider
         that is rate limiting, or that failed OUTAGE_AFTER jobs in a row even after its own
         retries, stops the run: the jobs after it go back to pending untouched (a run against
@@ -223,7 +267,7 @@ class Preparation:
                 rest = [j.id for j, _ in loaded[index:]]
                 if self.stopping():  # shutting down: ask the model nothing more
                     self.release(rest, report)
-                    return prepared, True
+                    return prepared, job.id
 
                 def beat() -> None:  # after each LLM call, besides the heartbeat thread
                     self.store.heartbeat(self.clock.now())
@@ -257,11 +301,11 @@ class Preparation:
                     self.release(rest[1:], report)
                     report.stopped_by_provider = stopped_line(stop)
                     log.error("%s", report.stopped_by_provider)
-                    return prepared, True
+                    return prepared, job.id
         except BaseException:  # interrupted (Ctrl-C): nothing of this batch will be decided
             self.store.release_jobs([j.id for j, _ in loaded], self.clock.now())
             raise
-        return prepared, False
+        return prepared, None
 
     def _prepare(
         self,

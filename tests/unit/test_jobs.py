@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from distill import Memory
+from distill import Memory, preparation
 from distill.adapters.llm.fake import FakeLLM
 from distill.core.identity import content_hash
 from distill.core.models import JobStatus
@@ -844,3 +844,122 @@ def test_a_run_starts_on_a_small_batch_and_ends_on_single_jobs() -> None:
     assert FIRST_BATCH < CLAIM_BATCH
     # jobs that came in during the run (the estimate ran out): full batches again
     assert batch_size(0, first=True) == FIRST_BATCH and batch_size(0) == CLAIM_BATCH
+
+
+BIKES = [{"predicate": "bike_count", "value": {"count": 3}}]
+
+
+def add_mixed(mem: Memory, clock: FakeClock, n: int = 3) -> None:
+    """s1, s3, ... carry claims (no model); s2, s4, ... are text only (the model reads them)."""
+    for i in range(1, n + 1):
+        if i % 2:
+            mem.add_event(subject=f"s{i}", text="I have 3 bikes", claims=BIKES)
+        else:
+            mem.add_event(subject=f"s{i}", text=LYON)
+        clock.advance(seconds=1)
+
+
+def test_a_batch_interrupted_while_the_model_is_asked_leaves_no_job_running(
+    make_memory: MemoryFactory, clock: FakeClock
+) -> None:
+    """A batch mixes jobs extracted on the deciding thread (claims) with jobs a model reads:
+    interrupted during the model's call, all of them go back to pending, the claims jobs
+    extracted before included."""
+
+    def interrupt(prompt: str) -> str:
+        raise KeyboardInterrupt
+
+    llm = FakeLLM(default=LYON_ANSWER).enqueue(interrupt)
+    mem = make_memory(llm=llm, extractor="auto")
+    add_mixed(mem, clock)
+
+    with pytest.raises(KeyboardInterrupt):
+        mem.consolidate()
+
+    assert JobStatus.RUNNING not in {j.status for j in mem.jobs()}
+    assert mem.consolidate().jobs_done == 3
+
+
+def test_a_store_error_while_a_model_job_is_prepared_leaves_no_job_running(
+    make_memory: MemoryFactory, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The preparation thread records a model job's usage; when that write fails (the
+    database restarted), the run fails, and the claims jobs of the same batch, extracted
+    already, are pending again with the model's."""
+    mem = make_memory(llm=FakeLLM(default=LYON_ANSWER), extractor="auto")
+    add_mixed(mem, clock)
+
+    def down(job_id: str, usage: Any) -> None:
+        raise StoreError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(mem.store, "add_job_usage", down)
+
+    with pytest.raises(StoreError, match="server closed"):
+        mem.consolidate()
+
+    assert JobStatus.RUNNING not in {j.status for j in mem.jobs()}
+
+
+def test_a_run_interrupted_while_it_extracts_claims_leaves_no_job_running(
+    make_memory: MemoryFactory, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C reaches the deciding thread, which now extracts the claims jobs: the jobs of
+    the batch being staged go back to pending, those waiting for the model included."""
+    mem = make_memory(llm=FakeLLM(default=LYON_ANSWER), extractor="auto")
+    add_mixed(mem, clock)
+
+    def interrupt(event: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(preparation, "from_claims", interrupt)
+
+    with pytest.raises(KeyboardInterrupt):
+        mem.consolidate()
+
+    assert JobStatus.RUNNING not in {j.status for j in mem.jobs()}
+    monkeypatch.undo()
+    assert mem.consolidate().jobs_done == 3
+
+
+def test_a_provider_stop_returns_the_claims_jobs_claimed_after_it(
+    make_memory: MemoryFactory, clock: FakeClock
+) -> None:
+    """A rate limit on a model job stops the run there: the jobs claimed after it go back
+    untouched even when no model reads them (extracted already on the other thread), so
+    the run ends where the provider stopped it, as it did when one thread extracted all."""
+    llm = FakeLLM(default=LYON_ANSWER).enqueue(RateLimited("429: slow down"))
+    mem = make_memory(llm=llm, extractor="auto")
+    add_mixed(mem, clock, n=7)  # the first batch is s1-s4 (FIRST_BATCH)
+
+    report = mem.consolidate()
+
+    assert report.stopped_by_provider
+    jobs = {j.subject: j for j in mem.jobs()}
+    assert jobs["s1"].status is JobStatus.DONE
+    assert jobs["s2"].status is JobStatus.FAILED  # to be retried after its backoff
+    later = [jobs[f"s{i}"] for i in range(3, 8)]  # s3 (claims, extracted already) included
+    assert all(j.status is JobStatus.PENDING and j.attempts == 0 for j in later)
+    assert report.jobs_done == 1
+
+
+def test_a_text_new_to_two_batches_in_a_row_is_embedded_once(
+    make_memory: MemoryFactory, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch is looked up in the cache before the one ahead of it has cached its new
+    vectors (that happens when it is decided): the texts they share are embedded once."""
+    mem = make_memory(embed_events=True)
+    for i in range(12):
+        mem.add_event(subject=f"s{i}", text="I have 3 bikes", claims=BIKES)
+        clock.advance(seconds=1)
+    seen: Counter[str] = Counter()
+    embed = mem.embedder.embed_batch
+
+    def counted(texts: Any) -> Any:
+        seen.update(texts)
+        return embed(texts)
+
+    monkeypatch.setattr(mem.embedder, "embed_batch", counted)
+
+    assert mem.consolidate().jobs_done == 12
+    assert set(seen.values()) == {1}
+    assert set(seen) == {"I have 3 bikes", "bike count", "bike count: 3"}

@@ -107,7 +107,6 @@ class Engine:
         """`judge`: the model asked, after a run, about the identity sets of the projects
         the run touched (`passes.identity_judge`); None leaves them to a person."""
         self.judge = judge
-        self.embed_events = embed_events
         self._stop = threading.Event()
         self._pool: ThreadPoolExecutor | None = None
         self.store = store

@@ -117,6 +117,7 @@ class Preparation:
         self._recent: dict[str, Vector] = {}  # the last batch's new vectors, by hash
 
     def start_run(self) -> None:
+        """Forget the last run's outage count and vectors."""
         self.outage = 0
         self._recent = {}
 
@@ -260,7 +261,9 @@ class Preparation:
         a dead server must end, not spend every job's retries); the ones already extracted
         are still applied. `asks`: the jobs go to a model. Only those beat the heartbeat
         before each call and count toward an outage: jobs extracted without a model (on
-        the other thread, meanwhile) say nothing about the provider."""
+        the other thread, meanwhile) say nothing about the provider. Returns the jobs
+        extracted and, when the run stops here, the job it stopped at (failed or released,
+        and every job after it released); None when it goes on."""
         prepared: list[Prepared] = []
         try:
             for index, (job, events) in enumerate(loaded):

@@ -110,9 +110,11 @@ class Lexical:
     def idf(self, kind: str = "lucene") -> Matrix:
         n, df = self.n, self.df
         if kind == "lucene":  # the suite's: ln(1 + (N - n + 0.5) / (n + 0.5))
-            return np.log1p((n - df + 0.5) / (df + 0.5))
+            return np.asarray(np.log1p((n - df + 0.5) / (df + 0.5)), dtype=np.float64)
         if kind == "fts5":  # FTS5 bm25(): ln((N - n + 0.5) / (n + 0.5)), at least 1e-6
-            return np.maximum(np.log((n - df + 0.5) / (df + 0.5)), 1e-6)
+            return np.asarray(
+                np.maximum(np.log((n - df + 0.5) / (df + 0.5)), 1e-6), dtype=np.float64
+            )
         if kind == "none":
             return np.ones_like(df, dtype=np.float64)
         raise ValueError(kind)
@@ -120,7 +122,9 @@ class Lexical:
     def bm25_weights(self, k1: float, b: float, idf: str) -> Matrix:
         average = max(float(self.lengths.mean()), 1.0)
         norm = k1 * (1 - b + b * self.lengths / average)
-        return self.idf(idf) * self.tf * (k1 + 1) / (self.tf + norm[:, None])
+        return np.asarray(
+            self.idf(idf) * self.tf * (k1 + 1) / (self.tf + norm[:, None]), dtype=np.float64
+        )
 
     def ts_rank(self, counts: Matrix, normalization: int = 0) -> Matrix:
         """PostgreSQL ts_rank of an OR query (calc_rank_or), every lexeme at weight D (0.1):
@@ -137,7 +141,7 @@ class Lexical:
         scores = (present @ per_term.T) / size
         if normalization == 1:
             scores = scores / (1 + np.log(np.maximum(self.lengths, 1.0)))[None, :]
-        return scores
+        return np.asarray(scores, dtype=np.float64)
 
 
 # -- the data, built once ------------------------------------------------------------------------
@@ -160,7 +164,9 @@ class Conversation:
             self.cache["cos"] = self.question_vectors @ self.doc_vectors.T
         return self.cache["cos"]
 
-    def bm25(self, tok: str = "suite", k1: float = 1.5, b: float = 0.75, idf: str = "lucene"):
+    def bm25(
+        self, tok: str = "suite", k1: float = 1.5, b: float = 0.75, idf: str = "lucene"
+    ) -> Matrix:
         key = f"bm25:{tok}:{k1}:{b}:{idf}"
         if key not in self.cache:
             weights = self.lexical[tok].bm25_weights(k1, b, idf)
@@ -176,9 +182,9 @@ def build(data: Path, limit: int | None) -> list[Conversation]:
     reinforced: dict[tuple[str, str], int] = {}
     with ctx.memory(extractor="claims") as mem:
         done = consolidate(mem, said, lambda n, total: None)
-        for conv in done.live.docs:
-            for fact in mem.facts(project=conv):
-                reinforced[(conv, fact.text)] = fact.reinforcement_count
+        for project in done.live.docs:
+            for fact in mem.facts(project=project):
+                reinforced[(project, fact.text)] = fact.reinforcement_count
     print(f"consolidated in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     embedder = ctx.shared_embedder()
     texts = [d.text for docs in done.live.docs.values() for d in docs] + [q.text for q in questions]
@@ -219,7 +225,10 @@ def build(data: Path, limit: int | None) -> list[Conversation]:
     average = sum(float(c.lexical["fts5"].lengths.sum()) for c in out) / max(total, 1)
     for conv in out:
         lexi = conv.lexical["fts5"]
-        n = np.array([df[t] for t in sorted(lexi.vocabulary, key=lexi.vocabulary.get)], float)
+        n = np.array(
+            [df[t] for t in sorted(lexi.vocabulary, key=lexi.vocabulary.__getitem__)],
+            dtype=np.float64,
+        )
         idf = np.maximum(np.log((total - n + 0.5) / (n + 0.5)), 1e-6)
         norm = 1.2 * (1 - 0.75 + 0.75 * lexi.lengths / average)
         weights = idf * lexi.tf * 2.2 / (lexi.tf + norm[:, None])
@@ -230,12 +239,14 @@ def build(data: Path, limit: int | None) -> list[Conversation]:
 # -- score transforms ------------------------------------------------------------------------------
 def minmax(s: Matrix) -> Matrix:
     lo, hi = s.min(axis=1, keepdims=True), s.max(axis=1, keepdims=True)
-    return (s - lo) / np.where(hi > lo, hi - lo, 1.0)
+    return np.asarray((s - lo) / np.where(hi > lo, hi - lo, 1.0), dtype=np.float64)
 
 
 def zscore(s: Matrix) -> Matrix:
     sd = s.std(axis=1, keepdims=True)
-    return (s - s.mean(axis=1, keepdims=True)) / np.where(sd > 0, sd, 1.0)
+    return np.asarray(
+        (s - s.mean(axis=1, keepdims=True)) / np.where(sd > 0, sd, 1.0), dtype=np.float64
+    )
 
 
 def maxnorm(s: Matrix) -> Matrix:

@@ -33,6 +33,7 @@ them are tuned on (half by default).
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from collections import Counter, defaultdict
@@ -72,7 +73,7 @@ class Candidate:
 
 def lex(c: Conversation, tok: str = "suite") -> Matrix:
     if tok == "fts5":
-        return c.bm25("fts5", 1.2, 0.75, "fts5")
+        return np.asarray(c.bm25("fts5", 1.2, 0.75, "fts5"), dtype=np.float64)
     if tok.startswith("pg-") and not tok.endswith("-bm25"):
         name, _, norm = tok.partition(":")
         key = f"ts:{tok}"
@@ -87,11 +88,11 @@ def lex(c: Conversation, tok: str = "suite") -> Matrix:
         every = matched >= present.sum(axis=1, keepdims=True)
         return np.where(every, lex(c, "fts5"), 0.0)
     if tok == "pg-simple-bm25":  # tsquery finds the rows, the store adds bm25 with its own df
-        return c.bm25("pg-simple", 1.2, 0.75, "fts5")
+        return np.asarray(c.bm25("pg-simple", 1.2, 0.75, "fts5"), dtype=np.float64)
     if tok == "pg-english-bm25":
-        return c.bm25("pg-english", 1.2, 0.75, "fts5")
+        return np.asarray(c.bm25("pg-english", 1.2, 0.75, "fts5"), dtype=np.float64)
     if tok.endswith("-noidf"):
-        return c.bm25(tok.removesuffix("-noidf"), 1.2, 0.75, "none")
+        return np.asarray(c.bm25(tok.removesuffix("-noidf"), 1.2, 0.75, "none"), dtype=np.float64)
     if tok == "idf2":
         return weighted_query("idf2", 1.0)(c)
     if tok.startswith("prf"):  # "prf3": expanded by the embedding's 3 nearest, weight 0.3
@@ -99,7 +100,7 @@ def lex(c: Conversation, tok: str = "suite") -> Matrix:
         if key not in c.cache:
             c.cache[key] = expanded(c, int(tok[3:]), 0.3)
         return c.cache[key]
-    return c.bm25(tok)
+    return np.asarray(c.bm25(tok), dtype=np.float64)
 
 
 def expanded(c: Conversation, m: int, beta: float, tok: str = "suite") -> Matrix:
@@ -110,8 +111,8 @@ def expanded(c: Conversation, m: int, beta: float, tok: str = "suite") -> Matrix
     expansion = (lexi.tf[near] > 0).sum(axis=1) / m  # m × V
     counts = c.counts[tok] + beta * expansion
     if tok == "fts5":
-        return counts @ lexi.bm25_weights(1.2, 0.75, "fts5").T
-    return counts @ lexi.bm25_weights(1.5, 0.75, "lucene").T
+        return np.asarray(counts @ lexi.bm25_weights(1.2, 0.75, "fts5").T, dtype=np.float64)
+    return np.asarray(counts @ lexi.bm25_weights(1.5, 0.75, "lucene").T, dtype=np.float64)
 
 
 def rrf(k: float, w_lex: float = 1.0, tok: str = "suite", depth: int | None = None) -> Ranker:
@@ -260,9 +261,9 @@ def candidates() -> list[Candidate]:
         Candidate("arm", "embedding", lambda c: c.cos),
     ]
     for tok in ("suite-stop", "fts5", "pg-simple", "pg-simple:1", "pg-english", "pg-english:1"):
-        out.append(Candidate("lexical arm", tok, lambda c, t=tok: lex(c, t)))
+        out.append(Candidate("lexical arm", tok, functools.partial(lex, tok=tok)))
     for tok in ("fts5-noidf", "fts5-and", "fts5-global", "pg-simple-bm25", "pg-english-bm25"):
-        out.append(Candidate("lexical arm", tok, lambda c, t=tok: lex(c, t)))
+        out.append(Candidate("lexical arm", tok, functools.partial(lex, tok=tok)))
     for k in (1, 5, 10, 20, 30, 60, 100):
         for w in (0.5, 0.75, 1.0, 1.5):
             out.append(Candidate("RRF", f"k={k} w_lex={w}", rrf(k, w)))

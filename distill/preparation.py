@@ -76,7 +76,6 @@ class Staged:
     """Claimed jobs with their events loaded, and extracted where no model reads them."""
 
     job_ids: list[str]  # in the order they were claimed, which is the order they are decided
-    loaded: list[tuple[Job, list[Event]]]
     prepared: list[Prepared]  # extracted already
     asking: list[tuple[Job, list[Event]]]  # extracted once their event texts are embedded
     stopped: bool  # the run is stopping: nothing more is asked of a model
@@ -169,7 +168,7 @@ class Preparation:
             texts |= {e.text for _, events in loaded for e in events if e.text.strip()}
         lookup = self.cached.lookup(sorted(texts))
         job_ids = [j.id for j, _ in loaded]
-        return Staged(job_ids, loaded, prepared, asking, stop_at is not None, lookup)
+        return Staged(job_ids, prepared, asking, stop_at is not None, lookup)
 
     def finish(self, staged: Staged, report: Report) -> Batch:
         """Embed what a staged batch needs and extract its jobs that a model reads, a call

@@ -149,7 +149,7 @@ class Memory(Hygiene, Rulebook, Deriving, Cortex, Backpressure):
         self._owned_embedder = self.embedder if isinstance(embedder, str) else None
         # Empty bands: matching by meaning is off (an uncalibrated embedder, said once in
         # the log); names are still matched by their words.
-        self.bands = match_bands(self.embedder)
+        self.bands = match_bands(self.embedder, judged=model is not None)
         if max_distance is not None:
             self.bands = replace(self.bands, same=max_distance)
         self.max_distance = self.bands.same
@@ -525,6 +525,7 @@ class Memory(Hygiene, Rulebook, Deriving, Cortex, Backpressure):
                 aliases={
                     a: x.canonical for a, x in self.store.aliases(conflict.project, names).items()
                 },
+                others=self.store.conflicts(project, conflict.subject, ConflictStatus.OPEN),
             )
             self._apply(plan, conflict.project, conflict.subject)
         return self.store.conflict(project, conflict_id)

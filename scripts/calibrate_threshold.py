@@ -26,6 +26,12 @@ attribute_match.py: contested, not merged), by the distance of the names alone a
 identity texts, with the name guards on: the pair of distances (in steps of 0.01) that flags
 the most same-attribute pairs (merged or contested) while contesting at most
 BAND_CONTESTED_MAX of the different-attribute pairs; ties go to the narrower band.
+With a judge model the contested pairs are the model's to decide, so a wider judge band is
+chosen the same way under JUDGE_BAND_CONTESTED_MAX, and printed (e): the leakage and the
+different pairs asked when every claim says `create` and when every claim says `supersede`
+(then every pair no guard or shape rules out is asked), and, from UNRELATED_PAIRS pairs of
+names taken from two different pairs, how often an unrelated fact is asked about and the
+chance that a new name is asked about one of KNOWN_FACTS of them: the cost of asking.
 `--no-bands` records no band (names are then matched by their words only).
 `--threshold` records a value of your choosing instead (with its errors measured at it) and
 `--note` says why. `--record` writes the entry, keyed by the embedder's model id, into
@@ -44,6 +50,7 @@ import functools
 import hashlib
 import json
 import math
+import random
 import shlex
 import sys
 import time
@@ -67,6 +74,11 @@ REPORTED_THRESHOLDS = (0.15, 0.20, 0.25, 0.27, 0.30)
 MIN_SAME = 45
 MIN_DIFFERENT = 45
 BAND_CONTESTED_MAX = 0.08  # of the different-attribute pairs
+# With a judge model the contested pairs cost a share of a call each (20 pairs a call), not a
+# person's attention: the judge band may contest this share of the different pairs.
+JUDGE_BAND_CONTESTED_MAX = 0.25
+UNRELATED_PAIRS = 20000  # pairs of names from two different pairs, to measure what is asked
+KNOWN_FACTS = 20  # a subject's known facts, for "a new name is asked about one of them"
 BAND_STEPS = [round(0.01 * i, 2) for i in range(0, 51)]
 
 
@@ -156,26 +168,67 @@ def load_pairs(path: Path) -> list[Pair]:
     return pairs
 
 
-def measure(embedder: Embedder, pairs: list[Pair]) -> list[Measured]:
-    names = {identity_text(p) for pair in pairs for p in (pair.a[0], pair.b[0])}
-    texts = sorted({t for p in pairs for t in (p.text_a, p.text_b)} | names)
+def embedded(embedder: Embedder, pairs: list[Pair]) -> dict[str, Any]:
+    """The vector of every identity text of the pairs (name alone, name with value)."""
+    sides = [side for p in pairs for side in (p.a, p.b)]
+    texts = sorted({identity_text(*side) for side in sides} | {identity_text(n) for n, _ in sides})
     rows = [
         embedder.embed_batch(texts[start : start + embedder.max_batch]).astype("float64")
         for start in range(0, len(texts), embedder.max_batch)
     ]
-    vectors = dict(zip(texts, [v for chunk in rows for v in chunk], strict=True))
+    return dict(zip(texts, [v for chunk in rows for v in chunk], strict=True))
 
-    def distance(a: str, b: str) -> float:
-        return 1.0 - float(vectors[a] @ vectors[b])
 
+def measure(vectors: dict[str, Any], pairs: list[Pair]) -> list[Measured]:
     return [
-        Measured(
-            p,
-            distance(p.text_a, p.text_b),
-            distance(identity_text(p.a[0]), identity_text(p.b[0])),
-        )
+        Measured(p, distance(p.a, p.b, vectors), distance((p.a[0], {}), (p.b[0], {}), vectors))
         for p in pairs
     ]
+
+
+def distance(
+    a: tuple[str, dict[str, Any]], b: tuple[str, dict[str, Any]], vectors: dict[str, Any]
+) -> float:
+    return 1.0 - float(vectors[identity_text(*a)] @ vectors[identity_text(*b)])
+
+
+def asked_of_unrelated(
+    vectors: dict[str, Any], pairs: list[Pair], bands: Bands, asserted: bool
+) -> dict[str, Any]:
+    """How often a claim is contested against a fact of another attribute: pairs of names
+    drawn from two different calibration pairs (mostly unrelated attributes, a subject's
+    everyday facts), judged as the adjudicator would; and the chance that a new name is
+    contested against one of KNOWN_FACTS such facts (the judge's cost with a model, a
+    person's without)."""
+    sides = list(
+        {(n, json.dumps(v, sort_keys=True)): (n, v) for p in pairs for n, v in (p.a, p.b)}.values()
+    )
+    groups: dict[str, set[int]] = {}
+    for i, p in enumerate(pairs):
+        for name in (p.a[0], p.b[0]):
+            groups.setdefault(name, set()).add(i)
+    draw = random.Random(0)
+    asked = drawn = 0
+    while drawn < UNRELATED_PAIRS:
+        a, b = draw.sample(sides, 2)
+        if a[0] == b[0] or groups[a[0]] & groups[b[0]]:
+            continue
+        drawn += 1
+        found = judge(
+            a,
+            b,
+            bands,
+            distance((a[0], {}), (b[0], {}), vectors),
+            distance(a, b, vectors),
+            asserted,
+        )
+        asked += found.verdict is Verdict.PROBABLE
+    share = asked / drawn
+    return {
+        "pairs": drawn,
+        "asked": round(share, 4),
+        "new_name_asked": round(1 - (1 - share) ** KNOWN_FACTS, 3),
+    }
 
 
 def band_summary(rows: list[Measured], bands: Bands) -> dict[str, Any]:
@@ -198,9 +251,50 @@ def band_summary(rows: list[Measured], bands: Bands) -> dict[str, Any]:
     }
 
 
-def choose_bands(rows: list[Measured], same: float) -> dict[str, Any]:
+def judged_summary(
+    rows: list[Measured],
+    vectors: dict[str, Any],
+    pairs: list[Pair],
+    merge_at: float,
+    result: dict[str, Any],
+) -> dict[str, Any]:
+    """With a judge model (`Bands.judged`): what is contested when every claim says
+    `create` (the judge band) and when every claim says `supersede` (then every pair the
+    guards and shapes leave open), and how often an unrelated pair is asked either way."""
+    band, wide = result.get("band"), result.get("judge_band") or result.get("band")
+    plain = Bands(same=merge_at, name=band and band["name"], full=band and band["full"])
+    judged = Bands(
+        same=merge_at, name=wide and wide["name"], full=wide and wide["full"], judged=True
+    )
+    same = [r for r in rows if r.pair.same]
+    diff = [r for r in rows if not r.pair.same]
+
+    def verdicts(group: list[Measured], asserted: bool) -> list[Verdict]:
+        return [
+            judge(r.pair.a, r.pair.b, judged, r.name_distance, r.distance, asserted).verdict
+            for r in group
+        ]
+
+    found: dict[str, Any] = {}
+    for said, asserted in (("create", False), ("supersede", True)):
+        left = sum(v is Verdict.DIFFERENT for v in verdicts(same, asserted))
+        asked = sum(v is Verdict.PROBABLE for v in verdicts(diff, asserted))
+        found[said] = {
+            "leak": left,
+            "leak_rate": round(left / len(same), 4),
+            "different_asked": asked,
+            "asked_rate": round(asked / len(diff), 4),
+            "unrelated": asked_of_unrelated(vectors, pairs, judged, asserted),
+        }
+    found["no_judge_unrelated"] = asked_of_unrelated(vectors, pairs, plain, False)
+    return found
+
+
+def choose_bands(
+    rows: list[Measured], same: float, cap: float = BAND_CONTESTED_MAX
+) -> dict[str, Any]:
     """The widest useful band (see the module docstring)."""
-    limit = BAND_CONTESTED_MAX * sum(not r.pair.same for r in rows)
+    limit = cap * sum(not r.pair.same for r in rows)
     best: tuple[tuple[int, float], dict[str, Any]] | None = None
     for name in BAND_STEPS:
         for full in BAND_STEPS:
@@ -298,7 +392,7 @@ def entry(
 ) -> Calibration:
     """The registry entry for this run: the recommended threshold, or the one given."""
     chosen = result["given"] if args.threshold is not None else result["recommended"]
-    band = result.get("band")
+    band, judge_band = result.get("band"), result.get("judge_band")
     command = ["python", "scripts/calibrate_threshold.py", "--embedder", args.embedder]
     for flag, value in (
         ("--model", args.model),
@@ -331,6 +425,10 @@ def entry(
         band_full=band["full"] if band else None,
         band_same_flagged=band["same_flagged"] if band else None,
         band_different_contested=band["different_contested"] if band else None,
+        judge_band_name=judge_band["name"] if judge_band else None,
+        judge_band_full=judge_band["full"] if judge_band else None,
+        judge_band_same_flagged=judge_band["same_flagged"] if judge_band else None,
+        judge_band_different_asked=judge_band["different_contested"] if judge_band else None,
     )
 
 
@@ -356,7 +454,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         embedder = build_embedder(args)
         try:
-            rows = sorted(measure(embedder, pairs), key=lambda r: r.distance)
+            vectors = embedded(embedder, pairs)
+            rows = sorted(measure(vectors, pairs), key=lambda r: r.distance)
             model_id = embedder.model_id
         finally:
             close_embedder(embedder)
@@ -373,6 +472,8 @@ def main(argv: list[str] | None = None) -> int:
     result["words_only"] = band_summary(rows, Bands(same=merge_at))
     if not args.no_bands:
         result["band"] = choose_bands(rows, merge_at)
+        result["judge_band"] = choose_bands(rows, merge_at, JUDGE_BAND_CONTESTED_MAX)
+    result["judged"] = judged_summary(rows, vectors, pairs, merge_at, result)
     result["model_id"] = model_id
     result["seconds"] = round(time.perf_counter() - started, 2)
     recorded = entry(model_id, result, args, args.pairs) if args.record else None
@@ -452,6 +553,33 @@ def main(argv: list[str] | None = None) -> int:
             f"{result['different_pairs']} ({b['contested_rate']:.1%})  false merges "
             f"{b['false_merges']}"
         )
+    b = result.get("judge_band")
+    if b is not None:
+        print(
+            f"    {'judge band':<12} names <= {b['name']}  texts <= {b['full']}  same flagged "
+            f"{b['same_flagged']}/{result['same_pairs']} (leak {b['leak_rate']:.1%})  "
+            f"different asked {b['different_contested']}/{result['different_pairs']} "
+            f"({b['contested_rate']:.1%}; used with a judge model)"
+        )
+    judged = result["judged"]
+    print(
+        "(e) with a judge model, by what the claim says (supersede: every pair no guard rules "
+        f"out); unrelated pairs asked, and a new name asked about one of {KNOWN_FACTS} facts:"
+    )
+    for said in ("create", "supersede"):
+        j = judged[said]
+        u = j["unrelated"]
+        print(
+            f"    {said:<10} leak {j['leak']}/{result['same_pairs']} ({j['leak_rate']:.1%})  "
+            f"different asked {j['different_asked']}/{result['different_pairs']} "
+            f"({j['asked_rate']:.1%})  unrelated asked {u['asked']:.2%}, a new name "
+            f"{u['new_name_asked']:.1%}"
+        )
+    u = judged["no_judge_unrelated"]
+    print(
+        f"    {'no judge':<10} unrelated contested {u['asked']:.2%}, a new name "
+        f"{u['new_name_asked']:.1%}"
+    )
     print(f"\n{len(rows)} pairs in {result['seconds']:.1f} s")
     if recorded is not None:
         print(f"recorded in {args.registry}: {model_id} -> {recorded.summary()}")

@@ -340,8 +340,10 @@ class Adjudicator(LateArrivals):
     ) -> tuple[Fact, Match] | None:
         """The known active state fact (same qualifiers, another predicate) that the claim
         most probably names: the closest judged the same, else the closest judged probably
-        the same, else None. Ties go to the lower distance, then the predicate, so the
-        choice does not depend on the order facts were loaded in."""
+        the same on some evidence (words or distances), else the closest a judge model is
+        to be asked about only because the claim is a change, else None. Ties go to the
+        lower distance, then the predicate, so the choice does not depend on the order
+        facts were loaded in."""
         wanted = qualifiers_of_key(identity_key(predicate, qualifiers))
         name = self.s.vectors.get(identity_text(predicate))
         full = self.s.vectors.get(identity_text(predicate, value))
@@ -365,7 +367,7 @@ class Adjudicator(LateArrivals):
                 asserted,
             )
             if match.verdict is not Verdict.DIFFERENT:
-                rank = 0 if match.verdict is Verdict.SAME else 1
+                rank = 0 if match.verdict is Verdict.SAME else 2 if match.unsupported else 1
                 found.append((rank, match.distance, fact.predicate, fact, match))
         if not found:
             return None

@@ -30,6 +30,9 @@ SYSTEM = (
     "two names are the same attribute of that person (one renamed: bike_count / bikes_owned) "
     "or two different attributes (bike_count / car_count, home_city / birth_city, weight / "
     "target_weight). The values may differ: a changed value does not make two attributes. "
+    "Many pairs are two unrelated attributes asked about only because nothing ruled them "
+    "out: say same only when one name is plainly another wording of the other, and say "
+    "different when unsure. "
     'Answer with one JSON object and nothing else: {"pairs": [{"pair": 1, "same": true, '
     '"reason": "one short sentence"}]}'
 )

@@ -33,6 +33,7 @@ def resolve_conflict(
     by: str = "a person",
     pass_name: str = "api",
     aliases: Mapping[str, str] | None = None,
+    others: Sequence[ConflictSet] = (),
 ) -> Plan:
     """Keep one member (or none of the held candidates when `keep` is None).
 
@@ -48,6 +49,11 @@ def resolve_conflict(
     with `keep=None` it says they are two attributes: both stay, the set is closed. A name
     that already means something in the project (`aliases`: alias → canonical) keeps its
     meaning: one meaning per name.
+
+    `others`: the subject's other open sets. An identity set holding a fact this resolution
+    supersedes holds the kept fact instead (the question goes on with the current value, as
+    `WorkingSet._follow_identity_sets` does for a new version); one left with a single member
+    is closed, its question answered by this one.
     """
     if conflict.status is not ConflictStatus.OPEN:
         raise AlreadyResolved(f"conflict {conflict.id} is already {conflict.status}")
@@ -57,7 +63,9 @@ def resolve_conflict(
             f"(members: {', '.join(conflict.member_ids)})"
         )
     kept = members[keep] if keep is not None else None
-    involved = dict(members)
+    # Only this set's members: `members` may hold the facts of other sets (the judge pass
+    # loads a subject's sets together), and those are not decided here.
+    involved = {m: members[m] for m in conflict.member_ids if m in members}
     if kept is not None and current is not None and current.id != kept.id:
         involved[current.id] = current
     losers = [f for f in involved.values() if f.live and f.id != keep]
@@ -120,7 +128,37 @@ def resolve_conflict(
         update={"status": ConflictStatus.RESOLVED, "resolved_at": now, "kept_fact_id": keep}
     )
     plan.add(ReviseConflict(conflict, closed, reason, pass_name))
+    if kept is not None:
+        for other in others:
+            moved = _follow(other, conflict, {f.id for f in losers}, kept, now)
+            if moved is not None:
+                said = (
+                    f"{reason}: a member was superseded by {kept.id}"
+                    if moved.status is ConflictStatus.OPEN
+                    else f"{reason}: its members are one fact now"
+                )
+                plan.add(ReviseConflict(other, moved, said, pass_name))
     return plan
+
+
+def _follow(
+    other: ConflictSet, resolved: ConflictSet, retired: set[str], kept: Fact, now: datetime
+) -> ConflictSet | None:
+    """`other` once `resolved` retired `retired` in favour of `kept`: an open identity set
+    holding a retired fact holds the kept one instead, or is closed when that leaves it one
+    member; None when it is not touched."""
+    if (
+        other.id == resolved.id
+        or other.status is not ConflictStatus.OPEN
+        or other.kind is not ConflictKind.IDENTITY
+        or not retired & set(other.member_ids)
+    ):
+        return None
+    held = tuple(dict.fromkeys(kept.id if m in retired else m for m in other.member_ids))
+    if len(held) > 1:
+        return other.model_copy(update={"member_ids": held})
+    closed = {"status": ConflictStatus.RESOLVED, "resolved_at": now, "kept_fact_id": kept.id}
+    return other.model_copy(update=closed)
 
 
 def _end(old: Fact, kept: Fact) -> datetime:

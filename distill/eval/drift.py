@@ -27,10 +27,13 @@ Targets: silent leakage ≤ 10% of the same cases, false merges 0, different att
 contested ≤ 10%.
 
 The same cases run a second time with a scripted judge (`passes.identity_judge`): a model
-that answers each contested pair it is shown from the case's label. It shows the judge path
-end to end (one call per batch of pairs, verdicts applied as a person's would be: the newer
-value kept, an alias learned) and what is left when contested pairs are decided: the silent
-leaks are untouched, since a pair nobody flagged is never shown.
+that answers each contested pair it is shown from the case's label. With a model configured,
+the adjudicator contests every pair the guards and value shapes leave open, not only the
+calibrated band (`attribute_match`, rule 6), so what is left silent is what a guard ruled
+out. It shows the judge path end to end (one call per batch of pairs, verdicts applied as a
+person's would be: the newer value kept, an alias learned) and what is left once the model
+has decided. A scripted judge is right by construction: these lines measure which pairs
+reach it, not how well a real model answers.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from distill.core import identity_judge
 from distill.core.identity_judge import JUDGE_BATCH, Pair, Verdict, pair_of
 from distill.core.models import ConflictKind, ConflictSet, ConflictStatus, Fact
 from distill.core.passes import Context, Decision, PassResult, Scope
-from distill.core.plan import Plan
+from distill.core.plan import Plan, ReviseConflict
 from distill.core.resolve import resolve_conflict
 from distill.errors import DistillError
 from distill.passes import run_pass
@@ -86,11 +86,19 @@ class IdentityJudgement:
         plan = Plan()
         decisions: list[Decision] = []
         by = f"the model {self.model_id}"
+        touched: set[str] = set()  # facts an earlier verdict of this plan already decides
+        revised: set[str] = set()  # sets an earlier verdict of this plan already changes
         for verdict in snapshot.verdicts:
             conflict = snapshot.conflicts.get(verdict.conflict_id)
             pair = pair_of(conflict, snapshot.members) if conflict is not None else None
             if conflict is None or conflict.status is not ConflictStatus.OPEN or pair is None:
                 decisions.append(Decision("skipped", None, "the set changed meanwhile"))
+                continue
+            if {pair.older.id, pair.newer.id} & touched:
+                # Two sets sharing a fact: the second is decided on what the first leaves,
+                # next run (both in one plan would retire one fact twice, and the applier
+                # would refuse the subject's whole plan, run after run).
+                decisions.append(Decision("skipped", None, "shares a fact decided just now"))
                 continue
             keep = pair.newer.id if verdict.same else None
             resolved = resolve_conflict(
@@ -101,7 +109,14 @@ class IdentityJudgement:
                 by=by,
                 pass_name=PASS_NAME,
                 aliases=snapshot.aliases,
+                others=list(snapshot.conflicts.values()),
             )
+            sets = {a.before.id for a in resolved.actions if isinstance(a, ReviseConflict)}
+            if sets & revised:
+                decisions.append(Decision("skipped", None, "shares a set decided just now"))
+                continue
+            touched |= {pair.older.id, pair.newer.id}
+            revised |= sets
             plan.actions.extend(resolved.actions)
             outcome = "same" if verdict.same else "different"
             decisions.append(Decision(outcome, keep, verdict.reason))

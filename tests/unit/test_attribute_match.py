@@ -245,6 +245,44 @@ def test_stated_as_a_change_with_one_shared_word_is_different() -> None:
     assert found.verdict is Verdict.DIFFERENT
 
 
+def test_with_a_judge_a_change_no_guard_rules_out_is_probable() -> None:
+    """Issue 11, with a judge model (`Bands.judged`): a claim stated as a change whose names
+    share no word and lie far apart (`gp` / `primary_care_physician`, which only world
+    knowledge joins) is contested for the model to decide. Stated as new, or without a
+    judge, it is different."""
+    gp, pcp = ("gp", {"name": "Dr. Patel"}), ("primary_care_physician", {"name": "Dr. Nguyen"})
+    judged = Bands(same=0.12, name=0.31, full=0.48, judged=True)
+    found = judge(gp, pcp, judged, 0.64, 0.64, asserted=True)
+    assert found.verdict is Verdict.PROBABLE
+    assert "judged" in found.reason
+    assert judge(gp, pcp, judged, 0.64, 0.64, asserted=False).verdict is Verdict.DIFFERENT
+    assert judge(gp, pcp, BANDS, 0.64, 0.64, asserted=True).verdict is Verdict.DIFFERENT
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        pytest.param(
+            ("home_city", {"city": "Lyon"}), ("birth_city", {"city": "Oslo"}), id="contrast"
+        ),
+        pytest.param(
+            ("personal_best_5k", {"time": "27:12"}),
+            ("personal_best_10k", {"time": "55:02"}),
+            id="numbers",
+        ),
+        pytest.param(
+            ("yoga_frequency", {"per_week": 3}), ("yoga_day", {"day": "monday"}), id="shapes"
+        ),
+    ],
+)
+def test_with_a_judge_the_guards_still_say_different(
+    a: tuple[str, dict[str, Any]], b: tuple[str, dict[str, Any]]
+) -> None:
+    """A judge sees only what the guards leave open: a contrast, a numbered word or values of
+    other shapes stay DIFFERENT, never asked, even stated as a change."""
+    assert judge(a, b, Bands(judged=True), 0.0, 0.0, asserted=True).verdict is Verdict.DIFFERENT
+
+
 # -- compatible ----------------------------------------------------------------------------------
 
 

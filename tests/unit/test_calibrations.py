@@ -25,13 +25,16 @@ from distill.adapters.embed.calibrations import (
     Calibration,
     calibration_for,
     load,
+    match_bands,
     match_distance,
     offline_merge_distance,
     record,
+    record_derive_cluster,
     record_offline_merge,
 )
 from distill.adapters.embed.hashing import HashingEmbedder, vectors_at_distance
 from distill.adapters.store.vector_search import exact_nearest
+from distill.core.attribute_match import Bands
 from distill.core.identity import identity_text
 from distill.core.models import JobStatus
 from distill.errors import ConfigurationError, EmbeddingMismatch
@@ -107,7 +110,43 @@ def test_the_local_model_is_recorded_at_its_measured_threshold() -> None:
     assert (found.misses, found.same_pairs) == (151, 357)
     assert (found.band_name, found.band_full) == (0.16, 0.3)
     assert (found.band_same_flagged, found.band_different_contested) == (311, 23)
+    # with a judge model: within 0.31 (names) or 0.48 (texts), 330 flagged, 73 asked
+    assert (found.judge_band_name, found.judge_band_full) == (0.31, 0.48)
+    assert (found.judge_band_same_flagged, found.judge_band_different_asked) == (330, 73)
     assert found.command == "python scripts/calibrate_threshold.py --embedder local --record"
+
+
+def test_a_judge_model_gets_the_judge_band_and_no_model_the_plain_one(tmp_path: Path) -> None:
+    registry = tmp_path / "calibrations.json"
+    embedder = Uncalibrated()
+    record(entry(embedder.model_id, 0.1, band_name=0.16, band_full=0.3), registry)
+    assert match_bands(embedder, registry) == Bands(0.1, 0.16, 0.3)
+    # no judge band recorded: a judge model gets the plain band, judged
+    assert match_bands(embedder, registry, judged=True) == Bands(0.1, 0.16, 0.3, judged=True)
+    record(
+        entry(embedder.model_id, 0.1, band_name=0.16, band_full=0.3, judge_band_name=0.31,
+              judge_band_full=0.48),
+        registry,
+    )  # fmt: skip
+    assert match_bands(embedder, registry) == Bands(0.1, 0.16, 0.3)
+    assert match_bands(embedder, registry, judged=True) == Bands(0.1, 0.31, 0.48, judged=True)
+
+
+def test_recording_the_identity_threshold_keeps_the_other_scripts_sections(
+    tmp_path: Path,
+) -> None:
+    """calibrate_offline_merge.py and calibrate_derive.py record their own sections of an
+    entry; calibrate_threshold.py --record after them keeps both (it once dropped derive's)."""
+    registry = tmp_path / "calibrations.json"
+    record(entry("m", 0.1), registry)
+    record_offline_merge("m", {"max_distance": 0.27}, registry)
+    record_derive_cluster("m", {"max_distance": 0.24}, registry)
+    record(entry("m", 0.11), registry)
+
+    found = calibration_for("m", registry)
+    assert found is not None and found.max_distance == 0.11
+    assert found.offline_merge == {"max_distance": 0.27}
+    assert found.derive_cluster == {"max_distance": 0.24}
 
 
 def test_every_entry_was_measured_on_the_current_pairs_file() -> None:

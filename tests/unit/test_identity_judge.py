@@ -9,16 +9,19 @@ The model is scripted (`FakeLLM`); the pairs are made contested by their words a
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from distill import Memory
 from distill.adapters.llm.fake import FakeLLM
-from distill.core import identity_judge
+from distill.core import identity_judge, resolve
 from distill.core.identity_judge import JUDGE_BATCH
 from distill.core.models import ConflictKind, ConflictStatus, FactStatus
+from distill.core.plan import ReviseConflict, ReviseFact
 from distill.errors import TransientProviderError
+from tests.factories import T0, make_conflict, make_fact
 from tests.unit.scenario_support import MemoryFactory, at, say
 from tests.unit.test_drift_identity import EXTENDED, OLD, far_apart
 
@@ -155,7 +158,7 @@ def test_a_failing_judge_leaves_the_sets_open_and_says_so(
     (cs,) = identity_sets(mem, "u1")
     assert cs.status is ConflictStatus.OPEN
 
-    say(mem, "unrelated_thing", {"v": 1}, when=at(days=40))
+    say(mem, "unrelated_thing", {"note": "x"}, when=at(days=40))  # no set: another shape
     again = mem.consolidate()
     assert again.identities_same == 1
     (cs,) = identity_sets(mem, "u1")
@@ -182,3 +185,200 @@ def test_a_set_resolved_by_a_person_meanwhile_is_left_alone(make_memory: MemoryF
     (cs,) = identity_sets(mem, "u1")
     assert cs.kept_fact_id is None
     assert len(mem.facts(subject="u1")) == 2
+
+
+# -- what a judge is asked about -----------------------------------------------------------------
+
+GP = ("gp", {"name": "Dr. Patel"})
+PCP = ("primary_care_physician", {"name": "Dr. Nguyen"})
+
+
+def renamed(mem: Memory, old: tuple[str, dict[str, Any]], new: tuple[str, dict[str, Any]]) -> Any:
+    say(mem, *old, when=at(0))
+    mem.consolidate()
+    say(mem, *new, when=at(days=30), action="supersede")
+    return mem.consolidate()
+
+
+def test_with_a_judge_a_rename_only_world_knowledge_joins_is_asked_and_decided(
+    make_memory: MemoryFactory,
+) -> None:
+    """`gp`, then a change under `primary_care_physician`: no word in common, far apart.
+    With a model the pair is put to it (`Bands.judged`) and its verdict leaves one current
+    value."""
+    llm = FakeLLM(default=verdicts(True))
+    mem = make_memory(overrides=far_apart(GP, PCP), extractor="claims", llm=llm)
+    report = renamed(mem, GP, PCP)
+
+    assert (report.contested, report.identities_same, report.llm_calls) == (1, 1, 1)
+    (current,) = mem.facts()
+    assert (current.predicate, current.value) == PCP
+    assert mem.store.aliases("default", [GP[0]])[GP[0]].canonical == PCP[0]
+    assert all(c.status is ConflictStatus.RESOLVED for c in identity_sets(mem))
+
+
+def test_without_a_model_that_rename_is_not_put_to_a_person(make_memory: MemoryFactory) -> None:
+    """Without a model, contesting every change the words leave open would ask a person
+    about many pairs of unrelated attributes; the calibrated bands decide, and this pair is
+    outside them (the limit `distill eval drift` measures as silent leakage)."""
+    mem = make_memory(overrides=far_apart(GP, PCP), extractor="claims")
+    report = renamed(mem, GP, PCP)
+
+    assert report.contested == 0
+    assert sorted(f.predicate or "" for f in mem.facts()) == sorted([GP[0], PCP[0]])
+    assert identity_sets(mem) == []
+
+
+def test_with_a_judge_a_pair_the_guards_rule_out_costs_no_call(make_memory: MemoryFactory) -> None:
+    """`home_city` / `birth_city` contrast: never asked, both stay current."""
+    llm = FakeLLM(default=verdicts(True))
+    home, birth = ("home_city", {"city": "Lyon"}), ("birth_city", {"city": "Oslo"})
+    mem = make_memory(overrides=far_apart(home, birth), extractor="claims", llm=llm)
+    report = renamed(mem, home, birth)
+
+    assert (report.contested, report.llm_calls) == (0, 0)
+    assert llm.calls == []
+    assert sorted(f.predicate or "" for f in mem.facts()) == ["birth_city", "home_city"]
+
+
+def test_with_a_judge_a_change_is_asked_about_one_known_fact(make_memory: MemoryFactory) -> None:
+    """A subject with three counts gets a change under a new name: one pair is asked (the
+    closest known fact), one call, and a `different` verdict leaves all four current."""
+    known = [("bike_count", {"count": 3}), ("car_count", {"count": 1}), ("dog_count", {"count": 2})]
+    new = ("scooter_count", {"count": 1})
+    llm = FakeLLM(default=verdicts(False))
+    mem = make_memory(overrides=far_apart(known[0], new), extractor="claims", llm=llm)
+    for claim in known:
+        say(mem, *claim, when=at(0))
+    mem.consolidate()
+    before = len(identity_sets(mem))
+    say(mem, *new, when=at(days=30), action="supersede")
+    report = mem.consolidate()
+
+    assert (report.contested, report.identities_different, report.llm_calls) == (1, 1, 1)
+    assert len(identity_sets(mem)) == before + 1
+    assert len(mem.facts()) == 4
+
+
+def test_with_a_judge_a_new_name_far_from_every_fact_costs_no_call(
+    make_memory: MemoryFactory,
+) -> None:
+    """Stated as new (`create`), a name no word and no distance relates to a known fact is
+    not asked about: a subject's unrelated attributes cost no judge call."""
+    llm = FakeLLM(default=verdicts(True))
+    city, employer = ("home_city", {"city": "Lyon"}), ("employer", {"name": "Acme"})
+    mem = make_memory(overrides=far_apart(city, employer), extractor="claims", llm=llm)
+    say(mem, *city, when=at(0))
+    mem.consolidate()
+    say(mem, *employer, when=at(days=30))
+    report = mem.consolidate()
+
+    assert (report.contested, report.llm_calls) == (0, 0)
+    assert sorted(f.predicate or "" for f in mem.facts()) == ["employer", "home_city"]
+
+
+def test_two_sets_sharing_a_fact_are_decided_one_per_run(make_memory: MemoryFactory) -> None:
+    """A new name contested against a fact already in an open set. The judge says `same` to
+    both: the first is applied, and the second, which held the fact it retired, now holds the
+    kept fact instead and is decided next run (both in one plan would retire one fact twice,
+    and the subject's whole plan would be refused, run after run). Nothing else is retired:
+    resolving one set decides only its own members."""
+    third = ("two_wheelers", {"count": 5})
+    llm = FakeLLM(default=verdicts(True)).enqueue(TransientProviderError("down"))
+    mem = make_memory(overrides=far_apart(OLD, EXTENDED), extractor="claims", llm=llm)
+    contested(mem, ["u1"])
+    assert mem.consolidate().judge_stopped  # the judge is down: the set stays open
+    say(mem, *third, when=at(days=40), action="supersede")
+    first = mem.consolidate()
+
+    assert (first.contested, first.identities_same) == (1, 1)
+    names = {f.predicate: f for f in mem.facts(subject="u1")}
+    assert sorted(names) == [EXTENDED[0], third[0]]  # two_wheelers still current
+    (waiting,) = [c for c in identity_sets(mem) if c.status is ConflictStatus.OPEN]
+    assert set(waiting.member_ids) == {names[EXTENDED[0]].id, names[third[0]].id}
+
+    say(mem, "unrelated_thing", {"note": "x"}, when=at(days=41))  # a run of this project
+    second = mem.consolidate()
+    assert second.identities_same == 1
+    current = {
+        (f.predicate, f.value["count"]) for f in mem.facts(subject="u1") if "count" in f.value
+    }
+    assert current == {(third[0], 5)}
+    assert all(c.status is ConflictStatus.RESOLVED for c in identity_sets(mem))
+
+
+def test_a_person_resolving_one_set_moves_the_other_to_the_kept_fact(
+    make_memory: MemoryFactory,
+) -> None:
+    """The same through `Memory.resolve_conflict`, the judge down: the other set asks about
+    the kept fact, and resolving that one leaves one current value."""
+    third = ("two_wheelers", {"count": 5})
+    down = TransientProviderError("down")
+    llm = FakeLLM(default=verdicts(True)).enqueue(down).enqueue(down)
+    mem = make_memory(overrides=far_apart(OLD, EXTENDED), extractor="claims", llm=llm)
+    contested(mem, ["u1"])
+    mem.consolidate()
+    say(mem, *third, when=at(days=40), action="supersede")
+    assert mem.consolidate().judge_stopped
+    names = {f.predicate: f for f in mem.facts(subject="u1")}
+    first = next(c for c in identity_sets(mem) if names[EXTENDED[0]].id in c.member_ids)
+    (other,) = [c for c in identity_sets(mem) if c.id != first.id]
+    assert names[OLD[0]].id in other.member_ids
+
+    mem.resolve_conflict(first.id, keep=names[EXTENDED[0]].id)
+    (moved,) = [c for c in identity_sets(mem) if c.id == other.id]
+    assert moved.status is ConflictStatus.OPEN
+    assert set(moved.member_ids) == {names[EXTENDED[0]].id, names[third[0]].id}
+    mem.resolve_conflict(other.id, keep=names[third[0]].id)
+    (current,) = mem.facts(subject="u1")
+    assert current.predicate == third[0]
+
+
+def test_resolving_a_set_moves_only_the_identity_sets_that_held_a_retired_fact() -> None:
+    """`resolve.resolve_conflict(..., others=)`, on values: keeping `k` over `x` moves an
+    identity set {x, y} to {k, y}, closes a set asking {x, k} again (one fact now, `k`
+    kept), and leaves a value conflict on `x` and an identity set without `x` alone."""
+    x = make_fact("bike_count", {"count": 3}, valid_from=T0)
+    k = make_fact("bike_class_count", {"count": 4}, valid_from=T0 + timedelta(days=30))
+    y = make_fact("two_wheelers", {"count": 5}, valid_from=T0 + timedelta(days=40))
+    z = make_fact("bike_count", {"count": 6}, status=FactStatus.CANDIDATE)
+    w = make_fact("car_count", {"count": 1})
+    identity = {"kind": ConflictKind.IDENTITY, "identity_key": None}
+    resolved = make_conflict([x.id, k.id], **identity)
+    moves, again = make_conflict([x.id, y.id], **identity), make_conflict([k.id, x.id], **identity)
+    values, apart = make_conflict([x.id, z.id]), make_conflict([w.id, y.id], **identity)
+    members = {f.id: f for f in (x, k)}
+
+    plan = resolve.resolve_conflict(
+        resolved, members, k.id, T0 + timedelta(days=50), others=[moves, again, values, apart]
+    )
+
+    revised = {a.before.id: a.after for a in plan.actions if isinstance(a, ReviseConflict)}
+    assert set(revised) == {resolved.id, moves.id, again.id}
+    assert revised[moves.id].member_ids == (k.id, y.id)
+    assert revised[moves.id].status is ConflictStatus.OPEN
+    assert revised[again.id].status is ConflictStatus.RESOLVED
+    assert revised[again.id].kept_fact_id == k.id
+    retired = [a.after.id for a in plan.actions if isinstance(a, ReviseFact)]
+    assert retired == [x.id]  # y, z and w are not this set's members
+
+
+def test_a_change_is_asked_about_the_fact_its_words_point_at_before_a_closer_one(
+    make_memory: MemoryFactory,
+) -> None:
+    """`current_city` stated as a change, beside `city_of_residence` (its words point at it:
+    one adds a word) and `favorite_color` (nothing does, but its vectors are closer): the
+    judge is asked about `city_of_residence`. Asked about the closer one, it would say
+    different and leave Lyon served beside Paris (found by bench/llm_drift.py)."""
+    llm = FakeLLM(default=verdicts(True))
+    color, city = ("favorite_color", {"color": "blue"}), ("city_of_residence", {"city": "Lyon"})
+    change = ("current_city", {"city": "Paris"})
+    mem = make_memory(overrides=far_apart(color, change), extractor="claims", llm=llm)
+    say(mem, *color, when=at(0))
+    say(mem, *city, when=at(1))
+    mem.consolidate()
+    say(mem, *change, when=at(days=30), action="supersede")
+    report = mem.consolidate()
+
+    assert report.identities_same == 1
+    assert sorted((f.predicate or "", f.value) for f in mem.facts()) == sorted([color, change])

@@ -42,6 +42,10 @@ _COMMENT = (
     "at that threshold. An embedder missing here matches by exact predicate and aliases only."
 )
 
+# Sections of an entry that other scripts measure and record (calibrate_offline_merge.py,
+# calibrate_derive.py): an entry recorded without one keeps the one it had.
+OTHER_SCRIPTS = ("offline_merge", "derive_cluster")
+
 _warned: set[str] = set()
 _warned_lock = threading.Lock()
 
@@ -70,6 +74,12 @@ class Calibration:
     band_full: float | None = None
     band_same_flagged: int | None = None  # same-attribute pairs merged or contested
     band_different_contested: int | None = None  # different-attribute pairs contested
+    # The wider band used when a judge model decides the contested pairs (a model's time, not
+    # a person's): chosen the same way under JUDGE_BAND_CONTESTED_MAX; None: the band above.
+    judge_band_name: float | None = None
+    judge_band_full: float | None = None
+    judge_band_same_flagged: int | None = None
+    judge_band_different_asked: int | None = None
     # The offline tier's merge distance for free-text memories (cosine distance of the raw
     # texts) with the figures it was chosen from, written by
     # scripts/calibrate_offline_merge.py --record; None: not calibrated, the tier is off.
@@ -143,12 +153,17 @@ def calibration_for(model_id: str, path: Path = REGISTRY) -> Calibration | None:
 
 def record(calibration: Calibration, path: Path = REGISTRY) -> None:
     """Write (or replace) one embedder's entry; the others are kept as they are. An entry
-    written without an offline-merge calibration keeps the one it had: the two scripts
-    measure different things and neither should erase the other's."""
+    written without an offline-merge or derive calibration keeps the one it had: the
+    scripts measure different things and none should erase another's."""
     entries = load(path)
     old = entries.get(calibration.model_id)
-    if old is not None and calibration.offline_merge is None and old.offline_merge is not None:
-        calibration = replace(calibration, offline_merge=old.offline_merge)
+    if old is not None:
+        kept = {
+            section: getattr(old, section)
+            for section in OTHER_SCRIPTS
+            if getattr(calibration, section) is None and getattr(old, section) is not None
+        }
+        calibration = replace(calibration, **kept)
     entries[calibration.model_id] = calibration
     document: dict[str, Any] = {"_comment": _COMMENT}
     document.update({k: entries[k].to_dict() for k in sorted(entries)})
@@ -173,19 +188,23 @@ def calibrate_command(embedder: Embedder) -> str:
     return " ".join([SCRIPT, *map(str, args), "--record"])
 
 
-def match_bands(embedder: Embedder, path: Path = REGISTRY) -> Bands:
+def match_bands(embedder: Embedder, path: Path = REGISTRY, judged: bool = False) -> Bands:
     """The calibrated distances of `embedder`, or empty `Bands` (matching by meaning off,
     names matched by their words only) with one warning per model id and process saying
-    how to calibrate it."""
+    how to calibrate it. `judged`: a judge model decides the contested pairs, so the wider
+    judge band applies (when one was calibrated) and `Bands.judged` is set."""
     found = calibration_for(embedder.model_id, path)
     if found is not None:
-        return Bands(same=found.max_distance, name=found.band_name, full=found.band_full)
+        name, full = found.band_name, found.band_full
+        if judged and (found.judge_band_name, found.judge_band_full) != (None, None):
+            name, full = found.judge_band_name, found.judge_band_full
+        return Bands(same=found.max_distance, name=name, full=full, judged=judged)
     with _warned_lock:
         first = embedder.model_id not in _warned
         _warned.add(embedder.model_id)
     if first:
         log.warning("%s", uncalibrated(embedder))
-    return Bands()
+    return Bands(judged=judged)
 
 
 def match_distance(embedder: Embedder, path: Path = REGISTRY) -> float | None:

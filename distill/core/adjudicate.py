@@ -273,7 +273,7 @@ class Adjudicator(LateArrivals):
             self._learn_alias(predicate, updated.predicate, 0.0, reason)
             return updated.predicate, reason, None
         asserted = c.claim.action is ClaimAction.SUPERSEDE
-        found = self._match(predicate, value, qualifiers, asserted)
+        found = self._match(predicate, value, qualifiers, asserted, c.event.trust)
         if found is None:
             return predicate, "exact predicate", None
         other, match = found
@@ -337,11 +337,14 @@ class Adjudicator(LateArrivals):
         value: dict[str, Any] | None,
         qualifiers: dict[str, Any],
         asserted: bool,
+        trust: Trust,
     ) -> tuple[Fact, Match] | None:
         """The known active state fact (same qualifiers, another predicate) that the claim
         most probably names: the closest judged the same, else the closest judged probably
         the same on some evidence (words or distances), else the closest a judge model is
-        to be asked about only because the claim is a change, else None. Ties go to the
+        to be asked about only because the claim is a change (never a pinned fact, nor one
+        from a better-trusted source than the claim's: a model may not settle those), else
+        None. Ties go to the
         lower distance, then the predicate, so the choice does not depend on the order
         facts were loaded in."""
         wanted = qualifiers_of_key(identity_key(predicate, qualifiers))
@@ -366,6 +369,8 @@ class Adjudicator(LateArrivals):
                 _distance(full, self.s.vectors.get(identity_text(fact.predicate, fact.value))),
                 asserted,
             )
+            if match.unsupported and (fact.pinned or fact.trust.rank > trust.rank):
+                continue  # a model may not settle it (passes.identity_judge): not asked
             if match.verdict is not Verdict.DIFFERENT:
                 rank = 0 if match.verdict is Verdict.SAME else 2 if match.unsupported else 1
                 found.append((rank, match.distance, fact.predicate, fact, match))

@@ -50,10 +50,11 @@ def resolve_conflict(
     that already means something in the project (`aliases`: alias → canonical) keeps its
     meaning: one meaning per name.
 
-    `others`: the subject's other open sets. An identity set holding a fact this resolution
-    supersedes holds the kept fact instead (the question goes on with the current value, as
-    `WorkingSet._follow_identity_sets` does for a new version); one left with a single member
-    is closed, its question answered by this one.
+    `others`: the subject's other open sets. A set holding a fact this resolution supersedes
+    holds the kept fact instead (the question goes on with the current value, as
+    `WorkingSet._follow_identity_sets` does for a new version: a value conflict whose active
+    member was retired now holds its replacement against the held candidate); one left with
+    a single member is closed, its question answered by this one.
     """
     if conflict.status is not ConflictStatus.OPEN:
         raise AlreadyResolved(f"conflict {conflict.id} is already {conflict.status}")
@@ -144,13 +145,12 @@ def resolve_conflict(
 def _follow(
     other: ConflictSet, resolved: ConflictSet, retired: set[str], kept: Fact, now: datetime
 ) -> ConflictSet | None:
-    """`other` once `resolved` retired `retired` in favour of `kept`: an open identity set
-    holding a retired fact holds the kept one instead, or is closed when that leaves it one
-    member; None when it is not touched."""
+    """`other` once `resolved` retired `retired` in favour of `kept`: an open set holding a
+    retired fact holds the kept one instead, or is closed when that leaves it one member;
+    None when it is not touched."""
     if (
         other.id == resolved.id
         or other.status is not ConflictStatus.OPEN
-        or other.kind is not ConflictKind.IDENTITY
         or not retired & set(other.member_ids)
     ):
         return None

@@ -3,20 +3,28 @@
 `judge_identities` gathers a project's open identity sets (`core.attribute_match`: two
 predicates that are probably one attribute), asks the model about them in batches
 (`core.identity_judge`: one call per `JUDGE_BATCH` pairs, whatever the number of subjects),
-then applies the verdicts subject by subject with `IdentityJudgement`, a `Pass` like any
-other: under the subject's lock it reads the sets again, keeps only the verdicts whose set is
-still open with the same two live facts (a person may have resolved it meanwhile), and
-resolves each the way a person would (`core.resolve.resolve_conflict`), signed by this pass.
+then applies the verdicts one by one with `IdentityJudgement`, a `Pass` like any other:
+under the subject's lock it reads the set again, applies the verdict only if the set is still
+open with the same two live facts (a person, or an earlier verdict of this run, may have
+decided it meanwhile), and resolves it the way a person would
+(`core.resolve.resolve_conflict`), signed by this pass. One verdict a transaction: sets of
+one subject often share a fact (several new names contested against one known fact), and
+each verdict must see what the one before it did (a fact retired, a set moved to the kept
+fact, an alias learned); a verdict that cannot be applied (a fact pinned meanwhile) costs
+only itself.
+
+Not asked, left to a person: a pair with a pinned member (a model's `same` would retire a
+fact a person fixed) and a pair whose newer fact comes from a less trusted source than the
+older (a model's `same` would let it replace a better-trusted value, which the adjudicator
+quarantines when it comes under the same name).
 
 Fail-soft: a provider error or an answer that cannot be read stops judging for this run and
-leaves the sets open (they are asked about again next run); nothing is half-applied, because
-each subject's verdicts are one transaction.
+leaves the sets open (they are asked about again next run); nothing is half-applied.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -25,7 +33,7 @@ from distill.core import identity_judge
 from distill.core.identity_judge import JUDGE_BATCH, Pair, Verdict, pair_of
 from distill.core.models import ConflictKind, ConflictSet, ConflictStatus, Fact
 from distill.core.passes import Context, Decision, PassResult, Scope
-from distill.core.plan import Plan, ReviseConflict
+from distill.core.plan import Plan
 from distill.core.resolve import resolve_conflict
 from distill.errors import DistillError
 from distill.passes import run_pass
@@ -57,7 +65,8 @@ class JudgeSnapshot:
 
 
 class IdentityJudgement:
-    """`distill.passes.Pass`: apply a model's verdicts on one subject's identity sets."""
+    """`distill.passes.Pass`: apply a model's verdicts on one subject's identity sets
+    (`judge_identities` gives it one a run: see the module docstring)."""
 
     name = PASS_NAME
     cap: int | None = None
@@ -86,20 +95,17 @@ class IdentityJudgement:
         plan = Plan()
         decisions: list[Decision] = []
         by = f"the model {self.model_id}"
-        touched: set[str] = set()  # facts an earlier verdict of this plan already decides
-        revised: set[str] = set()  # sets an earlier verdict of this plan already changes
         for verdict in snapshot.verdicts:
             conflict = snapshot.conflicts.get(verdict.conflict_id)
             pair = pair_of(conflict, snapshot.members) if conflict is not None else None
             if conflict is None or conflict.status is not ConflictStatus.OPEN or pair is None:
                 decisions.append(Decision("skipped", None, "the set changed meanwhile"))
                 continue
-            if {pair.older.id, pair.newer.id} & touched:
-                # Two sets sharing a fact: the second is decided on what the first leaves,
-                # next run (both in one plan would retire one fact twice, and the applier
-                # would refuse the subject's whole plan, run after run).
-                decisions.append(Decision("skipped", None, "shares a fact decided just now"))
+            if for_a_person(pair):  # pinned or given a less trusted value meanwhile
+                decisions.append(Decision("skipped", None, "left to a person"))
                 continue
+            # A set an earlier verdict moved to its kept fact keeps its question: the fact
+            # it now holds is the same attribute as the one it was asked about.
             keep = pair.newer.id if verdict.same else None
             resolved = resolve_conflict(
                 conflict,
@@ -111,12 +117,6 @@ class IdentityJudgement:
                 aliases=snapshot.aliases,
                 others=list(snapshot.conflicts.values()),
             )
-            sets = {a.before.id for a in resolved.actions if isinstance(a, ReviseConflict)}
-            if sets & revised:
-                decisions.append(Decision("skipped", None, "shares a set decided just now"))
-                continue
-            touched |= {pair.older.id, pair.newer.id}
-            revised |= sets
             plan.actions.extend(resolved.actions)
             outcome = "same" if verdict.same else "different"
             decisions.append(Decision(outcome, keep, verdict.reason))
@@ -132,7 +132,14 @@ def open_pairs(store: Store, project: str) -> list[Pair]:
     ]
     ids = sorted({m for c in sets for m in c.member_ids})
     members = {f.id: f for f in store.facts_by_ids(project, ids)}
-    return [p for c in sets if (p := pair_of(c, members)) is not None]
+    pairs = [p for c in sets if (p := pair_of(c, members)) is not None]
+    return [p for p in pairs if not for_a_person(p)]
+
+
+def for_a_person(pair: Pair) -> bool:
+    """A pair no model's verdict may settle (see the module docstring)."""
+    older, newer = pair.older, pair.newer
+    return older.pinned or newer.pinned or newer.trust.rank < older.trust.rank
 
 
 def judge_identities(
@@ -164,18 +171,16 @@ def judge_identities(
         verdicts.extend(found)
 
     subjects = {p.conflict.id: p.conflict.subject for p in pairs}
-    by_subject: dict[str, list[Verdict]] = defaultdict(list)
-    for verdict in verdicts:
-        by_subject[subjects[verdict.conflict_id]].append(verdict)
     judgement = IdentityJudgement(getattr(llm, "model_id", "model"))
-    for subject, work in sorted(by_subject.items()):
+    for verdict in sorted(verdicts, key=lambda v: subjects[v.conflict_id]):
+        subject = subjects[verdict.conflict_id]
         try:
             result = run_pass(
-                store, judgement, Scope(project, subject), work, now=now(), new_id=new_id
+                store, judgement, Scope(project, subject), [verdict], now=now(), new_id=new_id
             )
-        except DistillError as exc:  # rolled back: this subject's sets stay open
-            log.warning("identity verdicts for %s/%s not applied: %s", project, subject, exc)
-            judged.skipped += len(work)
+        except DistillError as exc:  # rolled back: this set stays open
+            log.warning("identity verdict for %s/%s not applied: %s", project, subject, exc)
+            judged.skipped += 1
             continue
         for d in result.decisions:
             if d.outcome == "same":

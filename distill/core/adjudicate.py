@@ -344,9 +344,8 @@ class Adjudicator(LateArrivals):
         the same on some evidence (words or distances), else the closest a judge model is
         to be asked about only because the claim is a change (never a pinned fact, nor one
         from a better-trusted source than the claim's: a model may not settle those), else
-        None. Ties go to the
-        lower distance, then the predicate, so the choice does not depend on the order
-        facts were loaded in."""
+        None. Ties go to the lower distance, then the predicate, so the choice does not
+        depend on the order facts were loaded in."""
         wanted = qualifiers_of_key(identity_key(predicate, qualifiers))
         name = self.s.vectors.get(identity_text(predicate))
         full = self.s.vectors.get(identity_text(predicate, value))

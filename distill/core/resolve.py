@@ -50,11 +50,13 @@ def resolve_conflict(
     that already means something in the project (`aliases`: alias → canonical) keeps its
     meaning: one meaning per name.
 
-    `others`: the subject's other open sets. A set holding a fact this resolution supersedes
-    holds the kept fact instead (the question goes on with the current value, as
-    `WorkingSet._follow_identity_sets` does for a new version: a value conflict whose active
-    member was retired now holds its replacement against the held candidate); one left with
-    a single member is closed, its question answered by this one.
+    `others`: the subject's other open sets. An identity set holding a fact this resolution
+    supersedes holds the kept fact instead (the question goes on with the current value, as
+    `WorkingSet._follow_identity_sets` does for a new version); one left with a single
+    member is closed, its question answered by this one. An identity set whose resolution
+    would retire a fact that an open value conflict or quarantine set holds is refused: that
+    set's candidates stand against that fact's identity, and moving them to another would
+    make one set span two attributes. Resolve that set first.
     """
     if conflict.status is not ConflictStatus.OPEN:
         raise AlreadyResolved(f"conflict {conflict.id} is already {conflict.status}")
@@ -75,6 +77,13 @@ def resolve_conflict(
     for fact in losers:
         if fact.pinned:
             raise PinnedFact(f"fact {fact.id} is pinned; unpin it before resolving its conflict")
+    blocking = held_elsewhere(conflict, [f.id for f in losers], others) if kept else []
+    if conflict.kind is ConflictKind.IDENTITY and blocking:
+        held = next(f.id for f in losers if f.id in blocking[0].member_ids)
+        raise InvalidOperation(
+            f"fact {held} is held in open {blocking[0].kind} set {blocking[0].id}; "
+            "resolve that set first"
+        )
 
     plan = Plan()
     reason = f"conflict {conflict.id} resolved by {by}"
@@ -145,12 +154,13 @@ def resolve_conflict(
 def _follow(
     other: ConflictSet, resolved: ConflictSet, retired: set[str], kept: Fact, now: datetime
 ) -> ConflictSet | None:
-    """`other` once `resolved` retired `retired` in favour of `kept`: an open set holding a
-    retired fact holds the kept one instead, or is closed when that leaves it one member;
-    None when it is not touched."""
+    """`other` once `resolved` retired `retired` in favour of `kept`: an open identity set
+    holding a retired fact holds the kept one instead, or is closed when that leaves it one
+    member; None when it is not touched."""
     if (
         other.id == resolved.id
         or other.status is not ConflictStatus.OPEN
+        or other.kind is not ConflictKind.IDENTITY
         or not retired & set(other.member_ids)
     ):
         return None
@@ -159,6 +169,22 @@ def _follow(
         return other.model_copy(update={"member_ids": held})
     closed = {"status": ConflictStatus.RESOLVED, "resolved_at": now, "kept_fact_id": kept.id}
     return other.model_copy(update=closed)
+
+
+def held_elsewhere(
+    conflict: ConflictSet, fact_ids: Sequence[str], others: Sequence[ConflictSet]
+) -> list[ConflictSet]:
+    """The open value conflicts and quarantine sets, other than `conflict`, holding any of
+    `fact_ids`."""
+    wanted = set(fact_ids)
+    return [
+        o
+        for o in others
+        if o.id != conflict.id
+        and o.status is ConflictStatus.OPEN
+        and o.kind is not ConflictKind.IDENTITY
+        and wanted & set(o.member_ids)
+    ]
 
 
 def _end(old: Fact, kept: Fact) -> datetime:

@@ -5,8 +5,9 @@ predicates that are probably one attribute), asks the model about them in batche
 (`core.identity_judge`: one call per `JUDGE_BATCH` pairs, whatever the number of subjects),
 then applies the verdicts one by one with `IdentityJudgement`, a `Pass` like any other:
 under the subject's lock it reads the set again, applies the verdict only if the set is still
-open with the same two live facts (a person, or an earlier verdict of this run, may have
-decided it meanwhile), and resolves it the way a person would
+open with two live facts (a person, or an earlier verdict of this run, may have decided it
+meanwhile; a set an earlier verdict moved to its kept fact keeps its question, the kept fact
+being the same attribute), and resolves it the way a person would
 (`core.resolve.resolve_conflict`), signed by this pass. One verdict a transaction: sets of
 one subject often share a fact (several new names contested against one known fact), and
 each verdict must see what the one before it did (a fact retired, a set moved to the kept
@@ -14,9 +15,11 @@ fact, an alias learned); a verdict that cannot be applied (a fact pinned meanwhi
 only itself.
 
 Not asked, left to a person: a pair with a pinned member (a model's `same` would retire a
-fact a person fixed) and a pair whose newer fact comes from a less trusted source than the
+fact a person fixed), a pair whose newer fact comes from a less trusted source than the
 older (a model's `same` would let it replace a better-trusted value, which the adjudicator
-quarantines when it comes under the same name).
+quarantines when it comes under the same name), and a pair with a member held in an open
+value conflict or quarantine set (`resolve.resolve_conflict` refuses to retire it: that set
+is decided first, and the pair is asked about in a later run).
 
 Fail-soft: a provider error or an answer that cannot be read stops judging for this run and
 leaves the sets open (they are asked about again next run); nothing is half-applied.
@@ -34,7 +37,7 @@ from distill.core.identity_judge import JUDGE_BATCH, Pair, Verdict, pair_of
 from distill.core.models import ConflictKind, ConflictSet, ConflictStatus, Fact
 from distill.core.passes import Context, Decision, PassResult, Scope
 from distill.core.plan import Plan
-from distill.core.resolve import resolve_conflict
+from distill.core.resolve import held_elsewhere, resolve_conflict
 from distill.errors import DistillError
 from distill.passes import run_pass
 from distill.ports import LLM, LLMUsage, Store
@@ -101,7 +104,8 @@ class IdentityJudgement:
             if conflict is None or conflict.status is not ConflictStatus.OPEN or pair is None:
                 decisions.append(Decision("skipped", None, "the set changed meanwhile"))
                 continue
-            if for_a_person(pair):  # pinned or given a less trusted value meanwhile
+            others = list(snapshot.conflicts.values())
+            if for_a_person(pair, others):  # pinned, less trusted, or held in a value set
                 decisions.append(Decision("skipped", None, "left to a person"))
                 continue
             # A set an earlier verdict moved to its kept fact keeps its question: the fact
@@ -115,7 +119,7 @@ class IdentityJudgement:
                 by=by,
                 pass_name=PASS_NAME,
                 aliases=snapshot.aliases,
-                others=list(snapshot.conflicts.values()),
+                others=others,
             )
             plan.actions.extend(resolved.actions)
             outcome = "same" if verdict.same else "different"
@@ -125,21 +129,23 @@ class IdentityJudgement:
 
 def open_pairs(store: Store, project: str) -> list[Pair]:
     """The project's open identity sets that still hold two live facts, oldest first."""
-    sets = [
-        c
-        for c in store.conflicts(project, None, ConflictStatus.OPEN)
-        if c.kind is ConflictKind.IDENTITY
-    ]
+    everything = store.conflicts(project, None, ConflictStatus.OPEN)
+    sets = [c for c in everything if c.kind is ConflictKind.IDENTITY]
     ids = sorted({m for c in sets for m in c.member_ids})
     members = {f.id: f for f in store.facts_by_ids(project, ids)}
     pairs = [p for c in sets if (p := pair_of(c, members)) is not None]
-    return [p for p in pairs if not for_a_person(p)]
+    return [p for p in pairs if not for_a_person(p, everything)]
 
 
-def for_a_person(pair: Pair) -> bool:
+def for_a_person(pair: Pair, others: Sequence[ConflictSet]) -> bool:
     """A pair no model's verdict may settle (see the module docstring)."""
     older, newer = pair.older, pair.newer
-    return older.pinned or newer.pinned or newer.trust.rank < older.trust.rank
+    return (
+        older.pinned
+        or newer.pinned
+        or newer.trust.rank < older.trust.rank
+        or bool(held_elsewhere(pair.conflict, [older.id, newer.id], others))
+    )
 
 
 def judge_identities(

@@ -20,7 +20,7 @@ from distill.core import identity_judge, resolve
 from distill.core.identity_judge import JUDGE_BATCH
 from distill.core.models import ConflictKind, ConflictStatus, FactStatus
 from distill.core.plan import ReviseConflict, ReviseFact
-from distill.errors import TransientProviderError
+from distill.errors import InvalidOperation, TransientProviderError
 from tests.factories import T0, make_conflict, make_fact
 from tests.unit.scenario_support import MemoryFactory, at, say
 from tests.unit.test_drift_identity import EXTENDED, OLD, far_apart
@@ -403,36 +403,81 @@ def test_a_person_resolving_one_set_moves_the_other_to_the_kept_fact(
     assert current.predicate == third[0]
 
 
-def test_resolving_a_set_moves_the_open_sets_that_held_a_retired_fact() -> None:
+def test_resolving_a_set_moves_the_identity_sets_that_held_a_retired_fact() -> None:
     """`resolve.resolve_conflict(..., others=)`, on values: keeping `k` over `x` moves an
-    identity set {x, y} to {k, y} and a value conflict {x, z} to {k, z} (the held candidate
-    now stands against the current value; left on a retired fact, resolving it for `z`
-    would have left two live values of one attribute), closes a set asking {x, k} again
-    (one fact now, `k` kept), and leaves a set without `x` alone."""
+    identity set {x, y} to {k, y}, closes a set asking {x, k} again (one fact now, `k`
+    kept), and leaves a set without `x` alone; only `x` is retired."""
     x = make_fact("bike_count", {"count": 3}, valid_from=T0)
     k = make_fact("bike_class_count", {"count": 4}, valid_from=T0 + timedelta(days=30))
     y = make_fact("two_wheelers", {"count": 5}, valid_from=T0 + timedelta(days=40))
-    z = make_fact("bike_count", {"count": 6}, status=FactStatus.CANDIDATE)
     w = make_fact("car_count", {"count": 1})
     identity = {"kind": ConflictKind.IDENTITY, "identity_key": None}
     resolved = make_conflict([x.id, k.id], **identity)
     moves, again = make_conflict([x.id, y.id], **identity), make_conflict([k.id, x.id], **identity)
-    values, apart = make_conflict([x.id, z.id]), make_conflict([w.id, y.id], **identity)
+    apart = make_conflict([w.id, y.id], **identity)
     members = {f.id: f for f in (x, k)}
 
     plan = resolve.resolve_conflict(
-        resolved, members, k.id, T0 + timedelta(days=50), others=[moves, again, values, apart]
+        resolved, members, k.id, T0 + timedelta(days=50), others=[moves, again, apart]
     )
 
     revised = {a.before.id: a.after for a in plan.actions if isinstance(a, ReviseConflict)}
-    assert set(revised) == {resolved.id, moves.id, again.id, values.id}
+    assert set(revised) == {resolved.id, moves.id, again.id}
     assert revised[moves.id].member_ids == (k.id, y.id)
-    assert revised[values.id].member_ids == (k.id, z.id)
-    assert revised[moves.id].status is revised[values.id].status is ConflictStatus.OPEN
+    assert revised[moves.id].status is ConflictStatus.OPEN
     assert revised[again.id].status is ConflictStatus.RESOLVED
     assert revised[again.id].kept_fact_id == k.id
     retired = [a.after.id for a in plan.actions if isinstance(a, ReviseFact)]
-    assert retired == [x.id]  # y, z and w are not this set's members
+    assert retired == [x.id]  # y and w are not this set's members
+
+
+def test_an_identity_set_may_not_retire_a_fact_a_value_conflict_holds() -> None:
+    """A value conflict {x, z?} holds a candidate against `x`'s attribute: retiring `x` by
+    an identity resolution would leave that question on a retired fact (and, resolved for
+    `z`, two live values of one attribute); it is refused until that set is decided.
+    Saying "two attributes" (`keep=None`) retires nothing and is allowed."""
+    x = make_fact("gp", {"name": "Dr. Patel"}, valid_from=T0)
+    k = make_fact("primary_care_physician", {"name": "Dr. Nguyen"}, valid_from=T0 + timedelta(1))
+    z = make_fact("gp", {"name": "Dr. Lee"}, status=FactStatus.CANDIDATE)
+    resolved = make_conflict([x.id, k.id], kind=ConflictKind.IDENTITY, identity_key=None)
+    values = make_conflict([x.id, z.id], identity_key="gp|{}")
+    members = {f.id: f for f in (x, k)}
+
+    with pytest.raises(InvalidOperation, match=f"{values.id}.*resolve that set first"):
+        resolve.resolve_conflict(resolved, members, k.id, T0, others=[values])
+    apart = resolve.resolve_conflict(resolved, members, None, T0, others=[values])
+    assert not [a for a in apart.actions if isinstance(a, ReviseFact)]
+
+
+def test_a_pair_held_in_a_value_conflict_waits_for_a_person(make_memory: MemoryFactory) -> None:
+    """`gp` Patel, then Lee (a value conflict: which is right?), then a change under
+    `primary_care_physician`: the identity pair is not put to the model while the value
+    conflict is open; once a person decides it, the next run asks and applies the verdict,
+    and one value is left."""
+    llm = FakeLLM(default=verdicts(True))
+    mem = make_memory(overrides=far_apart(GP, PCP), extractor="claims", llm=llm)
+    say(mem, *GP, when=at(0))
+    mem.consolidate()
+    say(mem, "gp", {"name": "Dr. Lee"}, when=at(days=10))
+    mem.consolidate()
+    say(mem, *PCP, when=at(days=30), action="supersede")
+    first = mem.consolidate()
+
+    assert (first.contested, first.llm_calls) == (1, 0)
+    (values,) = [c for c in mem.conflicts() if c.kind is ConflictKind.CONFLICT]
+    (pair,) = [c for c in identity_sets(mem) if c.status is ConflictStatus.OPEN]
+    new = next(f for f in mem.facts() if f.predicate == PCP[0])
+    with pytest.raises(InvalidOperation, match="resolve that set first"):
+        mem.resolve_conflict(pair.id, keep=new.id)
+
+    lee = next(f for f in mem.facts(include_retired=True) if f.value == {"name": "Dr. Lee"})
+    mem.resolve_conflict(values.id, keep=lee.id)
+    say(mem, "unrelated_thing", {"note": "x"}, when=at(days=41))  # a run of this project
+    second = mem.consolidate()
+
+    assert (second.identities_same, second.llm_calls) == (1, 1)
+    current = sorted((f.predicate, f.value) for f in mem.facts() if "name" in f.value)
+    assert current == [PCP]
 
 
 def test_a_change_is_asked_about_the_fact_its_words_point_at_before_a_closer_one(

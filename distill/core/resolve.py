@@ -54,9 +54,9 @@ def resolve_conflict(
     supersedes holds the kept fact instead (the question goes on with the current value, as
     `WorkingSet._follow_identity_sets` does for a new version); one left with a single
     member is closed, its question answered by this one. An identity set whose resolution
-    would retire a fact that an open value conflict or quarantine set holds is refused: that
-    set's candidates stand against that fact's identity, and moving them to another would
-    make one set span two attributes. Resolve that set first.
+    would retire a fact that an open value conflict or quarantine set holds, or holds a rival
+    value for, is refused: that set's candidates stand against that fact's attribute, and
+    moving them to another would make one set span two attributes. Resolve that set first.
     """
     if conflict.status is not ConflictStatus.OPEN:
         raise AlreadyResolved(f"conflict {conflict.id} is already {conflict.status}")
@@ -77,12 +77,11 @@ def resolve_conflict(
     for fact in losers:
         if fact.pinned:
             raise PinnedFact(f"fact {fact.id} is pinned; unpin it before resolving its conflict")
-    blocking = held_elsewhere(conflict, [f.id for f in losers], others) if kept else []
+    blocking = held_elsewhere(conflict, losers, others) if kept else []
     if conflict.kind is ConflictKind.IDENTITY and blocking:
-        held = next(f.id for f in losers if f.id in blocking[0].member_ids)
         raise InvalidOperation(
-            f"fact {held} is held in open {blocking[0].kind} set {blocking[0].id}; "
-            "resolve that set first"
+            f"an open {blocking[0].kind} set ({blocking[0].id}) holds a value of an attribute "
+            "this would retire; resolve that set first"
         )
 
     plan = Plan()
@@ -172,18 +171,20 @@ def _follow(
 
 
 def held_elsewhere(
-    conflict: ConflictSet, fact_ids: Sequence[str], others: Sequence[ConflictSet]
+    conflict: ConflictSet, facts: Sequence[Fact], others: Sequence[ConflictSet]
 ) -> list[ConflictSet]:
-    """The open value conflicts and quarantine sets, other than `conflict`, holding any of
-    `fact_ids`."""
-    wanted = set(fact_ids)
+    """The open value conflicts and quarantine sets, other than `conflict`, that hold one of
+    `facts` or a rival value of one of their attributes (a set on the same identity key: a
+    candidate held against that attribute, whichever version of it the set names)."""
+    ids = {f.id for f in facts}
+    keys = {f.identity_key for f in facts if f.identity_key is not None}
     return [
         o
         for o in others
         if o.id != conflict.id
         and o.status is ConflictStatus.OPEN
         and o.kind is not ConflictKind.IDENTITY
-        and wanted & set(o.member_ids)
+        and (ids & set(o.member_ids) or o.identity_key in keys)
     ]
 
 

@@ -18,8 +18,9 @@ Not asked, left to a person: a pair with a pinned member (a model's `same` would
 fact a person fixed), a pair whose newer fact comes from a less trusted source than the
 older (a model's `same` would let it replace a better-trusted value, which the adjudicator
 quarantines when it comes under the same name), and a pair with a member held in an open
-value conflict or quarantine set (`resolve.resolve_conflict` refuses to retire it: that set
-is decided first, and the pair is asked about in a later run).
+value conflict or quarantine set, or with a rival value held in one
+(`resolve.resolve_conflict` refuses to retire it: that set is decided first, and the pair
+is asked about in a later run).
 
 Fail-soft: a provider error or an answer that cannot be read stops judging for this run and
 leaves the sets open (they are asked about again next run); nothing is half-applied.
@@ -144,7 +145,7 @@ def for_a_person(pair: Pair, others: Sequence[ConflictSet]) -> bool:
         older.pinned
         or newer.pinned
         or newer.trust.rank < older.trust.rank
-        or bool(held_elsewhere(pair.conflict, [older.id, newer.id], others))
+        or bool(held_elsewhere(pair.conflict, [older, newer], others))
     )
 
 

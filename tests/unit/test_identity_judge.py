@@ -447,6 +447,11 @@ def test_an_identity_set_may_not_retire_a_fact_a_value_conflict_holds() -> None:
         resolve.resolve_conflict(resolved, members, k.id, T0, others=[values])
     apart = resolve.resolve_conflict(resolved, members, None, T0, others=[values])
     assert not [a for a in apart.actions if isinstance(a, ReviseFact)]
+    # a set holding only a rival value of the attribute (a quarantined candidate, or a
+    # conflict left on an older version of it) blocks too: found by review
+    held = make_conflict([z.id], kind=ConflictKind.QUARANTINE, identity_key="gp|{}")
+    with pytest.raises(InvalidOperation, match=f"{held.id}.*resolve that set first"):
+        resolve.resolve_conflict(resolved, members, k.id, T0, others=[held])
 
 
 def test_a_pair_held_in_a_value_conflict_waits_for_a_person(make_memory: MemoryFactory) -> None:
@@ -499,3 +504,30 @@ def test_a_change_is_asked_about_the_fact_its_words_point_at_before_a_closer_one
 
     assert report.identities_same == 1
     assert sorted((f.predicate or "", f.value) for f in mem.facts()) == sorted([color, change])
+
+
+def test_a_rival_value_held_for_a_superseded_version_still_blocks(
+    make_memory: MemoryFactory,
+) -> None:
+    """`gp` Patel, then Lee (a value conflict on `gp`), then Kim stated as a change (Patel
+    superseded; the conflict still holds Lee against `gp`), then a change under
+    `primary_care_physician`: the pair {Kim, Nguyen} holds no member of the conflict, but
+    retiring Kim would leave Lee's question on an attribute renamed away, and resolving it
+    for Lee would serve two doctors. So the model is not asked and a person is refused until
+    the conflict is decided (found by review)."""
+    llm = FakeLLM(default=verdicts(True))
+    mem = make_memory(overrides=far_apart(GP, PCP), extractor="claims", llm=llm)
+    say(mem, *GP, when=at(0))
+    mem.consolidate()
+    say(mem, "gp", {"name": "Dr. Lee"}, when=at(days=10))
+    mem.consolidate()
+    say(mem, "gp", {"name": "Dr. Kim"}, when=at(days=20), action="supersede")
+    mem.consolidate()
+    say(mem, *PCP, when=at(days=30), action="supersede")
+    report = mem.consolidate()
+
+    assert report.llm_calls == 0
+    (pair,) = [c for c in identity_sets(mem) if c.status is ConflictStatus.OPEN]
+    new = next(f for f in mem.facts() if f.predicate == PCP[0])
+    with pytest.raises(InvalidOperation, match="resolve that set first"):
+        mem.resolve_conflict(pair.id, keep=new.id)

@@ -454,17 +454,23 @@ def test_an_identity_set_may_not_retire_a_fact_a_value_conflict_holds() -> None:
         resolve.resolve_conflict(resolved, members, k.id, T0, others=[held])
 
 
-def test_a_pair_held_in_a_value_conflict_waits_for_a_person(make_memory: MemoryFactory) -> None:
-    """`gp` Patel, then Lee (a value conflict: which is right?), then a change under
-    `primary_care_physician`: the identity pair is not put to the model while the value
-    conflict is open; once a person decides it, the next run asks and applies the verdict,
-    and one value is left."""
+def gp_with_a_rival(make_memory: MemoryFactory) -> Memory:
+    """A judged memory with `gp` Patel, then Lee: a value conflict holding Lee against it."""
     llm = FakeLLM(default=verdicts(True))
     mem = make_memory(overrides=far_apart(GP, PCP), extractor="claims", llm=llm)
     say(mem, *GP, when=at(0))
     mem.consolidate()
     say(mem, "gp", {"name": "Dr. Lee"}, when=at(days=10))
     mem.consolidate()
+    return mem
+
+
+def test_a_pair_held_in_a_value_conflict_waits_for_a_person(make_memory: MemoryFactory) -> None:
+    """`gp` Patel, then Lee (a value conflict: which is right?), then a change under
+    `primary_care_physician`: the identity pair is not put to the model while the value
+    conflict is open; once a person decides it, the next run asks and applies the verdict,
+    and one value is left."""
+    mem = gp_with_a_rival(make_memory)
     say(mem, *PCP, when=at(days=30), action="supersede")
     first = mem.consolidate()
 
@@ -515,12 +521,7 @@ def test_a_rival_value_held_for_a_superseded_version_still_blocks(
     retiring Kim would leave Lee's question on an attribute renamed away, and resolving it
     for Lee would serve two doctors. So the model is not asked and a person is refused until
     the conflict is decided (found by review)."""
-    llm = FakeLLM(default=verdicts(True))
-    mem = make_memory(overrides=far_apart(GP, PCP), extractor="claims", llm=llm)
-    say(mem, *GP, when=at(0))
-    mem.consolidate()
-    say(mem, "gp", {"name": "Dr. Lee"}, when=at(days=10))
-    mem.consolidate()
+    mem = gp_with_a_rival(make_memory)
     say(mem, "gp", {"name": "Dr. Kim"}, when=at(days=20), action="supersede")
     mem.consolidate()
     say(mem, *PCP, when=at(days=30), action="supersede")

@@ -99,13 +99,13 @@ class IdentityJudgement:
         plan = Plan()
         decisions: list[Decision] = []
         by = f"the model {self.model_id}"
+        others = list(snapshot.conflicts.values())
         for verdict in snapshot.verdicts:
             conflict = snapshot.conflicts.get(verdict.conflict_id)
             pair = pair_of(conflict, snapshot.members) if conflict is not None else None
             if conflict is None or conflict.status is not ConflictStatus.OPEN or pair is None:
                 decisions.append(Decision("skipped", None, "the set changed meanwhile"))
                 continue
-            others = list(snapshot.conflicts.values())
             if for_a_person(pair, others):  # pinned, less trusted, or held in a value set
                 decisions.append(Decision("skipped", None, "left to a person"))
                 continue

@@ -233,6 +233,10 @@ class Adjudicator(LateArrivals):
             if not values_equal(other.value, value):
                 reason = "contradicts a fact with other qualifiers"
                 return self._conflict(c, other, ident, value, reason)
+        if c.claim.action is ClaimAction.SUPERSEDE and not self._state_versions(key):
+            # A change of nothing known: the value it replaced may still arrive, under another
+            # name, and is then judged against this fact (`_match`), as if it had come first.
+            fact = fact.model_copy(update={"unpaired_change": True})
         self._create(fact, f"new identity ({how})", vector_text=self._query_text(c))
         return Decision(Outcome.CREATED, fact.id, "new identity")
 
@@ -342,10 +346,15 @@ class Adjudicator(LateArrivals):
         """The known active state fact (same qualifiers, another predicate) that the claim
         most probably names: the closest judged the same, else the closest judged probably
         the same on some evidence (words or distances), else the closest a judge model is
-        to be asked about only because the claim is a change (never a pinned fact, nor one
-        from a better-trusted source than the claim's: a model may not settle those), else
-        None. Ties go to the lower distance, then the predicate, so the choice does not
-        depend on the order facts were loaded in."""
+        to be asked about only because one of the two is a change (never a pinned fact, nor
+        a replaced value from a better-trusted source than its replacement's: a model may
+        not settle those), else None. Ties go to the lower distance, then the predicate, so
+        the choice does not depend on the order facts were loaded in.
+
+        A change is the claim (`asserted`) or a known fact created from a change that
+        matched nothing (`Fact.unpaired_change`): its replaced value arrived after it, and
+        is judged against it as the change would have been against that value had they
+        come the other way round (DESIGN invariant 8)."""
         wanted = qualifiers_of_key(identity_key(predicate, qualifiers))
         name = self.s.vectors.get(identity_text(predicate))
         full = self.s.vectors.get(identity_text(predicate, value))
@@ -366,9 +375,12 @@ class Adjudicator(LateArrivals):
                 self.bands,
                 _distance(name, self.s.vectors.get(identity_text(fact.predicate))),
                 _distance(full, self.s.vectors.get(identity_text(fact.predicate, fact.value))),
-                asserted,
+                asserted or fact.unpaired_change,
             )
-            if match.unsupported and (fact.pinned or fact.trust.rank > trust.rank):
+            # The replaced value's source against the replacement's (the claim is the change,
+            # else the known fact is).
+            replaced, replacing = (fact.trust, trust) if asserted else (trust, fact.trust)
+            if match.unsupported and (fact.pinned or replaced.rank > replacing.rank):
                 continue  # a model may not settle it (passes.identity_judge): not asked
             if match.verdict is not Verdict.DIFFERENT:
                 rank = 0 if match.verdict is Verdict.SAME else 2 if match.unsupported else 1

@@ -32,6 +32,10 @@ embedder carries, and the model has it. A `create` claim is not asked about ever
 nearly half of unrelated attribute pairs pass the guards, so a new name would be asked about
 almost always (scripts/calibrate_threshold.py measures both).
 
+Both change rules hold in either arrival order: a known fact created from a change that
+matched nothing (`Fact.unpaired_change`: the value it replaced came later) makes the pair a
+change too (`asserted` is the adjudicator's to say: core/adjudicate.py).
+
 Without a model no band reaches a silent leak of 10% at 10% of different attributes contested
 with the shipped embedder, even on the pairs it was chosen on (12.9% at 7.7%, 9.5% at 14.5%):
 a person's attention is the limit there.

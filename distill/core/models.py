@@ -405,6 +405,10 @@ class Fact(BaseModel):
     trust: Trust
     confidence: float = 1.0
     pinned: bool = False
+    # Created from a claim stated as a change (`supersede`) that matched no known value under
+    # another name: an older value of a related attribute that arrives later is judged
+    # against it as if the change had come second (invariant 8). Cleared once it is paired.
+    unpaired_change: bool = False
 
     @property
     def live(self) -> bool:

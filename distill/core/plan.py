@@ -59,7 +59,7 @@ class ReviseFact:
 
     before: Fact
     after: Fact
-    op: str  # reinforce | retire | retime | link | reclassify | resolve | pin | retract
+    op: str  # reinforce | retire | retime | link | reclassify | resolve | pin | retract | pair
     reason: str
     pass_name: str = "adjudicate"
 

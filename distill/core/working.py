@@ -274,6 +274,8 @@ class WorkingSet:
         reason = f"'{fact.predicate}' may be '{known.predicate}' ({match.reason})"
         self._create(fact, f"contested: {reason}", vector_text=self._query_text(c))
         self._open_conflict(None, (known.id, fact.id), ConflictKind.IDENTITY, reason)
+        if known.unpaired_change and not known.pinned:  # its change has a pair now
+            self._revise(known, "pair", f"paired with '{fact.predicate}'", unpaired_change=False)
         return Decision(Outcome.CONTESTED, fact.id, reason)
 
     def _quarantine(

@@ -24,7 +24,8 @@ What the person would then be served, per case:
 - **different, merged**: one of them filed under the other's identity (a false merge).
 
 Targets: silent leakage ≤ 10% of the same cases, false merges 0, different attributes
-contested ≤ 10%.
+contested ≤ 10%. Both runs are made again with the later claim delivered first (a late
+event, a backfill): each case must end the same way (DESIGN invariant 8).
 
 The same cases run a second time with a scripted judge (`passes.identity_judge`): a model
 that answers each contested pair it is shown from the case's label. With a model configured,
@@ -124,15 +125,17 @@ def scripted_judge(cases: list[dict[str, Any]]) -> FakeLLM:
 
 
 def measure(
-    ctx: EvalContext, cases: list[dict[str, Any]], judge: FakeLLM | None
+    ctx: EvalContext, cases: list[dict[str, Any]], judge: FakeLLM | None, reverse: bool = False
 ) -> tuple[dict[str, str], int, int]:
-    """Each case's outcome, the consolidation errors, and the judge's calls."""
+    """Each case's outcome, the consolidation errors, and the judge's calls; `reverse`
+    delivers the later claim first (each still dated as in the case)."""
     errors = calls = 0
     options: dict[str, Any] = {"extractor": "claims"}
     if judge is not None:
         options["llm"] = judge
+    sides = ("then", "first") if reverse else ("first", "then")
     with ctx.memory(**options) as mem:
-        for step, side in enumerate(("first", "then"), start=1):
+        for step, side in enumerate(sides, start=1):
             mem.add_events(event(c, side) for c in cases)
             report = mem.consolidate()
             errors += len(report.errors) + bool(report.judge_stopped)
@@ -147,6 +150,13 @@ def run(ctx: EvalContext) -> SuiteResult:
     cases = ctx.take(data["cases"])
     outcomes, errors, _ = measure(ctx, cases, None)
     judged, judge_errors, calls = measure(ctx, cases, scripted_judge(cases))
+    backward, back_errors, _ = measure(ctx, cases, None, reverse=True)
+    judged_backward, judged_back_errors, _ = measure(
+        ctx, cases, scripted_judge(cases), reverse=True
+    )
+
+    def agree(a: dict[str, str], b: dict[str, str]) -> float:
+        return round(sum(a[c["id"]] == b[c["id"]] for c in cases) / (len(cases) or 1), 4)
 
     def rates(found: dict[str, str]) -> tuple[float, int, float, Counter[tuple[str, str]]]:
         tally = Counter((c["relation"], found[c["id"]]) for c in cases)
@@ -186,11 +196,26 @@ def run(ctx: EvalContext) -> SuiteResult:
             Metric.info(
                 "judge calls",
                 calls,
-                f"for {tally[('same', 'contested')] + tally[('different', 'contested')]} "
-                "contested pairs; each case is its own project here, and a call covers one "
-                "project's pairs (up to 20)",
+                "each case is its own project here, and a call covers one project's pairs "
+                f"(up to 20); without a model, {tally[('same', 'contested')]} "
+                f"+ {tally[('different', 'contested')]} cases are contested",
             ),
-            Metric.at_most("consolidation errors", errors + judge_errors, 0),
+            Metric.at_least(
+                "same outcome when the later claim arrives first",
+                agree(outcomes, backward),
+                1.0,
+                "merged, contested or apart, per case (DESIGN invariant 8)",
+            ),
+            Metric.at_least(
+                "same outcome when the later claim arrives first, scripted judge",
+                agree(judged, judged_backward),
+                1.0,
+            ),
+            Metric.at_most(
+                "consolidation errors",
+                errors + judge_errors + back_errors + judged_back_errors,
+                0,
+            ),
         ],
     )
     result.tables.append(_by_category(cases, outcomes))

@@ -124,6 +124,7 @@ TABLES: tuple[Table, ...] = (
             "trust": K.TEXT,
             "confidence": K.FLOAT,
             "pinned": K.BOOL,
+            "unpaired_change": K.BOOL,
             "norm_hash": K.ID,
         },
     ),

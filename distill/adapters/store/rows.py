@@ -271,6 +271,7 @@ def fact_params(fact: Fact, c: Codec) -> Params:
         "trust": _text(fact.trust),
         "confidence": float(fact.confidence),
         "pinned": bool(fact.pinned),  # sqlite3 stores a bool as 1 or 0
+        "unpaired_change": bool(fact.unpaired_change),
     }
 
 
@@ -300,6 +301,7 @@ def fact_from_row(row: Row, c: Codec) -> Fact:
         trust=row["trust"],
         confidence=row["confidence"],
         pinned=bool(row["pinned"]),
+        unpaired_change=bool(row["unpaired_change"]),
     )
 
 

@@ -271,13 +271,13 @@ INSERT INTO facts (
     id, project, subject, kind, predicate, value, stated, text, qualifiers, attribution,
     identity_key, status, valid_from, valid_to, recorded_at, retired_at, supersedes_id,
     superseded_by, source_event_ids, reinforcement_count, last_reinforced_at, trust,
-    confidence, pinned, norm_hash
+    confidence, pinned, unpaired_change, norm_hash
 ) VALUES (
     %(id)s, %(project)s, %(subject)s, %(kind)s, %(predicate)s, %(value)s, %(stated)s, %(text)s,
     %(qualifiers)s, %(attribution)s, %(identity_key)s, %(status)s, %(valid_from)s,
     %(valid_to)s, %(recorded_at)s, %(retired_at)s, %(supersedes_id)s, %(superseded_by)s,
     %(source_event_ids)s, %(reinforcement_count)s, %(last_reinforced_at)s, %(trust)s,
-    %(confidence)s, %(pinned)s, %(norm_hash)s
+    %(confidence)s, %(pinned)s, %(unpaired_change)s, %(norm_hash)s
 );
 
 -- name: update_fact
@@ -289,7 +289,8 @@ UPDATE facts SET
     supersedes_id = %(supersedes_id)s, superseded_by = %(superseded_by)s,
     source_event_ids = %(source_event_ids)s, reinforcement_count = %(reinforcement_count)s,
     last_reinforced_at = %(last_reinforced_at)s, trust = %(trust)s,
-    confidence = %(confidence)s, pinned = %(pinned)s
+    confidence = %(confidence)s, pinned = %(pinned)s,
+    unpaired_change = %(unpaired_change)s
 WHERE id = %(id)s
   -- optimistic check: the row is still the version the plan was made from
   AND kind IS NOT DISTINCT FROM %(was_kind)s::text
@@ -312,7 +313,8 @@ WHERE id = %(id)s
   AND last_reinforced_at IS NOT DISTINCT FROM %(was_last_reinforced_at)s::timestamptz
   AND trust IS NOT DISTINCT FROM %(was_trust)s::text
   AND confidence IS NOT DISTINCT FROM %(was_confidence)s::double precision
-  AND pinned IS NOT DISTINCT FROM %(was_pinned)s::boolean;
+  AND pinned IS NOT DISTINCT FROM %(was_pinned)s::boolean
+  AND unpaired_change IS NOT DISTINCT FROM %(was_unpaired_change)s::boolean;
 
 -- name: insert_fact_source
 INSERT INTO fact_sources (fact_id, event_id) VALUES (%(fact_id)s, %(event_id)s)
@@ -837,7 +839,7 @@ LIMIT %(limit)s;
 SELECT id, project, subject, kind, predicate, value, text, qualifiers, attribution, stated,
        identity_key, status, valid_from, valid_to, recorded_at, retired_at, supersedes_id,
        superseded_by, source_event_ids, reinforcement_count, last_reinforced_at, trust,
-       confidence, pinned, norm_hash
+       confidence, pinned, unpaired_change, norm_hash
 FROM facts
 WHERE %(after_id)s::text IS NULL OR id > %(after_id)s
 ORDER BY id

@@ -253,13 +253,13 @@ INSERT INTO facts (
     id, project, subject, kind, predicate, value, stated, text, qualifiers, attribution,
     identity_key, status, valid_from, valid_to, recorded_at, retired_at, supersedes_id, superseded_by,
     source_event_ids, reinforcement_count, last_reinforced_at, trust, confidence, pinned,
-    norm_hash
+    unpaired_change, norm_hash
 ) VALUES (
     :id, :project, :subject, :kind, :predicate, :value, :stated, :text, :qualifiers,
     :attribution,
     :identity_key, :status, :valid_from, :valid_to, :recorded_at, :retired_at, :supersedes_id,
     :superseded_by, :source_event_ids, :reinforcement_count, :last_reinforced_at, :trust,
-    :confidence, :pinned, :norm_hash
+    :confidence, :pinned, :unpaired_change, :norm_hash
 );
 
 -- name: update_fact
@@ -270,7 +270,8 @@ UPDATE facts SET
     recorded_at = :recorded_at, retired_at = :retired_at, supersedes_id = :supersedes_id,
     superseded_by = :superseded_by, source_event_ids = :source_event_ids,
     reinforcement_count = :reinforcement_count, last_reinforced_at = :last_reinforced_at,
-    trust = :trust, confidence = :confidence, pinned = :pinned
+    trust = :trust, confidence = :confidence, pinned = :pinned,
+    unpaired_change = :unpaired_change
 WHERE id = :id
   -- optimistic check: the row is still the version the plan was made from
   AND kind IS :was_kind
@@ -293,7 +294,8 @@ WHERE id = :id
   AND last_reinforced_at IS :was_last_reinforced_at
   AND trust IS :was_trust
   AND confidence IS :was_confidence
-  AND pinned IS :was_pinned;
+  AND pinned IS :was_pinned
+  AND unpaired_change IS :was_unpaired_change;
 
 -- name: insert_fact_source
 INSERT OR IGNORE INTO fact_sources (fact_id, event_id) VALUES (:fact_id, :event_id);
@@ -770,7 +772,7 @@ LIMIT :limit;
 SELECT id, project, subject, kind, predicate, value, text, qualifiers, attribution, stated,
        identity_key, status, valid_from, valid_to, recorded_at, retired_at, supersedes_id,
        superseded_by, source_event_ids, reinforcement_count, last_reinforced_at, trust,
-       confidence, pinned, norm_hash
+       confidence, pinned, unpaired_change, norm_hash
 FROM facts
 WHERE :after_id IS NULL OR id > :after_id
 ORDER BY id

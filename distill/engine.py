@@ -48,7 +48,7 @@ from distill.log_scope import scoped
 from distill.model_answers import ModelAnswers
 from distill.passes import run_pass
 from distill.passes.adjudication import Adjudication, JobWork
-from distill.passes.identity_judge import judge_identities
+from distill.passes.identity_judge import judge_projects
 from distill.ports import LLM, Clock, Embedder, Store, Vector
 from distill.preparation import Batch, Preparation, Prepared, Staged
 from distill.report import Report
@@ -159,16 +159,15 @@ class Engine:
         return report
 
     def _judge(self, report: Report) -> None:
-        """Put the open identity sets of the projects this run touched to the judge."""
+        """Put the open identity sets of the projects this run touched to the judge (the
+        others' wait for the worker's `judge_identity` pass: `Memory.judge_identities`)."""
         assert self.judge is not None
-        for project in sorted(report.projects):
-            judged = judge_identities(self.store, self.judge, project, self.clock.now, self.new_id)
-            report.identities_same += judged.same
-            report.identities_different += judged.different
-            report.count_llm(judged.usage)
-            if judged.stopped:
-                report.judge_stopped = f"{project}: {judged.stopped}"
-                return
+        projects = sorted(report.projects)
+        judged = judge_projects(self.store, self.judge, projects, self.clock.now, self.new_id)
+        report.identities_same += judged.same
+        report.identities_different += judged.different
+        report.count_llm(judged.usage)
+        report.judge_stopped = judged.stopped
 
     def _run(
         self, report: Report, progress: Callable[[int, int], None] | None, pipelined: bool

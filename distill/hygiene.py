@@ -1,7 +1,7 @@
 """The passes that keep stored memory clean, as `Memory` methods: `dedupe` (no model),
-`judge` and `summarise` (the configured model, fail-soft) and `prune` (no model; with
-`weight`, what it decides on). `Memory` is where they are called from; this is where they
-are put together, so that `memory.py` stays the read-and-write API.
+`judge`, `judge_identities` and `summarise` (the configured model, fail-soft) and `prune`
+(no model; with `weight`, what it decides on). `Memory` is where they are called from; this
+is where they are put together, so that `memory.py` stays the read-and-write API.
 
 Each runs over what is stored (not over what arrives), scope by scope, through the one
 applier; each takes a project allowlist, one subject, `dry_run` and its per-run caps, and
@@ -11,6 +11,7 @@ returns a report that names everything it did or refused.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
 from distill.adapters.embed.calibrations import offline_merge_distance
@@ -22,6 +23,7 @@ from distill.core.statements import merge_objections
 from distill.core.summarise import SUMMARISE_KEEP
 from distill.errors import ConfigurationError, InvalidInput
 from distill.passes.dedupe import MAX_SUPERSEDES_PER_RUN, DedupeReport, Offline, run_dedupe
+from distill.passes.identity_judge import Judged, judge_projects
 from distill.passes.memory_judge import JUDGE_MAX_CALLS, JUDGE_MAX_TOKENS, JudgeReport, run_judge
 from distill.passes.prune import PruneReport, run_prune
 from distill.passes.summarise import (
@@ -49,8 +51,9 @@ def model_for(what: str, llm: LLM | None) -> LLM:
 
 
 class Hygiene:
-    """`Memory.dedupe`, `Memory.judge`, `Memory.summarise`, `Memory.prune` and
-    `Memory.weight` (see the module docstring); `Memory` provides what they use."""
+    """`Memory.dedupe`, `Memory.judge`, `Memory.judge_identities`, `Memory.summarise`,
+    `Memory.prune` and `Memory.weight` (see the module docstring); `Memory` provides what
+    they use."""
 
     store: Store
     clock: Clock
@@ -129,6 +132,26 @@ class Hygiene:
             max_tokens=max_tokens,
             max_changes=max_changes,
         )
+
+    def judge_identities(
+        self, projects: Sequence[str] = (), dry_run: bool = False, max_pairs: int | None = None
+    ) -> Judged:
+        """Put the open identity sets (two names that are probably one attribute) of
+        `projects` (all when empty) to the model, up to 20 pairs a call, and apply its
+        verdicts as a person's resolution would be. `consolidate` does this after each run for
+        the projects the run touched; this is for the others: a pair that waited for a value
+        conflict a person has since decided, or sets a model that was down left open (the
+        worker's `judge_identity` pass). Pairs a model may not settle (a pinned member, a less
+        trusted newer fact) stay with a person. At most `max_pairs` pairs (None: all);
+        `dry_run` asks and reports, writing nothing. Needs a model (`Memory(llm=...)`)."""
+        llm = model_for("judge_identities", self.llm)
+        chosen = list(projects) or self.store.schedule_projects()
+        with self.store.dry_run() if dry_run else nullcontext():
+            judged = judge_projects(
+                self.store, llm, chosen, self.clock.now, self._new_id, max_pairs
+            )
+        judged.dry_run = dry_run
+        return judged
 
     def weight(
         self, fact_id: str, project: str = "default", half_life_days: float = HALF_LIFE_DAYS

@@ -99,6 +99,12 @@ class LLMUsage:
         self.prompt_tokens += completion.prompt_tokens
         self.completion_tokens += completion.completion_tokens
 
+    def include(self, other: LLMUsage) -> None:
+        """Add what another run spent."""
+        self.calls += other.calls
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+
     @property
     def tokens(self) -> int:
         """Prompt and completion tokens together: what a budget counts."""

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from distill.core.identity_judge import JUDGE_BATCH
 from distill.core.schedule import Outcome, Stop
 
 if TYPE_CHECKING:
@@ -142,6 +143,21 @@ def run_judge(memory: Memory, project: str, settings: PassSettings) -> Outcome:
     return _model_outcome(report, report.to_dict(), counts)
 
 
+def run_judge_identities(memory: Memory, project: str, settings: PassSettings) -> Outcome:
+    if (skipped := _no_model(memory, "judge_identity")) is not None:
+        return skipped
+    pairs = None if settings.max_calls is None else settings.max_calls * JUDGE_BATCH
+    judged = memory.judge_identities(projects=[project], dry_run=settings.dry_run, max_pairs=pairs)
+    soft = (f"model: {judged.stopped}",) if judged.stopped else ()
+    counts = {
+        "same": judged.same,
+        "different": judged.different,
+        "llm_calls": judged.usage.calls,
+        "llm_tokens": judged.usage.tokens,
+    }
+    return Outcome(judged.to_dict(), soft=soft, counts=counts)
+
+
 def run_summarise(memory: Memory, project: str, settings: PassSettings) -> Outcome:
     if (skipped := _no_model(memory, "summarise")) is not None:
         return skipped
@@ -199,6 +215,9 @@ def run_topics(memory: Memory, project: str, settings: PassSettings) -> Outcome:
 
 register(ScheduledPass("dedupe", run_dedupe))
 register(ScheduledPass("judge", run_judge, needs_model=True))
+# After each run the engine judges the projects it touched; this reaches the others' sets
+# (a pair that waited for a value conflict a person decided, or a model that was down).
+register(ScheduledPass("judge_identity", run_judge_identities, needs_model=True))
 register(ScheduledPass("summarise", run_summarise, default_enabled=False, needs_model=True))
 register(ScheduledPass("prune", run_prune, default_enabled=False))
 register(ScheduledPass("promote_rules", run_promote_rules, default_enabled=False, needs_model=True))

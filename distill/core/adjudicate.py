@@ -184,6 +184,9 @@ class Adjudicator(LateArrivals):
         # Before the head in world time (at the same instant, by its words: timeline.position).
         at = timeline.At(t, without_nulls(claim.value))
         if at < timeline.position(head):
+            if head.unpaired_change and not head.pinned:  # its change found what it replaced
+                self._revise(head, "pair", "an older value arrived", unpaired_change=False)
+                versions = timeline.chain(self._facts_of(key), key)
             return self._late(c, versions, at, ident)
 
         new_value = self._next_value(head, claim)
@@ -277,7 +280,7 @@ class Adjudicator(LateArrivals):
             self._learn_alias(predicate, updated.predicate, 0.0, reason)
             return updated.predicate, reason, None
         asserted = c.claim.action is ClaimAction.SUPERSEDE
-        found = self._match(predicate, value, qualifiers, asserted, c.event.trust)
+        found = self._match(predicate, value, qualifiers, asserted, c.event.trust, self._time(c))
         if found is None:
             return predicate, "exact predicate", None
         other, match = found
@@ -342,6 +345,7 @@ class Adjudicator(LateArrivals):
         qualifiers: dict[str, Any],
         asserted: bool,
         trust: Trust,
+        at: datetime,
     ) -> tuple[Fact, Match] | None:
         """The known active state fact (same qualifiers, another predicate) that the claim
         most probably names: the closest judged the same, else the closest judged probably
@@ -351,10 +355,11 @@ class Adjudicator(LateArrivals):
         not settle those), else None. Ties go to the lower distance, then the predicate, so
         the choice does not depend on the order facts were loaded in.
 
-        A change is the claim (`asserted`) or a known fact created from a change that
-        matched nothing (`Fact.unpaired_change`): its replaced value arrived after it, and
-        is judged against it as the change would have been against that value had they
-        come the other way round (DESIGN invariant 8)."""
+        A change replaces a value dated no later than itself: the claim (`asserted`, said
+        `at`) replaces a known fact dated no later; a known fact created from a change that
+        matched nothing (`Fact.unpaired_change`, unpinned) is judged against a claim dated no
+        later, as it would have been against that value had they come the other way round
+        (DESIGN invariant 8). A pinned change is a person's word: not paired automatically."""
         wanted = qualifiers_of_key(identity_key(predicate, qualifiers))
         name = self.s.vectors.get(identity_text(predicate))
         full = self.s.vectors.get(identity_text(predicate, value))
@@ -369,17 +374,18 @@ class Adjudicator(LateArrivals):
                 or qualifiers_of_key(fact.identity_key) != wanted
             ):
                 continue
+            claim_changes = asserted and fact.valid_from <= at
+            fact_changes = fact.unpaired_change and not fact.pinned and at <= fact.valid_from
             match = judge(
                 (fact.predicate, fact.value),
                 (predicate, value),
                 self.bands,
                 _distance(name, self.s.vectors.get(identity_text(fact.predicate))),
                 _distance(full, self.s.vectors.get(identity_text(fact.predicate, fact.value))),
-                asserted or fact.unpaired_change,
+                claim_changes or fact_changes,
             )
-            # The replaced value's source against the replacement's (the claim is the change,
-            # else the known fact is).
-            replaced, replacing = (fact.trust, trust) if asserted else (trust, fact.trust)
+            # The replaced value's source against the replacement's.
+            replaced, replacing = (fact.trust, trust) if claim_changes else (trust, fact.trust)
             if match.unsupported and (fact.pinned or replaced.rank > replacing.rank):
                 continue  # a model may not settle it (passes.identity_judge): not asked
             if match.verdict is not Verdict.DIFFERENT:

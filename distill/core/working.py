@@ -184,12 +184,15 @@ class WorkingSet:
         how: str,
     ) -> Decision:
         t = self._time(c)
+        # A change still waiting for the value it replaced (`unpaired_change`) waits as the
+        # attribute's current version: the mark moves with it.
         fact = self._new_fact(
             c,
             FactKind.STATE,
             ident,
             value,
             supersedes_id=head.id,
+            unpaired_change=head.unpaired_change,
         )
         reason = f"new value replaces the old one ({how})"
         self._revise(
@@ -200,6 +203,7 @@ class WorkingSet:
             valid_to=timeline.end_of(head.valid_to, t),
             retired_at=self.now,
             superseded_by=fact.id,
+            unpaired_change=False,
         )
         self._create(fact, reason, vector_text=self._query_text(c))
         self._follow_identity_sets(head, fact)

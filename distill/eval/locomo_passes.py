@@ -130,9 +130,7 @@ def _add(total: JudgeReport, run: JudgeReport) -> None:
     total.failed.extend(run.failed)
     total.stopped.extend(run.stopped)
     total.capped = run.capped  # whether the last run still left a backlog
-    total.usage.calls += run.usage.calls
-    total.usage.prompt_tokens += run.usage.prompt_tokens
-    total.usage.completion_tokens += run.usage.completion_tokens
+    total.usage.include(run.usage)
 
 
 def walk(

@@ -32,6 +32,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from distill.core import identity_judge
 from distill.core.identity_judge import JUDGE_BATCH, Pair, Verdict, pair_of
@@ -58,6 +59,22 @@ class Judged:
     skipped: int = 0  # verdicts dropped: the set changed meanwhile, or no usable answer
     stopped: str = ""  # why judging stopped early, "" when it did not
     usage: LLMUsage = field(default_factory=LLMUsage)
+    projects: int = 0  # projects looked at
+    dry_run: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pass": PASS_NAME,
+            "dry_run": self.dry_run,
+            "projects": self.projects,
+            "asked": self.asked,
+            "same": self.same,
+            "different": self.different,
+            "skipped": self.skipped,
+            "stopped": self.stopped,
+            "llm_calls": self.usage.calls,
+            "llm_tokens": self.usage.tokens,
+        }
 
 
 @dataclass(frozen=True)
@@ -147,6 +164,34 @@ def for_a_person(pair: Pair, others: Sequence[ConflictSet]) -> bool:
         or newer.trust.rank < older.trust.rank
         or bool(held_elsewhere(pair.conflict, [older, newer], others))
     )
+
+
+def judge_projects(
+    store: Store,
+    llm: LLM,
+    projects: Sequence[str],
+    now: Callable[[], datetime],
+    new_id: Callable[[], str],
+    max_pairs: int | None = None,
+) -> Judged:
+    """`judge_identities` over `projects` in order, at most `max_pairs` pairs in all; the
+    first project the model fails for stops the rest (`stopped` names it)."""
+    total = Judged()
+    for project in projects:
+        left = None if max_pairs is None else max_pairs - total.asked
+        if left is not None and left <= 0:
+            break
+        judged = judge_identities(store, llm, project, now, new_id, left)
+        total.projects += 1
+        total.asked += judged.asked
+        total.same += judged.same
+        total.different += judged.different
+        total.skipped += judged.skipped
+        total.usage.include(judged.usage)
+        if judged.stopped:
+            total.stopped = f"{project}: {judged.stopped}"
+            break
+    return total
 
 
 def judge_identities(

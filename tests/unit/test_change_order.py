@@ -11,12 +11,15 @@ is paired once in either order.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from distill import Memory
 from distill.adapters.llm.fake import FakeLLM
+from distill.core import identity_judge
+from distill.core.identity import identity_text
 from distill.core.models import FactStatus
 from distill.report import Report
 from tests.unit.scenario_support import SUBJECT, MemoryFactory, at, every_fact, say
@@ -130,18 +133,114 @@ def test_a_better_trusted_old_value_is_not_put_to_the_model_in_either_order(
     assert sorted(f.predicate or "" for f in mem.facts(subject=SUBJECT)) == [GP[0], PCP[0]]
 
 
-def test_a_change_that_matched_its_own_name_is_not_marked(make_memory: MemoryFactory) -> None:
-    """Only a change of nothing known is marked: one that superseded its own attribute's
-    value, or that was contested when it arrived, is paired already."""
-    llm = FakeLLM(default=verdicts(False))
-    mem = make_memory(overrides=far_apart(GP, PCP), extractor="claims", llm=llm)
-    say(mem, *PCP, when=at(0), action="supersede")
+def test_the_mark_moves_with_the_attribute_and_clears_when_an_older_value_comes(
+    make_memory: MemoryFactory,
+) -> None:
+    """A marked change superseded under its own name hands the mark to the new version (the
+    attribute still waits for the value it replaced); an older value of its own name, filed
+    into its past, pairs it."""
+    mem = make_memory(overrides=far_apart(GP, PCP), extractor="claims")
+    say(mem, *PCP, when=at(days=30), action="supersede")
     mem.consolidate()
-    (first,) = mem.facts(subject=SUBJECT)
-    assert first.unpaired_change
-    say(mem, PCP[0], {"name": "Dr. Adeyemi"}, when=at(days=5), action="supersede")
+    say(mem, PCP[0], {"name": "Dr. Adeyemi"}, when=at(days=40), action="supersede")
     mem.consolidate()
-    (current,) = mem.facts(subject=SUBJECT)
+    marked = [(f.value, f.status) for f in every_fact(mem) if f.unpaired_change]
+    assert marked == [({"name": "Dr. Adeyemi"}, FactStatus.ACTIVE)]
 
+    say(mem, PCP[0], {"name": "Dr. Patel"}, when=at(0))
+    mem.consolidate()
+    assert not any(f.unpaired_change for f in every_fact(mem))
+    (current,) = mem.facts(subject=SUBJECT)
     assert current.value == {"name": "Dr. Adeyemi"}
-    assert not current.unpaired_change
+
+
+DENTIST = ("dentist", {"name": "Dr. Okafor"})
+
+
+def apart(*claims: Claim) -> dict[str, list[float]]:
+    """Overrides placing each claim's identity texts on its own axis: orthogonal, so that
+    only words (and the change rules) relate them."""
+    pinned: dict[str, list[float]] = {}
+    for axis, (predicate, value) in enumerate(claims):
+        vector = [0.0] * 256
+        vector[axis] = 1.0
+        pinned[identity_text(predicate)] = vector
+        pinned[identity_text(predicate, value)] = vector
+    return pinned
+
+
+def gp_is_pcp(prompt: str) -> str:
+    """A scripted judge that knows one thing: a `gp` is a primary care physician."""
+    pairs = [
+        {"pair": n, "same": {a, b} == {GP[0], PCP[0]}, "reason": "scripted"}
+        for n, (a, b) in identity_judge.asked(prompt)
+    ]
+    return json.dumps({"pairs": pairs})
+
+
+@pytest.mark.parametrize(
+    "order",
+    [(0, 1, 2), (1, 2, 0), (2, 1, 0), (1, 0, 2)],
+    ids=["in-order", "change-dentist-gp", "dentist-change-gp", "change-gp-dentist"],
+)
+def test_a_later_new_name_neither_pairs_with_the_change_nor_uses_it_up(
+    make_memory: MemoryFactory, order: tuple[int, ...]
+) -> None:
+    """`gp` (day 0), a change under `primary_care_physician` (day 30), `dentist` (day 40),
+    in four arrival orders: the dentist, dated after the change, is never what it replaced
+    (not contested, no call for it), and `gp` is paired with the change in every order."""
+    llm = FakeLLM(default=gp_is_pcp)
+    mem = make_memory(overrides=apart(GP, PCP, DENTIST), extractor="claims", llm=llm)
+    steps = [
+        lambda: say(mem, *GP, when=at(0)),
+        lambda: say(mem, *PCP, when=at(days=30), action="supersede"),
+        lambda: say(mem, *DENTIST, when=at(days=40)),
+    ]
+    for index in order:
+        steps[index]()
+        mem.consolidate()
+
+    assert sorted(f.predicate or "" for f in mem.facts(subject=SUBJECT)) == [DENTIST[0], PCP[0]]
+    assert len(llm.calls) == 1
+    assert not any(f.unpaired_change for f in every_fact(mem))
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2), (1, 2, 0)], ids=["in-order", "gp-last"])
+def test_a_change_restated_before_its_old_value_comes_still_pairs(
+    make_memory: MemoryFactory, order: tuple[int, ...]
+) -> None:
+    """`gp` (day 0), a change under `primary_care_physician` (day 30), then a second value of
+    that name (day 40): `gp` arriving last is paired with the current version, as the set
+    would have followed it in world order."""
+    llm = FakeLLM(default=gp_is_pcp)
+    mem = make_memory(overrides=apart(GP, PCP), extractor="claims", llm=llm)
+    steps = [
+        lambda: say(mem, *GP, when=at(0)),
+        lambda: say(mem, *PCP, when=at(days=30), action="supersede"),
+        lambda: say(mem, PCP[0], {"name": "Dr. Ruiz"}, when=at(days=40), action="supersede"),
+    ]
+    for index in order:
+        steps[index]()
+        mem.consolidate()
+
+    (current,) = mem.facts(subject=SUBJECT)
+    assert (current.predicate, current.value) == (PCP[0], {"name": "Dr. Ruiz"})
+    assert mem.store.aliases("default", [GP[0]])[GP[0]].canonical == PCP[0]
+
+
+def test_a_pinned_change_is_not_paired_automatically(make_memory: MemoryFactory) -> None:
+    """A person pinned the change: related names that arrive after it (older or newer) are
+    not contested against it by the mark, however many come."""
+    change = ("goal_personal_best_time", {"time": "25:50"})
+    older = [("personal_best_5k", {"time": "27:12"}), ("personal_best_10k", {"time": "55:00"})]
+    mem = make_memory(overrides=apart(change, *older), extractor="claims")
+    say(mem, *change, when=at(days=30), action="supersede")
+    mem.consolidate()
+    (fact,) = mem.facts(subject=SUBJECT)
+    mem.pin(fact.id)
+    contested = []
+    for day, claim in enumerate(older):
+        say(mem, *claim, when=at(days=day))
+        contested.append(mem.consolidate().contested)
+
+    assert contested == [0, 0]

@@ -2,25 +2,33 @@
 -- under another name: the value it replaced has not arrived yet, or is known under a name
 -- nothing related. When an older value of a related attribute arrives later, it is judged
 -- against this fact as if the change had come second (core/adjudicate.py), so that the two
--- arrival orders end alike (DESIGN invariant 8). Cleared once the fact joins an identity set.
+-- arrival orders end alike (DESIGN invariant 8). The mark moves to each new version of the
+-- attribute, and is cleared once a version joins an identity set or an older value of the
+-- attribute's own name arrives.
 --
 -- The facts already stored are marked from their record, as the engine would have marked
--- them: a state fact whose creating observation says "new identity" for a `supersede` claim,
--- the first version of its identity, never a member of an identity set.
+-- them: the active version of an identity whose first version was created "new identity"
+-- for a `supersede` claim, none of whose versions is dated before that first one, and none
+-- of whose versions was ever in an identity set.
 
 ALTER TABLE facts ADD COLUMN unpaired_change INTEGER NOT NULL DEFAULT 0;
 
 UPDATE facts SET unpaired_change = 1
-WHERE kind = 'state' AND supersedes_id IS NULL
+WHERE kind = 'state' AND status = 'active' AND identity_key IS NOT NULL
   AND EXISTS (
-      SELECT 1 FROM observations AS o
-      WHERE o.fact_id = facts.id AND o.outcome = 'created' AND o.reason = 'new identity'
-        AND json_extract(o.claim, '$.action') = 'supersede')
+      SELECT 1 FROM facts AS first JOIN observations AS o ON o.fact_id = first.id
+      WHERE first.project = facts.project AND first.subject = facts.subject
+        AND first.identity_key = facts.identity_key AND first.supersedes_id IS NULL
+        AND o.outcome = 'created' AND o.reason = 'new identity'
+        AND json_extract(o.claim, '$.action') = 'supersede'
+        AND NOT EXISTS (
+            SELECT 1 FROM facts AS g
+            WHERE g.project = first.project AND g.subject = first.subject
+              AND g.identity_key = first.identity_key
+              AND (g.recorded_at < first.recorded_at OR g.valid_from < first.valid_from)))
   AND NOT EXISTS (
-      SELECT 1 FROM facts AS g
-      WHERE g.project = facts.project AND g.subject = facts.subject
-        AND g.identity_key = facts.identity_key AND g.recorded_at < facts.recorded_at)
-  AND NOT EXISTS (
-      SELECT 1 FROM conflicts AS c, json_each(c.member_ids) AS m
-      WHERE c.project = facts.project AND c.subject = facts.subject AND c.kind = 'identity'
-        AND stored_id(m.value) = facts.id);
+      SELECT 1 FROM facts AS v, conflicts AS c, json_each(c.member_ids) AS m
+      WHERE v.project = facts.project AND v.subject = facts.subject
+        AND v.identity_key = facts.identity_key
+        AND c.project = facts.project AND c.subject = facts.subject AND c.kind = 'identity'
+        AND stored_id(m.value) = v.id);

@@ -36,7 +36,7 @@ from distill.service.event_input import (
     read_jsonl,
 )
 from distill.service.export_command import export_cmd
-from distill.service.hygiene_command import dedupe, judge, prune
+from distill.service.hygiene_command import dedupe, judge, judge_identities, prune
 from distill.service.keys_command import keys
 from distill.service.maintenance_command import migrate, reembed, replay
 from distill.service.mcp_command import mcp_cmd
@@ -326,7 +326,8 @@ def _print_run(ctx: click.Context, report: Report, dry_run: bool, full_plan: boo
     if report.judge_stopped:
         err.print(
             f"the identity judge stopped ({report.judge_stopped}); its sets stay open and "
-            "are asked about again on the next run"
+            "are asked about again on their project's next run, by the worker's "
+            "judge_identity pass, or by `distill judge-identities`"
         )
     if report.events_without_claims:
         err.print(
@@ -541,6 +542,7 @@ cli.add_command(erase)
 cli.add_command(eval_cmd)
 cli.add_command(export_cmd)
 cli.add_command(judge)
+cli.add_command(judge_identities)
 cli.add_command(keys)
 cli.add_command(mcp_cmd)
 cli.add_command(migrate)

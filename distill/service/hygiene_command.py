@@ -1,5 +1,5 @@
-"""Commands that keep stored memory clean: `distill dedupe`, `distill judge` and
-`distill prune`, and the
+"""Commands that keep stored memory clean: `distill dedupe`, `distill judge`,
+`distill judge-identities` and `distill prune`, and the
 options every pass over stored memory shares (`scope_options`, `pass_options`,
 `model_options`, and `run_model_pass` for a pass that asks a model: `distill rules promote`
 takes them too).
@@ -23,9 +23,10 @@ from distill.errors import ConfigurationError
 from distill.memory import Memory
 from distill.passes.asking import ModelRun
 from distill.passes.dedupe import MAX_SUPERSEDES_PER_RUN, DedupeReport
+from distill.passes.identity_judge import Judged
 from distill.passes.memory_judge import JUDGE_MAX_CALLS, JUDGE_MAX_TOKENS, JudgeReport
 from distill.passes.prune import PruneReport
-from distill.service.terminal import emit, json_option, memory, out
+from distill.service.terminal import emit, err, json_option, memory, out
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -67,6 +68,16 @@ def pass_options(command: F) -> F:
     )
 
 
+# The model a pass asks: its provider, else `distill --llm`.
+llm_option = click.option(
+    "--llm",
+    "llm_provider",
+    type=click.Choice([p for p in PROVIDERS if p != "none"]),
+    help="The model to ask (default: distill --llm / DISTILL_LLM; its name, "
+    "URL and key from --llm-model, --llm-base-url and DISTILL_LLM_API_KEY).",
+)
+
+
 def model_options(max_calls: int, max_tokens: int) -> Callable[[F], F]:
     """What every pass that asks a model takes: the provider (else `distill --llm`) and the
     run's budget, with the pass's defaults."""
@@ -74,13 +85,7 @@ def model_options(max_calls: int, max_tokens: int) -> Callable[[F], F]:
     def decorate(command: F) -> F:
         for option in reversed(
             [
-                click.option(
-                    "--llm",
-                    "llm_provider",
-                    type=click.Choice([p for p in PROVIDERS if p != "none"]),
-                    help="The model to ask (default: distill --llm / DISTILL_LLM; its name, "
-                    "URL and key from --llm-model, --llm-base-url and DISTILL_LLM_API_KEY).",
-                ),
+                llm_option,
                 click.option(
                     "--max-calls",
                     type=click.IntRange(min=0),
@@ -257,6 +262,58 @@ def judge(
         as_json,
         _print_judged,
     )
+
+
+@click.command("judge-identities")
+@click.option(
+    "--project",
+    "projects",
+    multiple=True,
+    help="Only this project (repeat for several); every project by default.",
+)
+@click.option("--dry-run", is_flag=True, help="Ask the model and report; write nothing.")
+@llm_option
+@click.option(
+    "--max-pairs",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Pairs one run asks about at most (20 a call); every open pair by default.",
+)
+@json_option
+@click.pass_context
+def judge_identities(
+    ctx: click.Context,
+    projects: tuple[str, ...],
+    dry_run: bool,
+    llm_provider: str | None,
+    max_pairs: int | None,
+    as_json: bool,
+) -> None:
+    """Put the open identity sets (two names that may be one attribute, e.g. `gp` and
+    `primary_care_physician`) to the model and apply its verdicts as a person's would be:
+    one attribute keeps the newer value and learns the alias, two closes the set. A run of
+    `distill consolidate` does this for the projects it touched; this reaches the others.
+    Pairs with a pinned member or a less trusted newer value stay with a person."""
+    run_model_pass(
+        ctx,
+        llm_provider,
+        "judge-identities",
+        lambda mem: mem.judge_identities(projects=projects, dry_run=dry_run, max_pairs=max_pairs),
+        as_json,
+        _print_identities,
+    )
+
+
+def _print_identities(report: Judged) -> None:
+    verb = "would apply" if report.dry_run else "applied"
+    out.print(
+        f"asked about {report.asked} pair(s) in {report.projects} project(s) with "
+        f"{report.usage.calls} call(s), {report.usage.tokens:,} token(s); {verb}: "
+        f"{report.same} one attribute, {report.different} two; {report.skipped} left"
+        + (" (dry run: nothing written)" if report.dry_run else "")
+    )
+    if report.stopped:
+        err.print(f"the model stopped: {report.stopped}; the sets stay open")
 
 
 def _print_judged(report: JudgeReport) -> None:

@@ -1,7 +1,7 @@
-"""`distill dedupe` and `distill judge` as a person runs them, in a subprocess: a dry run that
-reports and writes nothing, then the run that applies. Dedupe runs on a store that holds
-duplicates (planted as an earlier version would have left them); judge asks a real
-OpenAI-compatible server on 127.0.0.1 that answers by a rule."""
+"""`distill dedupe`, `distill judge` and `distill judge-identities` as a person runs them, in
+a subprocess: a dry run that reports and writes nothing, then the run that applies. Dedupe
+runs on a store that holds duplicates (planted as an earlier version would have left them);
+the judges ask a real OpenAI-compatible server on 127.0.0.1 that answers by a rule."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 from distill import Memory
 from distill.adapters.embed.hashing import HashingEmbedder
+from distill.core import identity_judge
 from distill.core.memory_judge import asked
 from tests.acceptance.test_cli import Cli
 from tests.contract.test_dedupe import plant
@@ -127,3 +128,46 @@ def test_offline_merges_a_close_paraphrase_that_loses_nothing(tmp_path: Path) ->
     assert [f["text"] for f in cli.ok_json("facts", "--subject", "u1")] == [
         "I like jazz music a lot."
     ]
+
+
+def same_by_rule(request: Request) -> Reply:
+    """An OpenAI-compatible identity judge: every pair it is shown is one attribute."""
+    prompt = request.body["messages"][-1]["content"]
+    pairs = [
+        {"pair": n, "same": True, "reason": "renamed"} for n, _ in identity_judge.asked(prompt)
+    ]
+    return openai_reply(json.dumps({"pairs": pairs}))
+
+
+def test_judge_identities_decides_the_sets_a_run_left_without_a_model(tmp_path: Path) -> None:
+    """Consolidated without a model, `bike_count` and `bike_class_count` stay contested; with
+    one, `distill judge-identities` asks a real provider: a dry run reports and writes
+    nothing, the run keeps the newer value and learns the alias."""
+    cli = Cli(tmp_path)
+    cli.add_claims(
+        ("bike_count", {"count": 3}, "2024-05-01T10:00:00Z", "create"),
+        ("bike_class_count", {"count": 4}, "2024-06-01T10:00:00Z", "create"),
+    )
+    cli.ok("--extractor", "claims", "consolidate")
+    assert len(cli.ok_json("facts", "--subject", "u1")) == 2
+
+    with ScriptedServer(default=same_by_rule) as server:
+        cli.env.update(
+            DISTILL_LLM="openai",
+            DISTILL_LLM_MODEL="judge-model",
+            DISTILL_LLM_BASE_URL=server.url + "/v1",
+            OPENAI_API_KEY="test-key",
+        )
+        dry = cli.ok("judge-identities", "--dry-run")
+        assert "would apply: 1 one attribute" in dry.stdout and "nothing written" in dry.stdout
+        assert len(cli.ok_json("facts", "--subject", "u1")) == 2
+
+        done = cli.ok_json("judge-identities")
+        assert (done["same"], done["llm_calls"], done["projects"]) == (1, 1, 1)
+        [live] = cli.ok_json("facts", "--subject", "u1")
+        assert (live["predicate"], live["value"]) == ("bike_class_count", {"count": 4})
+        assert cli.ok_json("judge-identities")["llm_calls"] == 0  # nothing left open
+
+    del cli.env["DISTILL_LLM"]
+    failed = cli("judge-identities")
+    assert failed.code == 1 and "needs a model" in failed.error

@@ -134,7 +134,11 @@ class Hygiene:
         )
 
     def judge_identities(
-        self, projects: Sequence[str] = (), dry_run: bool = False, max_pairs: int | None = None
+        self,
+        projects: Sequence[str] = (),
+        dry_run: bool = False,
+        max_pairs: int | None = None,
+        max_tokens: int | None = None,
     ) -> Judged:
         """Put the open identity sets (two names that are probably one attribute) of
         `projects` (all when empty) to the model, up to 20 pairs a call, and apply its
@@ -142,13 +146,14 @@ class Hygiene:
         the projects the run touched; this is for the others: a pair that waited for a value
         conflict a person has since decided, or sets a model that was down left open (the
         worker's `judge_identity` pass). Pairs a model may not settle (a pinned member, a less
-        trusted newer fact) stay with a person. At most `max_pairs` pairs (None: all);
+        trusted newer fact) stay with a person. At most `max_pairs` pairs and no call begun
+        once `max_tokens` are spent (None: no limit); what they leave is counted (`capped`).
         `dry_run` asks and reports, writing nothing. Needs a model (`Memory(llm=...)`)."""
         llm = model_for("judge_identities", self.llm)
         chosen = list(projects) or self.store.schedule_projects()
         with self.store.dry_run() if dry_run else nullcontext():
             judged = judge_projects(
-                self.store, llm, chosen, self.clock.now, self._new_id, max_pairs
+                self.store, llm, chosen, self.clock.now, self._new_id, max_pairs, max_tokens
             )
         judged.dry_run = dry_run
         return judged

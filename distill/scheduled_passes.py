@@ -146,16 +146,29 @@ def run_judge(memory: Memory, project: str, settings: PassSettings) -> Outcome:
 def run_judge_identities(memory: Memory, project: str, settings: PassSettings) -> Outcome:
     if (skipped := _no_model(memory, "judge_identity")) is not None:
         return skipped
-    pairs = None if settings.max_calls is None else settings.max_calls * JUDGE_BATCH
-    judged = memory.judge_identities(projects=[project], dry_run=settings.dry_run, max_pairs=pairs)
+    # A call asks about up to JUDGE_BATCH pairs, and a pair retires at most one fact.
+    caps = [c for c in (settings.max_changes,) if c is not None]
+    if settings.max_calls is not None:
+        caps.append(settings.max_calls * JUDGE_BATCH)
+    judged = memory.judge_identities(
+        projects=[project],
+        dry_run=settings.dry_run,
+        max_pairs=min(caps) if caps else None,
+        max_tokens=settings.max_tokens,
+    )
     soft = (f"model: {judged.stopped}",) if judged.stopped else ()
-    counts = {
-        "same": judged.same,
-        "different": judged.different,
+    stop: Stop | None = None
+    detail = None
+    if judged.budget:
+        stop, detail = "budget", judged.budget
+    elif judged.capped:
+        stop, detail = "cap", f"{judged.capped} open pair(s) left by the per-run cap"
+    counts = {  # a `different` verdict changes no fact
+        "superseded": judged.same,
         "llm_calls": judged.usage.calls,
         "llm_tokens": judged.usage.tokens,
     }
-    return Outcome(judged.to_dict(), soft=soft, counts=counts)
+    return Outcome(judged.to_dict(), stop, detail, soft, counts)
 
 
 def run_summarise(memory: Memory, project: str, settings: PassSettings) -> Outcome:

@@ -184,7 +184,14 @@ class Adjudicator(LateArrivals):
         # Before the head in world time (at the same instant, by its words: timeline.position).
         at = timeline.At(t, without_nulls(claim.value))
         if at < timeline.position(head):
-            if head.unpaired_change and not head.pinned:  # its change found what it replaced
+            # Its change found what it replaced: a plain value of its own name, dated before
+            # its first version (a change dated before it only moves where the change began).
+            if (
+                head.unpaired_change
+                and not head.pinned
+                and claim.action is not ClaimAction.SUPERSEDE
+                and at < timeline.position(versions[0])
+            ):
                 self._revise(head, "pair", "an older value arrived", unpaired_change=False)
                 versions = timeline.chain(self._facts_of(key), key)
             return self._late(c, versions, at, ident)
@@ -375,7 +382,9 @@ class Adjudicator(LateArrivals):
             ):
                 continue
             claim_changes = asserted and fact.valid_from <= at
-            fact_changes = fact.unpaired_change and not fact.pinned and at <= fact.valid_from
+            fact_changes = (
+                fact.unpaired_change and not fact.pinned and at <= self._change_since(fact)
+            )
             match = judge(
                 (fact.predicate, fact.value),
                 (predicate, value),
@@ -386,7 +395,10 @@ class Adjudicator(LateArrivals):
             )
             # The replaced value's source against the replacement's.
             replaced, replacing = (fact.trust, trust) if claim_changes else (trust, fact.trust)
-            if match.unsupported and (fact.pinned or replaced.rank > replacing.rank):
+            # Two changes of one instant: which replaced which is unknown, so neither source
+            # may be let replace the other's by a model.
+            unsure = claim_changes and fact_changes and trust is not fact.trust
+            if match.unsupported and (fact.pinned or replaced.rank > replacing.rank or unsure):
                 continue  # a model may not settle it (passes.identity_judge): not asked
             if match.verdict is not Verdict.DIFFERENT:
                 rank = 0 if match.verdict is Verdict.SAME else 2 if match.unsupported else 1

@@ -200,6 +200,7 @@ class LateArrivals(WorkingSet):
             valid_to=timeline.end_of(version.valid_to, t),
             retired_at=version.retired_at or self.now,
             superseded_by=change.id,
+            unpaired_change=False,  # the restated part carries it
             **supported_by(early, version),
         )
         self._create(change, reason)

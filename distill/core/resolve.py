@@ -86,6 +86,12 @@ def resolve_conflict(
 
     plan = Plan()
     reason = f"conflict {conflict.id} resolved by {by}"
+    # A change still waiting for the value it replaced (`Fact.unpaired_change`) waits as its
+    # attribute's current version: a kept rival of the same attribute takes the mark over.
+    carried = kept is not None and any(
+        f.unpaired_change and f.status is FactStatus.ACTIVE and f.identity_key == kept.identity_key
+        for f in losers
+    )
     # Retire first, so that the store never sees two active facts for one identity.
     for fact in losers:
         if kept is None:
@@ -105,6 +111,7 @@ def resolve_conflict(
                 "retired_at": now,
                 "superseded_by": kept.id,
                 "valid_to": _end(fact, kept) if was_true else fact.valid_from,
+                "unpaired_change": fact.unpaired_change and not carried,
             }
         )
         plan.add(ReviseFact(fact, after, "resolve", f"{reason}: replaced by {kept.id}", pass_name))
@@ -114,6 +121,7 @@ def resolve_conflict(
             update={
                 "status": FactStatus.ACTIVE,
                 "supersedes_id": previous[0].id if previous else kept.supersedes_id,
+                "unpaired_change": kept.unpaired_change or carried,
             }
         )
         plan.add(ReviseFact(kept, after, "resolve", f"{reason}: kept", pass_name))

@@ -278,7 +278,13 @@ class WorkingSet:
         reason = f"'{fact.predicate}' may be '{known.predicate}' ({match.reason})"
         self._create(fact, f"contested: {reason}", vector_text=self._query_text(c))
         self._open_conflict(None, (known.id, fact.id), ConflictKind.IDENTITY, reason)
-        if known.unpaired_change and not known.pinned:  # its change has a pair now
+        # Paired with what its change replaced (a value dated no later): a later-dated name
+        # contested on its own words leaves the change waiting for that value.
+        if (
+            known.unpaired_change
+            and not known.pinned
+            and fact.valid_from <= self._change_since(known)
+        ):
             self._revise(known, "pair", f"paired with '{fact.predicate}'", unpaired_change=False)
         return Decision(Outcome.CONTESTED, fact.id, reason)
 
@@ -300,6 +306,15 @@ class WorkingSet:
         if claim.action is ClaimAction.SUPERSEDE and base.value:
             return without_nulls({**base.value, **stated})
         return without_nulls(stated)
+
+    def _change_since(self, fact: Fact) -> datetime:
+        """When the change a marked fact stands for (`Fact.unpaired_change`) was stated: the
+        date of its attribute's first version, since the mark moves to each next version (the
+        snapshot loads a marked fact's versions); the fact's own date when none is known."""
+        versions = self._facts_of(fact.identity_key) if fact.identity_key else []
+        return min(
+            (v.valid_from for v in versions if v.kind is FactKind.STATE), default=fact.valid_from
+        )
 
     def _facts_of(self, key: str) -> list[Fact]:
         """The facts of identity `key`, in the order `s.facts` holds them."""

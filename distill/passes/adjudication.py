@@ -157,6 +157,17 @@ class Adjudication:
         if any(identity_texts_of(c) and c.claim.predicate not in known for c in candidates):
             for fact in store.active_facts(project, subject, MATCH_FACTS_MAX):
                 facts.setdefault(fact.id, fact)
+            # A change waiting for the value it replaced began with its attribute's first
+            # version (`WorkingSet._change_since`): the versions of those that moved on.
+            waiting = {
+                key
+                for f in facts.values()
+                if f.unpaired_change and f.supersedes_id and (key := f.identity_key)
+            }
+            for fact in (
+                store.facts_by_identity(project, subject, sorted(waiting)) if waiting else ()
+            ):
+                facts.setdefault(fact.id, fact)
             vectors.update(_name_vectors(store, facts.values(), work.vector_model, vectors))
         state = Snapshot(
             project=project,

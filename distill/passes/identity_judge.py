@@ -60,6 +60,8 @@ class Judged:
     stopped: str = ""  # why judging stopped early, "" when it did not
     usage: LLMUsage = field(default_factory=LLMUsage)
     projects: int = 0  # projects looked at
+    capped: int = 0  # open pairs left by `max_pairs`
+    budget: str = ""  # why the token budget stopped it, "" when it did not
     dry_run: bool = False
 
     def to_dict(self) -> dict[str, Any]:
@@ -72,6 +74,8 @@ class Judged:
             "different": self.different,
             "skipped": self.skipped,
             "stopped": self.stopped,
+            "capped": self.capped,
+            "budget": self.budget,
             "llm_calls": self.usage.calls,
             "llm_tokens": self.usage.tokens,
         }
@@ -173,20 +177,27 @@ def judge_projects(
     now: Callable[[], datetime],
     new_id: Callable[[], str],
     max_pairs: int | None = None,
+    max_tokens: int | None = None,
 ) -> Judged:
-    """`judge_identities` over `projects` in order, at most `max_pairs` pairs in all; the
-    first project the model fails for stops the rest (`stopped` names it)."""
+    """`judge_identities` over `projects` in order, at most `max_pairs` pairs and
+    `max_tokens` tokens in all; the first project the model fails for stops the rest
+    (`stopped` names it). The open pairs of projects the cap or the budget left are counted
+    (`capped`), so that a scheduled run that stopped short says so."""
     total = Judged()
-    for project in projects:
-        left = None if max_pairs is None else max_pairs - total.asked
-        if left is not None and left <= 0:
+    for index, project in enumerate(projects):
+        pairs = None if max_pairs is None else max_pairs - total.asked
+        tokens = None if max_tokens is None else max_tokens - total.usage.tokens
+        if (pairs is not None and pairs <= 0) or total.budget:
+            total.capped += sum(len(open_pairs(store, p)) for p in projects[index:])
             break
-        judged = judge_identities(store, llm, project, now, new_id, left)
+        judged = judge_identities(store, llm, project, now, new_id, pairs, tokens)
         total.projects += 1
         total.asked += judged.asked
         total.same += judged.same
         total.different += judged.different
         total.skipped += judged.skipped
+        total.capped += judged.capped
+        total.budget = judged.budget
         total.usage.include(judged.usage)
         if judged.stopped:
             total.stopped = f"{project}: {judged.stopped}"
@@ -201,12 +212,21 @@ def judge_identities(
     now: Callable[[], datetime],
     new_id: Callable[[], str],
     max_pairs: int | None = None,
+    max_tokens: int | None = None,
 ) -> Judged:
-    """Ask `llm` about the project's open identity sets and apply its verdicts."""
+    """Ask `llm` about the project's open identity sets (at most `max_pairs` of them, no call
+    begun once `max_tokens` are spent) and apply its verdicts."""
     judged = Judged()
-    pairs = open_pairs(store, project)[:max_pairs]
+    everything = open_pairs(store, project)
+    pairs = everything[:max_pairs]
+    judged.capped = len(everything) - len(pairs)
     verdicts: list[Verdict] = []
     for start in range(0, len(pairs), JUDGE_BATCH):
+        if max_tokens is not None and judged.usage.tokens >= max_tokens:
+            judged.budget = f"budget: {judged.usage.tokens} of {max_tokens} tokens spent"
+            judged.capped += len(pairs) - start
+            pairs = pairs[:start]
+            break
         batch = pairs[start : start + JUDGE_BATCH]
         try:
             answer = llm.complete(

@@ -279,6 +279,12 @@ def judge(
     default=None,
     help="Pairs one run asks about at most (20 a call); every open pair by default.",
 )
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(min=0),
+    default=None,
+    help="No call begun once this many prompt and answer tokens are spent; no limit by default.",
+)
 @json_option
 @click.pass_context
 def judge_identities(
@@ -287,6 +293,7 @@ def judge_identities(
     dry_run: bool,
     llm_provider: str | None,
     max_pairs: int | None,
+    max_tokens: int | None,
     as_json: bool,
 ) -> None:
     """Put the open identity sets (two names that may be one attribute, e.g. `gp` and
@@ -298,7 +305,9 @@ def judge_identities(
         ctx,
         llm_provider,
         "judge-identities",
-        lambda mem: mem.judge_identities(projects=projects, dry_run=dry_run, max_pairs=max_pairs),
+        lambda mem: mem.judge_identities(
+            projects=projects, dry_run=dry_run, max_pairs=max_pairs, max_tokens=max_tokens
+        ),
         as_json,
         _print_identities,
     )
@@ -314,6 +323,9 @@ def _print_identities(report: Judged) -> None:
     )
     if report.stopped:
         err.print(f"the model stopped: {report.stopped}; the sets stay open")
+    if report.capped:
+        why = report.budget or "the --max-pairs cap"
+        out.print(f"{report.capped} open pair(s) left for the next run ({why})")
 
 
 def _print_judged(report: JudgeReport) -> None:

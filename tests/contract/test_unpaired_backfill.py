@@ -23,6 +23,7 @@ from tests.unit.test_change_order import DENTIST, apart
 from tests.unit.test_identity_judge import GP, PCP, verdicts
 
 OLD_PCP = ("primary_care_physician", {"name": "Dr. Patel"})
+RIVAL = ("primary_care_physician", {"name": "Dr. Lee"})
 
 # Subject → its claims in arrival order: (predicate, value), day, and claim options.
 HISTORIES: dict[str, list[tuple[tuple[str, dict[str, Any]], int, dict[str, str]]]] = {
@@ -36,6 +37,11 @@ HISTORIES: dict[str, list[tuple[tuple[str, dict[str, Any]], int, dict[str, str]]
     "untrusted": [(PCP, 30, {"action": "supersede", "trust": "untrusted"})],
     "a-later-name-beside-it": [(PCP, 30, {"action": "supersede"}), (DENTIST, 40, {})],
     "a-create-first": [(GP, 0, {}), (PCP, 30, {"action": "supersede"})],
+    "an-earlier-change-late": [
+        (PCP, 30, {"action": "supersede"}),
+        (("primary_care_physician", {"name": "Dr. Ito"}), 10, {"action": "supersede"}),
+    ],
+    "a-rival-kept": [(PCP, 30, {"action": "supersede"}), (RIVAL, 40, {})],
 }
 
 
@@ -70,8 +76,12 @@ def test_the_migration_marks_what_the_engine_marked(
             say(now, predicate, value, when=at(days=day), subject=subject, **options)
             now.consolidate()
             clock.advance(minutes=1)
+    (rivals,) = now.conflicts(subject="a-rival-kept")  # a person keeps the rival value
+    kept = next(m for m in rivals.member_ids if now.fact(m).value == RIVAL[1])
+    now.resolve_conflict(rivals.id, keep=kept)
     expected = marks(now)
-    assert sum(expected.values()) == 3  # alone, moved to its next version, beside a later name
+    # alone, moved to its next version, beside a later name, begun earlier, handed to a rival
+    assert sum(expected.values()) == 5
     now.close()
 
     old = new_database("old")

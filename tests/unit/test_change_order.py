@@ -20,7 +20,7 @@ from distill import Memory
 from distill.adapters.llm.fake import FakeLLM
 from distill.core import identity_judge
 from distill.core.identity import identity_text
-from distill.core.models import FactStatus
+from distill.core.models import ConflictKind, FactStatus
 from distill.report import Report
 from tests.unit.scenario_support import SUBJECT, MemoryFactory, at, every_fact, say
 from tests.unit.test_drift_identity import content, far_apart
@@ -244,3 +244,190 @@ def test_a_pinned_change_is_not_paired_automatically(make_memory: MemoryFactory)
         contested.append(mem.consolidate().contested)
 
     assert contested == [0, 0]
+
+
+# -- three and four claims in two orders (found by review) ----------------------------------------
+PB_OLD = ("personal_best_5k", {"time": "27:12"})
+PB_CHANGE = ("goal_personal_best_time", {"time": "25:50"})
+
+
+def ending(mem: Memory) -> tuple[Any, ...]:
+    """The current facts and the identity sets by their members' names."""
+    current = sorted((f.predicate or "", str(f.value)) for f in mem.facts(subject=SUBJECT))
+    sets = sorted(
+        (c.status.value, tuple(sorted(mem.fact(m).predicate or "" for m in c.member_ids)))
+        for c in identity_sets(mem)
+    )
+    return current, sets
+
+
+def both_orders(
+    make_memory: MemoryFactory,
+    claims: list[tuple[Claim, int, dict[str, str]]],
+    orders: tuple[tuple[int, ...], tuple[int, ...]],
+    judge: bool,
+) -> list[tuple[Any, ...]]:
+    """Each claim ((predicate, value), day, options) in its own run, in each order."""
+    ends = []
+    for order in orders:
+        options: dict[str, Any] = {"llm": FakeLLM(default=gp_is_pcp)} if judge else {}
+        pinned = apart(*(claim for claim, _, _ in claims))
+        name = "-".join(map(str, order)) + ".db"
+        mem = make_memory(name, overrides=pinned, extractor="claims", **options)
+        for index in order:
+            (predicate, value), day, extra = claims[index]
+            say(mem, predicate, value, when=at(days=day), **extra)
+            mem.consolidate()
+        ends.append(ending(mem))
+    return ends
+
+
+@pytest.mark.parametrize("judge", [False, True], ids=["words", "judge"])
+def test_the_window_is_the_changes_own_date_after_the_mark_moved(
+    make_memory: MemoryFactory, judge: bool
+) -> None:
+    """A change (day 30), its next version (day 40), an old name dated day 35: later than the
+    change, so never what it replaced, though the mark now sits on the day-40 version."""
+    old, change = (GP, PCP) if judge else (PB_OLD, PB_CHANGE)
+    following = (change[0], {"name": "Dr. Ruiz"} if judge else {"time": "24:00"})
+    claims = [
+        (change, 30, {"action": "supersede"}),
+        (old, 35, {}),
+        (following, 40, {"action": "supersede"}),
+    ]
+    ends = both_orders(make_memory, claims, ((0, 1, 2), (0, 2, 1)), judge)
+    assert ends[1] == ends[0]
+    assert ends[0][1] == []  # apart
+
+
+@pytest.mark.parametrize("same_value", [True, False], ids=["same-value", "other-value"])
+@pytest.mark.parametrize("judge", [False, True], ids=["words", "judge"])
+def test_an_earlier_change_of_its_own_name_keeps_the_attribute_waiting(
+    make_memory: MemoryFactory, judge: bool, same_value: bool
+) -> None:
+    """Two changes of one name (days 10 and 30) in either order, then the old name (day 0):
+    the attribute began with a change either way, so the old name is paired."""
+    old, change = (GP, PCP) if judge else (PB_OLD, PB_CHANGE)
+    other = {"name": "Dr. Ito"} if judge else {"time": "26:30"}
+    earlier = (change[0], change[1] if same_value else other)
+    claims = [
+        (earlier, 10, {"action": "supersede"}),
+        (change, 30, {"action": "supersede"}),
+        (old, 0, {}),
+    ]
+    ends = both_orders(make_memory, claims, ((0, 1, 2), (1, 0, 2)), judge)
+    assert ends[1] == ends[0]
+    assert ends[0][1] != []
+
+
+@pytest.mark.parametrize("action", ["supersede", "create"])
+def test_a_version_between_the_change_and_the_head_keeps_it_waiting(
+    make_memory: MemoryFactory, action: str
+) -> None:
+    """A change (day 30), a value dated day 40 (stated with its own `valid_from`) arriving
+    after the day-50 version, then `gp` (day 0): the attribute still began with the change,
+    and `gp` is paired in both orders."""
+    claims = [
+        (PCP, 30, {"action": "supersede"}),
+        (
+            (PCP[0], {"name": "Dr. Ito"}),
+            40,
+            {"action": action, "valid_from": at(days=40).isoformat()},
+        ),
+        ((PCP[0], {"name": "Dr. Ruiz"}), 50, {"action": "supersede"}),
+        (GP, 0, {}),
+    ]
+    ends = both_orders(make_memory, claims, ((0, 1, 2, 3), (0, 2, 1, 3)), judge=True)
+    assert ends[1] == ends[0]
+    assert ends[0][0] == [(PCP[0], str({"name": "Dr. Ruiz"}))]
+
+
+def test_a_later_name_contested_on_its_own_words_leaves_the_change_waiting(
+    make_memory: MemoryFactory,
+) -> None:
+    """Without a model: `personal_best_5k` (day 0), the change `goal_personal_best_time`
+    (day 30), `goal_personal_best_time_marathon` (day 40, an extension of the change's name):
+    two sets in either order; the later name does not use the change's mark up."""
+    later = ("goal_personal_best_time_marathon", {"time": "3:59:00"})
+    claims = [(PB_OLD, 0, {}), (PB_CHANGE, 30, {"action": "supersede"}), (later, 40, {})]
+    ends = both_orders(make_memory, claims, ((0, 1, 2), (1, 2, 0)), judge=False)
+    assert ends[1] == ends[0]
+    assert len(ends[0][1]) == 2
+
+
+def test_two_changes_of_one_instant_from_unequal_sources_are_left_to_a_person(
+    make_memory: MemoryFactory,
+) -> None:
+    """`gp` (trusted) and `primary_care_physician` (third party), both changes at one
+    instant: which replaced which is unknown, so the model is not let decide; both stay, in
+    either order."""
+    claims = [
+        (GP, 30, {"action": "supersede", "trust": "trusted"}),
+        (PCP, 30, {"action": "supersede", "trust": "third_party"}),
+    ]
+    ends = both_orders(make_memory, claims, ((0, 1), (1, 0)), judge=True)
+    assert ends[1] == ends[0]
+    assert len(ends[0][0]) == 2
+
+
+@ORDERS
+def test_a_change_dated_before_a_value_of_another_name_is_not_its_replacement(
+    make_memory: MemoryFactory, reverse: bool
+) -> None:
+    """By design: a change (day 0) cannot have replaced a value stated at day 30, so the
+    change rules do not contest them, in either order (the bands and words still may)."""
+    llm = FakeLLM(default=verdicts(True))
+    mem = make_memory(overrides=apart(GP, PCP), extractor="claims", llm=llm)
+    steps = [
+        lambda: say(mem, *GP, when=at(days=30)),
+        lambda: say(mem, *PCP, when=at(0), action="supersede"),
+    ]
+    contested = 0
+    for step in reversed(steps) if reverse else steps:
+        step()
+        contested += mem.consolidate().contested
+    assert (contested, llm.calls) == (0, [])
+
+
+@pytest.mark.parametrize("keep", ["rival", "change"])
+def test_a_person_keeping_a_rival_value_hands_it_the_changes_mark(
+    make_memory: MemoryFactory, keep: str
+) -> None:
+    """A marked change (day 30) and a rival value of its name (day 40) in a value conflict:
+    whichever a person keeps, the attribute still waits for what the change replaced, and
+    `gp` (day 0) is paired with it."""
+    mem = make_memory(overrides=apart(GP, PCP), extractor="claims", llm=FakeLLM(default=gp_is_pcp))
+    say(mem, *PCP, when=at(days=30), action="supersede")
+    mem.consolidate()
+    say(mem, PCP[0], {"name": "Dr. Lee"}, when=at(days=40))
+    mem.consolidate()
+    (values,) = [c for c in mem.conflicts() if c.kind is ConflictKind.CONFLICT]
+    names = {mem.fact(m).value["name"]: m for m in values.member_ids}
+    mem.resolve_conflict(values.id, keep=names["Dr. Lee" if keep == "rival" else PCP[1]["name"]])
+    say(mem, *GP, when=at(0))
+
+    assert mem.consolidate().contested == 1
+    marked = [f for f in every_fact(mem) if f.unpaired_change]
+    assert marked == []  # paired now
+
+
+def test_a_change_dated_inside_a_version_leaves_one_mark(make_memory: MemoryFactory) -> None:
+    """A change (day 30), its next version (day 40), a restatement of the first value (day
+    50): the version split around the late change keeps the mark on its current part only,
+    in either order."""
+    claims = [
+        (PCP, 30, "supersede"),
+        ((PCP[0], {"name": "Dr. Lee"}), 40, "supersede"),
+        (PCP, 50, "create"),
+    ]
+    ends = []
+    for order in ((0, 1, 2), (0, 2, 1)):
+        mem = make_memory("-".join(map(str, order)) + ".db", overrides=apart(GP, PCP))
+        for index in order:
+            (predicate, value), day, action = claims[index]
+            say(mem, predicate, value, when=at(days=day), action=action)
+            mem.consolidate()
+        marked = [f for f in every_fact(mem) if f.unpaired_change]
+        ends.append(sorted((str(f.value), f.valid_from, f.status.value) for f in marked))
+    assert ends[1] == ends[0]
+    assert len(ends[0]) == 1

@@ -84,7 +84,7 @@ def test_sets_a_down_model_left_open_are_judged_later(make_memory: MemoryFactory
     outcome = PASSES["judge_identity"].run(mem, "default", PassSettings())
 
     assert outcome.clean and outcome.soft == ()
-    assert (outcome.counts["same"], outcome.counts["llm_calls"]) == (2, 1)
+    assert (outcome.counts["superseded"], outcome.counts["llm_calls"]) == (2, 1)
     assert outcome.report["pass"] == "judge_identity"
     assert all(c.status is ConflictStatus.RESOLVED for c in identity_sets(mem))
 
@@ -101,23 +101,77 @@ def test_the_scheduled_pass_names_a_model_that_is_down(make_memory: MemoryFactor
     outcome = PASSES["judge_identity"].run(mem, "default", PassSettings())
 
     assert outcome.soft and "still down" in outcome.soft[0]
-    assert outcome.counts["same"] == 0
+    assert outcome.counts["superseded"] == 0
     (cs,) = identity_sets(mem, "u1")
     assert cs.status is ConflictStatus.OPEN
 
 
-def test_max_calls_bounds_the_pairs_of_a_scheduled_run(make_memory: MemoryFactory) -> None:
-    """`max_calls` = 1 asks about one batch of pairs at most (20), whatever is open."""
+def many_open_sets(make_memory: MemoryFactory, count: int) -> tuple[Memory, FakeLLM]:
+    """`count` subjects with an open identity set each: the model failed after the run."""
     llm = FakeLLM(default=verdicts(True)).enqueue(TransientProviderError("down"))
     mem = judged_memory(make_memory, llm)
-    subjects = [f"u{i}" for i in range(25)]
-    contested(mem, subjects)
+    contested(mem, [f"u{i}" for i in range(count)])
     assert mem.consolidate().judge_stopped
+    return mem, llm
+
+
+def open_count(mem: Memory) -> int:
+    return sum(c.status is ConflictStatus.OPEN for c in identity_sets(mem))
+
+
+def test_max_calls_bounds_a_scheduled_run_and_says_it_stopped_short(
+    make_memory: MemoryFactory,
+) -> None:
+    """`max_calls` = 1 asks about one batch of pairs at most (20): the run says it was
+    capped (so the schedule keeps it due) and names what it left."""
+    mem, _ = many_open_sets(make_memory, 25)
 
     outcome = PASSES["judge_identity"].run(mem, "default", PassSettings(max_calls=1))
 
-    assert (outcome.counts["same"], outcome.counts["llm_calls"]) == (20, 1)
-    assert sum(c.status is ConflictStatus.OPEN for c in identity_sets(mem)) == 5
+    assert (outcome.counts["superseded"], outcome.counts["llm_calls"]) == (20, 1)
+    assert (outcome.stop, outcome.detail) == ("cap", "5 open pair(s) left by the per-run cap")
+    assert open_count(mem) == 5
+    again = PASSES["judge_identity"].run(mem, "default", PassSettings(max_calls=1))
+    assert again.clean and open_count(mem) == 0
+
+
+@pytest.mark.parametrize(
+    ("settings", "stop"),
+    [(PassSettings(max_tokens=0), "budget"), (PassSettings(max_changes=0), "cap")],
+    ids=["no-tokens", "no-changes"],
+)
+def test_a_spent_budget_or_a_change_cap_of_zero_asks_nothing(
+    make_memory: MemoryFactory, settings: PassSettings, stop: str
+) -> None:
+    """A pair's `same` retires a fact, so `max_changes` caps the pairs; `max_tokens` stops
+    before a call once spent."""
+    mem, llm = many_open_sets(make_memory, 2)
+    calls = len(llm.calls)
+
+    outcome = PASSES["judge_identity"].run(mem, "default", settings)
+
+    assert (outcome.stop, len(llm.calls) - calls) == (stop, 0)
+    assert open_count(mem) == 2
+
+
+def test_max_pairs_counts_across_projects(make_memory: MemoryFactory) -> None:
+    """Three projects of two open sets each and `max_pairs=3`: three pairs asked, the other
+    three counted as left."""
+    llm = FakeLLM(default=verdicts(True)).enqueue(TransientProviderError("down"))
+    mem = judged_memory(make_memory, llm)
+    for project in ("p1", "p2", "p3"):
+        for subject in ("u1", "u2"):
+            say(mem, "bike_count", {"count": 3}, when=at(0), subject=subject, project=project)
+    mem.consolidate()
+    for project in ("p1", "p2", "p3"):
+        for subject in ("u1", "u2"):
+            say(mem, "bike_class_count", {"count": 4}, when=at(days=30), subject=subject,
+                project=project)  # fmt: skip
+    assert mem.consolidate().judge_stopped
+
+    judged = mem.judge_identities(max_pairs=3)
+
+    assert (judged.asked, judged.same, judged.capped) == (3, 3, 3)
 
 
 def test_without_a_model_the_method_says_how_to_give_one(make_memory: MemoryFactory) -> None:

@@ -7,9 +7,9 @@
 -- attribute's own name arrives.
 --
 -- The facts already stored are marked from their record, as the engine would have marked
--- them: the active version of an identity whose first version was created "new identity"
--- for a `supersede` claim, none of whose versions is dated before that first one, and none
--- of whose versions was ever in an identity set.
+-- them: the active version of an identity that began as "new identity" for a `supersede`
+-- claim, with no version recorded before that one, none dated before it from a claim that
+-- was not a change, and none ever in an identity set.
 
 ALTER TABLE facts ADD COLUMN unpaired_change boolean NOT NULL DEFAULT false;
 
@@ -18,14 +18,19 @@ WHERE kind = 'state' AND status = 'active' AND identity_key IS NOT NULL
   AND EXISTS (
       SELECT 1 FROM facts AS first JOIN observations AS o ON o.fact_id = first.id
       WHERE first.project = facts.project AND first.subject = facts.subject
-        AND first.identity_key = facts.identity_key AND first.supersedes_id IS NULL
+        AND first.identity_key = facts.identity_key
         AND o.outcome = 'created' AND o.reason = 'new identity'
         AND o.claim ->> 'action' = 'supersede'
         AND NOT EXISTS (
             SELECT 1 FROM facts AS g
             WHERE g.project = first.project AND g.subject = first.subject
-              AND g.identity_key = first.identity_key
-              AND (g.recorded_at < first.recorded_at OR g.valid_from < first.valid_from)))
+              AND g.identity_key = first.identity_key AND g.recorded_at < first.recorded_at)
+        -- a plain value dated before the change paired it; an earlier change did not
+        AND NOT EXISTS (
+            SELECT 1 FROM facts AS g JOIN observations AS e ON e.fact_id = g.id
+            WHERE g.project = first.project AND g.subject = first.subject
+              AND g.identity_key = first.identity_key AND g.valid_from < first.valid_from
+              AND coalesce(e.claim ->> 'action', 'create') <> 'supersede'))
   AND NOT EXISTS (
       SELECT 1 FROM facts AS v, conflicts AS c
       WHERE v.project = facts.project AND v.subject = facts.subject

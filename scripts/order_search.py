@@ -20,7 +20,6 @@ the commit that added this script, none that agreed before; EVAL.md.
 from __future__ import annotations
 
 import itertools
-import json
 import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -67,12 +66,8 @@ def apart() -> dict[str, list[float]]:
     return pinned
 
 
-def gp_is_pcp(prompt: str) -> str:
-    pairs = [
-        {"pair": n, "same": {a, b} == {GP[0], PCP[0]}, "reason": "scripted"}
-        for n, (a, b) in identity_judge.asked(prompt)
-    ]
-    return json.dumps({"pairs": pairs})
+# A scripted judge that knows one thing: a `gp` is a primary care physician.
+gp_is_pcp = identity_judge.scripted(lambda a, b: {a, b} == {GP[0], PCP[0]})
 
 
 def ending(folder: Path, order: tuple[str, ...]) -> tuple[Any, ...]:

@@ -15,7 +15,7 @@ Pure: rendering and reading only; the call is made by `distill.passes.identity_j
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,6 +102,21 @@ def asked(prompt: str) -> list[tuple[int, tuple[str, str]]]:
         older, _, newer = rest.partition("  |  ")
         found.append((int(number), (older.split(" = ")[0], newer.split(" = ")[0])))
     return found
+
+
+def scripted(same: Callable[[str, str], bool], reason: str = "scripted") -> Callable[[str], str]:
+    """A scripted judge (never a model): the answer to a `render`ed prompt that says
+    `same(older, newer)` for each pair it asks about. For the tests, the drift suite and
+    scripts/order_search.py."""
+
+    def answer(prompt: str) -> str:
+        pairs = [
+            {"pair": number, "same": same(older, newer), "reason": reason}
+            for number, (older, newer) in asked(prompt)
+        ]
+        return json.dumps({"pairs": pairs})
+
+    return answer
 
 
 def _shown(f: Fact) -> str:

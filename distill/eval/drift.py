@@ -113,14 +113,7 @@ def scripted_judge(cases: list[dict[str, Any]]) -> FakeLLM:
         frozenset((c["first"]["predicate"], c["then"]["predicate"])): c["relation"] == "same"
         for c in cases
     }
-
-    def answer(prompt: str) -> str:
-        pairs = [
-            {"pair": n, "same": labels.get(frozenset(names), False), "reason": "label"}
-            for n, names in identity_judge.asked(prompt)
-        ]
-        return json.dumps({"pairs": pairs})
-
+    answer = identity_judge.scripted(lambda a, b: labels.get(frozenset((a, b)), False), "label")
     return FakeLLM(default=answer, model_id="scripted-judge")
 
 

@@ -133,10 +133,7 @@ def test_offline_merges_a_close_paraphrase_that_loses_nothing(tmp_path: Path) ->
 def same_by_rule(request: Request) -> Reply:
     """An OpenAI-compatible identity judge: every pair it is shown is one attribute."""
     prompt = request.body["messages"][-1]["content"]
-    pairs = [
-        {"pair": n, "same": True, "reason": "renamed"} for n, _ in identity_judge.asked(prompt)
-    ]
-    return openai_reply(json.dumps({"pairs": pairs}))
+    return openai_reply(identity_judge.scripted(lambda _a, _b: True, "renamed")(prompt))
 
 
 def test_judge_identities_decides_the_sets_a_run_left_without_a_model(tmp_path: Path) -> None:

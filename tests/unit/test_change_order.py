@@ -11,7 +11,6 @@ is paired once in either order.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -169,13 +168,8 @@ def apart(*claims: Claim) -> dict[str, list[float]]:
     return pinned
 
 
-def gp_is_pcp(prompt: str) -> str:
-    """A scripted judge that knows one thing: a `gp` is a primary care physician."""
-    pairs = [
-        {"pair": n, "same": {a, b} == {GP[0], PCP[0]}, "reason": "scripted"}
-        for n, (a, b) in identity_judge.asked(prompt)
-    ]
-    return json.dumps({"pairs": pairs})
+# A scripted judge that knows one thing: a `gp` is a primary care physician.
+gp_is_pcp = identity_judge.scripted(lambda a, b: {a, b} == {GP[0], PCP[0]})
 
 
 @pytest.mark.parametrize(

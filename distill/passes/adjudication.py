@@ -158,11 +158,16 @@ class Adjudication:
             for fact in store.active_facts(project, subject, MATCH_FACTS_MAX):
                 facts.setdefault(fact.id, fact)
             # A change waiting for the value it replaced began with its attribute's first
-            # version (`WorkingSet._change_since`): the versions of those that moved on.
+            # version (`WorkingSet._change_since`): the versions of those that moved on, when
+            # a claim is dated no later than their current one (else the date is not read).
+            earliest = min(c.claim.valid_from or c.event.occurred_at for c in candidates)
             waiting = {
                 key
                 for f in facts.values()
-                if f.unpaired_change and f.supersedes_id and (key := f.identity_key)
+                if f.unpaired_change
+                and f.supersedes_id
+                and earliest <= f.valid_from
+                and (key := f.identity_key)
             }
             for fact in (
                 store.facts_by_identity(project, subject, sorted(waiting)) if waiting else ()

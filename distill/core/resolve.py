@@ -87,10 +87,18 @@ def resolve_conflict(
     plan = Plan()
     reason = f"conflict {conflict.id} resolved by {by}"
     # A change still waiting for the value it replaced (`Fact.unpaired_change`) waits as its
-    # attribute's current version: a kept rival of the same attribute takes the mark over.
-    carried = kept is not None and any(
-        f.unpaired_change and f.status is FactStatus.ACTIVE and f.identity_key == kept.identity_key
-        for f in losers
+    # attribute's current version: a kept rival of the same attribute takes the mark over
+    # (not a pinned one: a pinned change is left to its person, and keeping it changes
+    # nothing else of it).
+    carried = (
+        kept is not None
+        and not kept.pinned
+        and any(
+            f.unpaired_change
+            and f.status is FactStatus.ACTIVE
+            and f.identity_key == kept.identity_key
+            for f in losers
+        )
     )
     # Retire first, so that the store never sees two active facts for one identity.
     for fact in losers:

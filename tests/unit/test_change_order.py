@@ -425,3 +425,22 @@ def test_a_change_dated_inside_a_version_leaves_one_mark(make_memory: MemoryFact
         ends.append(sorted((str(f.value), f.valid_from, f.status.value) for f in marked))
     assert ends[1] == ends[0]
     assert len(ends[0]) == 1
+
+
+def test_a_pinned_rival_kept_by_a_person_takes_no_mark(make_memory: MemoryFactory) -> None:
+    """Found by the property test of receipts: a person pins the rival value, then keeps it.
+    A pinned fact may only change as keeping it changes it, so the mark is not handed over
+    (a pinned change is its person's anyway), and the resolution goes through."""
+    mem = make_memory(overrides=apart(GP, PCP), extractor="claims")
+    say(mem, *PCP, when=at(days=30), action="supersede")
+    mem.consolidate()
+    say(mem, PCP[0], {"name": "Dr. Lee"}, when=at(days=40))
+    mem.consolidate()
+    (values,) = [c for c in mem.conflicts() if c.kind is ConflictKind.CONFLICT]
+    rival = next(m for m in values.member_ids if mem.fact(m).value == {"name": "Dr. Lee"})
+    mem.pin(rival)
+
+    mem.resolve_conflict(values.id, keep=rival)
+
+    (current,) = mem.facts(subject=SUBJECT)
+    assert (current.id, current.pinned, current.unpaired_change) == (rival, True, False)

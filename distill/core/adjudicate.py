@@ -363,7 +363,8 @@ class Adjudicator(LateArrivals):
         the choice does not depend on the order facts were loaded in.
 
         A change replaces a value dated no later than itself: the claim (`asserted`, said
-        `at`) replaces a known fact dated no later; a known fact created from a change that
+        `at`) replaces a known attribute that had a value by then (its first version dated no
+        later, whatever its current one); a known fact created from a change that
         matched nothing (`Fact.unpaired_change`, unpinned) is judged against a claim dated no
         later, as it would have been against that value had they come the other way round
         (DESIGN invariant 8). A pinned change is a person's word: not paired automatically."""
@@ -381,10 +382,9 @@ class Adjudicator(LateArrivals):
                 or qualifiers_of_key(fact.identity_key) != wanted
             ):
                 continue
-            claim_changes = asserted and fact.valid_from <= at
-            fact_changes = (
-                fact.unpaired_change and not fact.pinned and at <= self._change_since(fact)
-            )
+            # (the attribute's first version is read only for a claim dated before its current one)
+            claim_changes = asserted and (fact.valid_from <= at or self._began(fact) <= at)
+            fact_changes = fact.unpaired_change and not fact.pinned and at <= self._began(fact)
             match = judge(
                 (fact.predicate, fact.value),
                 (predicate, value),

@@ -280,11 +280,7 @@ class WorkingSet:
         self._open_conflict(None, (known.id, fact.id), ConflictKind.IDENTITY, reason)
         # Paired with what its change replaced (a value dated no later): a later-dated name
         # contested on its own words leaves the change waiting for that value.
-        if (
-            known.unpaired_change
-            and not known.pinned
-            and fact.valid_from <= self._change_since(known)
-        ):
+        if known.unpaired_change and not known.pinned and fact.valid_from <= self._began(known):
             self._revise(known, "pair", f"paired with '{fact.predicate}'", unpaired_change=False)
         return Decision(Outcome.CONTESTED, fact.id, reason)
 
@@ -307,10 +303,12 @@ class WorkingSet:
             return without_nulls({**base.value, **stated})
         return without_nulls(stated)
 
-    def _change_since(self, fact: Fact) -> datetime:
-        """When the change a marked fact stands for (`Fact.unpaired_change`) was stated: the
-        date of its attribute's first version, since the mark moves to each next version (the
-        snapshot loads a marked fact's versions); the fact's own date when none is known."""
+    def _began(self, fact: Fact) -> datetime:
+        """When `fact`'s attribute began: the date of its first version (what a change dated
+        before the current version may have replaced; where a marked change's window closes,
+        since the mark moves to each next version). The snapshot loads the earlier versions of
+        facts a claim of the job is dated no later than (`passes.adjudication`); the fact's
+        own date when none is known."""
         versions = self._facts_of(fact.identity_key) if fact.identity_key else []
         return min(
             (v.valid_from for v in versions if v.kind is FactKind.STATE), default=fact.valid_from

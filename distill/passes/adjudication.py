@@ -157,21 +157,18 @@ class Adjudication:
         if any(identity_texts_of(c) and c.claim.predicate not in known for c in candidates):
             for fact in store.active_facts(project, subject, MATCH_FACTS_MAX):
                 facts.setdefault(fact.id, fact)
-            # A change waiting for the value it replaced began with its attribute's first
-            # version (`WorkingSet._change_since`): the versions of those that moved on, when
-            # a claim is dated no later than their current one (else the date is not read).
+            # A claim dated no later than a fact's current version compares with when its
+            # attribute began (`WorkingSet._began`): the earlier versions of those facts.
             earliest = min(c.claim.valid_from or c.event.occurred_at for c in candidates)
-            waiting = {
+            began = {
                 key
                 for f in facts.values()
-                if f.unpaired_change
-                and f.supersedes_id
+                if f.supersedes_id
+                and f.status is FactStatus.ACTIVE
                 and earliest <= f.valid_from
                 and (key := f.identity_key)
             }
-            for fact in (
-                store.facts_by_identity(project, subject, sorted(waiting)) if waiting else ()
-            ):
+            for fact in store.facts_by_identity(project, subject, sorted(began)) if began else ():
                 facts.setdefault(fact.id, fact)
             vectors.update(_name_vectors(store, facts.values(), work.vector_model, vectors))
         state = Snapshot(

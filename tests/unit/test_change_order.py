@@ -11,6 +11,7 @@ is paired once in either order.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -444,3 +445,33 @@ def test_a_pinned_rival_kept_by_a_person_takes_no_mark(make_memory: MemoryFactor
 
     (current,) = mem.facts(subject=SUBJECT)
     assert (current.id, current.pinned, current.unpaired_change) == (rival, True, False)
+
+
+@pytest.mark.parametrize("judge", [False, True], ids=["words", "judge"])
+def test_a_late_change_pairs_with_an_attribute_that_had_a_value_by_then(
+    make_memory: MemoryFactory, judge: bool
+) -> None:
+    """Found by a regression search: two changes of one name (days 0 and 30) and a change of
+    another name dated between them (day 10). The other name's attribute had a value by day
+    10 (its first version), though its current one is later: the change is contested against
+    it in all six orders, as before the date rule (and, with a judge, one value is left)."""
+    if judge:
+        first, then, between = (GP, ("gp", {"name": "Dr. Kim"}), PCP)
+    else:
+        first = ("goal_personal_best_time", {"time": "22:00"})
+        then = ("goal_personal_best_time", {"time": "21:00"})
+        between = ("personal_best_5k", {"time": "24:30"})
+    claims = [
+        (first, 0, {"action": "supersede"}),
+        (then, 30, {"action": "supersede"}),
+        (between, 10 if not judge else 20, {"action": "supersede"}),
+    ]
+    orders = list(itertools.permutations(range(3)))
+    ends = [both_orders(make_memory, claims, (order, order), judge)[0] for order in orders]
+    values = {tuple(sorted(value for _, value in current)) for current, _ in ends}
+    assert len(values) == 1
+    if judge:
+        assert values == {(str(then[1]),)}
+    else:
+        pair = tuple(sorted((between[0], first[0])))
+        assert all(sets == [("open", pair)] for _, sets in ends)

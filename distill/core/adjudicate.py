@@ -177,7 +177,10 @@ class Adjudicator(LateArrivals):
             if c.event.id in v.source_event_ids:
                 return Decision(Outcome.DUPLICATE, v.id, "event already supports this fact")
 
-        head = versions[-1] if versions and versions[-1].status is FactStatus.ACTIVE else None
+        # The current version: the active one, wherever the chain puts it (a value a person
+        # set aside for an older one keeps its later date: it comes after it in world time).
+        active = [v for v in versions if v.status is FactStatus.ACTIVE]
+        head = active[-1] if active else None
         if head is None:
             return self._state_without_head(c, ident, key, how, probable)
 

@@ -138,6 +138,28 @@ def test_conflict_lifecycle_keep_the_new_value(mem: Memory) -> None:
     assert only(mem.conflicts(subject=SUBJECT, status="resolved")).id == conflict.id
 
 
+@pytest.mark.parametrize(
+    ("later", "outcome"),
+    [({"lang": "fr"}, "reinforced"), ({"lang": "de"}, "conflict")],
+    ids=["the-kept-value-again", "a-third-value"],
+)
+def test_after_keeping_the_old_value_the_attribute_takes_new_claims(
+    mem: Memory, later: dict[str, Any], outcome: str
+) -> None:
+    """Found by a property search: a person keeps the older value of a conflict (the newer
+    one is set aside, dated after it). A later claim of the attribute must be decided against
+    the kept value; it was refused every run as a second active fact, its job failed."""
+    fr, _, conflict = open_language_conflict(mem)
+    mem.resolve_conflict(conflict.id, keep=fr.id)
+    say(mem, "language", later, when=at(90))
+
+    report = mem.consolidate()
+
+    assert (report.jobs_failed, report.errors) == (0, [])
+    assert report.outcomes[outcome] == 1
+    assert only(mem.facts(subject=SUBJECT)).id == fr.id
+
+
 def test_resolving_twice_is_already_resolved(mem: Memory) -> None:
     """SCENARIOS B13: a resolved conflict cannot be resolved again, and nothing changes."""
     fr, en, conflict = open_language_conflict(mem)

@@ -56,7 +56,8 @@ from distill.core.plan import (
 from distill.core.recall import recall_text
 
 # A conflict set holds at most this many members; a further distinct value reclassifies the
-# candidates as event facts ("the user said X on date D") instead of growing the set forever.
+# candidates as event facts ("the user said X on date D") instead of growing the set forever
+# (unless a person pinned a member: then the set grows until they decide it).
 CONFLICT_MAX_MEMBERS = 2
 
 
@@ -223,7 +224,10 @@ class WorkingSet:
                 member = self.s.facts[member_id]
                 if member.status is FactStatus.CANDIDATE and values_equal(member.value, value):
                     return self._reinforce(member, c, "repeats a value already in conflict")
-            if len(open_set.member_ids) >= CONFLICT_MAX_MEMBERS:
+            # A member a person pinned is theirs to decide: the set grows by the new value
+            # instead of turning it into an event fact (consolidation never changes a pin).
+            pinned = any(self.s.facts[m].pinned for m in open_set.member_ids)
+            if len(open_set.member_ids) >= CONFLICT_MAX_MEMBERS and not pinned:
                 return self._reclassify(c, open_set, ident, value)
         fact = self._new_fact(
             c,

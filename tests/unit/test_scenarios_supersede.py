@@ -160,6 +160,23 @@ def test_after_keeping_the_old_value_the_attribute_takes_new_claims(
     assert only(mem.facts(subject=SUBJECT)).id == fr.id
 
 
+def test_a_third_value_beside_a_pinned_held_value_waits_for_the_person(mem: Memory) -> None:
+    """Found by a property search: a person pinned the value held in a conflict; a third
+    value used to reclassify the held values as events, which may not change a pinned fact,
+    so the job failed on every run. Now the set grows by the new value and waits for the
+    person; the pin is untouched."""
+    _, en, conflict = open_language_conflict(mem)
+    pinned = mem.pin(en.id)
+    say(mem, "language", {"lang": "de"}, when=at(90))
+
+    report = mem.consolidate()
+
+    assert (report.jobs_failed, report.errors) == (0, [])
+    (grown,) = mem.conflicts(subject=SUBJECT)
+    assert grown.id == conflict.id and len(grown.member_ids) == 3
+    assert mem.fact(en.id) == pinned
+
+
 def test_resolving_twice_is_already_resolved(mem: Memory) -> None:
     """SCENARIOS B13: a resolved conflict cannot be resolved again, and nothing changes."""
     fr, en, conflict = open_language_conflict(mem)

@@ -95,9 +95,7 @@ class LLMUsage:
     completion_tokens: int = 0
 
     def add(self, completion: Completion) -> None:
-        self.calls += 1
-        self.prompt_tokens += completion.prompt_tokens
-        self.completion_tokens += completion.completion_tokens
+        self.include(LLMUsage(1, completion.prompt_tokens, completion.completion_tokens))
 
     def include(self, other: LLMUsage) -> None:
         """Add what another run spent."""

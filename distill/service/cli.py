@@ -325,9 +325,8 @@ def _print_run(ctx: click.Context, report: Report, dry_run: bool, full_plan: boo
             err.print(f"failed: {error}")
     if report.judge_stopped:
         err.print(
-            f"the identity judge stopped ({report.judge_stopped}); its sets stay open and "
-            "are asked about again on their project's next run, by the worker's "
-            "judge_identity pass, or by `distill judge-identities`"
+            f"the identity judge stopped ({report.judge_stopped}); its sets stay open for the "
+            "project's next run, the worker's judge_identity pass or `distill judge-identities`"
         )
     if report.events_without_claims:
         err.print(

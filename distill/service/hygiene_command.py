@@ -38,16 +38,20 @@ class Reported(Protocol):
 R = TypeVar("R", bound=Reported)
 
 
+# A project allowlist, for every pass over stored memory.
+project_option = click.option(
+    "--project",
+    "projects",
+    multiple=True,
+    help="Only this project (repeat for several); every project by default.",
+)
+
+
 def scope_options(command: F) -> F:
     """The scopes a pass over stored memory may touch: a project allowlist, one subject."""
     for option in reversed(
         [
-            click.option(
-                "--project",
-                "projects",
-                multiple=True,
-                help="Only this project (repeat for several); every project by default.",
-            ),
+            project_option,
             click.option("--subject", help="Only this subject (of the projects given)."),
         ]
     ):
@@ -265,12 +269,7 @@ def judge(
 
 
 @click.command("judge-identities")
-@click.option(
-    "--project",
-    "projects",
-    multiple=True,
-    help="Only this project (repeat for several); every project by default.",
-)
+@project_option
 @click.option("--dry-run", is_flag=True, help="Ask the model and report; write nothing.")
 @llm_option
 @click.option(

@@ -90,11 +90,11 @@ def _final_versions(plan: Plan) -> dict[str, Fact]:
     }
 
 
-def _may_rewrite(action: Action, new_facts: dict[str, None]) -> bool:
+def _may_rewrite(action: Action) -> bool:
     """Whether `action` may change or delete the words of a fact the plan inserted (the
-    update and delete triggers then need them indexed first)."""
-    if isinstance(action, ReviseFact):
-        return action.after.id in new_facts
+    update and delete triggers then need them indexed first). A revision of such a fact
+    never does: the fact was inserted in its final version (`_final_versions`) and the
+    revision is not written."""
     return isinstance(action, PruneFact | EraseScope)
 
 
@@ -130,7 +130,7 @@ class _Writer:
             raise IntegrityViolation(f"an observation was refused: {exc}") from exc
 
     def action(self, action: Action) -> None:
-        if self.new_facts and _may_rewrite(action, self.new_facts):
+        if self.new_facts and _may_rewrite(action):
             self.index_words()  # the update and delete triggers find their words indexed
         if isinstance(action, CreateFact):
             self.create_fact(action)

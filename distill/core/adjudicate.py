@@ -224,6 +224,9 @@ class Adjudicator(LateArrivals):
             later = self._restated_after(head, at)
             if later:
                 return self._change_inside(c, head, later, ident, new_value)
+            rival = self._held_rival(head, new_value)
+            if rival is not None:
+                return self._adopt(c, head, *rival, how)
             return self._supersede(c, head, ident, new_value, how)
         return self._conflict(c, head, ident, new_value, "different value")
 

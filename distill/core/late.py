@@ -53,12 +53,17 @@ class LateArrivals(WorkingSet):
             return self._reinforce(base, c, "same value as the version in force then")
         around = [f for f in (base, following) if f is not None]
         trust = c.event.trust
-        if trust is Trust.UNTRUSTED or any(trust.rank < f.trust.rank for f in around):
+        # In order, the version in force at t (`base`) is what this claim would have met: a
+        # less trusted claim is held against it. Before the first version there is none, and
+        # the claim would have been filed (untrusted: held alone), the next version then
+        # decided against it as if it came second, whoever is more trusted.
+        if trust is Trust.UNTRUSTED or (base is not None and trust.rank < base.trust.rank):
             fact = self._new_fact(c, FactKind.STATE, ident, value)
-            reason = f"{trust} source may not rewrite the history of a more trusted fact"
-            if trust is Trust.UNTRUSTED:
-                reason = "untrusted source"
-            return self._quarantine(c, fact, following, reason)
+            reason = "untrusted source"
+            if trust is not Trust.UNTRUSTED:
+                assert base is not None
+                reason = f"{trust} source may not displace a {base.trust} fact"
+            return self._quarantine(c, fact, base, reason)
         if following.pinned and values_equal(value, following.value):
             return self._reinforce(following, c, "same value as a pinned fact")
         if any(f.pinned for f in around):
@@ -71,6 +76,8 @@ class LateArrivals(WorkingSet):
             if base is not None:
                 self._revise(base, "retime", "the next version started earlier", valid_to=t)
             return self._reinforce(following, c, "same value, stated earlier", valid_from=t)
+        if self._displaced_by_less_trusted(c, base, following):
+            return self._earlier_trusted(c, following, ident, value)
         if self._first_of_competing_creates(c, base, following):
             return self._earlier_create(c, following, ident, value)
         stated_end = c.claim.valid_to
@@ -108,14 +115,51 @@ class LateArrivals(WorkingSet):
         stated = timeline.position(version).stated
         return [s for s in self.s.support.get(version.id, ()) if at < timeline.At(s.at, stated)]
 
-    def _first_of_competing_creates(self, c: Candidate, base: Fact | None, following: Fact) -> bool:
-        """Two undated creates with different values conflict, and the earlier one is the
-        active one: in order, the later create would have been held against it. So when the
-        earlier create arrives second, the facts swap places instead of becoming history.
-        Two creates dated to the same instant are ordered by their words and treated alike."""
+    def _displaced_by_less_trusted(self, c: Candidate, base: Fact | None, following: Fact) -> bool:
+        """In order, this claim would have come first, and `following`, from a less trusted
+        source, could not have displaced it: it would have been quarantined against it."""
         return (
-            c.claim.action is ClaimAction.CREATE
-            and (c.claim.valid_from is None or self._time(c) == following.valid_from)
+            base is None
+            and following.status is FactStatus.ACTIVE
+            and following.supersedes_id is None
+            and following.trust.rank < c.event.trust.rank
+            and self._open_set(following.id) is None
+        )
+
+    def _earlier_trusted(
+        self, c: Candidate, following: Fact, ident: Identity, value: dict[str, Any]
+    ) -> Decision:
+        """The earlier, more trusted value is the active one; `following` is held in
+        quarantine against it, with the value it would have had then (a change carries the
+        earlier value's unstated keys forward)."""
+        reason = f"{following.trust} source may not displace a {c.event.trust} fact"
+        held_value = without_nulls({**value, **following.stated}) if following.stated else None
+        update: dict[str, Any] = {"status": FactStatus.CANDIDATE, "unpaired_change": False}
+        if held_value is not None and not values_equal(held_value, following.value):
+            assert following.predicate is not None
+            update |= {
+                "value": held_value,
+                "text": fact_text(following.predicate, held_value, following.qualifiers),
+            }
+        self._revise(
+            following, "hold", f"an earlier value arrived late: quarantined: {reason}", **update
+        )
+        fact = self._new_fact(c, FactKind.STATE, ident, value)
+        if c.claim.action is ClaimAction.SUPERSEDE:
+            fact = fact.model_copy(update={"unpaired_change": True})  # as `_earlier_create`
+        self._create(fact, "an earlier, more trusted value", self._query_text(c))
+        self._open_conflict(ident.key, (fact.id, following.id), ConflictKind.QUARANTINE, reason)
+        return Decision(Outcome.CREATED, fact.id, reason)
+
+    def _first_of_competing_creates(self, c: Candidate, base: Fact | None, following: Fact) -> bool:
+        """An undated create with a different value is held against the value before it, which
+        stays the active one: in order, `following` (a create: nothing `stated`) would have
+        been held against this claim, whatever this claim's own action (a change of nothing
+        known is filed as new, then contested the same way). So when the earlier claim arrives
+        second, the facts swap places instead of becoming history. Two claims dated to the
+        same instant are ordered by their words and treated alike."""
+        return (
+            (c.claim.valid_from is None or self._time(c) == following.valid_from)
             and base is None
             and following.status is FactStatus.ACTIVE
             and following.supersedes_id is None
@@ -138,6 +182,10 @@ class LateArrivals(WorkingSet):
             status=FactStatus.CANDIDATE,
         )
         fact = self._new_fact(c, FactKind.STATE, ident, value)
+        if c.claim.action is ClaimAction.SUPERSEDE:
+            # In order it came first and changed nothing known: marked as such
+            # (`_state_without_head`), so that the value it replaced is judged against it.
+            fact = fact.model_copy(update={"unpaired_change": True})
         self._create(fact, f"the earlier of two competing values ({reason})", self._query_text(c))
         key = ident.key
         self._open_conflict(key, (fact.id, following.id), ConflictKind.CONFLICT, reason)

@@ -210,6 +210,61 @@ class WorkingSet:
         self._follow_identity_sets(head, fact)
         return Decision(Outcome.SUPERSEDED, fact.id, reason)
 
+    def _held_rival(self, head: Fact, value: dict[str, Any]) -> tuple[Fact, ConflictSet] | None:
+        """A candidate with `value`, held against `head` in an open value conflict set (not a
+        quarantine: a less trusted source's value is not adopted by agreeing with it)."""
+        open_set = self._open_set(head.id)
+        if open_set is None or open_set.kind is not ConflictKind.CONFLICT:
+            return None
+        for member_id in open_set.member_ids:
+            member = self.s.facts[member_id]
+            if (
+                member.status is FactStatus.CANDIDATE
+                and not member.pinned
+                and values_equal(member.value, value)
+            ):
+                return member, open_set
+        return None
+
+    def _adopt(
+        self, c: Candidate, head: Fact, rival: Fact, open_set: ConflictSet, how: str
+    ) -> Decision:
+        """A change to the value a candidate already holds against `head`: the candidate is
+        the new version, from whichever of the two statements is older, and the set is
+        resolved in its favour. In either arrival order the change and the rival end as one
+        version (had the change come first, the rival would have restated it)."""
+        start = min(rival.valid_from, self._time(c))
+        reason = f"a change to the value held in conflict ({how})"
+        self._revise(
+            head,
+            "retire",
+            reason,
+            status=FactStatus.SUPERSEDED,
+            valid_to=timeline.end_of(head.valid_to, start),
+            retired_at=self.now,
+            superseded_by=rival.id,
+            unpaired_change=False,
+        )
+        adopted = self._revise(
+            rival,
+            "resolve",
+            reason,
+            status=FactStatus.ACTIVE,
+            valid_from=start,
+            supersedes_id=head.id,
+            unpaired_change=head.unpaired_change,
+        )
+        self._revise_conflict(
+            open_set,
+            reason,
+            status=ConflictStatus.RESOLVED,
+            resolved_at=self.now,
+            kept_fact_id=rival.id,
+        )
+        self._reinforce(adopted, c, reason)
+        self._follow_identity_sets(head, adopted)
+        return Decision(Outcome.SUPERSEDED, rival.id, reason)
+
     def _conflict(
         self,
         c: Candidate,
@@ -223,7 +278,9 @@ class WorkingSet:
             for member_id in open_set.member_ids:
                 member = self.s.facts[member_id]
                 if member.status is FactStatus.CANDIDATE and values_equal(member.value, value):
-                    return self._reinforce(member, c, "repeats a value already in conflict")
+                    # Stated earlier than the candidate knew: it held from then (as in order).
+                    reason = "repeats a value already in conflict"
+                    return self._reinforce(member, c, reason, valid_from=self._time(c))
             # A member a person pinned is theirs to decide: the set grows by the new value
             # instead of turning it into an event fact (consolidation never changes a pin).
             pinned = any(self.s.facts[m].pinned for m in open_set.member_ids)

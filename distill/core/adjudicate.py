@@ -226,7 +226,9 @@ class Adjudicator(LateArrivals):
                 return self._change_inside(c, head, later, ident, new_value)
             rival = self._held_rival(head, new_value)
             if rival is not None:
-                return self._adopt(c, head, *rival, how)
+                reason = f"a change to the value held in conflict ({how})"
+                adopted = self._adopt(c, head, *rival, reason)
+                return Decision(Outcome.SUPERSEDED, adopted.id, reason)
             return self._supersede(c, head, ident, new_value, how)
         return self._conflict(c, head, ident, new_value, "different value")
 

@@ -75,9 +75,20 @@ class LateArrivals(WorkingSet):
             # The next version was already true at t: it starts earlier than we knew.
             if base is not None:
                 self._revise(base, "retime", "the next version started earlier", valid_to=t)
+            if c.claim.action is ClaimAction.SUPERSEDE and following.stated is None:
+                # Its first statement is now a change: in order the version began as one.
+                following = self._revise(
+                    following,
+                    "retime",
+                    "first stated as a change",
+                    stated=dict(c.claim.value or {}),
+                )
             return self._reinforce(following, c, "same value, stated earlier", valid_from=t)
         if self._displaced_by_less_trusted(c, base, following):
             return self._earlier_trusted(c, following, ident, value)
+        rival = self._restated_rival(c, base, following, value)
+        if rival is not None:
+            return self._earlier_than_rival(c, following, rival)
         if self._first_of_competing_creates(c, base, following):
             return self._earlier_create(c, following, ident, value)
         stated_end = c.claim.valid_to
@@ -107,7 +118,29 @@ class LateArrivals(WorkingSet):
             following, "link", "an older version was filed before it", supersedes_id=fact.id
         )
         self._carry_forward_from(fact, [v for v in versions if at < timeline.position(v)])
+        self._now_a_return(fact, ident.key)
         return Decision(Outcome.HISTORICAL, fact.id, "older state filed into history")
+
+    def _now_a_return(self, older: Fact, key: str) -> None:
+        """A value held in conflict against the current version that this older version
+        also had: in order it would have been a return to it (`Adjudicator._state`), so it
+        replaces the current version, from its own date."""
+        active = [f for f in self._facts_of(key) if f.status is FactStatus.ACTIVE]
+        if len(active) != 1 or active[0].pinned or older.value is None:
+            return
+        head = active[0]
+        held = self._held_rival(head, older.value)
+        if held is None:
+            return
+        rival, open_set = held
+        if (
+            rival.stated is not None
+            or rival.valid_from < head.valid_from
+            or rival.trust.rank < head.trust.rank
+            or self._restated_after(head, timeline.At(rival.valid_from, rival.value))
+        ):
+            return
+        self._adopt(None, head, rival, open_set, "an older version shows it returns to a value")
 
     def _restated_after(self, version: Fact, at: timeline.At) -> list[Support]:
         """The supporting statements of `version` that come after position `at` in world time
@@ -150,6 +183,35 @@ class LateArrivals(WorkingSet):
         self._create(fact, "an earlier, more trusted value", self._query_text(c))
         self._open_conflict(ident.key, (fact.id, following.id), ConflictKind.QUARANTINE, reason)
         return Decision(Outcome.CREATED, fact.id, reason)
+
+    def _restated_rival(
+        self, c: Candidate, base: Fact | None, following: Fact, value: dict[str, Any]
+    ) -> Fact | None:
+        """A candidate held against `following` (a create) that says what this claim says: in
+        order this claim came first, `following` was held against it, and the candidate only
+        restated it."""
+        if (
+            base is not None
+            or following.status is not FactStatus.ACTIVE
+            or following.supersedes_id is not None
+            or following.stated is not None
+            or following.trust.rank < c.event.trust.rank
+        ):
+            return None
+        held = self._held_rival(following, value)
+        return held[0] if held is not None else None
+
+    def _earlier_than_rival(self, c: Candidate, following: Fact, rival: Fact) -> Decision:
+        reason = "an earlier statement of the value held in conflict: it came first"
+        self._revise(following, "hold", reason, status=FactStatus.CANDIDATE)
+        first = self._revise(
+            rival,
+            "hold",
+            reason,
+            status=FactStatus.ACTIVE,
+            valid_from=min(rival.valid_from, self._time(c)),
+        )
+        return self._reinforce(first, c, reason)
 
     def _first_of_competing_creates(self, c: Candidate, base: Fact | None, following: Fact) -> bool:
         """An undated create with a different value is held against the value before it, which

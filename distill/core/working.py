@@ -227,14 +227,14 @@ class WorkingSet:
         return None
 
     def _adopt(
-        self, c: Candidate, head: Fact, rival: Fact, open_set: ConflictSet, how: str
-    ) -> Decision:
-        """A change to the value a candidate already holds against `head`: the candidate is
-        the new version, from whichever of the two statements is older, and the set is
-        resolved in its favour. In either arrival order the change and the rival end as one
-        version (had the change come first, the rival would have restated it)."""
-        start = min(rival.valid_from, self._time(c))
-        reason = f"a change to the value held in conflict ({how})"
+        self, c: Candidate | None, head: Fact, rival: Fact, open_set: ConflictSet, reason: str
+    ) -> Fact:
+        """A change to the value a candidate already holds against `head` (the claim `c`), or
+        a late version that makes the candidate a return to it (no claim): the candidate is
+        the new version, from whichever statement is older, and the set is resolved in its
+        favour. In either arrival order the change and the rival end as one version (had the
+        change come first, the rival would have restated it)."""
+        start = rival.valid_from if c is None else min(rival.valid_from, self._time(c))
         self._revise(
             head,
             "retire",
@@ -261,9 +261,10 @@ class WorkingSet:
             resolved_at=self.now,
             kept_fact_id=rival.id,
         )
-        self._reinforce(adopted, c, reason)
+        if c is not None:
+            self._reinforce(adopted, c, reason)
         self._follow_identity_sets(head, adopted)
-        return Decision(Outcome.SUPERSEDED, rival.id, reason)
+        return self.s.facts[rival.id]
 
     def _conflict(
         self,

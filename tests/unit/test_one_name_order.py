@@ -150,3 +150,20 @@ def test_a_change_to_the_value_held_in_conflict_makes_it_current(
             assert mem.conflicts(subject="alice") == []  # open ones
             everything = mem.facts(subject="alice", include_retired=True)
             assert sorted(f.status.value for f in everything) == ["active", "superseded"]
+
+
+@pytest.mark.parametrize(
+    ("values", "actions"),
+    [
+        ("aba", ("create", "create", "create")),  # the late `a` is restated by the held `a`
+        ("aba", ("create", "supersede", "create")),  # the held `a` is a return once `a` is known
+        ("abb", ("create", "supersede", "create")),  # `b` began as a change
+        ("abb", ("supersede", "supersede", "create")),
+    ],
+    ids=["restated-rival", "return", "began-as-a-change", "began-as-a-change-2"],
+)
+def test_three_claims_end_as_in_order_whatever_arrives_last(
+    values: str, actions: tuple[str, ...]
+) -> None:
+    """Histories of three claims whose earliest claim arriving last used to end elsewhere."""
+    assert_any_order_as_in_order(history(values, actions, ("trusted",) * 3))

@@ -255,6 +255,9 @@ class Adjudicator(LateArrivals):
             # A change of nothing known: the value it replaced may still arrive, under another
             # name, and is then judged against this fact (`_match`), as if it had come first.
             fact = fact.model_copy(update={"unpaired_change": True})
+        held = self._held_alone_after(key, fact)
+        if held is not None:
+            return self._before_held(c, fact, *held, how)
         self._create(fact, f"new identity ({how})", vector_text=self._query_text(c))
         return Decision(Outcome.CREATED, fact.id, "new identity")
 

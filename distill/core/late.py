@@ -16,6 +16,8 @@ from distill.core.identity import (
 from distill.core.models import (
     ClaimAction,
     ConflictKind,
+    ConflictSet,
+    ConflictStatus,
     Fact,
     FactKind,
     FactStatus,
@@ -183,6 +185,55 @@ class LateArrivals(WorkingSet):
         self._create(fact, "an earlier, more trusted value", self._query_text(c))
         self._open_conflict(ident.key, (fact.id, following.id), ConflictKind.QUARANTINE, reason)
         return Decision(Outcome.CREATED, fact.id, reason)
+
+    def _held_alone_after(self, key: str, fact: Fact) -> tuple[Fact, ConflictSet] | None:
+        """An untrusted claim of this identity held alone (nothing was known when it came)
+        and dated after `fact`, this claim's new fact: in order it would have met `fact`."""
+        at = timeline.position(fact)
+        for cs in self.s.conflicts.values():
+            if (
+                cs.status is ConflictStatus.OPEN
+                and cs.kind is ConflictKind.QUARANTINE
+                and cs.identity_key == key
+                and len(cs.member_ids) == 1
+            ):
+                held = self.s.facts.get(cs.member_ids[0])
+                if (
+                    held is not None
+                    and held.status is FactStatus.CANDIDATE
+                    and not held.pinned
+                    and at < timeline.position(held)
+                ):
+                    return held, cs
+        return None
+
+    def _before_held(
+        self, c: Candidate, fact: Fact, held: Fact, cs: ConflictSet, how: str
+    ) -> Decision:
+        """The value an untrusted claim held alone (`_held_alone_after`) would have met: the
+        same value is reinforced by it, as in order (the held row becomes the fact, from this
+        claim's date); another is what it is held against."""
+        if (
+            held.value is not None
+            and fact.value is not None
+            and values_equal(held.value, fact.value)
+        ):
+            reason = "an earlier statement of a value held from an untrusted source"
+            first = self._revise(
+                held, "hold", reason, status=FactStatus.ACTIVE, valid_from=fact.valid_from
+            )
+            self._revise_conflict(
+                cs,
+                reason,
+                status=ConflictStatus.RESOLVED,
+                resolved_at=self.now,
+                kept_fact_id=held.id,
+            )
+            return self._reinforce(first, c, reason)
+        self._create(fact, f"new identity ({how})", vector_text=self._query_text(c))
+        reason = "held against an earlier value that arrived late"
+        self._revise_conflict(cs, reason, member_ids=(fact.id, *cs.member_ids))
+        return Decision(Outcome.CREATED, fact.id, "new identity")
 
     def _restated_rival(
         self, c: Candidate, base: Fact | None, following: Fact, value: dict[str, Any]

@@ -3,8 +3,8 @@
 The property tests cover changes alone (`supersede`) and values of one instant; these cover
 what they leave out, with arrival in world-time order as the reference: a claim that arrives
 late must end where it would have ended had it come in order. Every history of two claims
-(equal or different values, each a `create` or a `supersede`, each from a trusted or a
-third-party source) is played in both orders; then the histories of three claims whose
+(equal or different values, each a `create` or a `supersede`, each from a source of any
+trust level) is played in both orders; then the histories of three claims whose
 late arrival used to end elsewhere, one test each.
 
 `python scripts/order_search.py --one-name` measures the histories of three claims from a
@@ -24,7 +24,7 @@ from distill.core.models import ConflictStatus, FactStatus
 from tests.unit.test_properties import Claim, day, final_state, fresh_memory, ingest
 
 ACTIONS = ("create", "supersede")
-TRUSTS = ("trusted", "third_party")
+TRUSTS = ("trusted", "semi_trusted", "third_party", "untrusted")
 
 
 def history(values: str, actions: tuple[str, ...], trusts: tuple[str, ...]) -> list[Claim]:
@@ -167,3 +167,26 @@ def test_three_claims_end_as_in_order_whatever_arrives_last(
 ) -> None:
     """Histories of three claims whose earliest claim arriving last used to end elsewhere."""
     assert_any_order_as_in_order(history(values, actions, ("trusted",) * 3))
+
+
+@pytest.mark.parametrize("values", ["aa", "ab"], ids=["same-value", "another-value"])
+def test_an_untrusted_claim_held_alone_meets_the_earlier_value_that_arrives_late(
+    values: str,
+) -> None:
+    """An untrusted claim that came first is held alone (nothing was known). A trusted
+    value dated before it then arrives: in order the untrusted claim would have met it, so
+    the same value is reinforced by it (one fact, no set left open) and another value is
+    held against it (one quarantine set of both)."""
+    claims = history(values, ("create", "create"), ("trusted", "untrusted"))
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [1, 0])
+        (current,) = mem.facts(subject="alice")
+        assert current.value == {"v": "a"}
+        held = mem.conflicts(subject="alice")
+        if values == "aa":
+            assert held == []
+            assert current.reinforcement_count == 1
+        else:
+            (quarantine,) = held
+            assert current.id in quarantine.member_ids and len(quarantine.member_ids) == 2
+    assert_any_order_as_in_order(claims)

@@ -77,14 +77,6 @@ class LateArrivals(WorkingSet):
             # The next version was already true at t: it starts earlier than we knew.
             if base is not None:
                 self._revise(base, "retime", "the next version started earlier", valid_to=t)
-            if c.claim.action is ClaimAction.SUPERSEDE and following.stated is None:
-                # Its first statement is now a change: in order the version began as one.
-                following = self._revise(
-                    following,
-                    "retime",
-                    "first stated as a change",
-                    stated=dict(c.claim.value or {}),
-                )
             return self._reinforce(following, c, "same value, stated earlier", valid_from=t)
         if self._displaced_by_less_trusted(c, base, following):
             return self._earlier_trusted(c, following, ident, value)
@@ -245,7 +237,7 @@ class LateArrivals(WorkingSet):
             base is not None
             or following.status is not FactStatus.ACTIVE
             or following.supersedes_id is not None
-            or following.stated is not None
+            or self._began_as_change(following, self._time(c))
             or following.trust.rank < c.event.trust.rank
         ):
             return None
@@ -266,17 +258,17 @@ class LateArrivals(WorkingSet):
 
     def _first_of_competing_creates(self, c: Candidate, base: Fact | None, following: Fact) -> bool:
         """An undated create with a different value is held against the value before it, which
-        stays the active one: in order, `following` (a create: nothing `stated`) would have
-        been held against this claim, whatever this claim's own action (a change of nothing
-        known is filed as new, then contested the same way). So when the earlier claim arrives
-        second, the facts swap places instead of becoming history. Two claims dated to the
-        same instant are ordered by their words and treated alike."""
+        stays the active one: in order, `following` (an undated create: `_began_as_change`)
+        would have been held against this claim, whatever this claim's own action (a change
+        of nothing known is filed as new, then contested the same way). So when the earlier
+        claim arrives second, the facts swap places instead of becoming history. Two claims
+        dated to the same instant are ordered by their words and treated alike."""
         return (
             (c.claim.valid_from is None or self._time(c) == following.valid_from)
             and base is None
             and following.status is FactStatus.ACTIVE
             and following.supersedes_id is None
-            and following.stated is None
+            and not self._began_as_change(following, self._time(c))
             and self._open_set(following.id) is None
         )
 

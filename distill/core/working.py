@@ -85,11 +85,21 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Support:
-    """One event that supports a fact, and when and how far it is believed."""
+    """One event that supports a fact, when and how far it is believed, and how its claim
+    was stated: as a change (`supersede`), and dated by its own `valid_from` (`at` is then
+    that date). In world order either makes a different value replace the one before it
+    (dated: when it is later), where an undated `create` is held against it."""
 
     event_id: str
     at: datetime
     trust: Trust
+    supersede: bool = False
+    dated: bool = False
+
+
+def support_of(event_id: str, at: datetime, trust: Trust, claim: Claim) -> Support:
+    supersede = claim.action is ClaimAction.SUPERSEDE
+    return Support(event_id, at, trust, supersede, claim.valid_from is not None)
 
 
 @dataclass
@@ -139,6 +149,7 @@ class WorkingSet:
         self.new_id = new_id
         self.plan = Plan()
         self.decisions: list[Decision] = []
+        self._stated: dict[str, Claim] = {}  # the claim each new state fact was made from
         # The ids of the snapshot's facts by identity key, in the snapshot's order: most
         # candidates look up their identity's versions, and a scan of every fact for each
         # one was a fifth of the adjudicator's time on a 100-event job. Built on first use,
@@ -172,7 +183,7 @@ class WorkingSet:
         if fact.id in self.s.support:
             self.s.support[fact.id] = (
                 *self.s.support[fact.id],
-                Support(c.event.id, t, c.event.trust),
+                support_of(c.event.id, t, c.event.trust, c.claim),
             )
         return Decision(Outcome.REINFORCED, fact.id, reason)
 
@@ -459,7 +470,27 @@ class WorkingSet:
             else None,
         }
         fields.update(overrides)
-        return Fact(**fields)
+        fact = Fact(**fields)
+        if kind is FactKind.STATE:
+            self._stated[fact.id] = c.claim
+        return fact
+
+    def _first_support(self, fact: Fact) -> Support:
+        claim = self._stated.get(fact.id)
+        if claim is None:  # a copy made from a version (`_change_inside`): its own record
+            return Support(fact.source_event_ids[0], fact.valid_from, fact.trust)
+        return support_of(fact.source_event_ids[0], fact.valid_from, fact.trust, claim)
+
+    def _began_as_change(self, fact: Fact, before: datetime) -> bool:
+        """Whether `fact`'s earliest statement in world time would have replaced a value of
+        time `before` in world order (`Support`): a change, or dated later by its own date.
+        By its own record (a change keeps what it `stated`) when its statements were not
+        loaded."""
+        supports = self.s.support.get(fact.id)
+        if not supports:
+            return fact.stated is not None
+        first = min(supports, key=lambda s: s.at)
+        return first.supersede or (first.dated and first.at > before)
 
     def _create(
         self,
@@ -478,9 +509,7 @@ class WorkingSet:
             self._by_key.setdefault(fact.identity_key, []).append(fact.id)
         self.s.facts[fact.id] = fact
         if fact.kind is FactKind.STATE and fact.source_event_ids:
-            self.s.support[fact.id] = (
-                Support(fact.source_event_ids[0], fact.valid_from, fact.trust),
-            )
+            self.s.support[fact.id] = (self._first_support(fact),)
         self.plan.add(
             CreateFact(
                 fact,

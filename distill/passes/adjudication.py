@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import numpy as np
 
@@ -35,7 +36,7 @@ from distill.core.models import ConflictKind, ConflictStatus, Event, Fact, FactK
 from distill.core.passes import Context, PassResult, Scope
 from distill.core.plan import Rejection
 from distill.core.votes import Policies
-from distill.core.working import Candidate, Snapshot, Support
+from distill.core.working import Candidate, Snapshot, Support, support_of
 from distill.ports import Store, Vector
 
 # A claim under a new predicate is judged against at most this many of the subject's active
@@ -143,7 +144,10 @@ class Adjudication:
         event_ids = [e.id for e in work.events]
         for fact in store.facts_with_sources(project, subject, event_ids):
             facts[fact.id] = fact
-        support = _support(store, project, facts)
+        earliest = min(
+            (c.claim.valid_from or c.event.occurred_at for c in candidates), default=None
+        )
+        support = _support(store, project, facts, earliest)
         known = {f.predicate for f in facts.values() if f.kind is FactKind.STATE}
         conflicts = {c.id: c for c in store.open_conflicts_for(project, subject, sorted(keys))}
         if any(identity_texts_of(c) for c in candidates):
@@ -159,7 +163,7 @@ class Adjudication:
                 facts.setdefault(fact.id, fact)
             # A claim dated no later than a fact's current version compares with when its
             # attribute began (`WorkingSet._began`): the earlier versions of those facts.
-            earliest = min(c.claim.valid_from or c.event.occurred_at for c in candidates)
+            assert earliest is not None
             began = {
                 key
                 for f in facts.values()
@@ -185,25 +189,33 @@ class Adjudication:
         return AdjudicationSnapshot(state, candidates, work.rejections)
 
 
-def _support(store: Store, project: str, facts: dict[str, Fact]) -> dict[str, tuple[Support, ...]]:
-    """When and how far each reinforced version's supporting events were believed."""
-    reinforced = [
+def _support(
+    store: Store, project: str, facts: dict[str, Fact], earliest: datetime | None
+) -> dict[str, tuple[Support, ...]]:
+    """When, how far and how each reinforced version's supporting events were believed;
+    and how each live version a claim of the job is dated no later than was first stated
+    (a late claim is decided by it: `LateArrivals._began_as_change`). Read from their
+    observations; a job whose claims all come after what is known reads no more."""
+    chosen = [
         f
         for f in facts.values()
         if f.kind is FactKind.STATE
-        and f.status in (FactStatus.ACTIVE, FactStatus.SUPERSEDED)
-        and f.reinforcement_count
+        and (
+            (f.status in (FactStatus.ACTIVE, FactStatus.SUPERSEDED) and f.reinforcement_count)
+            or (f.live and earliest is not None and earliest <= f.valid_from)
+        )
     ]
-    if not reinforced:
+    if not chosen:
         return {}
-    chain = {f.identity_key for f in reinforced}
+    chain = {f.identity_key for f in chosen}
     versions = {f.id for f in facts.values() if f.identity_key in chain}
-    events = sorted({e for f in reinforced for e in f.source_event_ids})
+    events = sorted({e for f in chosen for e in f.source_event_ids})
     found: dict[str, Support] = {}
     for o in store.observations_for_events(project, events):
         if o.fact_id in versions and o.event_id not in found:
-            found[o.event_id] = Support(o.event_id, o.claim.valid_from or o.occurred_at, o.trust)
-    return {f.id: tuple(found[e] for e in f.source_event_ids if e in found) for f in reinforced}
+            at = o.claim.valid_from or o.occurred_at
+            found[o.event_id] = support_of(o.event_id, at, o.trust, o.claim)
+    return {f.id: tuple(found[e] for e in f.source_event_ids if e in found) for f in chosen}
 
 
 def _name_vectors(

@@ -190,3 +190,36 @@ def test_an_untrusted_claim_held_alone_meets_the_earlier_value_that_arrives_late
             (quarantine,) = held
             assert current.id in quarantine.member_ids and len(quarantine.member_ids) == 2
     assert_any_order_as_in_order(claims)
+
+
+@pytest.mark.parametrize("late_action", ACTIONS)
+@pytest.mark.parametrize("order", [[0, 1], [1, 0]], ids=["in-order", "reversed"])
+def test_a_create_dated_by_its_own_valid_from_replaces_the_value_before_it(
+    late_action: str, order: list[int]
+) -> None:
+    """A `create` that carries its own `valid_from`, after the known value, replaces it in
+    world order (`Adjudicator._state`); arriving first, it is not mistaken for an undated
+    create when the earlier value comes: the earlier value is history, not the active
+    side of a conflict (its record: `Support.change`, read from its observation)."""
+    claims: list[dict[str, Any]] = [
+        {"occurred_at": day(0), "value": "a", "action": late_action},
+        {"occurred_at": day(1), "value": "b", "action": "create", "valid_from": day(1)},
+    ]
+    with fresh_memory(max_distance=0.0) as mem:
+        for index in order:
+            claim = claims[index]
+            mem.add_event(
+                subject="alice",
+                text=f"gp is {claim['value']}",
+                occurred_at=claim["occurred_at"],
+                claims=[
+                    {"predicate": "gp", "value": {"v": claim["value"]}}
+                    | {k: v for k, v in claim.items() if k in ("action", "valid_from")}
+                ],
+            )
+            assert mem.consolidate().jobs_failed == 0
+        (current,) = mem.facts(subject="alice")
+        assert current.value == {"v": "b"}
+        assert mem.conflicts(subject="alice", status=None) == []
+        (old,) = [f for f in mem.facts(subject="alice", include_retired=True) if f != current]
+        assert (old.value, old.status, old.valid_to) == ({"v": "a"}, FactStatus.SUPERSEDED, day(1))

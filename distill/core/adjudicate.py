@@ -224,7 +224,7 @@ class Adjudicator(LateArrivals):
             later = self._restated_after(head, at)
             if later:
                 return self._change_inside(c, head, later, ident, new_value)
-            rival = self._held_rival(head, new_value)
+            rival = self._held_rival(head, new_value, c.event.trust)
             if rival is not None:
                 reason = f"a change to the value held in conflict ({how})"
                 adopted = self._adopt(c, head, *rival, reason)

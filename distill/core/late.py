@@ -59,13 +59,28 @@ class LateArrivals(WorkingSet):
         # less trusted claim is held against it. Before the first version there is none, and
         # the claim would have been filed (untrusted: held alone), the next version then
         # decided against it as if it came second, whoever is more trusted.
-        if trust is Trust.UNTRUSTED or (base is not None and trust.rank < base.trust.rank):
+        # One exception to world order: there, a less trusted value that came first would
+        # hold a more trusted create of another value in conflict (`_first_of_competing_
+        # creates`); arriving late, it would demote the current fact, and a source must not
+        # win by backdating its claims. It is held against that fact instead.
+        held_against = base
+        if (
+            base is None
+            and trust is not Trust.UNTRUSTED
+            and trust.rank < following.trust.rank
+            and not self._began_as_change(following, t)
+            and not values_equal(value, following.value)
+        ):
+            held_against = following
+        if trust is Trust.UNTRUSTED or (
+            held_against is not None and trust.rank < held_against.trust.rank
+        ):
             fact = self._new_fact(c, FactKind.STATE, ident, value)
             reason = "untrusted source"
             if trust is not Trust.UNTRUSTED:
-                assert base is not None
-                reason = f"{trust} source may not displace a {base.trust} fact"
-            return self._quarantine(c, fact, base, reason)
+                assert held_against is not None
+                reason = f"{trust} source may not displace a {held_against.trust} fact"
+            return self._quarantine(c, fact, held_against, reason)
         if following.pinned and values_equal(value, following.value):
             return self._reinforce(following, c, "same value as a pinned fact")
         if any(f.pinned for f in around):
@@ -124,23 +139,9 @@ class LateArrivals(WorkingSet):
             return
         head = active[0]
         held = self._held_rival(head, older.value)
-        if held is None:
+        if held is None or held[0].stated is not None or held[0].trust.rank < head.trust.rank:
             return
-        rival, open_set = held
-        if (
-            rival.stated is not None
-            or rival.valid_from < head.valid_from
-            or rival.trust.rank < head.trust.rank
-            or self._restated_after(head, timeline.At(rival.valid_from, rival.value))
-        ):
-            return
-        self._adopt(None, head, rival, open_set, "an older version shows it returns to a value")
-
-    def _restated_after(self, version: Fact, at: timeline.At) -> list[Support]:
-        """The supporting statements of `version` that come after position `at` in world time
-        (a restatement at the same instant sorts by the version's words, as versions do)."""
-        stated = timeline.position(version).stated
-        return [s for s in self.s.support.get(version.id, ()) if at < timeline.At(s.at, stated)]
+        self._adopt(None, head, *held, "an older version shows it returns to a value")
 
     def _displaced_by_less_trusted(self, c: Candidate, base: Fact | None, following: Fact) -> bool:
         """In order, this claim would have come first, and `following`, from a less trusted
@@ -176,6 +177,7 @@ class LateArrivals(WorkingSet):
             fact = fact.model_copy(update={"unpaired_change": True})  # as `_earlier_create`
         self._create(fact, "an earlier, more trusted value", self._query_text(c))
         self._open_conflict(ident.key, (fact.id, following.id), ConflictKind.QUARANTINE, reason)
+        self._follow_identity_sets(following, fact)
         return Decision(Outcome.CREATED, fact.id, reason)
 
     def _held_alone_after(self, key: str, fact: Fact) -> tuple[Fact, ConflictSet] | None:
@@ -254,6 +256,7 @@ class LateArrivals(WorkingSet):
             status=FactStatus.ACTIVE,
             valid_from=min(rival.valid_from, self._time(c)),
         )
+        self._follow_identity_sets(following, first)
         return self._reinforce(first, c, reason)
 
     def _first_of_competing_creates(self, c: Candidate, base: Fact | None, following: Fact) -> bool:
@@ -294,6 +297,7 @@ class LateArrivals(WorkingSet):
         self._create(fact, f"the earlier of two competing values ({reason})", self._query_text(c))
         key = ident.key
         self._open_conflict(key, (fact.id, following.id), ConflictKind.CONFLICT, reason)
+        self._follow_identity_sets(following, fact)
         return Decision(Outcome.CONFLICT, fact.id, reason)
 
     def _carry_forward_from(self, inserted: Fact, later: list[Fact]) -> None:

@@ -36,6 +36,91 @@ from distill.core.working import (
 
 
 class LateArrivals(WorkingSet):
+    """A late claim's decisions, and the two rules the in-order path shares with them so that
+    both orders meet: a value held in conflict that a change (or an older version) makes
+    current (`_held_rival`, `_adopt`), and a version's restatements (`_restated_after`)."""
+
+    def _restated_after(self, version: Fact, at: timeline.At) -> list[Support]:
+        """The supporting statements of `version` that come after position `at` in world time
+        (a restatement at the same instant sorts by the version's words, as versions do)."""
+        stated = timeline.position(version).stated
+        return [s for s in self.s.support.get(version.id, ()) if at < timeline.At(s.at, stated)]
+
+    def _held_rival(
+        self, head: Fact, value: dict[str, Any], by: Trust | None = None
+    ) -> tuple[Fact, ConflictSet] | None:
+        """A candidate of `head`'s identity with `value`, held against `head` in an open value
+        conflict set, that a change to `value` (from a source of trust `by`, when a claim
+        makes it) would make current, as if it had restated that change: not dated before
+        `head`, nor before a restatement of `head`; no member pinned (a person's to decide).
+        A quarantined candidate only for a change at least as trusted as `head` and as it:
+        a less trusted source's value is never adopted by agreeing with itself."""
+        open_set = self._open_set(head.id)
+        if open_set is None or open_set.identity_key != head.identity_key:
+            return None
+        members = [self.s.facts[m] for m in open_set.member_ids]
+        if any(m.pinned for m in members):
+            return None
+        for member in members:
+            if (
+                member.status is FactStatus.CANDIDATE
+                and member.identity_key == head.identity_key
+                and values_equal(member.value, value)
+                and member.valid_from >= head.valid_from
+                and (
+                    open_set.kind is ConflictKind.CONFLICT
+                    or (
+                        by is not None
+                        and by.rank >= head.trust.rank
+                        and by.rank >= member.trust.rank
+                    )
+                )
+                and not self._restated_after(head, timeline.At(member.valid_from, member.value))
+            ):
+                return member, open_set
+        return None
+
+    def _adopt(
+        self, c: Candidate | None, head: Fact, rival: Fact, open_set: ConflictSet, reason: str
+    ) -> Fact:
+        """A change to the value a candidate already holds against `head` (the claim `c`), or
+        a late version that makes the candidate a return to it (no claim): the candidate is
+        the new version, from whichever statement is older, until the change's stated end,
+        and the set is resolved in its favour. The change and the rival end as one version,
+        as they do when the change comes first and the rival restates it."""
+        start = rival.valid_from if c is None else min(rival.valid_from, self._time(c))
+        self._revise(
+            head,
+            "retire",
+            reason,
+            status=FactStatus.SUPERSEDED,
+            valid_to=timeline.end_of(head.valid_to, start),
+            retired_at=self.now,
+            superseded_by=rival.id,
+            unpaired_change=False,
+        )
+        adopted = self._revise(
+            rival,
+            "resolve",
+            reason,
+            status=FactStatus.ACTIVE,
+            valid_from=start,
+            valid_to=rival.valid_to if c is None else c.claim.valid_to,
+            supersedes_id=head.id,
+            unpaired_change=head.unpaired_change,
+        )
+        self._revise_conflict(
+            open_set,
+            reason,
+            status=ConflictStatus.RESOLVED,
+            resolved_at=self.now,
+            kept_fact_id=rival.id,
+        )
+        if c is not None:
+            self._reinforce(adopted, c, reason)
+        self._follow_identity_sets(head, adopted)
+        return self.s.facts[rival.id]
+
     def _late(
         self,
         c: Candidate,

@@ -46,6 +46,12 @@ class LateArrivals(WorkingSet):
         stated = timeline.position(version).stated
         return [s for s in self.s.support.get(version.id, ()) if at < timeline.At(s.at, stated)]
 
+    def _settle(self, cs: ConflictSet, kept: str, reason: str) -> None:
+        """A set resolved by what a claim showed, keeping fact `kept`, as a person would."""
+        self._revise_conflict(
+            cs, reason, status=ConflictStatus.RESOLVED, resolved_at=self.now, kept_fact_id=kept
+        )
+
     def _held_rival(
         self, head: Fact, value: dict[str, Any], by: Trust | None = None
     ) -> tuple[Fact, ConflictSet] | None:
@@ -89,16 +95,7 @@ class LateArrivals(WorkingSet):
         and the set is resolved in its favour. The change and the rival end as one version,
         as they do when the change comes first and the rival restates it."""
         start = rival.valid_from if c is None else min(rival.valid_from, self._time(c))
-        self._revise(
-            head,
-            "retire",
-            reason,
-            status=FactStatus.SUPERSEDED,
-            valid_to=timeline.end_of(head.valid_to, start),
-            retired_at=self.now,
-            superseded_by=rival.id,
-            unpaired_change=False,
-        )
+        self._retire(head, reason, start, rival.id)
         adopted = self._revise(
             rival,
             "resolve",
@@ -109,13 +106,7 @@ class LateArrivals(WorkingSet):
             supersedes_id=head.id,
             unpaired_change=head.unpaired_change,
         )
-        self._revise_conflict(
-            open_set,
-            reason,
-            status=ConflictStatus.RESOLVED,
-            resolved_at=self.now,
-            kept_fact_id=rival.id,
-        )
+        self._settle(open_set, rival.id, reason)
         if c is not None:
             self._reinforce(adopted, c, reason)
         self._follow_identity_sets(head, adopted)
@@ -301,13 +292,7 @@ class LateArrivals(WorkingSet):
             first = self._revise(
                 held, "hold", reason, status=FactStatus.ACTIVE, valid_from=fact.valid_from
             )
-            self._revise_conflict(
-                cs,
-                reason,
-                status=ConflictStatus.RESOLVED,
-                resolved_at=self.now,
-                kept_fact_id=held.id,
-            )
+            self._settle(cs, held.id, reason)
             return self._reinforce(first, c, reason)
         self._create(fact, f"new identity ({how})", vector_text=self._query_text(c))
         reason = "held against an earlier value that arrived late"
@@ -434,15 +419,13 @@ class LateArrivals(WorkingSet):
             superseded_by=restated_id,
         )
         reason = "a change that arrived late, between a value and its restatement"
-        self._revise(
+        # The restated part carries a mark the version had (`unpaired_change`).
+        self._retire(
             version,
-            "retire",
             reason,
-            status=FactStatus.SUPERSEDED,
-            valid_to=timeline.end_of(version.valid_to, t),
+            t,
+            change.id,
             retired_at=version.retired_at or self.now,
-            superseded_by=change.id,
-            unpaired_change=False,  # the restated part carries it
             **supported_by(early, version),
         )
         self._create(change, reason)

@@ -207,19 +207,27 @@ class WorkingSet:
             unpaired_change=head.unpaired_change,
         )
         reason = f"new value replaces the old one ({how})"
-        self._revise(
-            head,
-            "retire",
-            reason,
-            status=FactStatus.SUPERSEDED,
-            valid_to=timeline.end_of(head.valid_to, t),
-            retired_at=self.now,
-            superseded_by=fact.id,
-            unpaired_change=False,
-        )
+        self._retire(head, reason, t, fact.id)
         self._create(fact, reason, vector_text=self._query_text(c))
         self._follow_identity_sets(head, fact)
         return Decision(Outcome.SUPERSEDED, fact.id, reason)
+
+    def _retire(self, version: Fact, reason: str, at: datetime, by: str, **changes: Any) -> Fact:
+        """`version` superseded by fact `by` from `at` (or its own stated end, if earlier);
+        a mark it carried (`unpaired_change`) goes to the version after it."""
+        return self._revise(
+            version,
+            "retire",
+            reason,
+            **{
+                "status": FactStatus.SUPERSEDED,
+                "valid_to": timeline.end_of(version.valid_to, at),
+                "retired_at": self.now,
+                "superseded_by": by,
+                "unpaired_change": False,
+                **changes,
+            },
+        )
 
     def _conflict(
         self,

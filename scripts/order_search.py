@@ -20,7 +20,7 @@ value, status, interval, reinforcements and events, and the open sets.
 
 Measured 2026-12-03: 84 of 120 sets disagree at 6d3b5bf (before `unpaired_change`), 66 at
 the commit that added this script, none that agreed before; EVAL.md. Session 34: 47 across
-names; within one name, 10 of 40 histories (21 at e32a637, the session's start).
+names; within one name, 8 of 40 histories (21 at e32a637, the session's start).
 """
 
 from __future__ import annotations

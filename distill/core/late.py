@@ -144,7 +144,7 @@ class LateArrivals(WorkingSet):
             base is None
             and trust is not Trust.UNTRUSTED
             and trust.rank < following.trust.rank
-            and not self._began_as_change(following, t)
+            and not self._began_as_change(following, t, restated=True)
             and not values_equal(value, following.value)
         ):
             held_against = following
@@ -341,7 +341,7 @@ class LateArrivals(WorkingSet):
             and base is None
             and following.status is FactStatus.ACTIVE
             and following.supersedes_id is None
-            and not self._began_as_change(following, self._time(c))
+            and not self._began_as_change(following, self._time(c), restated=True)
             and self._open_set(following.id) is None
         )
 

@@ -433,16 +433,17 @@ class WorkingSet:
             return Support(fact.source_event_ids[0], fact.valid_from, fact.trust)
         return support_of(fact.source_event_ids[0], fact.valid_from, fact.trust, claim)
 
-    def _began_as_change(self, fact: Fact, before: datetime) -> bool:
+    def _began_as_change(self, fact: Fact, before: datetime, *, restated: bool = False) -> bool:
         """Whether `fact`'s earliest statement in world time would have replaced a value of
-        time `before` in world order (`Support`): a change, or dated later by its own date.
-        By its own record (a change keeps what it `stated`) when its statements were not
-        loaded."""
+        time `before` in world order (`Support`): a change, or dated later by its own date;
+        with `restated`, any of its statements (a create held against that value is made
+        current by a later change to it: `LateArrivals._adopt`). By its own record (a change
+        keeps what it `stated`) when its statements were not loaded."""
         supports = self.s.support.get(fact.id)
         if not supports:
             return fact.stated is not None
-        first = min(supports, key=lambda s: s.at)
-        return first.supersede or (first.dated and first.at > before)
+        said = supports if restated else [min(supports, key=lambda s: s.at)]
+        return any(s.supersede or (s.dated and s.at > before) for s in said)
 
     def _create(
         self,

@@ -208,8 +208,17 @@ def test_a_change_to_the_value_held_in_conflict_makes_it_current(
         ("aba", ("create", "supersede", "create")),  # the held `a` is a return once `a` is known
         ("abb", ("create", "supersede", "create")),  # `b` began as a change
         ("abb", ("supersede", "supersede", "create")),
+        ("abb", ("create", "create", "supersede")),  # `b` is restated as a change: adopted
+        ("abb", ("supersede", "create", "supersede")),
     ],
-    ids=["restated-rival", "return", "began-as-a-change", "began-as-a-change-2"],
+    ids=[
+        "restated-rival",
+        "return",
+        "began-as-a-change",
+        "began-as-a-change-2",
+        "restated-as-a-change",
+        "restated-as-a-change-2",
+    ],
 )
 def test_three_claims_end_as_in_order_whatever_arrives_last(
     values: str, actions: tuple[str, ...]

@@ -516,27 +516,29 @@ class Memory(Hygiene, Rulebook, Deriving, Cortex, Backpressure):
             conflict = self.store.conflict(project, conflict_id)
             members = {m: self.store.fact(project, m) for m in conflict.member_ids}
             names = sorted({f.predicate for f in members.values() if f.predicate})
+            versions = self._versions(members.get(keep or ""))
+            active = [f for f in versions if f.status is FactStatus.ACTIVE]
             plan = resolve.resolve_conflict(
                 conflict,
                 members,
                 keep,
                 self.clock.now(),
-                self._current(members.get(keep or "")),
+                active[0] if active else None,
                 aliases={
                     a: x.canonical for a, x in self.store.aliases(conflict.project, names).items()
                 },
                 others=self.store.conflicts(project, conflict.subject, ConflictStatus.OPEN),
+                history=versions,
             )
             self._apply(plan, conflict.project, conflict.subject)
         return self.store.conflict(project, conflict_id)
 
-    def _current(self, kept: Fact | None) -> Fact | None:
-        """The active state fact of the kept fact's identity, if another one is active."""
+    def _versions(self, kept: Fact | None) -> list[Fact]:
+        """The state facts of the kept fact's identity, whatever their status."""
         if kept is None or kept.kind is not FactKind.STATE or not kept.identity_key:
-            return None
+            return []
         found = self.store.facts_by_identity(kept.project, kept.subject, [kept.identity_key])
-        active = [f for f in found if f.status is FactStatus.ACTIVE and f.kind is FactKind.STATE]
-        return active[0] if active else None
+        return [f for f in found if f.kind is FactKind.STATE]
 
     def pin(self, fact_id: str, pinned: bool = True, project: str = "default") -> Fact:
         """Pinned facts are never changed by automatic paths. Takes an id or a unique prefix."""

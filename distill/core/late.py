@@ -40,11 +40,19 @@ class LateArrivals(WorkingSet):
     both orders meet: a value held in conflict that a change (or an older version) makes
     current (`_held_rival`, `_adopt`), and a version's restatements (`_restated_after`)."""
 
-    def _restated_after(self, version: Fact, at: timeline.At) -> list[Support]:
+    def _restated_after(
+        self, version: Fact, at: timeline.At, until: timeline.At | None = None
+    ) -> list[Support]:
         """The supporting statements of `version` that come after position `at` in world time
-        (a restatement at the same instant sorts by the version's words, as versions do)."""
+        (a restatement at the same instant sorts by the version's words, as versions do), and
+        not after position `until`."""
         stated = timeline.position(version).stated
-        return [s for s in self.s.support.get(version.id, ()) if at < timeline.At(s.at, stated)]
+        return [
+            s
+            for s in self.s.support.get(version.id, ())
+            if at < timeline.At(s.at, stated)
+            and (until is None or timeline.At(s.at, stated) < until)
+        ]
 
     def _settle(self, cs: ConflictSet, kept: str, reason: str) -> None:
         """A set resolved by what a claim showed, keeping fact `kept`, as a person would."""
@@ -161,7 +169,9 @@ class LateArrivals(WorkingSet):
             return self._reinforce(following, c, "same value as a pinned fact")
         if any(f.pinned for f in around):
             return self._conflict(c, following, ident, value, "pinned fact")
-        later = self._restated_after(base, at) if base else []
+        # A restatement of `base` placed after the next version began was overruled (a person
+        # kept that version over it): it does not split `base` again.
+        later = self._restated_after(base, at, until=timeline.position(following)) if base else []
         if base is not None and later:
             return self._change_inside(c, base, later, ident, value, following)
         if values_equal(value, following.value):

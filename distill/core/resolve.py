@@ -34,6 +34,7 @@ def resolve_conflict(
     pass_name: str = "api",
     aliases: Mapping[str, str] | None = None,
     others: Sequence[ConflictSet] = (),
+    history: Sequence[Fact] = (),
 ) -> Plan:
     """Keep one member (or none of the held candidates when `keep` is None).
 
@@ -42,6 +43,12 @@ def resolve_conflict(
     set may hold only the candidate). A member that was only ever a candidate gets an empty
     validity interval: it was never true. With `keep=None` the held candidates are retracted
     and the active fact stays. A pinned fact is never superseded: unpin it first.
+
+    The kept value holds from its own `valid_from` on, so the identity has one value at any
+    instant (DESIGN invariant 8): a version of `history` (the identity's retired versions)
+    still true then ends there, and one that began later gets an empty interval, as `current`
+    does. A candidate held against an older version (a late, less trusted claim dated inside
+    it) would otherwise be served beside that version by `as_of`.
 
     An identity set (two predicates that may name one attribute) resolved by keeping one
     member says they are one: the other is superseded by it and its predicate is learned as
@@ -74,7 +81,8 @@ def resolve_conflict(
     losers = [f for f in involved.values() if f.live and f.id != keep]
     if kept is None:  # only the held candidates are retracted
         losers = [f for f in losers if f.status is FactStatus.CANDIDATE]
-    for fact in losers:
+    overlapped = _overlapped(kept, history, {f.id for f in losers}) if kept else []
+    for fact in [*losers, *overlapped]:
         if fact.pinned:
             raise PinnedFact(f"fact {fact.id} is pinned; unpin it before resolving its conflict")
     blocking = held_elsewhere(conflict, losers, others) if kept else []
@@ -123,6 +131,11 @@ def resolve_conflict(
             }
         )
         plan.add(ReviseFact(fact, after, "resolve", f"{reason}: replaced by {kept.id}", pass_name))
+    for fact in overlapped:  # (none unless a fact is kept)
+        assert kept is not None
+        after = fact.model_copy(update={"valid_to": max(fact.valid_from, kept.valid_from)})
+        said = f"{reason}: {kept.id} holds from {kept.valid_from.isoformat()}"
+        plan.add(ReviseFact(fact, after, "retime", said, pass_name))
     if kept is not None and kept.status is FactStatus.CANDIDATE:
         previous = [f for f in losers if f.status is FactStatus.ACTIVE]
         after = kept.model_copy(
@@ -201,6 +214,22 @@ def held_elsewhere(
         and o.status is ConflictStatus.OPEN
         and o.kind is not ConflictKind.IDENTITY
         and (ids & set(o.member_ids) or o.identity_key in keys)
+    ]
+
+
+def _overlapped(kept: Fact, history: Sequence[Fact], retired: set[str]) -> list[Fact]:
+    """The retired versions of the kept fact's identity that were true after it began."""
+    return [
+        f
+        for f in history
+        if f.id != kept.id
+        and f.id not in retired
+        and f.status is FactStatus.SUPERSEDED
+        and f.kind is kept.kind
+        and f.identity_key == kept.identity_key
+        and f.subject == kept.subject
+        and (f.valid_to is None or f.valid_to > kept.valid_from)
+        and (f.valid_to is None or f.valid_to > f.valid_from)
     ]
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from distill import Memory
 from distill.core.models import Fact, FactStatus
-from distill.errors import InvalidInput
+from distill.errors import InvalidInput, PinnedFact
 from tests.factories import at
 
 if TYPE_CHECKING:
@@ -355,3 +355,82 @@ def test_a_fact_whose_stated_end_has_passed_is_not_served_as_current(mem: Memory
     ended = one(mem.facts(subject="bob", include_retired=True), {"club": "Reading"})
     assert ended.status is FactStatus.ACTIVE
     assert mem.facts(subject="bob", as_of="2010-01-01T00:00:00Z")[0].predicate == "shirt_number"
+
+
+# -- a person's decision and world time ------------------------------------------------------------
+def test_keeping_a_held_claim_dated_inside_an_older_version_ends_that_version_there(
+    mem: Memory,
+) -> None:
+    """A less trusted claim dated inside a trusted version that was replaced since is held
+    against that version. Kept by a person, it holds from its own date: the older version
+    ends there and the later one is overruled, so `as_of` serves one value at every instant
+    (it used to serve the older version and the kept one side by side)."""
+    said(mem, T1, {"city": "Lyon"}, action="create")
+    said(mem, T3, {"city": "Paris"})
+    mem.consolidate()
+    mem.add_event(
+        subject="alice",
+        text="home: Berlin",
+        occurred_at=T2,
+        trust="semi_trusted",
+        claims=[{"predicate": "home", "value": {"city": "Berlin"}, "action": "supersede"}],
+    )
+    mem.consolidate()
+    (held,) = mem.conflicts(subject="alice")
+    berlin = one(mem.facts(subject="alice", include_retired=True), {"city": "Berlin"})
+    mem.resolve_conflict(held.id, keep=berlin.id)
+
+    assert values_as_of(mem, T2 - timedelta(days=1)) == [{"city": "Lyon"}]
+    assert values_as_of(mem, T2 + timedelta(days=1)) == [{"city": "Berlin"}]
+    assert values_as_of(mem, T3 + timedelta(days=1)) == [{"city": "Berlin"}]
+    assert [f.value for f in mem.facts(subject="alice")] == [{"city": "Berlin"}]
+    facts = mem.facts(subject="alice", include_retired=True)
+    lyon, paris = one(facts, {"city": "Lyon"}), one(facts, {"city": "Paris"})
+    assert (lyon.valid_from, lyon.valid_to) == (T1, T2)
+    assert paris.valid_to == paris.valid_from  # overruled: never served for any instant
+    retimed = [e for e in mem.store.audit_for("default", lyon.id) if e.action == "retime_fact"]
+    assert retimed and berlin.id in retimed[-1].reason
+
+
+def test_a_pinned_version_the_kept_claim_would_end_is_left_to_its_person(mem: Memory) -> None:
+    """Ending a pinned version is as refused as superseding a pinned member: nothing changes."""
+    said(mem, T1, {"city": "Lyon"}, action="create")
+    said(mem, T3, {"city": "Paris"})
+    mem.consolidate()
+    mem.add_event(
+        subject="alice",
+        text="home: Berlin",
+        occurred_at=T2,
+        trust="semi_trusted",
+        claims=[{"predicate": "home", "value": {"city": "Berlin"}, "action": "supersede"}],
+    )
+    mem.consolidate()
+    lyon = one(mem.facts(subject="alice", include_retired=True), {"city": "Lyon"})
+    mem.pin(lyon.id)
+    (held,) = mem.conflicts(subject="alice")
+    berlin = one(mem.facts(subject="alice", include_retired=True), {"city": "Berlin"})
+    before = versions(mem)
+    with pytest.raises(PinnedFact):
+        mem.resolve_conflict(held.id, keep=berlin.id)
+    assert versions(mem) == before
+
+
+def test_a_restatement_a_person_overruled_does_not_split_its_version_again(mem: Memory) -> None:
+    """Blue stated at days 1 and 10, red at day 6: a person keeps red over blue, so blue
+    ends at day 6 and its day-10 statement is overruled. Red stated again at day 5 then
+    starts red earlier; it does not split blue around a day-10 restatement (that left a
+    superseded blue with no end beside the active red)."""
+    for day, value in ((10, "blue"), (6, "red"), (1, "blue")):
+        said(mem, at(days=day), {"colour": value}, action="create")
+        mem.consolidate()
+    (conflict,) = mem.conflicts(subject="alice")
+    red = one(mem.facts(subject="alice", include_retired=True), {"colour": "red"})
+    mem.resolve_conflict(conflict.id, keep=red.id)
+    said(mem, at(days=5), {"colour": "red"}, action="create")
+    mem.consolidate()
+
+    facts = mem.facts(subject="alice", include_retired=True)
+    assert sorted((str(f.value), f.status.value, f.valid_from, f.valid_to) for f in facts) == [
+        ("{'colour': 'blue'}", "superseded", at(days=1), at(days=5)),
+        ("{'colour': 'red'}", "active", at(days=5), None),
+    ]

@@ -48,7 +48,8 @@ def resolve_conflict(
     instant (DESIGN invariant 8): a version of `history` (the identity's retired versions)
     still true then ends there, and one that began later gets an empty interval, as `current`
     does. A candidate held against an older version (a late, less trusted claim dated inside
-    it) would otherwise be served beside that version by `as_of`.
+    it) would otherwise be served beside that version by `as_of`. Keeping that older version
+    instead (the held claim was wrong) leaves it history and the current fact current.
 
     An identity set (two predicates that may name one attribute) resolved by keeping one
     member says they are one: the other is superseded by it and its predicate is learned as
@@ -76,12 +77,14 @@ def resolve_conflict(
     # Only this set's members: `members` may hold the facts of other sets (the judge pass
     # loads a subject's sets together), and those are not decided here.
     involved = {m: members[m] for m in conflict.member_ids if m in members}
-    if kept is not None and current is not None and current.id != kept.id:
+    # A retired member kept (a held claim was weighed against an older version, and the
+    # older version was right) stays history: the present is not its to displace.
+    if kept is not None and kept.live and current is not None and current.id != kept.id:
         involved[current.id] = current
     losers = [f for f in involved.values() if f.live and f.id != keep]
     if kept is None:  # only the held candidates are retracted
         losers = [f for f in losers if f.status is FactStatus.CANDIDATE]
-    overlapped = _overlapped(kept, history, {f.id for f in losers}) if kept else []
+    overlapped = _overlapped(kept, history, {f.id for f in losers}) if kept and kept.live else []
     for fact in [*losers, *overlapped]:
         if fact.pinned:
             raise PinnedFact(f"fact {fact.id} is pinned; unpin it before resolving its conflict")

@@ -392,6 +392,37 @@ def test_keeping_a_held_claim_dated_inside_an_older_version_ends_that_version_th
     assert retimed and berlin.id in retimed[-1].reason
 
 
+def test_keeping_the_older_version_a_claim_was_held_against_leaves_the_present_alone(
+    mem: Memory,
+) -> None:
+    """The same held claim, judged wrong: the person keeps the older version it was held
+    against. That version stays history as it was, the current one stays current, and the
+    claim was never true (it used to supersede the current fact and leave the attribute with
+    no active value)."""
+    said(mem, T1, {"city": "Lyon"}, action="create")
+    said(mem, T3, {"city": "Paris"})
+    mem.consolidate()
+    mem.add_event(
+        subject="alice",
+        text="home: Berlin",
+        occurred_at=T2,
+        trust="semi_trusted",
+        claims=[{"predicate": "home", "value": {"city": "Berlin"}, "action": "supersede"}],
+    )
+    mem.consolidate()
+    before = versions(mem)
+    (held,) = mem.conflicts(subject="alice")
+    lyon = one(mem.facts(subject="alice", include_retired=True), {"city": "Lyon"})
+    mem.resolve_conflict(held.id, keep=lyon.id)
+
+    assert [f.value for f in mem.facts(subject="alice")] == [{"city": "Paris"}]
+    assert values_as_of(mem, T2 + timedelta(days=1)) == [{"city": "Lyon"}]
+    berlin = one(mem.facts(subject="alice", include_retired=True), {"city": "Berlin"})
+    assert berlin.status is not FactStatus.CANDIDATE and berlin.valid_to == berlin.valid_from
+    unchanged = [v for v in versions(mem) if "Berlin" not in v[0]]
+    assert unchanged == [v for v in before if "Berlin" not in v[0]]
+
+
 def test_a_pinned_version_the_kept_claim_would_end_is_left_to_its_person(mem: Memory) -> None:
     """Ending a pinned version is as refused as superseding a pinned member: nothing changes."""
     said(mem, T1, {"city": "Lyon"}, action="create")

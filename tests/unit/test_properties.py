@@ -457,13 +457,15 @@ def _would_change_a_pinned_fact(mem: Memory, conflict: ConflictSet, keep: str | 
         for f in mem.facts(subject=conflict.subject, include_retired=True)
         if f.identity_key == kept.identity_key and f.kind is FactKind.STATE
     ]
+    if not kept.live:  # a retired member kept stays history: nothing else changes
+        return any(f.pinned and f.live and f.id != keep for f in members)
     overruled = [
         f
         for f in history
         if f.status is FactStatus.SUPERSEDED
         and (f.valid_to is None or f.valid_to > max(f.valid_from, kept.valid_from))
     ]
-    involved = members + [f for f in history if f.live] + overruled
+    involved = members + [f for f in history if f.status is FactStatus.ACTIVE] + overruled
     return any(f.pinned and (f.live or f in overruled) and f.id != keep for f in involved)
 
 

@@ -460,6 +460,25 @@ def test_supersede_in_one_plan_retires_then_creates(store: Store) -> None:
     assert fact_ids(store.facts(PROJECT, SUBJECT, False, None)) == [new.id]
 
 
+def test_a_candidate_created_and_made_current_in_one_plan_comes_after_the_retirement(
+    store: Store,
+) -> None:
+    """A plan creates a held candidate, retires the current fact, then makes the candidate
+    current (a change adopting the value held against it). Written in that order, one fact
+    is active at every step; the candidate inserted as it ends up, where it was created,
+    stood beside the current fact and the unique index refused the whole plan."""
+    old = make_fact()
+    create(store, old)
+    held = make_fact(value={"count": 4}, valid_from=at(10), status=FactStatus.CANDIDATE)
+    retire = revise(
+        old, "retire", status=FactStatus.SUPERSEDED, valid_to=at(10), superseded_by=held.id
+    )
+    adopt = revise(held, "resolve", status=FactStatus.ACTIVE, supersedes_id=old.id)
+    store.apply(plan_of(CreateFact(held, "held"), retire, adopt), "job-1", [])
+    assert fact_ids(store.facts(PROJECT, SUBJECT, False, None)) == [held.id]
+    assert store.fact(held.project, held.id) == adopt.after
+
+
 def test_a_revision_of_a_fact_that_changed_since_it_was_read_is_refused(store: Store) -> None:
     fact = make_fact()
     create(store, fact)

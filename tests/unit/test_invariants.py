@@ -438,6 +438,22 @@ def test_invariant_3_every_path_keeps_one_active_fact(make_memory: MemoryFactory
     assert len(keys) == len(set(keys))
 
 
+def test_invariant_3_a_held_value_changed_to_in_the_same_job_becomes_current(
+    make_memory: MemoryFactory,
+) -> None:
+    """A value held against the current one, then a change to it, both in one job: the held
+    candidate becomes current as the change's version. The job used to fail on every retry
+    (the store's unique index refused the plan), and its events were never consolidated."""
+    mem = make_memory()
+    say(mem, "city", {"name": "Lyon"}, at(1))
+    run(mem)
+    say(mem, "city", {"name": "Paris"}, at(3))
+    say(mem, "city", {"name": "Paris"}, at(4), action="supersede")
+    run(mem)
+    assert [f.value for f in active(mem, "city")] == [{"name": "Paris"}]
+    assert [f.value for f in mem.facts(subject=SUBJECT, as_of=at(2))] == [{"name": "Lyon"}]
+
+
 @pytest.mark.parametrize("case", ["untrusted-then-trusted", "late-lower-trust"])
 def test_invariant_3_resolving_a_quarantine_keeps_one_active_fact(
     make_memory: MemoryFactory, case: str

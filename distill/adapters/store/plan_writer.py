@@ -20,7 +20,7 @@ import numpy as np
 from distill.adapters.store import rows
 from distill.adapters.store.cortex_rows import write_cortex
 from distill.core.cortex_plan import CORTEX_ACTIONS
-from distill.core.models import AuditEntry, Fact
+from distill.core.models import AuditEntry, Fact, FactStatus
 from distill.core.plan import (
     Action,
     AddRule,
@@ -81,20 +81,29 @@ def _final_versions(plan: Plan) -> dict[str, Fact]:
     """The last version of each fact the plan creates and then revises (a fact created and
     retired by one job, say): it is inserted as it ends up, and its revisions are not
     written again. What the table holds after the plan is the same; the audit still has
-    every step."""
-    created = {a.fact.id for a in plan.actions if isinstance(a, CreateFact)}
-    return {
+    every step. Not a fact created held and made active later in the plan (a candidate a
+    change adopts): inserted active where it was created, it would stand beside the fact
+    the plan retires only after that, and the unique index refuses the plan."""
+    created = {a.fact.id: a.fact for a in plan.actions if isinstance(a, CreateFact)}
+    final = {
         a.after.id: a.after
         for a in plan.actions
         if isinstance(a, ReviseFact) and a.after.id in created
     }
+    return {
+        fact_id: fact
+        for fact_id, fact in final.items()
+        if fact.status is not FactStatus.ACTIVE or created[fact_id].status is FactStatus.ACTIVE
+    }
 
 
-def _may_rewrite(action: Action) -> bool:
-    """Whether `action` may change or delete the words of a fact the plan inserted (the
-    update and delete triggers then need them indexed first). A revision of such a fact
-    never does: the fact was inserted in its final version (`_final_versions`) and the
-    revision is not written."""
+def _may_rewrite(action: Action, waiting: dict[str, None], final: dict[str, Fact]) -> bool:
+    """Whether `action` may change or delete the words of a fact the plan inserted whose
+    words still `waiting` to be indexed (the update and delete triggers need them indexed
+    first). A revision of such a fact does only when it is written: not when the fact went
+    in in its final version (`_final_versions`)."""
+    if isinstance(action, ReviseFact):
+        return action.after.id in waiting and action.after.id not in final
     return isinstance(action, PruneFact | EraseScope)
 
 
@@ -130,7 +139,7 @@ class _Writer:
             raise IntegrityViolation(f"an observation was refused: {exc}") from exc
 
     def action(self, action: Action) -> None:
-        if self.new_facts and _may_rewrite(action):
+        if self.new_facts and _may_rewrite(action, self.new_facts, self.final):
             self.index_words()  # the update and delete triggers find their words indexed
         if isinstance(action, CreateFact):
             self.create_fact(action)

@@ -32,15 +32,31 @@ class Placement:
 
 
 def chain(facts: Iterable[Fact], key: str) -> list[Fact]:
-    """The versions of identity `key`, oldest first (active and superseded state facts)."""
+    """The versions of identity `key`, oldest first (active and superseded state facts),
+    without the overruled ones (`overruled`)."""
+    facts = list(facts)
+    by_id = {f.id: f for f in facts}
     versions = [
         f
         for f in facts
         if f.identity_key == key
         and f.kind is FactKind.STATE
         and f.status in (FactStatus.ACTIVE, FactStatus.SUPERSEDED)
+        and not overruled(f, by_id)
     ]
     return sorted(versions, key=lambda f: (position(f), f.recorded_at, f.id))
+
+
+def overruled(fact: Fact, known: dict[str, Fact]) -> bool:
+    """A version that was never true because a person kept another value over it (a held
+    candidate not kept, a current fact replaced by an earlier kept one): superseded with an
+    empty interval by a version that began at another instant. It is history of a decision,
+    not of the world: a late claim is never filed against it. (The earlier of two versions
+    of one instant is empty too, but its successor begins at that instant: it stays.)"""
+    if fact.status is not FactStatus.SUPERSEDED or fact.valid_to != fact.valid_from:
+        return False
+    successor = known.get(fact.superseded_by or "")
+    return successor is not None and successor.valid_from != fact.valid_from
 
 
 @functools.total_ordering

@@ -465,3 +465,33 @@ def test_a_restatement_a_person_overruled_does_not_split_its_version_again(mem: 
         ("{'colour': 'blue'}", "superseded", at(days=1), at(days=5)),
         ("{'colour': 'red'}", "active", at(days=5), None),
     ]
+
+
+def test_a_late_claim_is_never_filed_against_a_value_a_person_turned_down(mem: Memory) -> None:
+    """Green from day 2, red from day 5. A less trusted blue dated day 3 is held against
+    green, and the person keeps green: blue was never true (an empty interval). Red stated
+    again for day 4 then starts red at day 4 and ends green there; it used to be filed
+    against blue, the last version begun by day 4, giving blue days 3-4 inside green."""
+    said(mem, at(days=2), {"colour": "green"}, action="create")
+    said(mem, at(days=5), {"colour": "red"})
+    mem.consolidate()
+    mem.add_event(
+        subject="alice",
+        text="colour: blue",
+        occurred_at=at(days=3),
+        trust="semi_trusted",
+        claims=[{"predicate": "home", "value": {"colour": "blue"}, "action": "create"}],
+    )
+    mem.consolidate()
+    (held,) = mem.conflicts(subject="alice")
+    green = one(mem.facts(subject="alice", include_retired=True), {"colour": "green"})
+    mem.resolve_conflict(held.id, keep=green.id)
+    said(mem, at(days=4), {"colour": "red"}, action="create")
+    mem.consolidate()
+
+    spans = sorted(
+        (f.valid_from, f.valid_to, f.value["colour"])
+        for f in mem.facts(subject="alice", include_retired=True)
+        if f.valid_to is None or f.valid_to > f.valid_from
+    )
+    assert spans == [(at(days=2), at(days=4), "green"), (at(days=4), None, "red")]

@@ -182,7 +182,9 @@ class Adjudicator(LateArrivals):
         active = [v for v in versions if v.status is FactStatus.ACTIVE]
         head = active[-1] if active else None
         if head is None:
-            return self._state_without_head(c, ident, key, how, probable)
+            decision = self._state_without_head(c, ident, key, how, probable)
+            self._end_retracted_gap(versions, decision)
+            return decision
 
         # Before the head in world time (at the same instant, by its words: timeline.position).
         at = timeline.At(t, without_nulls(claim.value))
@@ -231,6 +233,33 @@ class Adjudicator(LateArrivals):
                 return Decision(Outcome.SUPERSEDED, adopted.id, reason)
             return self._supersede(c, head, ident, new_value, how)
         return self._conflict(c, head, ident, new_value, "different value")
+
+    def _end_retracted_gap(self, versions: list[Fact], decision: Decision) -> None:
+        """A value made current while no version is active (a person retracted the one that
+        was) is filed among the versions by its date, so that no two are true at once: the
+        version it falls inside ends at its date, and a version that began after it ends
+        it there (no value is current then, as the retraction left it)."""
+        fact = self.s.facts.get(decision.fact_id or "")
+        if not versions or fact is None or fact.status is not FactStatus.ACTIVE:
+            return
+        t = fact.valid_from
+        inside = [
+            v for v in versions if v.valid_from < t and (v.valid_to is None or v.valid_to > t)
+        ]
+        for v in inside:
+            self._revise(v, "retime", f"{fact.id} holds from its date", valid_to=t)
+        later = [v for v in versions if v.valid_from > t]
+        if later:
+            following = min(later, key=lambda v: v.valid_from)
+            self._revise(
+                fact,
+                "retire",
+                f"a later version ({following.id}) began after it",
+                status=FactStatus.SUPERSEDED,
+                valid_to=following.valid_from,
+                retired_at=self.now,
+                superseded_by=following.id,
+            )
 
     def _state_without_head(
         self,

@@ -44,12 +44,15 @@ def resolve_conflict(
     validity interval: it was never true. With `keep=None` the held candidates are retracted
     and the active fact stays. A pinned fact is never superseded: unpin it first.
 
-    The kept value holds from its own `valid_from` on, so the identity has one value at any
-    instant (DESIGN invariant 8): a version of `history` (the identity's retired versions)
-    still true then ends there, and one that began later gets an empty interval, as `current`
-    does. A candidate held against an older version (a late, less trusted claim dated inside
-    it) would otherwise be served beside that version by `as_of`. Keeping that older version
-    instead (the held claim was wrong) leaves it history and the current fact current.
+    The identity keeps one value at any instant (DESIGN invariant 8). A candidate held
+    against an older version (a late, less trusted claim dated inside it; `current` is not
+    in the set) is filed where arrival in world order would have put it: the version it
+    falls inside ends at its date, it holds until the next version of `history` (the
+    identity's retired versions) or `current` began, and the current fact stays current.
+    Any other kept fact becomes current from its own `valid_from`: a version still true then
+    ends there, and one that began later gets an empty interval, as `current` does. Keeping
+    the older version instead (the held claim was wrong) leaves it history and the current
+    fact current.
 
     An identity set (two predicates that may name one attribute) resolved by keeping one
     member says they are one: the other is superseded by it and its predicate is learned as
@@ -77,14 +80,25 @@ def resolve_conflict(
     # Only this set's members: `members` may hold the facts of other sets (the judge pass
     # loads a subject's sets together), and those are not decided here.
     involved = {m: members[m] for m in conflict.member_ids if m in members}
-    # A retired member kept (a held claim was weighed against an older version, and the
-    # older version was right) stays history: the present is not its to displace.
-    if kept is not None and kept.live and current is not None and current.id != kept.id:
+    # A held claim weighed against an older version, kept, is filed into history before the
+    # version that followed that one (`_later_version`); the current fact stays current.
+    later = _later_version(kept, current, history, conflict) if kept is not None else None
+    # A retired member kept (the older version was right) stays history: the present is not
+    # its to displace either.
+    if (
+        kept is not None
+        and kept.live
+        and later is None
+        and current is not None
+        and current.id != kept.id
+    ):
         involved[current.id] = current
     losers = [f for f in involved.values() if f.live and f.id != keep]
     if kept is None:  # only the held candidates are retracted
         losers = [f for f in losers if f.status is FactStatus.CANDIDATE]
     overlapped = _overlapped(kept, history, {f.id for f in losers}) if kept and kept.live else []
+    if kept is not None and later is not None:  # only the version it falls inside ends
+        overlapped = [f for f in overlapped if f.valid_from < kept.valid_from]
     for fact in [*losers, *overlapped]:
         if fact.pinned:
             raise PinnedFact(f"fact {fact.id} is pinned; unpin it before resolving its conflict")
@@ -139,7 +153,19 @@ def resolve_conflict(
         after = fact.model_copy(update={"valid_to": max(fact.valid_from, kept.valid_from)})
         said = f"{reason}: {kept.id} holds from {kept.valid_from.isoformat()}"
         plan.add(ReviseFact(fact, after, "retime", said, pass_name))
-    if kept is not None and kept.status is FactStatus.CANDIDATE:
+    if kept is not None and later is not None:
+        end = later.valid_from if kept.valid_to is None else min(kept.valid_to, later.valid_from)
+        after = kept.model_copy(
+            update={
+                "status": FactStatus.SUPERSEDED,
+                "valid_to": end,
+                "retired_at": now,
+                "superseded_by": later.id,
+                "supersedes_id": overlapped[0].id if overlapped else kept.supersedes_id,
+            }
+        )
+        plan.add(ReviseFact(kept, after, "resolve", f"{reason}: kept, until {later.id}", pass_name))
+    elif kept is not None and kept.status is FactStatus.CANDIDATE:
         previous = [f for f in losers if f.status is FactStatus.ACTIVE]
         after = kept.model_copy(
             update={
@@ -218,6 +244,32 @@ def held_elsewhere(
         and o.kind is not ConflictKind.IDENTITY
         and (ids & set(o.member_ids) or o.identity_key in keys)
     ]
+
+
+def _later_version(
+    kept: Fact, current: Fact | None, history: Sequence[Fact], conflict: ConflictSet
+) -> Fact | None:
+    """When the kept fact is a candidate held against an older version (the current fact
+    is not in the set) and dated before the current fact began: the first version that
+    began after it, which it holds until. None when it becomes the current fact."""
+    if (
+        kept.status is not FactStatus.CANDIDATE
+        or kept.pinned  # a person's pin: it is kept as it is, and becomes current
+        or current is None
+        or current.id in conflict.member_ids
+        or current.id == kept.id
+        or current.valid_from <= kept.valid_from
+    ):
+        return None
+    versions = [
+        f
+        for f in [*history, current]
+        if f.status in (FactStatus.ACTIVE, FactStatus.SUPERSEDED)
+        and f.identity_key == kept.identity_key
+        and f.valid_from > kept.valid_from
+        and (f.valid_to is None or f.valid_to > f.valid_from)
+    ]
+    return min(versions, key=lambda f: f.valid_from) if versions else None
 
 
 def _overlapped(kept: Fact, history: Sequence[Fact], retired: set[str]) -> list[Fact]:

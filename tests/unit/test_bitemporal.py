@@ -358,13 +358,14 @@ def test_a_fact_whose_stated_end_has_passed_is_not_served_as_current(mem: Memory
 
 
 # -- a person's decision and world time ------------------------------------------------------------
-def test_keeping_a_held_claim_dated_inside_an_older_version_ends_that_version_there(
+def test_keeping_a_held_claim_dated_inside_an_older_version_files_it_there(
     mem: Memory,
 ) -> None:
     """A less trusted claim dated inside a trusted version that was replaced since is held
-    against that version. Kept by a person, it holds from its own date: the older version
-    ends there and the later one is overruled, so `as_of` serves one value at every instant
-    (it used to serve the older version and the kept one side by side)."""
+    against that version. Kept by a person, it goes where arrival in world order would have
+    put it: the older version ends at its date, it holds until the later version began, and
+    the later version stays current. (Before, it became current and overlapped the older
+    version: `as_of` served two values; then it emptied the later, trusted version.)"""
     said(mem, T1, {"city": "Lyon"}, action="create")
     said(mem, T3, {"city": "Paris"})
     mem.consolidate()
@@ -382,12 +383,13 @@ def test_keeping_a_held_claim_dated_inside_an_older_version_ends_that_version_th
 
     assert values_as_of(mem, T2 - timedelta(days=1)) == [{"city": "Lyon"}]
     assert values_as_of(mem, T2 + timedelta(days=1)) == [{"city": "Berlin"}]
-    assert values_as_of(mem, T3 + timedelta(days=1)) == [{"city": "Berlin"}]
-    assert [f.value for f in mem.facts(subject="alice")] == [{"city": "Berlin"}]
+    assert values_as_of(mem, T3 + timedelta(days=1)) == [{"city": "Paris"}]
+    assert [f.value for f in mem.facts(subject="alice")] == [{"city": "Paris"}]
     facts = mem.facts(subject="alice", include_retired=True)
     lyon, paris = one(facts, {"city": "Lyon"}), one(facts, {"city": "Paris"})
+    berlin = one(facts, {"city": "Berlin"})
     assert (lyon.valid_from, lyon.valid_to) == (T1, T2)
-    assert paris.valid_to == paris.valid_from  # overruled: never served for any instant
+    assert (berlin.valid_from, berlin.valid_to, berlin.superseded_by) == (T2, T3, paris.id)
     retimed = [e for e in mem.store.audit_for("default", lyon.id) if e.action == "retime_fact"]
     assert retimed and berlin.id in retimed[-1].reason
 
@@ -495,3 +497,31 @@ def test_a_late_claim_is_never_filed_against_a_value_a_person_turned_down(mem: M
         if f.valid_to is None or f.valid_to > f.valid_from
     )
     assert spans == [(at(days=2), at(days=4), "green"), (at(days=4), None, "red")]
+
+
+@pytest.mark.parametrize("late", [0, 2, 5])
+def test_a_claim_after_the_current_value_was_retracted_is_filed_by_its_date(
+    mem: Memory, late: int
+) -> None:
+    """Red from day 1, green from day 3, and a person retracts green: no value is current.
+    Blue then arrives dated day 0, 2 or 5. Whatever its date it is never true at once with
+    red (it used to be made current from its date with no end, across red's days)."""
+    said(mem, at(days=1), {"colour": "red"}, action="create")
+    said(mem, at(days=3), {"colour": "green"})
+    mem.consolidate()
+    (green,) = mem.facts(subject="alice")
+    mem.retract(green.id, reason="wrong")
+    said(mem, at(days=late), {"colour": "blue"})
+    mem.consolidate()
+
+    spans = sorted(
+        (f.valid_from, f.valid_to, f.value["colour"])
+        for f in mem.facts(subject="alice", include_retired=True)
+        if f.status is not FactStatus.RETRACTED
+    )
+    expected = {
+        0: [(at(days=0), at(days=1), "blue"), (at(days=1), at(days=3), "red")],
+        2: [(at(days=1), at(days=2), "red"), (at(days=2), None, "blue")],
+        5: [(at(days=1), at(days=3), "red"), (at(days=5), None, "blue")],
+    }
+    assert spans == expected[late]

@@ -358,14 +358,9 @@ def test_a_fact_whose_stated_end_has_passed_is_not_served_as_current(mem: Memory
 
 
 # -- a person's decision and world time ------------------------------------------------------------
-def test_keeping_a_held_claim_dated_inside_an_older_version_files_it_there(
-    mem: Memory,
-) -> None:
-    """A less trusted claim dated inside a trusted version that was replaced since is held
-    against that version. Kept by a person, it goes where arrival in world order would have
-    put it: the older version ends at its date, it holds until the later version began, and
-    the later version stays current. (Before, it became current and overlapped the older
-    version: `as_of` served two values; then it emptied the later, trusted version.)"""
+def berlin_held_against_lyon(mem: Memory) -> None:
+    """Lyon from T1, Paris from T3 (trusted); then Berlin dated T2 from a less trusted
+    source, late: it is held against Lyon, the version in force on its date."""
     said(mem, T1, {"city": "Lyon"}, action="create")
     said(mem, T3, {"city": "Paris"})
     mem.consolidate()
@@ -377,6 +372,17 @@ def test_keeping_a_held_claim_dated_inside_an_older_version_files_it_there(
         claims=[{"predicate": "home", "value": {"city": "Berlin"}, "action": "supersede"}],
     )
     mem.consolidate()
+
+
+def test_keeping_a_held_claim_dated_inside_an_older_version_files_it_there(
+    mem: Memory,
+) -> None:
+    """A less trusted claim dated inside a trusted version that was replaced since is held
+    against that version. Kept by a person, it goes where arrival in world order would have
+    put it: the older version ends at its date, it holds until the later version began, and
+    the later version stays current. (Before, it became current and overlapped the older
+    version: `as_of` served two values; then it emptied the later, trusted version.)"""
+    berlin_held_against_lyon(mem)
     (held,) = mem.conflicts(subject="alice")
     berlin = one(mem.facts(subject="alice", include_retired=True), {"city": "Berlin"})
     mem.resolve_conflict(held.id, keep=berlin.id)
@@ -401,17 +407,7 @@ def test_keeping_the_older_version_a_claim_was_held_against_leaves_the_present_a
     against. That version stays history as it was, the current one stays current, and the
     claim was never true (it used to supersede the current fact and leave the attribute with
     no active value)."""
-    said(mem, T1, {"city": "Lyon"}, action="create")
-    said(mem, T3, {"city": "Paris"})
-    mem.consolidate()
-    mem.add_event(
-        subject="alice",
-        text="home: Berlin",
-        occurred_at=T2,
-        trust="semi_trusted",
-        claims=[{"predicate": "home", "value": {"city": "Berlin"}, "action": "supersede"}],
-    )
-    mem.consolidate()
+    berlin_held_against_lyon(mem)
     before = versions(mem)
     (held,) = mem.conflicts(subject="alice")
     lyon = one(mem.facts(subject="alice", include_retired=True), {"city": "Lyon"})
@@ -427,17 +423,7 @@ def test_keeping_the_older_version_a_claim_was_held_against_leaves_the_present_a
 
 def test_a_pinned_version_the_kept_claim_would_end_is_left_to_its_person(mem: Memory) -> None:
     """Ending a pinned version is as refused as superseding a pinned member: nothing changes."""
-    said(mem, T1, {"city": "Lyon"}, action="create")
-    said(mem, T3, {"city": "Paris"})
-    mem.consolidate()
-    mem.add_event(
-        subject="alice",
-        text="home: Berlin",
-        occurred_at=T2,
-        trust="semi_trusted",
-        claims=[{"predicate": "home", "value": {"city": "Berlin"}, "action": "supersede"}],
-    )
-    mem.consolidate()
+    berlin_held_against_lyon(mem)
     lyon = one(mem.facts(subject="alice", include_retired=True), {"city": "Lyon"})
     mem.pin(lyon.id)
     (held,) = mem.conflicts(subject="alice")

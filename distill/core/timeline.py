@@ -35,15 +35,16 @@ def chain(facts: Iterable[Fact], key: str) -> list[Fact]:
     """The versions of identity `key`, oldest first (active and superseded state facts),
     without the overruled ones (`overruled`)."""
     facts = list(facts)
-    by_id = {f.id: f for f in facts}
     versions = [
         f
         for f in facts
         if f.identity_key == key
         and f.kind is FactKind.STATE
         and f.status in (FactStatus.ACTIVE, FactStatus.SUPERSEDED)
-        and not overruled(f, by_id)
     ]
+    if any(f.valid_to == f.valid_from for f in versions):  # rare: only then look further
+        by_id = {f.id: f for f in facts}
+        versions = [f for f in versions if not overruled(f, by_id)]
     return sorted(versions, key=lambda f: (position(f), f.recorded_at, f.id))
 
 

@@ -207,6 +207,17 @@ class NameComparison:
     only_b: frozenset[str]
     shared: frozenset[str]
 
+    @property
+    def firm(self) -> bool:
+        """A contrast that a judge model is not asked about either: a marked word
+        (`weight_kg` / `target_weight_kg`), or contrasting words on both sides (`home_city` /
+        `birth_city`). A contrasting word against another kind of word (`dog_name` /
+        `puppy_name`, `mortgage_payment` / `monthly_mortgage`) sets them apart without a
+        model, but a stated change is put to one (`attribute_match`)."""
+        own = self.only_a | self.only_b
+        both = bool(self.only_a) and bool(self.only_b) and own <= CONTRASTS
+        return self.relation is NameRelation.CONTRAST and (bool(own & MARKED) or both)
+
 
 def singular(word: str) -> str:
     if len(word) <= 3 or word.endswith(("ss", "us", "is")):

@@ -31,7 +31,7 @@ The same cases run a second time with a scripted judge (`passes.identity_judge`)
 that answers each contested pair it is shown from the case's label. With a model configured,
 the adjudicator contests more (`attribute_match`, `Bands.judged`): within the embedder's
 wider judge band, and, for a claim stated as a change, against the closest known fact no
-guard or value shape rules out. It shows the judge path end to end (one call per batch of
+hard signal rules out. It shows the judge path end to end (one call per batch of
 pairs, verdicts applied as a person's would be: the newer value kept, an alias learned) and
 what is left once the model has decided. A scripted judge is right by construction: these
 lines measure which pairs reach it, not how well a real model answers.

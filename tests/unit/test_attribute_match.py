@@ -69,6 +69,23 @@ def test_a_contrasting_word_makes_another_attribute(a: str, b: str, contrasting:
     assert found.relation is NameRelation.CONTRAST, found
     assert found.only_a | found.only_b == contrasting
     assert found.shared
+    assert found.firm
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        pytest.param("dog_name", "puppy_name", id="defaultable-against-a-plain-word"),
+        pytest.param("mortgage_payment", "monthly_mortgage", id="defaultable-each-side-plain"),
+    ],
+)
+def test_a_contrasting_word_against_a_plain_word_is_a_soft_contrast(a: str, b: str) -> None:
+    """A word a name may leave unsaid (`dog`, `monthly`) against a word that is no
+    contrasting word (`puppy`, `payment`) is a contrast, but not a firm one: a judge model
+    may be asked about it (`attribute_match`)."""
+    found = compare_names(a, b)
+    assert found.relation is NameRelation.CONTRAST, found
+    assert not found.firm
 
 
 def test_a_shared_word_with_other_words_on_each_side_is_a_substitution() -> None:
@@ -270,17 +287,45 @@ def test_with_a_judge_a_change_no_guard_rules_out_is_probable() -> None:
             ("personal_best_10k", {"time": "55:02"}),
             id="numbers",
         ),
-        pytest.param(
-            ("yoga_frequency", {"per_week": 3}), ("yoga_day", {"day": "monday"}), id="shapes"
-        ),
+        pytest.param(("weight_kg", {"kg": 72}), ("target_weight_kg", {"kg": 68}), id="marked-word"),
+        pytest.param(("employer", {"name": "Acme"}), ("bike_count", {"count": 3}), id="shapes"),
     ],
 )
 def test_with_a_judge_the_guards_still_say_different(
     a: tuple[str, dict[str, Any]], b: tuple[str, dict[str, Any]]
 ) -> None:
-    """A judge sees only what the guards leave open: a contrast, a numbered word or values of
-    other shapes stay DIFFERENT, never asked, even stated as a change."""
+    """A judge sees only what the hard signals leave open: a firm contrast (contrasting
+    words on both sides, or a marked word), a numbered word, or values of other shapes
+    under names with no word in common stay DIFFERENT, never asked, even stated as a
+    change."""
     assert judge(a, b, Bands(judged=True), 0.0, 0.0, asserted=True).verdict is Verdict.DIFFERENT
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        pytest.param(
+            ("dog_name", {"name": "Pepper"}), ("puppy_name", {"name": "Miso"}), id="soft-contrast"
+        ),
+        pytest.param(
+            ("home_address", {"street": "12 Rue Victor Hugo", "city": "Lyon"}),
+            ("address", {"address": "8 Rue de Rivoli, Paris"}),
+            id="shapes",
+        ),
+    ],
+)
+def test_with_a_judge_a_change_only_soft_signals_set_apart_is_asked(
+    a: tuple[str, dict[str, Any]], b: tuple[str, dict[str, Any]]
+) -> None:
+    """A contrasting word against another kind of word, or values of other shapes, set two
+    attributes apart without a model; stated as a change, with a judge, the pair is put to
+    the model. Stated as new, or without a judge, it stays different."""
+    judged = Bands(same=0.12, name=0.31, full=0.48, judged=True)
+    found = judge(a, b, judged, 0.0, 0.0, asserted=True)
+    assert found.verdict is Verdict.PROBABLE
+    assert found.unsupported
+    assert judge(a, b, judged, 0.0, 0.0, asserted=False).verdict is Verdict.DIFFERENT
+    assert judge(a, b, BANDS, 0.0, 0.0, asserted=True).verdict is Verdict.DIFFERENT
 
 
 # -- compatible ----------------------------------------------------------------------------------

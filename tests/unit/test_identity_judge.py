@@ -241,6 +241,34 @@ def test_with_a_judge_a_pair_the_guards_rule_out_costs_no_call(make_memory: Memo
     assert sorted(f.predicate or "" for f in mem.facts()) == ["birth_city", "home_city"]
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        pytest.param(
+            ("dog_name", {"name": "Pepper"}), ("puppy_name", {"name": "Miso"}), id="words"
+        ),
+        pytest.param(
+            ("home_address", {"street": "12 Rue Victor Hugo", "city": "Lyon"}),
+            ("address", {"address": "8 Rue de Rivoli, Paris"}),
+            id="shapes",
+        ),
+    ],
+)
+def test_with_a_judge_a_change_only_soft_signals_set_apart_is_decided(
+    make_memory: MemoryFactory, old: tuple[str, dict[str, Any]], new: tuple[str, dict[str, Any]]
+) -> None:
+    """A contrasting word against a plain one (`dog` / `puppy`) or values of other shapes
+    keep a change apart without a model (tests/unit/test_attribute_match.py), but with one
+    it is asked: one call, and the model's `same` leaves one current value, the newer one."""
+    llm = FakeLLM(default=verdicts(True))
+    mem = make_memory(overrides=far_apart(old, new), extractor="claims", llm=llm)
+    report = renamed(mem, old, new)
+
+    assert (report.contested, report.identities_same, report.llm_calls) == (1, 1, 1)
+    (current,) = mem.facts()
+    assert (current.predicate, current.value) == new
+
+
 def test_with_a_judge_a_change_is_asked_about_one_known_fact(make_memory: MemoryFactory) -> None:
     """A subject with three counts gets a change under a new name: one pair is asked (the
     closest known fact), one call, and a `different` verdict leaves all four current."""

@@ -54,7 +54,7 @@ import random
 import shlex
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -262,29 +262,38 @@ def judged_summary(
     `create` (the judge band) and when every claim says `supersede` (then every pair the
     guards and shapes leave open), and how often an unrelated pair is asked either way."""
     band, wide = result.get("band"), result.get("judge_band") or result.get("band")
-    plain = Bands(same=merge_at, name=band and band["name"], full=band and band["full"])
-    judged = Bands(
-        same=merge_at, name=wide and wide["name"], full=wide and wide["full"], judged=True
+    wide_name, wide_full = wide and wide["name"], wide and wide["full"]
+    plain = Bands(
+        same=merge_at,
+        name=band and band["name"],
+        full=band and band["full"],
+        change_name=wide_name,
+        change_full=wide_full,
     )
+    judged = replace(plain, name=wide_name, full=wide_full, judged=True)
     same = [r for r in rows if r.pair.same]
     diff = [r for r in rows if not r.pair.same]
 
-    def verdicts(group: list[Measured], asserted: bool) -> list[Verdict]:
+    def verdicts(group: list[Measured], bands: Bands, asserted: bool) -> list[Verdict]:
         return [
-            judge(r.pair.a, r.pair.b, judged, r.name_distance, r.distance, asserted).verdict
+            judge(r.pair.a, r.pair.b, bands, r.name_distance, r.distance, asserted).verdict
             for r in group
         ]
 
     found: dict[str, Any] = {}
-    for said, asserted in (("create", False), ("supersede", True)):
-        left = sum(v is Verdict.DIFFERENT for v in verdicts(same, asserted))
-        asked = sum(v is Verdict.PROBABLE for v in verdicts(diff, asserted))
+    for said, bands, asserted in (
+        ("create", judged, False),
+        ("supersede", judged, True),
+        ("no_judge_supersede", plain, True),
+    ):
+        left = sum(v is Verdict.DIFFERENT for v in verdicts(same, bands, asserted))
+        asked = sum(v is Verdict.PROBABLE for v in verdicts(diff, bands, asserted))
         found[said] = {
             "leak": left,
             "leak_rate": round(left / len(same), 4),
             "different_asked": asked,
             "asked_rate": round(asked / len(diff), 4),
-            "unrelated": asked_of_unrelated(vectors, pairs, judged, asserted),
+            "unrelated": asked_of_unrelated(vectors, pairs, bands, asserted),
         }
     found["no_judge_unrelated"] = asked_of_unrelated(vectors, pairs, plain, False)
     return found
@@ -579,6 +588,14 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"    {'no judge':<10} unrelated contested {u['asked']:.2%}, a new name "
         f"{u['new_name_asked']:.1%}"
+    )
+    j = judged["no_judge_supersede"]
+    u = j["unrelated"]
+    print(
+        f"    {'no judge, supersede (the change band)':<10} leak {j['leak']}/"
+        f"{result['same_pairs']} ({j['leak_rate']:.1%})  different contested "
+        f"{j['different_asked']}/{result['different_pairs']} ({j['asked_rate']:.1%})  "
+        f"unrelated contested {u['asked']:.2%}, a new name {u['new_name_asked']:.1%}"
     )
     print(f"\n{len(rows)} pairs in {result['seconds']:.1f} s")
     if recorded is not None:

@@ -262,6 +262,27 @@ def test_stated_as_a_change_with_one_shared_word_is_different() -> None:
     assert found.verdict is Verdict.DIFFERENT
 
 
+@pytest.mark.parametrize(
+    ("name", "full"),
+    [
+        pytest.param(0.31, 0.9, id="names-at-the-edge"),
+        pytest.param(0.9, 0.48, id="texts-at-the-edge"),
+    ],
+)
+def test_stated_as_a_change_inside_the_change_band_is_probable(name: float, full: float) -> None:
+    """Issue 11, judge rule 5: without a model, a claim stated as a change is contested
+    within the wider change band (the embedder's judge band), inclusive at its edge; stated
+    as new, or just outside the band, it is different."""
+    bands = Bands(same=0.12, name=0.16, full=0.30, change_name=0.31, change_full=0.48)
+    german, proficiency = ("german_level", {"level": "B1"}), ("german_proficiency", {"level": "B2"})
+    found = judge(german, proficiency, bands, name, full, asserted=True)
+    assert found.verdict is Verdict.PROBABLE
+    assert "stated as a change" in found.reason
+    assert judge(german, proficiency, bands, name, full).verdict is Verdict.DIFFERENT
+    outside = judge(german, proficiency, bands, name + JUST, full + JUST, asserted=True)
+    assert outside.verdict is Verdict.DIFFERENT
+
+
 def test_with_a_judge_a_change_no_guard_rules_out_is_probable() -> None:
     """Issue 11, with a judge model (`Bands.judged`): a claim stated as a change whose names
     share no word and lie far apart (`gp` / `primary_care_physician`, which only world

@@ -128,8 +128,12 @@ def test_a_judge_model_gets_the_judge_band_and_no_model_the_plain_one(tmp_path: 
               judge_band_full=0.48),
         registry,
     )  # fmt: skip
-    assert match_bands(embedder, registry) == Bands(0.1, 0.16, 0.3)
-    assert match_bands(embedder, registry, judged=True) == Bands(0.1, 0.31, 0.48, judged=True)
+    # a claim stated as a change is contested within the judge band, with a model or not
+    change = {"change_name": 0.31, "change_full": 0.48}
+    assert match_bands(embedder, registry) == Bands(0.1, 0.16, 0.3, **change)
+    assert match_bands(embedder, registry, judged=True) == Bands(
+        0.1, 0.31, 0.48, judged=True, **change
+    )
 
 
 def test_recording_the_identity_threshold_keeps_the_other_scripts_sections(

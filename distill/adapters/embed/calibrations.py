@@ -192,13 +192,21 @@ def match_bands(embedder: Embedder, path: Path = REGISTRY, judged: bool = False)
     """The calibrated distances of `embedder`, or empty `Bands` (matching by meaning off,
     names matched by their words only) with one warning per model id and process saying
     how to calibrate it. `judged`: a judge model decides the contested pairs, so the wider
-    judge band applies (when one was calibrated) and `Bands.judged` is set."""
+    judge band applies (when one was calibrated) and `Bands.judged` is set. A claim stated as
+    a change is contested within the judge band either way (`Bands.change_name`)."""
     found = calibration_for(embedder.model_id, path)
     if found is not None:
         name, full = found.band_name, found.band_full
         if judged and (found.judge_band_name, found.judge_band_full) != (None, None):
             name, full = found.judge_band_name, found.judge_band_full
-        return Bands(same=found.max_distance, name=name, full=full, judged=judged)
+        return Bands(
+            same=found.max_distance,
+            name=name,
+            full=full,
+            judged=judged,
+            change_name=found.judge_band_name,
+            change_full=found.judge_band_full,
+        )
     with _warned_lock:
         first = embedder.model_id not in _warned
         _warned.add(embedder.model_id)

@@ -414,6 +414,13 @@ class Fact(BaseModel):
     def live(self) -> bool:
         return self.status in (FactStatus.ACTIVE, FactStatus.CANDIDATE)
 
+    @property
+    def never_true(self) -> bool:
+        """Its interval is empty: a version ended where it began (the earlier of two versions
+        of one instant, a value a person turned down), history of a decision, not of the
+        world."""
+        return self.valid_to is not None and self.valid_to <= self.valid_from
+
 
 class ConflictKind(StrEnum):
     # Two values for one identity, or two memories a model says replace one another where the

@@ -267,7 +267,7 @@ def _later_version(
         if f.status in (FactStatus.ACTIVE, FactStatus.SUPERSEDED)
         and f.identity_key == kept.identity_key
         and f.valid_from > kept.valid_from
-        and (f.valid_to is None or f.valid_to > f.valid_from)
+        and not f.never_true
     ]
     return min(versions, key=lambda f: f.valid_from) if versions else None
 
@@ -284,7 +284,7 @@ def _overlapped(kept: Fact, history: Sequence[Fact], retired: set[str]) -> list[
         and f.identity_key == kept.identity_key
         and f.subject == kept.subject
         and (f.valid_to is None or f.valid_to > kept.valid_from)
-        and (f.valid_to is None or f.valid_to > f.valid_from)
+        and not f.never_true
     ]
 
 

@@ -42,7 +42,7 @@ def chain(facts: Iterable[Fact], key: str) -> list[Fact]:
         and f.kind is FactKind.STATE
         and f.status in (FactStatus.ACTIVE, FactStatus.SUPERSEDED)
     ]
-    if any(f.valid_to == f.valid_from for f in versions):  # rare: only then look further
+    if any(f.never_true for f in versions):  # rare: only then look further
         by_id = {f.id: f for f in facts}
         versions = [f for f in versions if not overruled(f, by_id)]
     return sorted(versions, key=lambda f: (position(f), f.recorded_at, f.id))
@@ -54,7 +54,7 @@ def overruled(fact: Fact, known: dict[str, Fact]) -> bool:
     empty interval by a version that began at another instant. It is history of a decision,
     not of the world: a late claim is never filed against it. (The earlier of two versions
     of one instant is empty too, but its successor begins at that instant: it stays.)"""
-    if fact.status is not FactStatus.SUPERSEDED or fact.valid_to != fact.valid_from:
+    if fact.status is not FactStatus.SUPERSEDED or not fact.never_true:
         return False
     successor = known.get(fact.superseded_by or "")
     return successor is not None and successor.valid_from != fact.valid_from

@@ -200,20 +200,37 @@ def renamed(mem: Memory, old: tuple[str, dict[str, Any]], new: tuple[str, dict[s
     return mem.consolidate()
 
 
-def test_with_a_judge_a_rename_only_world_knowledge_joins_is_asked_and_decided(
-    make_memory: MemoryFactory,
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        pytest.param(GP, PCP, id="world-knowledge"),
+        pytest.param(
+            ("dog_name", {"name": "Pepper"}), ("puppy_name", {"name": "Miso"}), id="words"
+        ),
+        pytest.param(
+            ("home_address", {"street": "12 Rue Victor Hugo", "city": "Lyon"}),
+            ("address", {"address": "8 Rue de Rivoli, Paris"}),
+            id="shapes",
+        ),
+    ],
+)
+def test_with_a_judge_a_change_nothing_firm_rules_out_is_asked_and_decided(
+    make_memory: MemoryFactory, old: tuple[str, dict[str, Any]], new: tuple[str, dict[str, Any]]
 ) -> None:
-    """`gp`, then a change under `primary_care_physician`: no word in common, far apart.
-    With a model the pair is put to it (`Bands.judged`) and its verdict leaves one current
-    value."""
+    """A change under another name that nothing firm sets apart is put to the model
+    (`Bands.judged`), far apart for the embedder: `gp`, then `primary_care_physician` (no
+    word in common: only world knowledge joins them); a qualifier against a plain word
+    (`dog` / `puppy`) or values of other shapes, which keep a change apart without a model
+    (tests/unit/test_attribute_match.py). One call, and the model's `same` leaves one current
+    value, the newer one, and teaches the alias."""
     llm = FakeLLM(default=verdicts(True))
-    mem = make_memory(overrides=far_apart(GP, PCP), extractor="claims", llm=llm)
-    report = renamed(mem, GP, PCP)
+    mem = make_memory(overrides=far_apart(old, new), extractor="claims", llm=llm)
+    report = renamed(mem, old, new)
 
     assert (report.contested, report.identities_same, report.llm_calls) == (1, 1, 1)
     (current,) = mem.facts()
-    assert (current.predicate, current.value) == PCP
-    assert mem.store.aliases("default", [GP[0]])[GP[0]].canonical == PCP[0]
+    assert (current.predicate, current.value) == new
+    assert mem.store.aliases("default", [old[0]])[old[0]].canonical == new[0]
     assert all(c.status is ConflictStatus.RESOLVED for c in identity_sets(mem))
 
 
@@ -239,34 +256,6 @@ def test_with_a_judge_a_pair_the_guards_rule_out_costs_no_call(make_memory: Memo
     assert (report.contested, report.llm_calls) == (0, 0)
     assert llm.calls == []
     assert sorted(f.predicate or "" for f in mem.facts()) == ["birth_city", "home_city"]
-
-
-@pytest.mark.parametrize(
-    ("old", "new"),
-    [
-        pytest.param(
-            ("dog_name", {"name": "Pepper"}), ("puppy_name", {"name": "Miso"}), id="words"
-        ),
-        pytest.param(
-            ("home_address", {"street": "12 Rue Victor Hugo", "city": "Lyon"}),
-            ("address", {"address": "8 Rue de Rivoli, Paris"}),
-            id="shapes",
-        ),
-    ],
-)
-def test_with_a_judge_a_change_only_soft_signals_set_apart_is_decided(
-    make_memory: MemoryFactory, old: tuple[str, dict[str, Any]], new: tuple[str, dict[str, Any]]
-) -> None:
-    """A contrasting word against a plain one (`dog` / `puppy`) or values of other shapes
-    keep a change apart without a model (tests/unit/test_attribute_match.py), but with one
-    it is asked: one call, and the model's `same` leaves one current value, the newer one."""
-    llm = FakeLLM(default=verdicts(True))
-    mem = make_memory(overrides=far_apart(old, new), extractor="claims", llm=llm)
-    report = renamed(mem, old, new)
-
-    assert (report.contested, report.identities_same, report.llm_calls) == (1, 1, 1)
-    (current,) = mem.facts()
-    assert (current.predicate, current.value) == new
 
 
 def test_with_a_judge_a_change_is_asked_about_one_known_fact(make_memory: MemoryFactory) -> None:

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from distill import Memory
 from distill.adapters.embed.hashing import HashingEmbedder
 from distill.core.models import ConflictSet, Fact, FactKind, FactStatus
-from distill.errors import PinnedFact
+from distill.errors import InvalidOperation, PinnedFact
 
 SETTINGS = settings(
     max_examples=40,
@@ -362,7 +362,12 @@ class Pin:
     fact: int  # index into the live facts, modulo
 
 
-Step = Claim | Resolve | Pin
+@dataclass(frozen=True)
+class Retract:
+    fact: int  # index into the live facts, modulo
+
+
+Step = Claim | Resolve | Pin | Retract
 
 
 @st.composite
@@ -370,11 +375,13 @@ def histories_with_decisions(draw: st.DrawFn) -> list[tuple[Step, bool]]:
     steps: list[tuple[Step, bool]] = []
     for claim, run_after in draw(mixed_histories(max_events=12)):
         steps.append((claim, run_after))
-        roll = draw(st.integers(0, 5))
+        roll = draw(st.integers(0, 6))
         if roll == 0:
             steps.append((Resolve(draw(st.integers(0, 5)), draw(st.integers(-1, 3))), False))
         elif roll == 1:
             steps.append((Pin(draw(st.integers(0, 20))), False))
+        elif roll == 2:
+            steps.append((Retract(draw(st.integers(0, 20))), False))
     steps.append((Resolve(draw(st.integers(0, 5)), draw(st.integers(-1, 3))), False))
     return steps
 
@@ -422,11 +429,23 @@ def one_value_at_a_time(facts: Iterable[Fact]) -> None:
             )
 
 
-def decide(mem: Memory, step: Resolve | Pin) -> None:
-    if isinstance(step, Pin):
+def decide(mem: Memory, step: Resolve | Pin | Retract) -> None:
+    if isinstance(step, Pin | Retract):
         live = [f for f in mem.facts(include_retired=True) if f.live]
-        if live:
-            mem.pin(live[step.fact % len(live)].id)
+        if not live:
+            return
+        fact = live[step.fact % len(live)]
+        if isinstance(step, Pin):
+            mem.pin(fact.id)
+            return
+        held = any(fact.id in c.member_ids for c in mem.conflicts(status="open"))
+        if fact.pinned or held:  # unpin it first; resolve its set instead
+            before = mem.facts(include_retired=True)
+            with pytest.raises(PinnedFact if fact.pinned else InvalidOperation):
+                mem.retract(fact.id, "wrong")
+            assert mem.facts(include_retired=True) == before
+            return
+        assert mem.retract(fact.id, "wrong").status is FactStatus.RETRACTED
         return
     open_sets = mem.conflicts(status="open")
     if not open_sets:
@@ -480,7 +499,8 @@ def _would_change_a_pinned_fact(mem: Memory, conflict: ConflictSet, keep: str | 
 @given(steps=histories_with_decisions())
 def test_no_fact_leaves_the_live_set_without_a_receipt(steps: list[tuple[Step, bool]]) -> None:
     """DESIGN invariant 1 and SCENARIOS D28: over histories with conflicts, quarantines,
-    resolutions, pins and supersedes, every retired fact keeps its row and has a receipt,
+    resolutions, pins, retractions and supersedes, every retired fact keeps its row and has a
+    receipt,
     and the number of facts never goes down; an attribute has one value at every instant
     (`one_value_at_a_time`). And no job fails: a plan the store refuses
     (a pin a pass may not change, a second active fact) fails its job on every run, and its

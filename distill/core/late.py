@@ -30,6 +30,7 @@ from distill.core.working import (
     Identity,
     Support,
     WorkingSet,
+    carried_forward,
     supported_by,
     without_nulls,
 )
@@ -212,7 +213,8 @@ class LateArrivals(WorkingSet):
         self._revise(
             following, "link", "an older version was filed before it", supersedes_id=fact.id
         )
-        self._carry_forward_from(fact, [v for v in versions if at < timeline.position(v)])
+        renamed = c.claim.predicate != ident.predicate
+        self._carry_forward_from(fact, [v for v in versions if at < timeline.position(v)], renamed)
         self._now_a_return(fact, ident.key)
         return Decision(Outcome.HISTORICAL, fact.id, "older state filed into history")
 
@@ -247,7 +249,11 @@ class LateArrivals(WorkingSet):
         quarantine against it, with the value it would have had then (a change carries the
         earlier value's unstated keys forward)."""
         reason = f"{following.trust} source may not displace a {c.event.trust} fact"
-        held_value = without_nulls({**value, **following.stated}) if following.stated else None
+        held_value = (
+            carried_forward(value, following.stated, c.claim.predicate == following.predicate)
+            if following.stated
+            else None
+        )
         update: dict[str, Any] = {"status": FactStatus.CANDIDATE, "unpaired_change": False}
         if held_value is not None and not values_equal(held_value, following.value):
             assert following.predicate is not None
@@ -380,14 +386,19 @@ class LateArrivals(WorkingSet):
         self._follow_identity_sets(following, fact)
         return Decision(Outcome.CONFLICT, fact.id, reason)
 
-    def _carry_forward_from(self, inserted: Fact, later: list[Fact]) -> None:
+    def _carry_forward_from(self, inserted: Fact, later: list[Fact], renamed: bool) -> None:
         """Versions that carried keys forward are recomputed from the version filed before
-        them, so late arrival ends in the same values as arrival in order."""
+        them, so late arrival ends in the same values as arrival in order. `renamed`: the
+        inserted version was claimed under another name than its attribute's, so its keys
+        are carried only into a value of its shape (`carried_forward`)."""
         previous = inserted
         for version in later:
             current = self.s.facts[version.id]
             if current.stated is not None and previous.value is not None:
-                value = without_nulls({**previous.value, **current.stated})
+                same_name = previous.predicate == current.predicate
+                if previous is inserted:
+                    same_name = same_name and not renamed
+                value = carried_forward(previous.value, current.stated, same_name)
                 if not values_equal(value, current.value):
                     assert current.predicate is not None
                     current = self._revise(

@@ -322,10 +322,10 @@ class WorkingSet:
         return c.claim.valid_from or c.event.occurred_at
 
     def _next_value(self, base: Fact, claim: Claim) -> dict[str, Any]:
-        """Supersede carries unstated keys forward; an explicit null deletes a key."""
+        """Supersede carries unstated keys forward (`carried_forward`)."""
         stated = claim.value or {}
-        if claim.action is ClaimAction.SUPERSEDE and base.value:
-            return without_nulls({**base.value, **stated})
+        if claim.action is ClaimAction.SUPERSEDE:
+            return carried_forward(base.value, stated, claim.predicate == base.predicate)
         return without_nulls(stated)
 
     def _began(self, fact: Fact) -> datetime:
@@ -555,3 +555,18 @@ def stated_on(text: str, when: datetime) -> str:
 
 def without_nulls(value: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in value.items() if v is not None}
+
+
+def carried_forward(
+    before: dict[str, Any] | None, stated: dict[str, Any], same_name: bool
+) -> dict[str, Any]:
+    """A change's value: what it states over the version before it, keys it leaves unsaid
+    carried forward, an explicit null deleting one. A change stated under the version's own
+    name is a partial update (`{"agency": ...}` over `{"target", "status"}` adds a key).
+    Under another name (a rename the words, a judge or a person joined to the attribute),
+    keys are carried only into a value of the same shape, a key in common: a renamed claim
+    in other keys (`bikes_owned {"number": 4}` over `bike_count {"count": 3}`) describes the
+    value afresh, and carrying the old keys served the stale count beside the new one."""
+    if before and (same_name or not stated or stated.keys() & before.keys()):
+        return without_nulls({**before, **stated})
+    return without_nulls(stated)

@@ -30,7 +30,9 @@ What the person would then be served, per case:
 - **different, merged**: one of them filed under the other's identity (a false merge).
 
 Targets: silent leakage ≤ 10% of the same cases, false merges 0, different attributes
-contested ≤ 10%. Both runs are made again with the later claim delivered first (a late
+contested ≤ 10%, and no live fact holding a value mixed from both claims (`mixed`: a merge
+that carried the old value's keys into a renamed one, `{"count": 3, "number": 4}`, serves the
+stale count as current; 60 of the development set's runs did until session 36). Both runs are made again with the later claim delivered first (a late
 event, a backfill): each case must end the same way (DESIGN invariant 8).
 
 The same cases run a second time with a scripted judge (`passes.identity_judge`): a model
@@ -125,11 +127,20 @@ def scripted_judge(cases: list[dict[str, Any]]) -> FakeLLM:
     return FakeLLM(default=answer, model_id="scripted-judge")
 
 
+def mixed(mem: Memory, case: dict[str, Any]) -> bool:
+    """Whether a live fact of the case holds a value neither claim stated: keys of both
+    (`{"count": 3, "number": 4}`), the old value's keys carried into a renamed one."""
+    keys = [set(case[side]["value"]) for side in ("first", "then")]
+    facts = mem.facts(subject=SUBJECT, project=case["id"])
+    return any(not (set(f.value or {}) <= keys[0] or set(f.value or {}) <= keys[1]) for f in facts)
+
+
 def measure(
     ctx: EvalContext, cases: list[dict[str, Any]], judge: FakeLLM | None, reverse: bool = False
-) -> tuple[dict[str, str], int, int]:
-    """Each case's outcome, the consolidation errors, and the judge's calls; `reverse`
-    delivers the later claim first (each still dated as in the case)."""
+) -> tuple[dict[str, str], int, int, int]:
+    """Each case's outcome, the consolidation errors, the judge's calls and the cases
+    serving a value mixed from both claims (`mixed`); `reverse` delivers the later claim
+    first (each still dated as in the case)."""
     errors = calls = 0
     options: dict[str, Any] = {"extractor": "claims"}
     if judge is not None:
@@ -143,7 +154,8 @@ def measure(
             calls += report.llm_calls
             ctx.progress(NAME, step, 2)
         outcomes = {c["id"]: served(mem, c) for c in cases}
-    return outcomes, errors, calls
+        chimeras = sum(mixed(mem, c) for c in cases)
+    return outcomes, errors, calls, chimeras
 
 
 def run(ctx: EvalContext) -> SuiteResult:
@@ -180,10 +192,10 @@ def _measure_set(
     ctx: EvalContext, cases: list[dict[str, Any]], suffix: str
 ) -> tuple[list[Metric], Table]:
     """One set's metrics (names ending in `suffix`) and its table by category."""
-    outcomes, errors, _ = measure(ctx, cases, None)
-    judged, judge_errors, calls = measure(ctx, cases, scripted_judge(cases))
-    backward, back_errors, _ = measure(ctx, cases, None, reverse=True)
-    judged_backward, judged_back_errors, _ = measure(
+    outcomes, errors, _, mixed_plain = measure(ctx, cases, None)
+    judged, judge_errors, calls, mixed_judged = measure(ctx, cases, scripted_judge(cases))
+    backward, back_errors, _, mixed_back = measure(ctx, cases, None, reverse=True)
+    judged_backward, judged_back_errors, _, mixed_judged_back = measure(
         ctx, cases, scripted_judge(cases), reverse=True
     )
 
@@ -238,6 +250,13 @@ def _measure_set(
             f"same outcome when the later claim arrives first, scripted judge{suffix}",
             agree(judged, judged_backward),
             1.0,
+        ),
+        Metric.at_most(
+            f"values mixed from both claims{suffix}",
+            mixed_plain + mixed_judged + mixed_back + mixed_judged_back,
+            0,
+            "a live fact with keys of both the earlier and the later value (a stale key "
+            "carried into a renamed one), over the four runs",
         ),
         Metric.at_most(
             f"consolidation errors{suffix}",

@@ -252,6 +252,28 @@ def test_a_supersede_under_the_same_words_replaces_the_fact(make_memory: MemoryF
     assert mem.conflicts(subject=SUBJECT) == []
 
 
+@pytest.mark.parametrize("order", [[0, 1], [1, 0]], ids=["in-order", "change-first"])
+def test_a_renamed_change_in_other_keys_does_not_carry_the_stale_value(
+    make_memory: MemoryFactory, order: list[int]
+) -> None:
+    """Value keys drift with the name: `bikes_owned {"number": 4}` is filed under
+    `bike_count {"count": 3}`. It describes the value afresh, so the current value is
+    `{"number": 4}`, never `{"count": 3, "number": 4}` (the stale count served beside the
+    new one, as it was before `carried_forward` looked at the name), in either arrival
+    order. Under the attribute's own name a change still adds to what it leaves unsaid
+    (SCENARIOS B11: tests/unit/test_scenarios_supersede.py)."""
+    new = ("bikes_owned", {"number": 4})
+    mem = make_memory(overrides=far_apart(OLD, new))
+    claims = [(OLD, at(0), "create"), (new, at(days=30), "supersede")]
+    for index in order:
+        (predicate, value), when, action = claims[index]
+        say(mem, predicate, value, when=when, action=action)
+        mem.consolidate()
+
+    current = only(mem.facts(subject=SUBJECT))
+    assert current.value == {"number": 4}
+
+
 def test_a_supersede_under_another_head_word_is_another_attribute(mem: Memory) -> None:
     """Issue 11, judge rules 5-6: `car_count` shares one word with `bike_count` (`count`):
     even stated as a change (supersede) it is its own fact: two active facts, no conflict,

@@ -234,6 +234,31 @@ def test_with_a_judge_a_change_nothing_firm_rules_out_is_asked_and_decided(
     assert all(c.status is ConflictStatus.RESOLVED for c in identity_sets(mem))
 
 
+@pytest.mark.parametrize("order", ["ABC", "BAC"])
+def test_a_late_version_under_the_old_name_lends_no_keys_to_a_rename_in_other_keys(
+    make_memory: MemoryFactory, order: str
+) -> None:
+    """`home_address {street, city}` (A, day 0), a change under `address {address}` (B, day
+    30) that the model says is the same attribute, then a `home_address` value of day 10
+    (C) arriving last: it is filed before B, and B, recomputed from it, stays what it
+    stated. It was `{address, street, city}`: the old street served as current beside the
+    new address, the same in both orders (found by review, session 36)."""
+    claims = {
+        "A": (("home_address", {"street": "1 Main", "city": "Oslo"}), 0, "create"),
+        "B": (("address", {"address": "2 High St, Bergen"}), 30, "supersede"),
+        "C": (("home_address", {"street": "9 Elm", "city": "Oslo"}), 10, "create"),
+    }
+    llm = FakeLLM(default=verdicts(True))
+    mem = make_memory(overrides=far_apart(claims["A"][0], claims["B"][0]), llm=llm)
+    for name in order:
+        (predicate, value), day, action = claims[name]
+        say(mem, predicate, value, when=at(days=day), action=action)
+        mem.consolidate()
+
+    (current,) = mem.facts()
+    assert (current.predicate, current.value) == ("address", {"address": "2 High St, Bergen"})
+
+
 def test_without_a_model_that_rename_is_not_put_to_a_person(make_memory: MemoryFactory) -> None:
     """Without a model, contesting every change the words leave open would ask a person
     about many pairs of unrelated attributes; the calibrated bands decide, and this pair is

@@ -260,15 +260,17 @@ def judged_summary(
 ) -> dict[str, Any]:
     """With a judge model (`Bands.judged`): what is contested when every claim says
     `create` (the judge band) and when every claim says `supersede` (then every pair the
-    guards and shapes leave open), and how often an unrelated pair is asked either way."""
+    guards and shapes leave open), and how often an unrelated pair is asked either way;
+    and, without a model, what a claim stated as a change contests (the change band)."""
     band, wide = result.get("band"), result.get("judge_band") or result.get("band")
     wide_name, wide_full = wide and wide["name"], wide and wide["full"]
+    change = result.get("judge_band")  # as `match_bands`: none without a judge band
     plain = Bands(
         same=merge_at,
         name=band and band["name"],
         full=band and band["full"],
-        change_name=wide_name,
-        change_full=wide_full,
+        change_name=change and change["name"],
+        change_full=change and change["full"],
     )
     judged = replace(plain, name=wide_name, full=wide_full, judged=True)
     same = [r for r in rows if r.pair.same]
@@ -592,7 +594,7 @@ def main(argv: list[str] | None = None) -> int:
     j = judged["no_judge_supersede"]
     u = j["unrelated"]
     print(
-        f"    {'no judge, supersede (the change band)':<10} leak {j['leak']}/"
+        f"    no judge, supersede (the change band) leak {j['leak']}/"
         f"{result['same_pairs']} ({j['leak_rate']:.1%})  different contested "
         f"{j['different_asked']}/{result['different_pairs']} ({j['asked_rate']:.1%})  "
         f"unrelated contested {u['asked']:.2%}, a new name {u['new_name_asked']:.1%}"

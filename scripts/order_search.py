@@ -6,7 +6,10 @@ the identity rules (`core.attribute_match`, `Fact.unpaired_change`) and on what 
 says. This script searches exhaustively: ten claims about one person's doctor (`gp`,
 `primary_care_physician`, `dentist`; values, changes, a third party's change, dates 0 to 40),
 every set of three, each in its six arrival orders, one consolidation a claim, with a
-scripted judge that knows a `gp` is a primary care physician. It prints how many sets end
+scripted judge that knows a `gp` is a primary care physician. `--pool pet` and `--pool
+address` play the same claims under names a judge is asked about for softer reasons (a
+qualifier against a plain word, `dog_name` / `puppy_name`; values of other shapes,
+`home_address` with street and city / `address` as one string). It prints how many sets end
 differently in some order (the current facts, or the identity sets by their names), and
 lists them with `--show`. The hashing embedder with each name on its own axis: only words
 and the change rules relate names, never a distance.
@@ -16,11 +19,14 @@ on days 0, 1 and 2 (values a, b, c up to renaming; each a `create` or a `superse
 trusted source), each arrival order against arrival in world order, comparing every fact's
 value, status, interval, reinforcements and events, and the open sets.
 
-    python scripts/order_search.py [--show] [--one-name]
+    python scripts/order_search.py [--show] [--one-name] [--pool doctor|pet|address]
 
 Measured 2026-12-03: 84 of 120 sets disagree at 6d3b5bf (before `unpaired_change`), 66 at
 the commit that added this script, none that agreed before; EVAL.md. Session 34: 47 across
-names; within one name, 8 of 40 histories (21 at e32a637, the session's start).
+names; within one name, 8 of 40 histories (21 at e32a637, the session's start). Session 36:
+47 in each pool; `address` gave 4 before the judge was asked about other shapes (nothing
+related the names then), 50 with it until a rename in other keys stopped carrying the old
+keys (review, session 36).
 """
 
 from __future__ import annotations
@@ -41,57 +47,80 @@ from distill.core.identity import identity_text
 from distill.core.models import ConflictKind
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
-GP = ("gp", {"name": "Dr. Patel"})
-PCP = ("primary_care_physician", {"name": "Dr. Nguyen"})
-DENTIST = ("dentist", {"name": "Dr. Okafor"})
-# name → ((predicate, value), day, claim options)
-POOL: dict[str, tuple[tuple[str, dict[str, str]], int, dict[str, str]]] = {
-    "gp0": (GP, 0, {}),
-    "gp0s": (GP, 0, {"action": "supersede"}),
-    "gp30": (("gp", {"name": "Dr. Kim"}), 30, {}),
-    "gp35": (("gp", {"name": "Dr. Kim"}), 35, {}),
-    "pcp0": (("primary_care_physician", {"name": "Dr. Ito"}), 0, {}),
-    "pcp20": (("primary_care_physician", {"name": "Dr. Ito"}), 20, {}),
-    "pcp30s": (PCP, 30, {"action": "supersede"}),
-    "pcp30s_tp": (PCP, 30, {"action": "supersede", "trust": "third_party"}),
-    "pcp40s": (("primary_care_physician", {"name": "Dr. Ruiz"}), 40, {"action": "supersede"}),
-    "dent40": (DENTIST, 40, {}),
+Claim = tuple[str, dict[str, str]]
+Pool = dict[str, tuple[Claim, int, dict[str, str]]]  # label → (claim, day, claim options)
+# Two names of one attribute (the old, the new) and a third attribute, with the values each
+# takes. `doctor`: no word in common, only world knowledge joins them. `pet`: a qualifier
+# against a plain word (`dog` / `puppy`), which only a judge is asked about. `address`:
+# values of other shapes, likewise; and a rename in other keys.
+NAMES: dict[str, tuple[str, str, str]] = {
+    "doctor": ("gp", "primary_care_physician", "dentist"),
+    "pet": ("dog_name", "puppy_name", "cat_name"),
+    "address": ("home_address", "address", "work_address"),
 }
 
 
-def apart() -> dict[str, list[float]]:
+def value(pool: str, name: str, who: str) -> dict[str, str]:
+    if pool == "address" and name == "home_address":
+        return {"street": f"{who} Street", "city": "Oslo"}
+    if pool == "address":
+        return {"address": f"{who} Street, Bergen"}
+    return {"name": who}
+
+
+def make_pool(pool: str) -> Pool:
+    a, b, c = NAMES[pool]
+    return {
+        "a0": ((a, value(pool, a, "Patel")), 0, {}),
+        "a0s": ((a, value(pool, a, "Patel")), 0, {"action": "supersede"}),
+        "a30": ((a, value(pool, a, "Kim")), 30, {}),
+        "a35": ((a, value(pool, a, "Kim")), 35, {}),
+        "b0": ((b, value(pool, b, "Ito")), 0, {}),
+        "b20": ((b, value(pool, b, "Ito")), 20, {}),
+        "b30s": ((b, value(pool, b, "Nguyen")), 30, {"action": "supersede"}),
+        "b30s_tp": (
+            (b, value(pool, b, "Nguyen")),
+            30,
+            {"action": "supersede", "trust": "third_party"},
+        ),
+        "b40s": ((b, value(pool, b, "Ruiz")), 40, {"action": "supersede"}),
+        "c40": ((c, value(pool, c, "Okafor")), 40, {}),
+    }
+
+
+def apart(pool: Pool) -> dict[str, list[float]]:
     """Each name on its own axis: no two names are close for the embedder."""
     pinned: dict[str, list[float]] = {}
-    for axis, predicate in enumerate(sorted({claim[0][0] for claim in POOL.values()})):
+    for axis, predicate in enumerate(sorted({claim[0][0] for claim in pool.values()})):
         vector = [0.0] * 256
         vector[axis] = 1.0
         pinned[identity_text(predicate)] = vector
-        for (name, value), _, _ in POOL.values():
+        for (name, stated), _, _ in pool.values():
             if name == predicate:
-                pinned[identity_text(name, value)] = vector
+                pinned[identity_text(name, stated)] = vector
     return pinned
 
 
-# A scripted judge that knows one thing: a `gp` is a primary care physician.
-gp_is_pcp = identity_judge.scripted(lambda a, b: {a, b} == {GP[0], PCP[0]})
-
-
-def ending(folder: Path, order: tuple[str, ...]) -> tuple[Any, ...]:
+def ending(folder: Path, pool_name: str, order: tuple[str, ...]) -> tuple[Any, ...]:
+    pool = make_pool(pool_name)
+    old, new, _ = NAMES[pool_name]
+    # A scripted judge that knows one thing: the two names are one attribute.
+    judge = identity_judge.scripted(lambda a, b: {a, b} == {old, new})
     with Memory(
         folder / ("-".join(order) + ".db"),
-        embedder=HashingEmbedder(256, overrides=apart()),
+        embedder=HashingEmbedder(256, overrides=apart(pool)),
         extractor="claims",
-        llm=FakeLLM(default=gp_is_pcp),
+        llm=FakeLLM(default=judge),
     ) as mem:
         for name in order:
-            (predicate, value), day, given = POOL[name]
+            (predicate, stated), day, given = pool[name]
             options = {k: v for k, v in given.items() if k != "trust"}
             mem.add_event(
                 subject="u1",
-                text=f"{predicate} is {value}",
+                text=f"{predicate} is {stated}",
                 occurred_at=T0 + timedelta(days=day),
                 trust=given.get("trust", "trusted"),
-                claims=[{"predicate": predicate, "value": value, **options}],
+                claims=[{"predicate": predicate, "value": stated, **options}],
             )
             mem.consolidate()
         current = tuple(sorted((f.predicate or "", str(f.value)) for f in mem.facts(subject="u1")))
@@ -166,15 +195,19 @@ def search_one_name(show: bool) -> None:
 @click.command()
 @click.option("--show", is_flag=True, help="List the sets that end differently.")
 @click.option("--one-name", is_flag=True, help="Histories of one name, against world order.")
-def main(show: bool, one_name: bool) -> None:
+@click.option(
+    "--pool", type=click.Choice(sorted(NAMES)), default="doctor", show_default=True,
+    help="Which pair of names (see NAMES).",
+)  # fmt: skip
+def main(show: bool, one_name: bool, pool: str) -> None:
     if one_name:
         search_one_name(show)
         return
-    triples = list(itertools.combinations(sorted(POOL), 3))
+    triples = list(itertools.combinations(sorted(make_pool(pool)), 3))
     disagree = []
     with tempfile.TemporaryDirectory() as tmp:
         for triple in triples:
-            ends = {ending(Path(tmp), order) for order in itertools.permutations(triple)}
+            ends = {ending(Path(tmp), pool, order) for order in itertools.permutations(triple)}
             if len(ends) > 1:
                 disagree.append(triple)
     print(f"{len(disagree)} of {len(triples)} sets of three claims end differently in some order")

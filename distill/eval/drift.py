@@ -32,8 +32,9 @@ What the person would then be served, per case:
 Targets: silent leakage ≤ 10% of the same cases, false merges 0, different attributes
 contested ≤ 10%, and no live fact holding a value mixed from both claims (`mixed`: a merge
 that carried the old value's keys into a renamed one, `{"count": 3, "number": 4}`, serves the
-stale count as current; 60 of the development set's runs did until session 36). Both runs are made again with the later claim delivered first (a late
-event, a backfill): each case must end the same way (DESIGN invariant 8).
+stale count as current; 60 of the development set's runs did until session 36). Both runs
+are made again with the later claim delivered first (a late event, a backfill): each case
+must end the same way (DESIGN invariant 8).
 
 The same cases run a second time with a scripted judge (`passes.identity_judge`): a model
 that answers each contested pair it is shown from the case's label. With a model configured,

@@ -386,7 +386,15 @@ values = st.sampled_from(
     [None, {"count": 3}, {"number": 4}, {"model": "Trek"}, {"count": 3, "unit": "x"}, {}]
 )
 distances = st.none() | st.floats(0.0, 2.0, allow_nan=False)
-bands = st.builds(Bands, same=distances, name=distances, full=distances)
+bands = st.builds(
+    Bands,
+    same=distances,
+    name=distances,
+    full=distances,
+    judged=st.booleans(),
+    change_name=distances,
+    change_full=distances,
+)
 
 
 @settings(max_examples=500, deadline=None, database=None)
@@ -396,6 +404,7 @@ def test_compare_names_is_symmetric(a: str, b: str) -> None:
     ab, ba = compare_names(a, b), compare_names(b, a)
     assert ab.relation is ba.relation
     assert (ab.only_a, ab.only_b, ab.shared) == (ba.only_b, ba.only_a, ba.shared)
+    assert ab.firm == ba.firm
 
 
 @settings(max_examples=500, deadline=None, database=None)
@@ -425,4 +434,5 @@ def test_judge_gives_the_same_verdict_both_ways(
     ab = judge((a, va), (b, vb), found_bands, name, full, asserted)
     ba = judge((b, vb), (a, va), found_bands, name, full, asserted)
     assert ab.verdict is ba.verdict, (ab, ba)
+    assert ab.unsupported == ba.unsupported  # it ranks the facts a judge is asked about
     assert ab.distance == ba.distance

@@ -26,7 +26,7 @@ The verdict for one known fact, in order:
 With a judge model (`Bands.judged`), the contested pairs are decided by the model
 (`passes.identity_judge`), not by a person, so more of them may be contested: the bands are
 the embedder's wider judge band, and a claim stated as a change (`supersede`) is contested
-against the closest known fact that only a hard signal rules out, whatever the words and
+against the closest known fact no hard signal rules out, whatever the words and
 distances. The extractor says a value was replaced; which one is often world knowledge
 (`gp` / `primary_care_physician`, `manager` / `boss`) that neither the words nor the
 embedder carries, and the model has it. The hard signals are the guards (numbers, negation,

@@ -577,28 +577,24 @@ def main(argv: list[str] | None = None) -> int:
         "(e) with a judge model, by what the claim says (supersede: every pair no guard rules "
         f"out); unrelated pairs asked, and a new name asked about one of {KNOWN_FACTS} facts:"
     )
-    for said in ("create", "supersede"):
-        j = judged[said]
-        u = j["unrelated"]
+    u = judged["no_judge_unrelated"]
+    lines = [
+        ("create", judged["create"]),
+        ("supersede", judged["supersede"]),
+        (
+            "no judge, supersede (the change band; contested, not asked)",
+            judged["no_judge_supersede"],
+        ),
+    ]
+    for said, j in lines:
         print(
             f"    {said:<10} leak {j['leak']}/{result['same_pairs']} ({j['leak_rate']:.1%})  "
             f"different asked {j['different_asked']}/{result['different_pairs']} "
-            f"({j['asked_rate']:.1%})  unrelated asked {u['asked']:.2%}, a new name "
-            f"{u['new_name_asked']:.1%}"
+            f"({j['asked_rate']:.1%})  unrelated asked {j['unrelated']['asked']:.2%}, a new "
+            f"name {j['unrelated']['new_name_asked']:.1%}"
         )
-    u = judged["no_judge_unrelated"]
-    print(
-        f"    {'no judge':<10} unrelated contested {u['asked']:.2%}, a new name "
-        f"{u['new_name_asked']:.1%}"
-    )
-    j = judged["no_judge_supersede"]
-    u = j["unrelated"]
-    print(
-        f"    no judge, supersede (the change band) leak {j['leak']}/"
-        f"{result['same_pairs']} ({j['leak_rate']:.1%})  different contested "
-        f"{j['different_asked']}/{result['different_pairs']} ({j['asked_rate']:.1%})  "
-        f"unrelated contested {u['asked']:.2%}, a new name {u['new_name_asked']:.1%}"
-    )
+    print(f"    {'no judge':<10} unrelated contested {u['asked']:.2%}, a new name "
+          f"{u['new_name_asked']:.1%}")  # fmt: skip
     print(f"\n{len(rows)} pairs in {result['seconds']:.1f} s")
     if recorded is not None:
         print(f"recorded in {args.registry}: {model_id} -> {recorded.summary()}")

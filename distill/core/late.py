@@ -395,9 +395,7 @@ class LateArrivals(WorkingSet):
         for version in later:
             current = self.s.facts[version.id]
             if current.stated is not None and previous.value is not None:
-                same_name = previous.predicate == current.predicate
-                if previous is inserted:
-                    same_name = same_name and not renamed
+                same_name = previous.predicate == current.predicate and not renamed
                 value = carried_forward(previous.value, current.stated, same_name)
                 if not values_equal(value, current.value):
                     assert current.predicate is not None
@@ -408,7 +406,7 @@ class LateArrivals(WorkingSet):
                         value=value,
                         text=fact_text(current.predicate, value, current.qualifiers),
                     )
-            previous = current
+            previous, renamed = current, False  # only the inserted version was renamed
 
     def _change_inside(
         self,

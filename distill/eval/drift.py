@@ -131,9 +131,9 @@ def scripted_judge(cases: list[dict[str, Any]]) -> FakeLLM:
 def mixed(mem: Memory, case: dict[str, Any]) -> bool:
     """Whether a live fact of the case holds a value neither claim stated: keys of both
     (`{"count": 3, "number": 4}`), the old value's keys carried into a renamed one."""
-    keys = [set(case[side]["value"]) for side in ("first", "then")]
-    facts = mem.facts(subject=SUBJECT, project=case["id"])
-    return any(not (set(f.value or {}) <= keys[0] or set(f.value or {}) <= keys[1]) for f in facts)
+    stated = [set(case[side]["value"]) for side in ("first", "then")]
+    held = [set(f.value or {}) for f in mem.facts(subject=SUBJECT, project=case["id"])]
+    return any(not any(keys <= claim for claim in stated) for keys in held)
 
 
 def measure(
@@ -267,8 +267,7 @@ def _measure_set(
     ]
     if unseen:
         # The pairs of names neither the calibration pairs nor the development set hold.
-        unseen_rates = rates({c["id"]: outcomes[c["id"]] for c in unseen}, unseen)
-        judged_unseen = rates({c["id"]: judged[c["id"]] for c in unseen}, unseen)
+        unseen_rates, judged_unseen = rates(outcomes, unseen), rates(judged, unseen)
         note = f"{len(unseen)} cases whose two names no earlier set pairs"
         metrics += [
             Metric.info(f"silent leakage, unseen pairs{suffix}", unseen_rates[0], note),

@@ -213,10 +213,13 @@ class Adjudicator(LateArrivals):
             v.status is FactStatus.SUPERSEDED and values_equal(v.value, new_value)
             for v in versions[:-1]
         )
+        # A value that begins after the current one ended (its own stated end) follows it:
+        # they were never true at once, so nothing contradicts.
         supersedes = (
             claim.action is ClaimAction.SUPERSEDE
             or returns
             or (claim.valid_from is not None and claim.valid_from > head.valid_from)
+            or (head.valid_to is not None and head.valid_to <= t)
         )
         if c.event.trust.rank < head.trust.rank or c.event.trust is Trust.UNTRUSTED:
             fact = self._new_fact(c, FactKind.STATE, ident, new_value)

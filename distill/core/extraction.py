@@ -18,7 +18,14 @@ from pydantic import ValidationError
 from distill.core.gate import contains_span, gate
 from distill.core.identity import canonical_json, content_hash
 from distill.core.json_data import JsonProblem, check_json
-from distill.core.models import Claim, Event, Fact, FactKind, normalise_predicate
+from distill.core.models import (
+    Claim,
+    Event,
+    Fact,
+    FactKind,
+    ended_untold_start,
+    normalise_predicate,
+)
 from distill.core.plan import Rejection
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.DOTALL | re.IGNORECASE)
@@ -97,6 +104,11 @@ def validate_candidates(
                 f"{'.'.join(map(str, e['loc'])) or 'candidate'}: {e['msg']}" for e in exc.errors()
             )
             rejections.append(Rejection(event.id, extractor, "invalid_candidate", detail, shown))
+            continue
+        ended = ended_untold_start(claim, event.occurred_at)
+        if ended:
+            shown = claim.model_dump(mode="json")
+            rejections.append(Rejection(event.id, extractor, "invalid_candidate", ended, shown))
             continue
         verdict = gate(claim, event.text, require_evidence)
         if not verdict.passed:

@@ -280,6 +280,15 @@ class EventIn(BaseModel):
         return value
 
     @model_validator(mode="after")
+    def _periods(self, info: ValidationInfo) -> EventIn:
+        told = self.occurred_at or (info.context or {}).get(NOW)
+        for index, claim in enumerate(self.claims):
+            problem = ended_untold_start(claim, told) if told else None
+            if problem:
+                raise ValueError(f"claims.{index}: {problem}")
+        return self
+
+    @model_validator(mode="after")
     def _has_content(self) -> EventIn:
         if not self.text.strip() and not self.claims and self.action is None:
             raise ValueError("an event needs a text, at least one claim or an action")
@@ -316,6 +325,20 @@ def _claim_fields(claim: dict[str, Any]) -> Iterator[tuple[str, Any]]:
             key in ("valid_from", "valid_to") and isinstance(value, datetime)
         ):
             yield key, value
+
+
+def ended_untold_start(claim: Claim, told: datetime) -> str | None:
+    """What is wrong with a claim of a period that ended by the time it was told (`valid_to`
+    no later than the event's time) but gives no start: a fact starts at its `valid_from`,
+    else when it was told, and that would end before it began. Distill has no "unknown start"
+    (README, "Known limits"), so such a claim is refused with this reason; None when fine."""
+    if claim.valid_from is not None or claim.valid_to is None or claim.valid_to > told:
+        return None
+    return (
+        f"valid_to ({claim.valid_to.isoformat()}) is not after the event's time "
+        f"({told.isoformat()}) and no valid_from is given: a period that ended before it was "
+        "told needs its start (valid_from)"
+    )
 
 
 def _check_claim(claim: Any, index: int) -> None:

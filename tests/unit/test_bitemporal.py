@@ -357,6 +357,37 @@ def test_a_fact_whose_stated_end_has_passed_is_not_served_as_current(mem: Memory
     assert mem.facts(subject="bob", as_of="2010-01-01T00:00:00Z")[0].predicate == "shirt_number"
 
 
+PARIS_ENDED = (
+    {"city": "Paris"},
+    {"valid_from": "2015-01-01T00:00:00Z", "valid_to": "2019-01-01T00:00:00Z"},
+)
+
+
+@pytest.mark.parametrize("order", ["ended first", "new value first"])
+def test_a_value_told_after_the_current_one_ended_follows_it(
+    make_memory: MemoryFactory, order: str
+) -> None:
+    """ "I lived in Paris from 2015 to 2019", then (2024) "I live in Lyon": the two were never
+    true at once, so Lyon is a plain `create` that follows Paris, not a contradiction. It was
+    held in conflict with Paris (and nothing was current) when the ended value came first;
+    the other order filed Paris as history. Both orders now end the same: Lyon current,
+    Paris superseded by it with its own stated end kept."""
+    mem = make_memory()
+    value, period = PARIS_ENDED
+    claims = [(T1, value, period), (T3, {"city": "Lyon"}, {})]
+    for when, said_value, extra in claims if order == "ended first" else claims[::-1]:
+        said(mem, when, said_value, action="create", **extra)
+        mem.consolidate()
+
+    assert values_as_of(mem, "2017-01-01T00:00:00Z") == [{"city": "Paris"}]
+    assert values_as_of(mem, "2020-01-01T00:00:00Z") == []  # between the two: nothing held
+    assert [f.value for f in mem.facts(subject="alice")] == [{"city": "Lyon"}]
+    assert mem.conflicts(subject="alice") == []
+    paris = one(mem.facts(subject="alice", include_retired=True), value)
+    assert paris.status is FactStatus.SUPERSEDED
+    assert paris.valid_to == datetime.fromisoformat("2019-01-01T00:00:00+00:00")
+
+
 # -- a person's decision and world time ------------------------------------------------------------
 def berlin_held_against_lyon(mem: Memory) -> None:
     """Lyon from T1, Paris from T3 (trusted); then Berlin dated T2 from a less trusted

@@ -20,7 +20,7 @@ import pytest
 from pydantic import ValidationError
 
 from distill import Memory
-from distill.core.extraction import parse_answer
+from distill.core.extraction import parse_answer, validate_candidates
 from distill.core.json_data import JSON_MAX_DEPTH, JsonProblem, check_json
 from distill.core.models import (
     EVENT_MAX_BYTES,
@@ -367,3 +367,43 @@ def test_the_margin_variable(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(FUTURE_MARGIN_VARIABLE, bad)
         with pytest.raises(ConfigurationError, match=FUTURE_MARGIN_VARIABLE):
             future_margin_setting()
+
+
+def test_a_period_that_ended_before_it_was_told_needs_its_start() -> None:
+    """A fact starts at its `valid_from`, else when it was told: "lived in Paris until 2019",
+    told in 2024 with no start, would end before it began (an interval no query can serve,
+    that still held later values in conflict). It is refused with what to add; with a start,
+    or ending after it was told, it is accepted."""
+    told = {"occurred_at": "2024-03-01T00:00:00Z"}
+    ended = {**claim_event({"city": "Paris"}, valid_to="2019-01-01T00:00:00Z"), **told}
+    assert problem(ended, CONTEXT).endswith(
+        "claims.0: valid_to (2019-01-01T00:00:00+00:00) is not after the event's time "
+        "(2024-03-01T00:00:00+00:00) and no valid_from is given: a period that ended before "
+        "it was told needs its start (valid_from)"
+    )
+    # Without an occurred_at the event is told now: the present is the bound.
+    assert "is not after the event's time (2025-01-01T12:00:00+00:00)" in problem(
+        claim_event({"city": "Paris"}, valid_to="2024-06-01T00:00:00Z"), CONTEXT
+    )
+    for fine in (
+        claim_event(
+            {"city": "Paris"}, valid_to="2019-01-01T00:00:00Z", valid_from="2015-01-01T00:00:00Z"
+        ),
+        claim_event({"city": "Paris"}, valid_to="2027-01-01T00:00:00Z"),
+    ):
+        EventIn.model_validate({**fine, **told}, context=CONTEXT)
+
+
+def test_a_model_candidate_that_ended_before_it_was_told_is_rejected_not_stored() -> None:
+    """The same rule for an extractor's candidates, one at a time: the bad one is a rejection
+    with its reason, the others go on."""
+    event = make_event(text="I lived in Paris until 2019 and now live in Lyon")
+    raw = [
+        {"predicate": "home_city", "value": {"city": "Paris"}, "valid_to": "2000-01-01T00:00:00Z"},
+        {"predicate": "home_city", "value": {"city": "Lyon"}},
+    ]
+    found = validate_candidates(raw, event, "claims", require_evidence=False)
+    assert [c.value for c, _ in found.claims] == [{"city": "Lyon"}]
+    [rejected] = found.rejections
+    assert rejected.reason == "invalid_candidate"
+    assert "needs its start (valid_from)" in rejected.detail

@@ -202,7 +202,10 @@ class Adjudicator(LateArrivals):
             return self._late(c, versions, at, ident)
 
         new_value = self._next_value(head, claim)
-        if values_equal(new_value, head.value):
+        # The current value had ended by the claim's time (its stated end): whatever the
+        # value, the claim begins a version of its own (the same value: a return after a gap).
+        ended = head.valid_to is not None and head.valid_to <= t
+        if values_equal(new_value, head.value) and not ended:
             return self._reinforce(head, c, f"same value ({how})")
 
         if head.pinned:
@@ -213,13 +216,13 @@ class Adjudicator(LateArrivals):
             v.status is FactStatus.SUPERSEDED and values_equal(v.value, new_value)
             for v in versions[:-1]
         )
-        # A value that begins after the current one ended (its own stated end) follows it:
-        # they were never true at once, so nothing contradicts.
+        # A value that begins after the current one ended follows it: they were never true at
+        # once, so nothing contradicts.
         supersedes = (
             claim.action is ClaimAction.SUPERSEDE
             or returns
             or (claim.valid_from is not None and claim.valid_from > head.valid_from)
-            or (head.valid_to is not None and head.valid_to <= t)
+            or ended
         )
         if c.event.trust.rank < head.trust.rank or c.event.trust is Trust.UNTRUSTED:
             fact = self._new_fact(c, FactKind.STATE, ident, new_value)

@@ -136,7 +136,15 @@ class LateArrivals(WorkingSet):
         assert following is not None  # at < position(head)
         base = where.version
         value = self._next_value(base, c.claim) if base else without_nulls(c.claim.value or {})
-        if base is not None and values_equal(value, base.value):
+        # A version that had ended by t (its stated end) before the next one began is not in
+        # force then: the claim begins a version of its own in the gap, as it would in order.
+        gap = (
+            base is not None
+            and base.valid_to is not None
+            and base.valid_to <= t
+            and base.valid_to < following.valid_from
+        )
+        if base is not None and not gap and values_equal(value, base.value):
             return self._reinforce(base, c, "same value as the version in force then")
         around = [f for f in (base, following) if f is not None]
         trust = c.event.trust
@@ -175,11 +183,15 @@ class LateArrivals(WorkingSet):
         later = self._restated_after(base, at, until=timeline.position(following)) if base else []
         if base is not None and later:
             return self._change_inside(c, base, later, ident, value, following)
-        if values_equal(value, following.value):
+        stated_end = c.claim.valid_to
+        apart = stated_end is not None and stated_end < following.valid_from
+        if values_equal(value, following.value) and not apart:
             # The next version was already true at t: it starts earlier than we knew.
-            if base is not None:
+            if base is not None and not gap:
                 self._revise(base, "retime", "the next version started earlier", valid_to=t)
             return self._reinforce(following, c, "same value, stated earlier", valid_from=t)
+        if gap:
+            return self._historical(c, versions, at, ident, base, following, value)
         if self._displaced_by_less_trusted(c, base, following):
             return self._earlier_trusted(c, following, ident, value)
         rival = self._restated_rival(c, base, following, value)
@@ -187,7 +199,20 @@ class LateArrivals(WorkingSet):
             return self._earlier_than_rival(c, following, rival)
         if self._first_of_competing_creates(c, base, following):
             return self._earlier_create(c, following, ident, value)
-        stated_end = c.claim.valid_to
+        return self._historical(c, versions, at, ident, base, following, value)
+
+    def _historical(
+        self,
+        c: Candidate,
+        versions: list[Fact],
+        at: timeline.At,
+        ident: Identity,
+        base: Fact | None,
+        following: Fact,
+        value: dict[str, Any],
+    ) -> Decision:
+        """File the claim as a version of its own between `base` and `following`."""
+        t, stated_end = at.time, c.claim.valid_to
         fact = self._new_fact(
             c,
             FactKind.STATE,

@@ -179,13 +179,58 @@ class WorkingSet:
             last_reinforced_at=when,
             trust=trust,
             valid_from=min(fact.valid_from, valid_from or fact.valid_from),
+            valid_to=self._stated_end(fact, c.claim.valid_to),
         )
         if fact.id in self.s.support:
             self.s.support[fact.id] = (
                 *self.s.support[fact.id],
                 support_of(c.event.id, t, c.event.trust, c.claim),
             )
+        end = c.claim.valid_to
+        if end is not None and (fact.valid_to is None or end < fact.valid_to):
+            self._split_at_end(self.s.facts[fact.id], end, fact.valid_to)
         return Decision(Outcome.REINFORCED, fact.id, reason)
+
+    def _split_at_end(self, version: Fact, end: datetime, until: datetime | None) -> None:
+        """The current version, which held until `until`, given an earlier stated `end`: its
+        statements dated from that end on restated the value after a gap, so they are a
+        version of their own, to `until` (as in order, where a value stated after the end of
+        the one in force is a return to it)."""
+        support = self.s.support.get(version.id, ())
+        later = [s for s in support if s.at >= end]
+        if version.status is not FactStatus.ACTIVE or not later:
+            return
+        early = [s for s in support if s.at < end]
+        restated_id = self.new_id()
+        reason = "the value was stated again after its stated end"
+        self._retire(version, reason, end, restated_id, **supported_by(early, version))
+        restated = version.model_copy(
+            update={
+                "id": restated_id,
+                "valid_from": min(s.at for s in later),
+                "valid_to": until,
+                "recorded_at": self.now,
+                "supersedes_id": version.id,
+                "unpaired_change": False,
+                **supported_by(later, version),
+            }
+        )
+        self._create(restated, reason, vector_from=version.id)
+        self.s.support[restated_id] = tuple(later)
+        self._follow_identity_sets(version, restated)
+
+    def _stated_end(self, fact: Fact, end: datetime | None) -> datetime | None:
+        """`fact`'s end once a claim of its value that states `end` supports it: an open
+        version ends there, an ended one at the later of the two ends (the union of what
+        both say), never after the next version began."""
+        if end is None:
+            return fact.valid_to
+        if fact.valid_to is not None:
+            end = max(end, fact.valid_to)
+        following = self.s.facts.get(fact.superseded_by or "")
+        if following is not None and fact.status is FactStatus.SUPERSEDED:
+            end = min(end, following.valid_from)
+        return end
 
     def _supersede(
         self,

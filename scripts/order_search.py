@@ -19,14 +19,19 @@ on days 0, 1 and 2 (values a, b, c up to renaming; each a `create` or a `superse
 trusted source), each arrival order against arrival in world order, comparing every fact's
 value, status, interval, reinforcements and events, and the open sets.
 
-    python scripts/order_search.py [--show] [--one-name] [--pool doctor|pet|address]
+`--periods` plays histories of three claims about `gp` where at least one states the period
+its value held (days 10·i to 10·i + 5, told on day 40) and the others are a value told on
+day 10·i (`create` or `supersede`): 95 histories, each against arrival in world order.
+
+    python scripts/order_search.py [--show] [--one-name | --periods] [--pool doctor|pet|address]
 
 Measured 2026-12-03: 84 of 120 sets disagree at 6d3b5bf (before `unpaired_change`), 66 at
 the commit that added this script, none that agreed before; EVAL.md. Session 34: 47 across
 names; within one name, 8 of 40 histories (21 at e32a637, the session's start). Session 36:
 47 in each pool; `address` gave 4 before the judge was asked about other shapes (nothing
 related the names then), 50 with it until a rename in other keys stopped carrying the old
-keys (review, session 36).
+keys (review, session 36). Session 37: `--periods`, 77 of 95 at its start (48c9434), 8 after
+the stated-end rules.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ import itertools
 import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import click
 
@@ -134,19 +139,35 @@ def ending(folder: Path, pool_name: str, order: tuple[str, ...]) -> tuple[Any, .
         return current, sets
 
 
-def one_name(folder: Path, claims: list[tuple[str, str]], order: tuple[int, ...]) -> Any:
-    """The end of one history of (value, action) claims on days 0, 1, 2, arriving in `order`:
-    every fact as content (ids differ between stores) and the open sets by their members."""
+class Said(NamedTuple):
+    """One claim about `gp`: its value and action, the day it was told, and the period it
+    states (days from T0), if any."""
+
+    value: str
+    action: str
+    told: datetime
+    period: tuple[int, int] | None = None
+
+
+def one_name(folder: Path, claims: list[Said], order: tuple[int, ...]) -> Any:
+    """The end of one history of claims about `gp`, arriving in `order`: every fact as
+    content (ids differ between stores) and the open sets by their members."""
     with Memory(folder / ("one-" + "".join(map(str, order)) + ".db"), extractor="claims") as mem:
         keys = {}
         for index in order:
-            value, action = claims[index]
+            said = claims[index]
+            claim: dict[str, Any] = {
+                "predicate": "gp", "value": {"v": said.value}, "action": said.action,
+            }  # fmt: skip
+            if said.period is not None:
+                claim["valid_from"] = T0 + timedelta(days=said.period[0])
+                claim["valid_to"] = T0 + timedelta(days=said.period[1])
             event = mem.add_event(
                 subject="u1",
-                text=f"gp is {value}",
-                occurred_at=T0 + timedelta(days=index),
+                text=f"gp is {said.value}",
+                occurred_at=said.told,
                 idempotency_key=f"e{index}",
-                claims=[{"predicate": "gp", "value": {"v": value}, "action": action}],
+                claims=[claim],
             )
             keys[event.id] = f"e{index}"
             mem.consolidate()
@@ -168,13 +189,53 @@ def one_name(folder: Path, claims: list[tuple[str, str]], order: tuple[int, ...]
         return facts, sets
 
 
-def search_one_name(show: bool) -> None:
-    histories = [
-        list(zip(values, actions, strict=True))
+def renamings() -> list[tuple[str, ...]]:
+    """Three values a, b, c up to renaming (a first, b before c)."""
+    return [
+        values
         for values in itertools.product("abc", repeat=3)
-        if "".join(dict.fromkeys(values)) in "abc"[: len(set(values))]  # a, b, c up to renaming
+        if "".join(dict.fromkeys(values)) in "abc"[: len(set(values))]
+    ]
+
+
+def one_name_histories() -> list[list[Said]]:
+    """Three claims on days 0, 1, 2, each a `create` or a `supersede`."""
+    return [
+        [
+            Said(v, a, T0 + timedelta(days=i))
+            for i, (v, a) in enumerate(zip(values, actions, strict=True))
+        ]
+        for values in renamings()
         for actions in itertools.product(("create", "supersede"), repeat=3)
     ]
+
+
+def period_histories() -> list[list[Said]]:
+    """Three claims about days 0, 10, 20, each a value told that day (`create` or
+    `supersede`) or a period of five days from it told on day 40; at least one period."""
+    told_later = T0 + timedelta(days=40)
+    shapes = ("point", "change", "period")
+    out = []
+    for values in renamings():
+        for chosen in itertools.product(shapes, repeat=3):
+            if "period" not in chosen:
+                continue
+            out.append(
+                [
+                    Said(v, "create", told_later + timedelta(minutes=i), (10 * i, 10 * i + 5))
+                    if shape == "period"
+                    else Said(
+                        v,
+                        "supersede" if shape == "change" else "create",
+                        T0 + timedelta(days=10 * i),
+                    )
+                    for i, (v, shape) in enumerate(zip(values, chosen, strict=True))
+                ]
+            )
+    return out
+
+
+def search_one_name(show: bool, histories: list[list[Said]], what: str) -> None:
     differ = []
     with tempfile.TemporaryDirectory() as tmp:
         for claims in histories:
@@ -184,24 +245,30 @@ def search_one_name(show: bool) -> None:
             if any(one_name(folder, claims, o) != expected for o in orders):
                 differ.append(claims)
     print(
-        f"{len(differ)} of {len(histories)} histories of three claims under one name end "
+        f"{len(differ)} of {len(histories)} histories of three claims {what} end "
         "differently from arrival in world order in some order"
     )
     if show:
         for claims in differ:
-            print("  " + " ".join(f"{v}:{a}" for v, a in claims))
+            print(
+                "  " + " ".join(f"{c.value}:{c.action}{'/period' * bool(c.period)}" for c in claims)
+            )
 
 
 @click.command()
 @click.option("--show", is_flag=True, help="List the sets that end differently.")
 @click.option("--one-name", is_flag=True, help="Histories of one name, against world order.")
+@click.option("--periods", is_flag=True, help="Histories of one name with stated periods.")
 @click.option(
     "--pool", type=click.Choice(sorted(NAMES)), default="doctor", show_default=True,
     help="Which pair of names (see NAMES).",
 )  # fmt: skip
-def main(show: bool, one_name: bool, pool: str) -> None:
+def main(show: bool, one_name: bool, periods: bool, pool: str) -> None:
+    if periods:
+        search_one_name(show, period_histories(), "with a stated period under one name")
+        return
     if one_name:
-        search_one_name(show)
+        search_one_name(show, one_name_histories(), "under one name")
         return
     triples = list(itertools.combinations(sorted(make_pool(pool)), 3))
     disagree = []

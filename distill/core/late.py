@@ -6,6 +6,7 @@ the final state is the one arrival in order would have given (DESIGN invariant 8
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from distill.core import timeline
@@ -121,6 +122,54 @@ class LateArrivals(WorkingSet):
         self._follow_identity_sets(head, adopted)
         return self.s.facts[rival.id]
 
+    def _given_an_end(self, version: Fact, end: datetime, until: datetime | None) -> None:
+        """The current version, which held until `until`, given an earlier stated `end`: its
+        statements dated from that end on restated the value after a gap, so they are a
+        version of their own, to `until` (as in order, where a value stated after the end of
+        the one in force is a return to it); else a value held against it from that end on
+        follows it (`_held_after_end`)."""
+        if version.status is not FactStatus.ACTIVE:
+            return
+        support = self.s.support.get(version.id, ())
+        later = [s for s in support if s.at >= end]
+        if not later:
+            self._held_after_end(version, end)
+            return
+        early = [s for s in support if s.at < end]
+        restated_id = self.new_id()
+        reason = "the value was stated again after its stated end"
+        self._retire(version, reason, end, restated_id, **supported_by(early, version))
+        restated = version.model_copy(
+            update={
+                "id": restated_id,
+                "valid_from": min(s.at for s in later),
+                "valid_to": until,
+                "recorded_at": self.now,
+                "supersedes_id": version.id,
+                "unpaired_change": False,
+                **supported_by(later, version),
+            }
+        )
+        self._create(restated, reason, vector_from=version.id)
+        self.s.support[restated_id] = tuple(later)
+        self._follow_identity_sets(version, restated)
+
+    def _held_after_end(self, head: Fact, end: datetime) -> None:
+        """A different value held against `head` in a conflict set of the two of them, dated
+        from `head`'s new stated end on: the two were never true at once, so in order it
+        would have followed `head`. It does now, and the set is resolved for it."""
+        open_set = self._open_set(head.id)
+        if (
+            open_set is None
+            or open_set.kind is not ConflictKind.CONFLICT
+            or open_set.identity_key != head.identity_key
+            or len(open_set.member_ids) != 2
+        ):
+            return
+        [rival] = [self.s.facts[m] for m in open_set.member_ids if m != head.id]
+        if rival.status is FactStatus.CANDIDATE and not rival.pinned and rival.valid_from >= end:
+            self._adopt(None, head, rival, open_set, "it began after the value held ended")
+
     def _late(
         self,
         c: Candidate,
@@ -190,15 +239,20 @@ class LateArrivals(WorkingSet):
             if base is not None and not gap:
                 self._revise(base, "retime", "the next version started earlier", valid_to=t)
             return self._reinforce(following, c, "same value, stated earlier", valid_from=t)
-        if gap:
-            return self._historical(c, versions, at, ident, base, following, value)
         if self._displaced_by_less_trusted(c, base, following):
             return self._earlier_trusted(c, following, ident, value)
-        rival = self._restated_rival(c, base, following, value)
+        # A claim that ended before `following` began never met it: nothing it restates was
+        # held against it.
+        rival = None if apart else self._restated_rival(c, base, following, value)
         if rival is not None:
             return self._earlier_than_rival(c, following, rival)
-        if self._first_of_competing_creates(c, base, following):
-            return self._earlier_create(c, following, ident, value)
+        # After a gap the claim is the first value since the one that ended, unless
+        # `following` returns to a value held before it (then it replaced the claim in order).
+        returns = gap and any(
+            values_equal(v.value, following.value) for v in versions if timeline.position(v) < at
+        )
+        if not returns and self._first_of_competing_creates(c, None if gap else base, following):
+            return self._earlier_create(c, following, ident, value, base if gap else None)
         return self._historical(c, versions, at, ident, base, following, value)
 
     def _historical(
@@ -381,9 +435,19 @@ class LateArrivals(WorkingSet):
             (c.claim.valid_from is None or self._time(c) == following.valid_from)
             and base is None
             and following.status is FactStatus.ACTIVE
-            and following.supersedes_id is None
+            and (following.supersedes_id is None or self._ended_before(following))
             and not self._began_as_change(following, self._time(c), restated=True)
             and self._open_set(following.id) is None
+        )
+
+    def _ended_before(self, fact: Fact) -> bool:
+        """Whether the version `fact` replaced had ended (its stated end) before `fact` began:
+        then `fact` followed it without replacing anything, as a first value does."""
+        before = self.s.facts.get(fact.supersedes_id or "")
+        return (
+            before is not None
+            and before.valid_to is not None
+            and (before.valid_to < fact.valid_from)
         )
 
     def _earlier_create(
@@ -392,20 +456,29 @@ class LateArrivals(WorkingSet):
         following: Fact,
         ident: Identity,
         value: dict[str, Any],
+        ended: Fact | None = None,
     ) -> Decision:
+        """The claim is the value `following` is held against. When a version `ended`
+        before the claim's date, the claim follows it in its place."""
         reason = "different value"
         self._revise(
             following,
             "hold",
             "an earlier, different value arrived late: held in conflict as if it came second",
             status=FactStatus.CANDIDATE,
+            supersedes_id=None,
         )
-        fact = self._new_fact(c, FactKind.STATE, ident, value)
+        links = {} if ended is None else {"supersedes_id": ended.id}
+        fact = self._new_fact(c, FactKind.STATE, ident, value, **links)
         if c.claim.action is ClaimAction.SUPERSEDE:
             # In order it came first and changed nothing known: marked as such
             # (`_state_without_head`), so that the value it replaced is judged against it.
             fact = fact.model_copy(update={"unpaired_change": True})
         self._create(fact, f"the earlier of two competing values ({reason})", self._query_text(c))
+        if ended is not None:
+            self._revise(
+                ended, "link", "a later-arriving version follows it", superseded_by=fact.id
+            )
         key = ident.key
         self._open_conflict(key, (fact.id, following.id), ConflictKind.CONFLICT, reason)
         self._follow_identity_sets(following, fact)

@@ -95,11 +95,12 @@ class Support:
     trust: Trust
     supersede: bool = False
     dated: bool = False
+    until: datetime | None = None  # the end its claim stated (`valid_to`), if any
 
 
 def support_of(event_id: str, at: datetime, trust: Trust, claim: Claim) -> Support:
     supersede = claim.action is ClaimAction.SUPERSEDE
-    return Support(event_id, at, trust, supersede, claim.valid_from is not None)
+    return Support(event_id, at, trust, supersede, claim.valid_from is not None, claim.valid_to)
 
 
 @dataclass
@@ -188,49 +189,31 @@ class WorkingSet:
             )
         end = c.claim.valid_to
         if end is not None and (fact.valid_to is None or end < fact.valid_to):
-            self._split_at_end(self.s.facts[fact.id], end, fact.valid_to)
+            self._given_an_end(self.s.facts[fact.id], end, fact.valid_to)
         return Decision(Outcome.REINFORCED, fact.id, reason)
 
-    def _split_at_end(self, version: Fact, end: datetime, until: datetime | None) -> None:
-        """The current version, which held until `until`, given an earlier stated `end`: its
-        statements dated from that end on restated the value after a gap, so they are a
-        version of their own, to `until` (as in order, where a value stated after the end of
-        the one in force is a return to it)."""
-        support = self.s.support.get(version.id, ())
-        later = [s for s in support if s.at >= end]
-        if version.status is not FactStatus.ACTIVE or not later:
-            return
-        early = [s for s in support if s.at < end]
-        restated_id = self.new_id()
-        reason = "the value was stated again after its stated end"
-        self._retire(version, reason, end, restated_id, **supported_by(early, version))
-        restated = version.model_copy(
-            update={
-                "id": restated_id,
-                "valid_from": min(s.at for s in later),
-                "valid_to": until,
-                "recorded_at": self.now,
-                "supersedes_id": version.id,
-                "unpaired_change": False,
-                **supported_by(later, version),
-            }
-        )
-        self._create(restated, reason, vector_from=version.id)
-        self.s.support[restated_id] = tuple(later)
-        self._follow_identity_sets(version, restated)
+    def _given_an_end(self, version: Fact, end: datetime, until: datetime | None) -> None:
+        """What a stated `end`, earlier than the `until` the current `version` held to, does
+        to what follows it in world time (`LateArrivals`, which files late news)."""
 
     def _stated_end(self, fact: Fact, end: datetime | None) -> datetime | None:
         """`fact`'s end once a claim of its value that states `end` supports it: an open
         version ends there, an ended one at the later of the two ends (the union of what
-        both say), never after the next version began."""
+        both say), never after the next version began. A version that ends where the next
+        one begins may not have stated that end: its statements say (when the snapshot has
+        them, as it does for the version a late claim falls in), and one none stated is
+        open until then, so `end` comes first."""
         if end is None:
             return fact.valid_to
-        if fact.valid_to is not None:
-            end = max(end, fact.valid_to)
+        current = fact.valid_to
         following = self.s.facts.get(fact.superseded_by or "")
-        if following is not None and fact.status is FactStatus.SUPERSEDED:
-            end = min(end, following.valid_from)
-        return end
+        if following is None or fact.status is not FactStatus.SUPERSEDED:
+            following = None
+        elif current == following.valid_from and fact.id in self.s.support:
+            current = max((s.until for s in self.s.support[fact.id] if s.until), default=None)
+        if current is not None:
+            end = max(end, current)
+        return end if following is None else min(end, following.valid_from)
 
     def _supersede(
         self,

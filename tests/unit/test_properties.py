@@ -84,6 +84,8 @@ class Claim:
     action: str = "supersede"
     trust: str = "trusted"
     text: str | None = None
+    # A stated period (valid_from, valid_to) for a structured claim; told at `when`.
+    period: tuple[datetime, datetime] | None = None
 
     def event(self) -> dict[str, Any]:
         fields: dict[str, Any] = {
@@ -96,9 +98,10 @@ class Claim:
             fields["text"] = self.text
         else:
             fields["text"] = f"{self.predicate} is {self.value}"
-            fields["claims"] = [
-                {"predicate": self.predicate, "value": {"v": self.value}, "action": self.action}
-            ]
+            claim = {"predicate": self.predicate, "value": {"v": self.value}, "action": self.action}
+            if self.period is not None:
+                claim |= {"valid_from": self.period[0], "valid_to": self.period[1]}
+            fields["claims"] = [claim]
         return fields
 
 

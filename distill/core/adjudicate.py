@@ -233,7 +233,8 @@ class Adjudicator(LateArrivals):
             if later:
                 return self._change_inside(c, head, later, ident, new_value)
             rival = self._held_rival(head, new_value, c.event.trust)
-            if rival is not None:
+            # One that began after the change's stated end restates nothing: it follows it.
+            if rival is not None and not (claim.valid_to and claim.valid_to <= rival[0].valid_from):
                 reason = f"a change to the value held in conflict ({how})"
                 adopted = self._adopt(c, head, *rival, reason)
                 return Decision(Outcome.SUPERSEDED, adopted.id, reason)

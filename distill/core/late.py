@@ -32,6 +32,7 @@ from distill.core.working import (
     Support,
     WorkingSet,
     carried_forward,
+    stated_on,
     supported_by,
     without_nulls,
 )
@@ -227,6 +228,16 @@ class LateArrivals(WorkingSet):
             return self._reinforce(following, c, "same value as a pinned fact")
         if any(f.pinned for f in around):
             return self._conflict(c, following, ident, value, "pinned fact")
+        # An undated create of another value inside a version: in order it met that version
+        # and was held against it (`Adjudicator._state`), unless it returns to an older value
+        # (or the next version changed to it: then, in order, that change adopted it).
+        if (
+            base is not None
+            and not gap
+            and not values_equal(value, following.value)
+            and self._held_in_order(c, versions, base, value)
+        ):
+            return self._conflict(c, base, ident, value, "different value")
         # A restatement of `base` placed after the next version began was overruled (a person
         # kept that version over it): it does not split `base` again.
         later = self._restated_after(base, at, until=timeline.position(following)) if base else []
@@ -253,6 +264,13 @@ class LateArrivals(WorkingSet):
         )
         if not returns and self._first_of_competing_creates(c, None if gap else base, following):
             return self._earlier_create(c, following, ident, value, base if gap else None)
+        if apart:  # in order `following` came after this claim's end: it follows it
+            return self._historical(c, versions, at, ident, base, following, value)
+        contested = self._contested_first(c, base, following, value)
+        if contested is not None:
+            return self._earlier_than_contested(c, following, contested, ident, value)
+        if self._replaced_create(c, base, following):
+            return self._before_replaced_create(c, versions, at, following, ident, value)
         return self._historical(c, versions, at, ident, base, following, value)
 
     def _historical(
@@ -571,3 +589,146 @@ class LateArrivals(WorkingSet):
                 following, "link", "an older version was split before it", supersedes_id=restated_id
             )
         return Decision(Outcome.HISTORICAL, change.id, reason)
+
+    def _held_in_order(
+        self, c: Candidate, versions: list[Fact], base: Fact, value: dict[str, Any]
+    ) -> bool:
+        """Whether a late claim dated inside `base` would have been held against it in world
+        order: an undated create (not a change) of another value that returns to no value
+        held before `base` (`Adjudicator._state`: `supersedes`)."""
+        if c.claim.action is ClaimAction.SUPERSEDE or c.claim.valid_from is not None:
+            return False
+        before = [v for v in versions if timeline.position(v) < timeline.position(base)]
+        returns = any(values_equal(v.value, value) for v in before)
+        return not returns and not values_equal(value, base.value)
+
+    def _contested_first(
+        self, c: Candidate, base: Fact | None, following: Fact, value: dict[str, Any]
+    ) -> ConflictSet | None:
+        """`following`, the first version, is an undated create held in a value conflict with
+        one candidate of a third value, both dated after this claim: in world order this claim
+        came first, `following` was held against it and the candidate, a third distinct value,
+        reclassified them (`WorkingSet._reclassify`)."""
+        if (
+            base is not None
+            or following.status is not FactStatus.ACTIVE
+            or following.supersedes_id is not None
+            or self._began_as_change(following, self._time(c), restated=True)
+        ):
+            return None
+        cs = self._open_set(following.id)
+        if cs is None or cs.kind is not ConflictKind.CONFLICT or len(cs.member_ids) != 2:
+            return None
+        members = [self.s.facts[m] for m in cs.member_ids]
+        t = self._time(c)
+        if any(
+            m.pinned
+            or m.valid_from <= t
+            or (m.value is not None and values_equal(m.value, value))
+            or (m.id != following.id and m.status is not FactStatus.CANDIDATE)
+            for m in members
+        ):
+            return None
+        return cs
+
+    def _earlier_than_contested(
+        self,
+        c: Candidate,
+        following: Fact,
+        cs: ConflictSet,
+        ident: Identity,
+        value: dict[str, Any],
+    ) -> Decision:
+        reason = "a third distinct value: the statements are kept as dated events"
+        fact = self._new_fact(c, FactKind.STATE, ident, value)
+        if c.claim.action is ClaimAction.SUPERSEDE:
+            fact = fact.model_copy(update={"unpaired_change": True})  # as `_earlier_create`
+        for member_id in cs.member_ids:
+            member = self.s.facts[member_id]
+            self._revise(
+                member,
+                "reclassify",
+                reason,
+                kind=FactKind.EVENT,
+                status=FactStatus.ACTIVE,
+                text=stated_on(member.text, member.valid_from),
+            )
+        self._revise_conflict(cs, reason, status=ConflictStatus.RECLASSIFIED, resolved_at=self.now)
+        self._create(fact, "the earliest of three competing values", self._query_text(c))
+        self._follow_identity_sets(following, fact)
+        return Decision(Outcome.CREATED, fact.id, reason)
+
+    def _replaced_create(self, c: Candidate, base: Fact | None, following: Fact) -> bool:
+        """`following`, the first version, is an undated create that a later change replaced
+        (not a person's decision: a kept candidate is no change): in world order it came
+        after this claim and was held against it, and the change met this claim instead."""
+        return (
+            base is None
+            and following.status is FactStatus.SUPERSEDED
+            and following.supersedes_id is None
+            and following.superseded_by in self.s.facts
+            and self._began_as_change(
+                self.s.facts[following.superseded_by], following.valid_from, restated=True
+            )
+            and not following.pinned
+            and not self._began_as_change(following, self._time(c), restated=True)
+            and self._open_set(following.id) is None
+            and following.trust.rank <= c.event.trust.rank
+        )
+
+    def _before_replaced_create(
+        self,
+        c: Candidate,
+        versions: list[Fact],
+        at: timeline.At,
+        following: Fact,
+        ident: Identity,
+        value: dict[str, Any],
+    ) -> Decision:
+        successor = self.s.facts[following.superseded_by or ""]
+        reason = "an earlier, different value arrived late: held in conflict as if it came second"
+        ends = following.valid_to if following.valid_to != successor.valid_from else None
+        held = self._revise(
+            following,
+            "hold",
+            reason,
+            status=FactStatus.CANDIDATE,
+            valid_to=ends,
+            retired_at=None,
+            superseded_by=None,
+        )
+        renamed = c.claim.predicate != ident.predicate
+        same_name = successor.predicate == ident.predicate and not renamed
+        successor_value = (
+            carried_forward(value, successor.stated, same_name)
+            if successor.stated is not None
+            else successor.value
+        )
+        if successor_value is not None and values_equal(successor_value, value):
+            # The change restated this claim's value: in order it reinforced it.
+            first = self._revise(successor, "link", reason, supersedes_id=None)
+            decision = self._reinforce(
+                first, c, "same value, stated earlier", valid_from=self._time(c)
+            )
+            self._open_conflict(
+                ident.key, (first.id, held.id), ConflictKind.CONFLICT, "different value"
+            )
+            return decision
+        fact = self._new_fact(
+            c,
+            FactKind.STATE,
+            ident,
+            value,
+            status=FactStatus.SUPERSEDED,
+            valid_to=timeline.end_of(c.claim.valid_to, successor.valid_from),
+            retired_at=self.now,
+            superseded_by=successor.id,
+        )
+        self._create(fact, "an older state that arrived late")
+        self._revise(
+            successor, "link", "an older version was filed before it", supersedes_id=fact.id
+        )
+        later = [v for v in versions if v.id != following.id and at < timeline.position(v)]
+        self._carry_forward_from(fact, later, renamed)
+        self._open_conflict(ident.key, (fact.id, held.id), ConflictKind.CONFLICT, "different value")
+        return Decision(Outcome.HISTORICAL, fact.id, "older state filed into history")

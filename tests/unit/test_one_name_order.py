@@ -210,6 +210,21 @@ def test_a_change_to_the_value_held_in_conflict_makes_it_current(
         ("abb", ("supersede", "supersede", "create")),
         ("abb", ("create", "create", "supersede")),  # `b` is restated as a change: adopted
         ("abb", ("supersede", "create", "supersede")),
+        # Session 37: the last eight of the forty. A late `a` before a `b` that a later
+        # change replaced: in order `b` was held against `a`, and the change met `a`.
+        ("aba", ("create", "create", "supersede")),
+        ("aba", ("supersede", "create", "supersede")),
+        # A late undated `b` dated inside `a`: in order it was held against `a`.
+        ("abc", ("create", "create", "supersede")),
+        ("abc", ("supersede", "create", "supersede")),
+        # A late `a` before `b` and `c` held against each other: in order the third
+        # distinct value made them dated events.
+        ("abc", ("create", "create", "create")),
+        ("abc", ("supersede", "create", "create")),
+        # `c`, held against `a`, is dated after the change to `b` that arrives after it: in
+        # order it was held against `b`.
+        ("abc", ("create", "supersede", "create")),
+        ("abc", ("supersede", "supersede", "create")),
     ],
     ids=[
         "restated-rival",
@@ -218,12 +233,22 @@ def test_a_change_to_the_value_held_in_conflict_makes_it_current(
         "began-as-a-change-2",
         "restated-as-a-change",
         "restated-as-a-change-2",
+        "replaced-create",
+        "replaced-create-2",
+        "held-inside-a-version",
+        "held-inside-a-version-2",
+        "third-distinct-value",
+        "third-distinct-value-2",
+        "held-against-the-change",
+        "held-against-the-change-2",
     ],
 )
 def test_three_claims_end_as_in_order_whatever_arrives_last(
     values: str, actions: tuple[str, ...]
 ) -> None:
-    """Histories of three claims whose earliest claim arriving last used to end elsewhere."""
+    """Histories of three claims that used to end elsewhere in some order (the earliest
+    arriving last, or the middle one): since session 37 none of the forty does
+    (`python scripts/order_search.py --one-name`)."""
     assert_any_order_as_in_order(history(values, actions, ("trusted",) * 3))
 
 

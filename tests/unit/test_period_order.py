@@ -63,6 +63,10 @@ def claims(spec: str) -> list[Claim]:
         "a:period b:point a:point",
         "a:period b:change a:point",
         "a:period b:period a:period",
+        # A change stated as a period, arriving after a value dated after its end was held
+        # against the value before: that value follows the period, it is not adopted by it.
+        "a:point b:period b:point",
+        "a:change b:period c:point",
     ],
 )
 def test_a_history_with_stated_periods_ends_the_same_in_every_order(spec: str) -> None:

@@ -7,6 +7,11 @@ that arrived after a newer one, filed into the timeline instead of displacing th
 The pass works on a `Snapshot` the engine loaded for the subject and keeps its own working
 copy as it goes, so the second event of a job sees what the first one did. It returns a
 plan; it writes nothing.
+
+The pass is built in layers, each a module: `WorkingSet` (working.py: the snapshot, the
+plan, how an outcome is written), `Rivals` (rivals.py: values held in conflict and what
+makes one current), `LateArrivals` (late.py: claims dated before the current version) and
+`Adjudicator` here (a candidate's identity, and the decision for claims in order).
 """
 
 from __future__ import annotations

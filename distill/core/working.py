@@ -215,75 +215,6 @@ class WorkingSet:
             end = max(end, current)
         return end if following is None else min(end, following.valid_from)
 
-    def _supersede(
-        self,
-        c: Candidate,
-        head: Fact,
-        ident: Identity,
-        value: dict[str, Any],
-        how: str,
-    ) -> Decision:
-        t = self._time(c)
-        # A change still waiting for the value it replaced (`unpaired_change`) waits as the
-        # attribute's current version: the mark moves with it.
-        fact = self._new_fact(
-            c,
-            FactKind.STATE,
-            ident,
-            value,
-            supersedes_id=head.id,
-            unpaired_change=head.unpaired_change,
-        )
-        reason = f"new value replaces the old one ({how})"
-        self._retire(head, reason, t, fact.id)
-        self._create(fact, reason, vector_text=self._query_text(c))
-        self._follow_identity_sets(head, fact)
-        self._move_later_rivals(head, fact)
-        if fact.valid_to is not None:
-            self._given_an_end(self.s.facts[fact.id], fact.valid_to, None)
-        return Decision(Outcome.SUPERSEDED, fact.id, reason)
-
-    def _move_later_rivals(self, old: Fact, new: Fact) -> None:
-        """Candidates held against `old` in an open value conflict set and dated after `new`
-        began (a change that arrived after them): in world order they came after the change
-        and were held against it, so they are held against `new` instead. Candidates dated
-        before it stay held against `old`, the version in force when they were said."""
-        for cs in list(self.s.conflicts.values()):
-            if (
-                cs.status is not ConflictStatus.OPEN
-                or cs.kind is not ConflictKind.CONFLICT
-                or old.id not in cs.member_ids
-            ):
-                continue
-            members = [self.s.facts[m] for m in cs.member_ids]
-            if any(m.pinned for m in members):
-                continue
-            start = timeline.position(new)
-            later = [
-                m.id
-                for m in members
-                if m.id != old.id
-                and m.status is FactStatus.CANDIDATE
-                and start < timeline.position(m)
-                and not (
-                    m.value is not None
-                    and values_equal(m.value, new.value or {})
-                    and (new.valid_to is None or m.valid_from < new.valid_to)
-                )
-            ]
-            if not later:
-                continue
-            reason = "held against the change that came before it in world time"
-            kept = tuple(m for m in cs.member_ids if m not in later)
-            if kept == (old.id,):
-                members_after = tuple(new.id if m == old.id else m for m in cs.member_ids)
-                self._revise_conflict(cs, reason, member_ids=members_after)
-            else:
-                self._revise_conflict(cs, reason, member_ids=kept)
-                self._open_conflict(
-                    cs.identity_key, (new.id, *later), ConflictKind.CONFLICT, cs.reason
-                )
-
     def _retire(self, version: Fact, reason: str, at: datetime, by: str, **changes: Any) -> Fact:
         """`version` superseded by fact `by` from `at` (or its own stated end, if earlier);
         a mark it carried (`unpaired_change`) goes to the version after it."""
@@ -509,7 +440,7 @@ class WorkingSet:
         """Whether `fact`'s earliest statement in world time would have replaced a value of
         time `before` in world order (`Support`): a change, or dated later by its own date;
         with `restated`, any of its statements (a create held against that value is made
-        current by a later change to it: `LateArrivals._adopt`). By its own record (a change
+        current by a later change to it: `Rivals._adopt`). By its own record (a change
         keeps what it `stated`) when its statements were not loaded."""
         supports = self.s.support.get(fact.id)
         if not supports:

@@ -1,0 +1,254 @@
+"""Values held in conflict, and what makes one current: the rules both arrival paths share.
+
+A value may wait as a candidate in a conflict set against the current version (an undated
+`create` of another value, a less trusted claim). In world order some later statement would
+have settled it; these rules settle it whichever order the statements came in, so that the
+in-order path (`Adjudicator`) and late news (`LateArrivals`) end alike (DESIGN invariant 8):
+
+* a change to the value a candidate holds makes that candidate the next version
+  (`_held_rival`, `_adopt`), and so does an older version that shows it returns to a value
+  (`_now_a_return`);
+* a change replaces the current version (`_supersede`), and the candidates held against the
+  old version but dated after the change are held against the change instead
+  (`_move_later_rivals`);
+* a stated end ("from 2015 to 2019") closes a version: its statements dated after the end
+  begin a version of their own, and a value held against it from that end on follows it
+  (`_given_an_end`, `_held_after_end`), since the two were never true at once.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from distill.core import timeline
+from distill.core.identity import values_equal
+from distill.core.models import (
+    ConflictKind,
+    ConflictSet,
+    ConflictStatus,
+    Fact,
+    FactKind,
+    FactStatus,
+    Outcome,
+    Trust,
+)
+from distill.core.passes import Decision
+from distill.core.working import Candidate, Identity, Support, WorkingSet, supported_by
+
+
+class Rivals(WorkingSet):
+    """The rules for values held in conflict and for versions' ends (module doc), and a
+    version's restatements (`_restated_after`), which the two paths share."""
+
+    def _supersede(
+        self,
+        c: Candidate,
+        head: Fact,
+        ident: Identity,
+        value: dict[str, Any],
+        how: str,
+    ) -> Decision:
+        """The claim's `value` replaces `head` from the claim's time (`how`: how the claim's
+        predicate was matched to it)."""
+        t = self._time(c)
+        # A change still waiting for the value it replaced (`unpaired_change`) waits as the
+        # attribute's current version: the mark moves with it.
+        fact = self._new_fact(
+            c,
+            FactKind.STATE,
+            ident,
+            value,
+            supersedes_id=head.id,
+            unpaired_change=head.unpaired_change,
+        )
+        reason = f"new value replaces the old one ({how})"
+        self._retire(head, reason, t, fact.id)
+        self._create(fact, reason, vector_text=self._query_text(c))
+        self._follow_identity_sets(head, fact)
+        self._move_later_rivals(head, fact)
+        if fact.valid_to is not None:
+            self._given_an_end(self.s.facts[fact.id], fact.valid_to, None)
+        return Decision(Outcome.SUPERSEDED, fact.id, reason)
+
+    def _move_later_rivals(self, old: Fact, new: Fact) -> None:
+        """Candidates held against `old` in an open value conflict set and dated after `new`
+        began (a change that arrived after them): in world order they came after the change
+        and were held against it, so they are held against `new` instead. Candidates dated
+        before it stay held against `old`, the version in force when they were said."""
+        for cs in list(self.s.conflicts.values()):
+            if (
+                cs.status is not ConflictStatus.OPEN
+                or cs.kind is not ConflictKind.CONFLICT
+                or old.id not in cs.member_ids
+            ):
+                continue
+            members = [self.s.facts[m] for m in cs.member_ids]
+            if any(m.pinned for m in members):
+                continue
+            start = timeline.position(new)
+            later = [
+                m.id
+                for m in members
+                if m.id != old.id
+                and m.status is FactStatus.CANDIDATE
+                and start < timeline.position(m)
+                and not (
+                    m.value is not None
+                    and values_equal(m.value, new.value or {})
+                    and (new.valid_to is None or m.valid_from < new.valid_to)
+                )
+            ]
+            if not later:
+                continue
+            reason = "held against the change that came before it in world time"
+            kept = tuple(m for m in cs.member_ids if m not in later)
+            if kept == (old.id,):
+                members_after = tuple(new.id if m == old.id else m for m in cs.member_ids)
+                self._revise_conflict(cs, reason, member_ids=members_after)
+            else:
+                self._revise_conflict(cs, reason, member_ids=kept)
+                self._open_conflict(
+                    cs.identity_key, (new.id, *later), ConflictKind.CONFLICT, cs.reason
+                )
+
+    def _restated_after(
+        self, version: Fact, at: timeline.At, until: timeline.At | None = None
+    ) -> list[Support]:
+        """The supporting statements of `version` that come after position `at` in world time
+        (a restatement at the same instant sorts by the version's words, as versions do), and
+        not after position `until`."""
+        stated = timeline.position(version).stated
+        return [
+            s
+            for s in self.s.support.get(version.id, ())
+            if at < timeline.At(s.at, stated)
+            and (until is None or timeline.At(s.at, stated) < until)
+        ]
+
+    def _settle(self, cs: ConflictSet, kept: str, reason: str) -> None:
+        """A set resolved by what a claim showed, keeping fact `kept`, as a person would."""
+        self._revise_conflict(
+            cs, reason, status=ConflictStatus.RESOLVED, resolved_at=self.now, kept_fact_id=kept
+        )
+
+    def _held_rival(
+        self, head: Fact, value: dict[str, Any], by: Trust | None = None
+    ) -> tuple[Fact, ConflictSet] | None:
+        """A candidate of `head`'s identity with `value`, held against `head` in an open value
+        conflict set, that a change to `value` (from a source of trust `by`, when a claim
+        makes it) would make current, as if it had restated that change: not dated before
+        `head`, nor before a restatement of `head`; no member pinned (a person's to decide).
+        A quarantined candidate only for a change at least as trusted as `head` and as it:
+        a less trusted source's value is never adopted by agreeing with itself."""
+        open_set = self._open_set(head.id)
+        if open_set is None or open_set.identity_key != head.identity_key:
+            return None
+        members = [self.s.facts[m] for m in open_set.member_ids]
+        if any(m.pinned for m in members):
+            return None
+        for member in members:
+            if (
+                member.status is FactStatus.CANDIDATE
+                and member.identity_key == head.identity_key
+                and values_equal(member.value, value)
+                and member.valid_from >= head.valid_from
+                and (
+                    open_set.kind is ConflictKind.CONFLICT
+                    or (
+                        by is not None
+                        and by.rank >= head.trust.rank
+                        and by.rank >= member.trust.rank
+                    )
+                )
+                and not self._restated_after(head, timeline.At(member.valid_from, member.value))
+            ):
+                return member, open_set
+        return None
+
+    def _adopt(
+        self, c: Candidate | None, head: Fact, rival: Fact, open_set: ConflictSet, reason: str
+    ) -> Fact:
+        """A change to the value a candidate already holds against `head` (the claim `c`), or
+        a late version that makes the candidate a return to it (no claim): the candidate is
+        the new version, from whichever statement is older, until the change's stated end,
+        and the set is resolved in its favour. The change and the rival end as one version,
+        as they do when the change comes first and the rival restates it."""
+        start = rival.valid_from if c is None else min(rival.valid_from, self._time(c))
+        self._retire(head, reason, start, rival.id)
+        adopted = self._revise(
+            rival,
+            "resolve",
+            reason,
+            status=FactStatus.ACTIVE,
+            valid_from=start,
+            valid_to=rival.valid_to if c is None else c.claim.valid_to,
+            supersedes_id=head.id,
+            unpaired_change=head.unpaired_change,
+        )
+        self._settle(open_set, rival.id, reason)
+        if c is not None:
+            self._reinforce(adopted, c, reason)
+        self._follow_identity_sets(head, adopted)
+        return self.s.facts[rival.id]
+
+    def _given_an_end(self, version: Fact, end: datetime, until: datetime | None) -> None:
+        """The current version, which held until `until`, given an earlier stated `end`: its
+        statements dated from that end on restated the value after a gap, so they are a
+        version of their own, to `until` (as in order, where a value stated after the end of
+        the one in force is a return to it); else a value held against it from that end on
+        follows it (`_held_after_end`)."""
+        if version.status is not FactStatus.ACTIVE:
+            return
+        support = self.s.support.get(version.id, ())
+        later = [s for s in support if s.at >= end]
+        if not later:
+            self._held_after_end(version, end)
+            return
+        early = [s for s in support if s.at < end]
+        restated_id = self.new_id()
+        reason = "the value was stated again after its stated end"
+        self._retire(version, reason, end, restated_id, **supported_by(early, version))
+        restated = version.model_copy(
+            update={
+                "id": restated_id,
+                "valid_from": min(s.at for s in later),
+                "valid_to": until,
+                "recorded_at": self.now,
+                "supersedes_id": version.id,
+                "unpaired_change": False,
+                **supported_by(later, version),
+            }
+        )
+        self._create(restated, reason, vector_from=version.id)
+        self.s.support[restated_id] = tuple(later)
+        self._follow_identity_sets(version, restated)
+
+    def _held_after_end(self, head: Fact, end: datetime) -> None:
+        """A different value held against `head` in a conflict set of the two of them, dated
+        from `head`'s new stated end on: the two were never true at once, so in order it
+        would have followed `head`. It does now, and the set is resolved for it."""
+        open_set = self._open_set(head.id)
+        if (
+            open_set is None
+            or open_set.kind is not ConflictKind.CONFLICT
+            or open_set.identity_key != head.identity_key
+            or len(open_set.member_ids) != 2
+        ):
+            return
+        [rival] = [self.s.facts[m] for m in open_set.member_ids if m != head.id]
+        if rival.status is FactStatus.CANDIDATE and not rival.pinned and rival.valid_from >= end:
+            self._adopt(None, head, rival, open_set, "it began after the value held ended")
+
+    def _now_a_return(self, older: Fact, key: str) -> None:
+        """A value held in conflict against the current version that this older version
+        also had: in order it would have been a return to it (`Adjudicator._state`), so it
+        replaces the current version, from its own date."""
+        active = [f for f in self._facts_of(key) if f.status is FactStatus.ACTIVE]
+        if len(active) != 1 or active[0].pinned or older.value is None:
+            return
+        head = active[0]
+        held = self._held_rival(head, older.value)
+        if held is None or held[0].stated is not None or held[0].trust.rank < head.trust.rank:
+            return
+        self._adopt(None, head, *held, "an older version shows it returns to a value")

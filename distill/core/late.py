@@ -97,19 +97,20 @@ class LateArrivals(Rivals):
             return self._reinforce(following, c, "same value as a pinned fact")
         if any(f.pinned for f in around):
             return self._conflict(c, following, ident, value, "pinned fact")
-        # An undated create of another value inside a version: in order it met that version
-        # and was held against it (`Adjudicator._state`), unless it returns to an older value
-        # (or the next version changed to it: then, in order, that change adopted it).
-        if (
-            base is not None
-            and not gap
-            and not values_equal(value, following.value)
-            and self._held_in_order(c, versions, base, value)
-        ):
-            return self._conflict(c, base, ident, value, "different value")
         # A restatement of `base` placed after the next version began was overruled (a person
         # kept that version over it): it does not split `base` again.
         later = self._restated_after(base, at, until=timeline.position(following)) if base else []
+        # An undated create of another value inside a version: in order it met that version
+        # and was held against it (`Adjudicator._state`), unless it returns to an older value
+        # (or the next version changed to it with no restatement of `base` between them:
+        # then, in order, that change adopted it).
+        if (
+            base is not None
+            and not gap
+            and (later or not values_equal(value, following.value))
+            and self._held_in_order(c, versions, base, value)
+        ):
+            return self._conflict(c, base, ident, value, "different value")
         if base is not None and later:
             return self._change_inside(c, base, later, ident, value, following)
         stated_end = c.claim.valid_to
@@ -118,7 +119,10 @@ class LateArrivals(Rivals):
             # The next version was already true at t: it starts earlier than we knew.
             if base is not None and not gap:
                 self._revise(base, "retime", "the next version started earlier", valid_to=t)
-            return self._reinforce(following, c, "same value, stated earlier", valid_from=t)
+            decision = self._reinforce(following, c, "same value, stated earlier", valid_from=t)
+            if base is not None and not gap:  # held against `base` after t: in order, this
+                self._move_later_rivals(base, self.s.facts[following.id])
+            return decision
         if self._displaced_by_less_trusted(c, base, following):
             return self._earlier_trusted(c, following, ident, value)
         # A claim that ended before `following` began never met it: nothing it restates was
@@ -396,6 +400,9 @@ class LateArrivals(Rivals):
         t = self._time(c)
         later_ids = {s.event_id for s in later}
         early = [s for s in self.s.support[version.id] if s.event_id not in later_ids]
+        before = self._adopted_later(c, version, early, later)
+        if before is not None:
+            return self._undo_adoption(c, version, before, early, later, ident, value, following)
         restart = min(s.at for s in later)
         restated_id = self.new_id()
         change = self._new_fact(
@@ -440,6 +447,11 @@ class LateArrivals(Rivals):
             vector_from=version.id if active else None,
         )
         self.s.support[restated_id] = tuple(later)
+        # What was held against the version after t was, in order, held against the change
+        # or, from the restatement on, against the restated value.
+        self._move_later_rivals(version, self.s.facts[restated_id])
+        self._move_later_rivals(version, self.s.facts[change.id])
+        self._now_a_return(self.s.facts[change.id], ident.key)
         if following is not None:
             self._revise(
                 following, "link", "an older version was split before it", supersedes_id=restated_id

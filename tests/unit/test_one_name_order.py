@@ -8,7 +8,7 @@ trust level: 128) is played in both orders, and 122 end as in order; the other s
 the trust rule's one exception (a late, less trusted value never demotes a more trusted
 current fact), tested as such. Every history of three claims from one trusted source (40)
 is played in its six orders, and all end as in order. Histories of four claims do not all
-(`python scripts/order_search.py --four 40`; README, "Known limits").
+(`python scripts/order_search.py --four 240`; README, "Known limits").
 """
 
 from __future__ import annotations
@@ -232,6 +232,64 @@ def test_every_history_of_three_claims_from_one_source_ends_as_in_order(
       it: in order it was held against `b` (rivals dated after a change move to it).
     `python scripts/order_search.py --one-name` plays the same forty."""
     assert_any_order_as_in_order(history(values, actions, ("trusted",) * 3))
+
+
+@pytest.mark.parametrize(
+    ("values", "actions"),
+    [
+        # `c` is held against `b`, the change that came before it; arriving before `b`'s
+        # first statement, it was held against `a`, whose end then moved before it.
+        ("abcb", ("supersede", "supersede", "create", "supersede")),
+        # `c` is held against the return to `a`; arriving before the change to `b` that
+        # splits `a`, it was held against the whole of `a`.
+        ("abac", ("supersede", "supersede", "supersede", "create")),
+    ],
+    ids=["end-moved-before-it", "version-split-before-it"],
+)
+def test_a_value_held_in_conflict_follows_the_version_its_date_falls_in(
+    values: str, actions: tuple[str, ...]
+) -> None:
+    """Four claims, in all 24 orders (session 38): when a late claim moves a version's end
+    before the date of a value held against it, or splits that version, the held value is
+    held against the version in force at its date, as in world order."""
+    claims = history(values, actions, ("trusted",) * 4)
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [0, 1, 2, 3])
+        (held_set,) = mem.conflicts(subject="alice")
+        members = sorted(str(mem.fact(m).value) for m in held_set.member_ids)
+        (current,) = mem.facts(subject="alice")
+        assert members == sorted([str(current.value), "{'v': 'c'}"])
+    assert_any_order_as_in_order(claims)
+
+
+@pytest.mark.parametrize(
+    ("values", "actions", "current", "held"),
+    [
+        # A change arriving late between a held `b` and the change to `b` that adopted it:
+        # in order it met `a` (replacing it, or restating it), and `b` stayed held against
+        # `a`. The adoption is undone.
+        ("abcb", ("create", "create", "supersede", "supersede"), "b", "ab"),
+        ("abab", ("create", "create", "supersede", "supersede"), "b", "ab"),
+        # A late change that splits `a` makes the `b` held against it a return to a value
+        # held before: in order it replaced `a`.
+        ("abab", ("supersede", "supersede", "supersede", "create"), "b", ""),
+    ],
+    ids=["adoption-undone-by-another-value", "adoption-undone-by-a-restatement", "now-a-return"],
+)
+def test_a_late_change_undoes_what_it_would_have_prevented_in_order(
+    values: str, actions: tuple[str, ...], current: str, held: str
+) -> None:
+    """Four claims, in all 24 orders (session 38): the world-order end, then every order."""
+    claims = history(values, actions, ("trusted",) * 4)
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [0, 1, 2, 3])
+        (fact,) = mem.facts(subject="alice")
+        assert fact.value == {"v": current}
+        sets = mem.conflicts(subject="alice")
+        assert sorted(
+            "".join(sorted(str(mem.fact(m).value["v"]) for m in s.member_ids)) for s in sets
+        ) == ([held] if held else [])
+    assert_any_order_as_in_order(claims)
 
 
 @pytest.mark.parametrize("values", ["aa", "ab"], ids=["same-value", "another-value"])

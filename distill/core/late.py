@@ -25,19 +25,17 @@ from distill.core.models import (
     Trust,
 )
 from distill.core.passes import Decision
-from distill.core.rivals import Rivals
+from distill.core.splits import Splits
 from distill.core.working import (
     Candidate,
     Identity,
-    Support,
     carried_forward,
     stated_on,
-    supported_by,
     without_nulls,
 )
 
 
-class LateArrivals(Rivals):
+class LateArrivals(Splits):
     """A late claim's decisions: where it falls among the versions, and what it becomes."""
 
     def _late(
@@ -383,80 +381,6 @@ class LateArrivals(Rivals):
                         text=fact_text(current.predicate, value, current.qualifiers),
                     )
             previous, renamed = current, False  # only the inserted version was renamed
-
-    def _change_inside(
-        self,
-        c: Candidate,
-        version: Fact,
-        later: list[Support],
-        ident: Identity,
-        value: dict[str, Any],
-        following: Fact | None = None,
-    ) -> Decision:
-        """A change dated inside a version, before some of that version's restatements,
-        arrived late: in world time the value changed at t and was restated afterwards. The
-        version splits into the part before t and a restated part from the first later
-        statement; the change sits between them, as it would had everything come in order."""
-        t = self._time(c)
-        later_ids = {s.event_id for s in later}
-        early = [s for s in self.s.support[version.id] if s.event_id not in later_ids]
-        before = self._adopted_later(c, version, early, later)
-        if before is not None:
-            return self._undo_adoption(c, version, before, early, later, ident, value, following)
-        restart = min(s.at for s in later)
-        restated_id = self.new_id()
-        change = self._new_fact(
-            c,
-            FactKind.STATE,
-            ident,
-            value,
-            status=FactStatus.SUPERSEDED,
-            valid_to=timeline.end_of(c.claim.valid_to, restart),
-            retired_at=self.now,
-            supersedes_id=version.id,
-            superseded_by=restated_id,
-        )
-        reason = "a change that arrived late, between a value and its restatement"
-        # The restated part carries a mark the version had (`unpaired_change`).
-        self._retire(
-            version,
-            reason,
-            t,
-            change.id,
-            retired_at=version.retired_at or self.now,
-            **supported_by(early, version),
-        )
-        self._create(change, reason)
-        # A restatement at the instant the version ended keeps the empty interval [t, t).
-        ends = version.valid_to if version.valid_to and version.valid_to >= restart else None
-        restated = version.model_copy(
-            update={
-                "id": restated_id,
-                "valid_from": restart,
-                "valid_to": ends,
-                "recorded_at": self.now,
-                "supersedes_id": change.id,
-                "stated": None,
-                **supported_by(later, version),
-            }
-        )
-        active = version.status is FactStatus.ACTIVE
-        self._create(
-            restated,
-            "the value restated after the change",
-            vector_from=version.id if active else None,
-        )
-        self.s.support[restated_id] = tuple(later)
-        # What was held against the version after t was, in order, held against the change
-        # or, from the restatement on, against the restated value.
-        self._move_later_rivals(version, self.s.facts[restated_id])
-        self._move_later_rivals(version, self.s.facts[change.id])
-        self._now_a_return(self.s.facts[change.id], ident.key)
-        if following is not None:
-            self._revise(
-                following, "link", "an older version was split before it", supersedes_id=restated_id
-            )
-        return Decision(Outcome.HISTORICAL, change.id, reason)
 
     def _held_in_order(
         self, c: Candidate, versions: list[Fact], base: Fact, value: dict[str, Any]

@@ -7,9 +7,7 @@ in-order path (`Adjudicator`) and late news (`LateArrivals`) end alike (DESIGN i
 
 * a change to the value a candidate holds makes that candidate the next version
   (`_held_rival`, `_adopt`), and so does an older version that shows it returns to a value
-  (`_now_a_return`); a change that arrives late, dated between the candidate and the change
-  that adopted it, undoes the adoption: in order it met the version before, and the
-  candidate stayed held against that (`_adopted_later`, `_undo_adoption`);
+  (`_now_a_return`);
 * a change replaces the current version (`_supersede`), and the candidates held against the
   old version but dated after the change are held against the change instead
   (`_move_later_rivals`);
@@ -26,7 +24,6 @@ from typing import Any
 from distill.core import timeline
 from distill.core.identity import values_equal
 from distill.core.models import (
-    ClaimAction,
     ConflictKind,
     ConflictSet,
     ConflictStatus,
@@ -255,118 +252,3 @@ class Rivals(WorkingSet):
         if held is None or held[0].stated is not None or held[0].trust.rank < head.trust.rank:
             return
         self._adopt(None, head, *held, "an older version shows it returns to a value")
-
-    def _adopted_later(
-        self, c: Candidate, version: Fact, early: list[Support], later: list[Support]
-    ) -> Fact | None:
-        """The version before `version`, when `version` is current only because a change
-        restated its value after the late change `c`: its statements before `c` (`early`)
-        are undated creates of another value, which in world order were held against that
-        version before; `c` then met that version, and the change after it (the first of
-        `later`) met `c`. None when a person pinned either, when trust would have decided
-        otherwise, or when the held value returns to an older one (then it was a change)."""
-        if (
-            c.claim.action is not ClaimAction.SUPERSEDE
-            or version.pinned
-            or version.supersedes_id is None
-            or not early
-            or any(s.supersede or s.dated for s in early)
-            or not min(later, key=lambda s: s.at).supersede
-        ):
-            return None
-        before = self.s.facts.get(version.supersedes_id)
-        if (
-            before is None
-            or before.pinned
-            or before.status is not FactStatus.SUPERSEDED
-            or before.superseded_by != version.id
-            or before.valid_to != version.valid_from
-            or before.identity_key != version.identity_key
-            or any(s.trust.rank < before.trust.rank for s in early)
-            or c.event.trust.rank < before.trust.rank
-        ):
-            return None
-        returns = any(
-            values_equal(f.value, version.value)
-            for f in self._facts_of(before.identity_key or "")
-            if f.kind is FactKind.STATE
-            and f.status is FactStatus.SUPERSEDED
-            and timeline.position(f) < timeline.position(before)
-        )
-        return None if returns else before
-
-    def _undo_adoption(
-        self,
-        c: Candidate,
-        version: Fact,
-        before: Fact,
-        early: list[Support],
-        later: list[Support],
-        ident: Identity,
-        value: dict[str, Any],
-        following: Fact | None,
-    ) -> Decision:
-        """`version`'s early part is held again against `before` (it keeps its id and first
-        statements); `c` replaces `before` at its time, or restates it; the restated part
-        of `version` begins at the first later statement, a new fact, which the version
-        after it (`following`) now follows."""
-        t, restart = self._time(c), min(s.at for s in later)
-        restated_id = self.new_id()
-        reason = "a change arrived late, before the change that made a held value current"
-        self._revise(
-            version,
-            "hold",
-            reason,
-            status=FactStatus.CANDIDATE,
-            valid_to=None,
-            retired_at=None,
-            supersedes_id=None,
-            superseded_by=None,
-            **supported_by(early, version),
-        )
-        self.s.support[version.id] = tuple(early)
-        if values_equal(value, before.value or {}):
-            decision = self._reinforce(before, c, reason)
-            previous = self._revise(
-                self.s.facts[before.id],
-                "retime",
-                reason,
-                valid_to=restart,
-                superseded_by=restated_id,
-            )
-        else:
-            previous = self._new_fact(
-                c,
-                FactKind.STATE,
-                ident,
-                value,
-                status=FactStatus.SUPERSEDED,
-                valid_to=timeline.end_of(c.claim.valid_to, restart),
-                retired_at=self.now,
-                supersedes_id=before.id,
-                superseded_by=restated_id,
-            )
-            self._revise(before, "retime", reason, valid_to=t, superseded_by=previous.id)
-            self._create(previous, reason)
-            decision = Decision(Outcome.HISTORICAL, previous.id, reason)
-        active = version.status is FactStatus.ACTIVE
-        restated = version.model_copy(
-            update={
-                "id": restated_id,
-                "valid_from": restart,
-                "recorded_at": self.now,
-                "supersedes_id": previous.id,
-                "stated": None,  # the mark (`unpaired_change`) stays with the current part
-                **supported_by(later, version),
-            }
-        )
-        self._create(restated, reason, vector_from=version.id if active else None)
-        self.s.support[restated_id] = tuple(later)
-        if active:
-            self._follow_identity_sets(version, restated)
-        if following is not None:
-            self._revise(following, "link", reason, supersedes_id=restated_id)
-        self._open_conflict(
-            ident.key, (before.id, version.id), ConflictKind.CONFLICT, "different value"
-        )
-        return decision

@@ -280,6 +280,33 @@ def test_a_late_change_undoes_what_it_would_have_prevented_in_order(
     values: str, actions: tuple[str, ...], current: str, held: str
 ) -> None:
     """Four claims, in all 24 orders (session 38): the world-order end, then every order."""
+    assert_four_claims_end(values, actions, current, held, every_order=True)
+
+
+@pytest.mark.parametrize(
+    ("values", "actions", "current", "held"),
+    [
+        # As the adoption undone by a restatement above, with a `create` of `a` for the late
+        # claim: in order it restated `a`.
+        ("abab", ("create", "create", "create", "supersede"), "b", "ab"),
+        # A late change to `b` inside `a`, after a `b` held against `a`: in order the change
+        # adopted it, so `b` holds from its first statement.
+        ("abba", ("supersede", "create", "supersede", "create"), "a", ""),
+    ],
+    ids=["adoption-undone-by-a-create", "adopted-by-the-late-change"],
+)
+def test_a_late_claim_reads_a_held_value_as_in_order_unless_the_first_arrives_last(
+    values: str, actions: tuple[str, ...], current: str, held: str
+) -> None:
+    """The 18 orders in which the first claim does not arrive last (session 38). When it
+    does, the three others were decided without it (`b` current, `a` held against it) and
+    no rule reopens that yet (README, "Known limits")."""
+    assert_four_claims_end(values, actions, current, held, every_order=False)
+
+
+def assert_four_claims_end(
+    values: str, actions: tuple[str, ...], current: str, held: str, every_order: bool
+) -> None:
     claims = history(values, actions, ("trusted",) * 4)
     with fresh_memory(max_distance=0.0) as mem:
         ingest(mem, claims, [0, 1, 2, 3])
@@ -289,7 +316,13 @@ def test_a_late_change_undoes_what_it_would_have_prevented_in_order(
         assert sorted(
             "".join(sorted(str(mem.fact(m).value["v"]) for m in s.member_ids)) for s in sets
         ) == ([held] if held else [])
-    assert_any_order_as_in_order(claims)
+    if every_order:
+        assert_any_order_as_in_order(claims)
+        return
+    expected = ending(claims, [0, 1, 2, 3])
+    for order in itertools.permutations(range(4)):
+        if order[-1] != 0:
+            assert ending(claims, list(order)) == expected, order
 
 
 @pytest.mark.parametrize("values", ["aa", "ab"], ids=["same-value", "another-value"])

@@ -37,7 +37,7 @@ keys (review, session 36). Session 37: `--periods`, 77 of 95 at its start (48c94
 the stated-end rules, 0 after the late-arrival rules, which took `--one-name` from 8 to 0 of
 40; `--four 40 --seed 1` (added in session 38): 26 of 40 at 48c9434, 16 after. Session 38:
 held values follow the version their date falls in, late changes undo an adoption: `--four
-40 --seed 1` 16 -> 11, `--four 240` (all) 80 -> 66 (the 200 outside that sample: 64 -> 55).
+40 --seed 1` 16 -> 10, `--four 240` (all) 80 -> 64 (the 200 outside that sample: 64 -> 54).
 """
 
 from __future__ import annotations

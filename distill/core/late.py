@@ -523,4 +523,5 @@ class LateArrivals(Splits):
         later = [v for v in versions if v.id != following.id and at < timeline.position(v)]
         self._carry_forward_from(fact, later, renamed)
         self._open_conflict(ident.key, (fact.id, held.id), ConflictKind.CONFLICT, "different value")
+        self._now_a_return(self.s.facts[fact.id], ident.key)
         return Decision(Outcome.HISTORICAL, fact.id, "older state filed into history")

@@ -75,7 +75,8 @@ class Rivals(WorkingSet):
         """Candidates held against `old` in an open value conflict set and dated after `new`
         began (a change that arrived after them): in world order they came after the change
         and were held against it, so they are held against `new` instead. Candidates dated
-        before it stay held against `old`, the version in force when they were said."""
+        before it stay held against `old`, the version in force when they were said; one
+        restated after it splits, and its restatements are held against `new`."""
         for cs in list(self.s.conflicts.values()):
             if (
                 cs.status is not ConflictStatus.OPEN
@@ -87,18 +88,19 @@ class Rivals(WorkingSet):
             if any(m.pinned for m in members):
                 continue
             start = timeline.position(new)
-            later = [
-                m.id
+            held = [
+                m
                 for m in members
                 if m.id != old.id
                 and m.status is FactStatus.CANDIDATE
-                and start < timeline.position(m)
                 and not (
                     m.value is not None
                     and values_equal(m.value, new.value or {})
                     and (new.valid_to is None or m.valid_from < new.valid_to)
                 )
             ]
+            later = [m.id for m in held if start < timeline.position(m)]
+            later += [p for m in held if (p := self._restated_part(m, start)) is not None]
             if not later:
                 continue
             reason = "held against the change that came before it in world time"
@@ -111,6 +113,32 @@ class Rivals(WorkingSet):
                 self._open_conflict(
                     cs.identity_key, (new.id, *later), ConflictKind.CONFLICT, cs.reason
                 )
+
+    def _restated_part(self, held: Fact, start: timeline.At) -> str | None:
+        """The statements of candidate `held` (dated before `start`) that come after it, as a
+        candidate of their own (its id), or None: in world order they were said after the
+        change that begins at `start` and held against it, not joined to the older one."""
+        if not start > timeline.position(held):
+            return None
+        after = self._restated_after(held, start)
+        support = self.s.support.get(held.id, ())
+        if not after or len(after) == len(support):
+            return None
+        before = [s for s in support if s not in after]
+        reason = "restated after a change: held against the change"
+        self._revise(held, "split", reason, **supported_by(before, held))
+        part = held.model_copy(
+            update={
+                "id": self.new_id(),
+                "valid_from": min(s.at for s in after),
+                "recorded_at": self.now,
+                **supported_by(after, held),
+            }
+        )
+        self._create(part, reason, vector_from=held.id)
+        self.s.support[held.id] = tuple(before)
+        self.s.support[part.id] = tuple(after)
+        return part.id
 
     def _restated_after(
         self, version: Fact, at: timeline.At, until: timeline.At | None = None

@@ -192,18 +192,18 @@ class Adjudication:
 def _support(
     store: Store, project: str, facts: dict[str, Fact], earliest: datetime | None
 ) -> dict[str, tuple[Support, ...]]:
-    """When, how far and how each reinforced version's supporting events were believed;
-    and how each live version a claim of the job is dated no later than was first stated
-    (a late claim is decided by it: `LateArrivals._began_as_change`); and what ended each
-    version that ended after the job's earliest claim (a stated end, or the next version:
-    `WorkingSet._stated_end`). Read from their observations; a job whose claims all come
-    after what is known reads no more."""
+    """When, how far and how each reinforced version's (or held candidate's) supporting
+    events were believed; and how each live version a claim of the job is dated no later
+    than was first stated (a late claim is decided by it: `LateArrivals._began_as_change`);
+    and what ended each version that ended after the job's earliest claim (a stated end, or
+    the next version: `WorkingSet._stated_end`). Read from their observations; a job whose
+    claims all come after what is known reads no more."""
     chosen = [
         f
         for f in facts.values()
         if f.kind is FactKind.STATE
         and (
-            (f.status in (FactStatus.ACTIVE, FactStatus.SUPERSEDED) and f.reinforcement_count)
+            (f.status is not FactStatus.RETRACTED and f.reinforcement_count)
             or (f.live and earliest is not None and earliest <= f.valid_from)
             or (
                 f.status is FactStatus.SUPERSEDED

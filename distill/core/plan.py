@@ -59,7 +59,7 @@ class ReviseFact:
 
     before: Fact
     after: Fact
-    op: str  # reinforce | retire | retime | link | reclassify | resolve | pin | retract | pair
+    op: str  # reinforce retire retime link reclassify resolve pin retract pair hold split recompute
     reason: str
     pass_name: str = "adjudicate"
 

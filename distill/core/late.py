@@ -30,7 +30,6 @@ from distill.core.working import (
     Candidate,
     Identity,
     carried_forward,
-    stated_on,
     without_nulls,
 )
 
@@ -436,15 +435,7 @@ class LateArrivals(Splits):
         if c.claim.action is ClaimAction.SUPERSEDE:
             fact = fact.model_copy(update={"unpaired_change": True})  # as `_earlier_create`
         for member_id in cs.member_ids:
-            member = self.s.facts[member_id]
-            self._revise(
-                member,
-                "reclassify",
-                reason,
-                kind=FactKind.EVENT,
-                status=FactStatus.ACTIVE,
-                text=stated_on(member.text, member.valid_from),
-            )
+            self._as_event(self.s.facts[member_id], reason)
         self._revise_conflict(cs, reason, status=ConflictStatus.RECLASSIFIED, resolved_at=self.now)
         self._create(fact, "the earliest of three competing values", self._query_text(c))
         self._follow_identity_sets(following, fact)

@@ -282,14 +282,7 @@ class WorkingSet:
         for member_id in open_set.member_ids:
             member = self.s.facts[member_id]
             if member.status is FactStatus.CANDIDATE:
-                self._revise(
-                    member,
-                    "reclassify",
-                    reason,
-                    kind=FactKind.EVENT,
-                    status=FactStatus.ACTIVE,
-                    text=stated_on(member.text, member.valid_from),
-                )
+                self._as_event(member, reason)
         fact = self._new_fact(c, FactKind.EVENT, ident, value)
         fact = fact.model_copy(update={"text": stated_on(fact.text, fact.valid_from)})
         self._create(fact, reason)
@@ -297,6 +290,18 @@ class WorkingSet:
             open_set, reason, status=ConflictStatus.RECLASSIFIED, resolved_at=self.now
         )
         return Decision(Outcome.RECLASSIFIED, fact.id, reason)
+
+    def _as_event(self, member: Fact, reason: str) -> None:
+        """A held statement kept as what it is once a third value shows the attribute is
+        not one: an active event fact, "said X (stated D)"."""
+        self._revise(
+            member,
+            "reclassify",
+            reason,
+            kind=FactKind.EVENT,
+            status=FactStatus.ACTIVE,
+            text=stated_on(member.text, member.valid_from),
+        )
 
     def _contest_identity(self, c: Candidate, fact: Fact, known: Fact, match: Match) -> Decision:
         """A new fact whose predicate probably names `known`'s attribute: both stay active,

@@ -3,7 +3,7 @@
 A change dated inside a version, before some of that version's restatements, arrived after
 them. In world order the value changed then and was restated afterwards, so the version
 splits in three: the part before the change, the change, and the restated part
-(`_change_inside`). Two things the version decided on its way are then re-read:
+(`_change_inside`, `_restate`). What the version decided on its way is then re-read:
 
 * a value held in conflict against the version is held against the part its date falls in,
   and is a return when the change had its value before (`Rivals._move_later_rivals`,
@@ -88,26 +88,7 @@ class Splits(Rivals):
             change = self._revise(change, "resolve", reason, **ended)
             self._settle(held[1], change.id, reason)
             self._reinforce(change, c, reason)
-        # A restatement at the instant the version ended keeps the empty interval [t, t).
-        ends = version.valid_to if version.valid_to and version.valid_to >= restart else None
-        restated = version.model_copy(
-            update={
-                "id": restated_id,
-                "valid_from": restart,
-                "valid_to": ends,
-                "recorded_at": self.now,
-                "supersedes_id": change.id,
-                "stated": None,
-                **supported_by(later, version),
-            }
-        )
-        active = version.status is FactStatus.ACTIVE
-        self._create(
-            restated,
-            "the value restated after the change",
-            vector_from=version.id if active else None,
-        )
-        self.s.support[restated_id] = tuple(later)
+        self._restate(version, later, restated_id, change.id, "the value restated after the change")
         # What was held against the version after t was, in order, held against the change
         # or, from the restatement on, against the restated value.
         self._move_later_rivals(version, self.s.facts[restated_id])
@@ -217,20 +198,8 @@ class Splits(Rivals):
             self._revise(before, "retime", reason, valid_to=t, superseded_by=previous.id)
             self._create(previous, reason)
             decision = Decision(Outcome.HISTORICAL, previous.id, reason)
-        active = version.status is FactStatus.ACTIVE
-        restated = version.model_copy(
-            update={
-                "id": restated_id,
-                "valid_from": restart,
-                "recorded_at": self.now,
-                "supersedes_id": previous.id,
-                "stated": None,  # the mark (`unpaired_change`) stays with the current part
-                **supported_by(later, version),
-            }
-        )
-        self._create(restated, reason, vector_from=version.id if active else None)
-        self.s.support[restated_id] = tuple(later)
-        if active:
+        restated = self._restate(version, later, restated_id, previous.id, reason)
+        if version.status is FactStatus.ACTIVE:
             self._follow_identity_sets(version, restated)
         if following is not None:
             self._revise(following, "link", reason, supersedes_id=restated_id)
@@ -264,3 +233,28 @@ class Splits(Rivals):
             ):
                 return m, cs
         return None
+
+    def _restate(
+        self, version: Fact, later: list[Support], restated_id: str, after: str, reason: str
+    ) -> Fact:
+        """The part of `version` that its `later` statements restate, from the first of them:
+        a new fact, `restated_id`, after fact `after`. A restatement at the instant the
+        version ended keeps the empty interval [t, t); the mark (`unpaired_change`) stays
+        with it."""
+        restart = min(s.at for s in later)
+        ends = version.valid_to if version.valid_to and version.valid_to >= restart else None
+        restated = version.model_copy(
+            update={
+                "id": restated_id,
+                "valid_from": restart,
+                "valid_to": ends,
+                "recorded_at": self.now,
+                "supersedes_id": after,
+                "stated": None,
+                **supported_by(later, version),
+            }
+        )
+        active = version.status is FactStatus.ACTIVE
+        self._create(restated, reason, vector_from=version.id if active else None)
+        self.s.support[restated_id] = tuple(later)
+        return restated

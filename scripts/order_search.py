@@ -36,8 +36,10 @@ related the names then), 50 with it until a rename in other keys stopped carryin
 keys (review, session 36). Session 37: `--periods`, 77 of 95 at its start (48c9434), 8 after
 the stated-end rules, 0 after the late-arrival rules, which took `--one-name` from 8 to 0 of
 40; `--four 40 --seed 1` (added in session 38): 26 of 40 at 48c9434, 16 after. Session 38:
-held values follow the version their date falls in, late changes undo an adoption: `--four
-40 --seed 1` 16 -> 10, `--four 240` (all) 80 -> 64 (the 200 outside that sample: 64 -> 54).
+held values follow the version their date falls in, a late change adopts a value of its own
+held against the version it splits: `--four 40 --seed 1` 16 -> 12, `--four 240` (all)
+80 -> 68 (the 200 outside that sample: 64 -> 56; 64 of 240 with an undoing of adoptions
+that a review withdrew, since it also undid a person's resolution).
 """
 
 from __future__ import annotations

@@ -99,6 +99,9 @@ class Rivals(WorkingSet):
                     and (new.valid_to is None or m.valid_from < new.valid_to)
                 )
             ]
+            # A less trusted candidate would have been quarantined against `new` in order:
+            # it stays where it is.
+            held = [m for m in held if m.trust.rank >= new.trust.rank]
             later = [m.id for m in held if start < timeline.position(m)]
             later += [p for m in held if (p := self._restated_part(m, start)) is not None]
             if not later:

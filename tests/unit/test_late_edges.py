@@ -1,0 +1,137 @@
+"""Late claims at the edges of the rules that re-read a version (session 38's review).
+
+Each history here broke one of the rules for late arrivals while they were being written
+(`core/rivals.py`, `core/splits.py`, `core/late.py`): a person's decision undone, two
+versions overlapping, a plan the store refused, a held value left in a set with no
+version, a less trusted value weighed as an equal. Each test pins the guard that holds.
+Claims are about one person's `gp`; `hours` states a period from the claim's day.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from distill.core.models import ConflictKind, ConflictStatus, FactStatus
+from tests.unit.test_properties import Claim, day, fresh_memory, ingest, one_value_at_a_time
+
+
+def at(days: float) -> datetime:
+    return day(0) + timedelta(days=days)
+
+
+def said(
+    i: int, when: float, value: str, action: str, trust: str = "trusted", hours: int = 0
+) -> Claim:
+    """Claim `e<i>` on day `when`; `hours`: it states the period [when, when + hours)."""
+    period = (at(when), at(when) + timedelta(hours=hours)) if hours else None
+    return Claim(
+        f"e{i}", "alice", at(when), predicate="gp", value=value, action=action, trust=trust,
+        period=period,
+    )  # fmt: skip
+
+
+def test_a_late_change_leaves_a_persons_resolution_as_it_is() -> None:
+    """`a` then `b` (held); a person keeps `b`; a change restates `b` on day 3; then a change
+    to `x` dated day 2 arrives. The person's decision stands: `b` ran from day 1 to the
+    change, and no set is reopened."""
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, [said(0, 0, "a", "create"), said(1, 1, "b", "create")], [0, 1])
+        (cs,) = mem.conflicts(subject="alice")
+        b = next(m for m in cs.member_ids if mem.fact(m).value == {"v": "b"})
+        mem.resolve_conflict(cs.id, keep=b)
+        ingest(mem, [said(3, 3, "b", "supersede")], [0])
+        ingest(mem, [said(2, 2, "x", "supersede")], [0])
+        kept = mem.fact(b)
+        assert (kept.status, kept.valid_from, kept.valid_to) == (
+            FactStatus.SUPERSEDED,
+            day(1),
+            day(2),
+        )
+        assert mem.conflicts(subject="alice", status=ConflictStatus.OPEN) == []
+
+
+def test_a_value_a_late_change_adopts_ends_before_the_value_after_it() -> None:
+    """A late change to `b` (stating an end half a day after `a` returns) adopts the `b` held
+    against `a`: it ends where the restated `a` begins, never overlapping it."""
+    claims = [
+        said(0, 0, "a", "create"),
+        said(1, 2, "b", "create"),
+        said(2, 5, "b", "supersede", hours=36),
+        said(3, 6, "a", "create"),
+    ]
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [0, 1, 3, 2])
+        one_value_at_a_time(mem.facts(subject="alice", include_retired=True))
+
+
+def test_a_split_that_makes_a_held_value_a_return_is_written() -> None:
+    """A late change splits `a`, and the `b` held against the current `c` becomes a return
+    that replaces it: the plan keeps one active fact and the job succeeds (`ingest` checks)."""
+    claims = [
+        said(0, 0, "a", "supersede"),
+        said(1, 1, "b", "supersede"),
+        said(2, 2, "a", "create"),
+        said(3, 4, "c", "supersede"),
+        said(4, 6, "b", "create"),
+    ]
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [0, 2, 3, 4, 1])
+        (current,) = mem.facts(subject="alice")
+        assert current.value == {"v": "b"}
+
+
+def test_a_late_restatement_keeps_its_stated_end() -> None:
+    """`a` restated on day 2 with an end at noon, arriving after a change to `b` on day 4:
+    no version of `a` runs past the stated end."""
+    claims = [
+        said(0, 0, "a", "create"),
+        said(1, 1, "b", "create"),
+        said(2, 2, "a", "create", hours=12),
+        said(3, 4, "b", "supersede"),
+    ]
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [0, 1, 3, 2])
+        ends = [
+            f.valid_to
+            for f in mem.facts(subject="alice", include_retired=True)
+            if f.value == {"v": "a"}
+        ]
+        assert all(end is not None and end <= at(2.5) for end in ends), ends
+
+
+def test_no_open_set_is_left_without_a_version() -> None:
+    """Five claims, the change to `x` arriving last: every open set still holds a version
+    beside its candidates."""
+    claims = [
+        said(0, 0, "a", "create"),
+        said(1, 1, "b", "create"),
+        said(2, 2, "x", "supersede"),
+        said(3, 4, "b", "supersede"),
+        said(4, 5, "c", "create"),
+    ]
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [0, 1, 3, 4, 2])
+        for cs in mem.conflicts(subject="alice", status=ConflictStatus.OPEN):
+            statuses = {mem.fact(m).status for m in cs.member_ids}
+            assert statuses != {FactStatus.CANDIDATE}, cs
+
+
+def test_a_less_trusted_held_value_is_not_moved_into_a_conflict_with_a_trusted_one() -> None:
+    """A semi-trusted `b` held against a semi-trusted `a`; a trusted change to `c` arrives
+    late and begins before `b`. `b` is never in a plain conflict with the trusted `c`, where
+    a later claim could adopt it without a trust check: in order it was quarantined."""
+    claims = [
+        said(0, 0, "a", "create", "semi_trusted"),
+        said(1, 2, "c", "supersede"),
+        said(2, 3, "b", "create", "semi_trusted"),
+        said(3, 5, "c", "supersede"),
+    ]
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [0, 2, 3, 1])
+        for cs in mem.conflicts(subject="alice", status=ConflictStatus.OPEN):
+            if cs.kind is not ConflictKind.CONFLICT:
+                continue
+            members = [mem.fact(m) for m in cs.member_ids]
+            active = [m.trust.rank for m in members if m.status is FactStatus.ACTIVE]
+            held = [m.trust.rank for m in members if m.status is FactStatus.CANDIDATE]
+            assert not active or min(held) >= max(active), cs

@@ -103,7 +103,7 @@ class Rivals(WorkingSet):
             # it stays where it is.
             held = [m for m in held if m.trust.rank >= new.trust.rank]
             later = [m.id for m in held if start < timeline.position(m)]
-            later += [p for m in held if (p := self._restated_part(m, start)) is not None]
+            later += [p for m in held if (p := self._split_held(m, start)) is not None]
             if not later:
                 continue
             reason = "held against the change that came before it in world time"
@@ -117,7 +117,7 @@ class Rivals(WorkingSet):
                     cs.identity_key, (new.id, *later), ConflictKind.CONFLICT, cs.reason
                 )
 
-    def _restated_part(self, held: Fact, start: timeline.At) -> str | None:
+    def _split_held(self, held: Fact, start: timeline.At) -> str | None:
         """The statements of candidate `held` (dated before `start`) that come after it, as a
         candidate of their own (its id), or None: in world order they were said after the
         change that begins at `start` and held against it, not joined to the older one."""

@@ -1,4 +1,4 @@
-"""A late change inside a version: the version splits, or what it decided is undone.
+"""A late change inside a version: the version splits, and what it decided is re-read.
 
 A change dated inside a version, before some of that version's restatements, arrived after
 them. In world order the value changed then and was restated afterwards, so the version

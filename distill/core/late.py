@@ -25,6 +25,7 @@ from distill.core.models import (
     Trust,
 )
 from distill.core.passes import Decision
+from distill.core.plan import ReviseFact
 from distill.core.splits import Splits
 from distill.core.working import (
     Candidate,
@@ -45,7 +46,33 @@ class LateArrivals(Splits):
         ident: Identity,
     ) -> Decision:
         """A claim about a time before the current version began (or at the same instant,
-        with words that sort first): file it into history."""
+        with words that sort first): file it into history, unless that would change a
+        version a person pinned, which no automatic path does (DESIGN invariant 6; a link
+        to a new neighbour is a change too). Then it is decided as beside that version: it
+        supports it when it states its value, else it is held in conflict against it."""
+        mark = self._mark()
+        decision = self._file_late(c, versions, at, ident)
+        changed = self.plan.actions[mark[0] :]
+        pinned = next(
+            (a.before for a in changed if isinstance(a, ReviseFact) and a.before.pinned), None
+        )
+        if pinned is None:
+            return decision
+        self._undo(mark)
+        base = timeline.place(versions, at).version
+        value = self._next_value(base, c.claim) if base else without_nulls(c.claim.value or {})
+        if values_equal(value, pinned.value):
+            return self._reinforce(pinned, c, "same value as a pinned fact")
+        return self._conflict(c, pinned, ident, value, "pinned fact")
+
+    def _file_late(
+        self,
+        c: Candidate,
+        versions: list[Fact],
+        at: timeline.At,
+        ident: Identity,
+    ) -> Decision:
+        """`_late`'s filing, before the check for pinned versions."""
         t = at.time
         where = timeline.place(versions, at)
         following = where.following

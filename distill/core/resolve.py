@@ -98,7 +98,7 @@ def resolve_conflict(
         losers = [f for f in losers if f.status is FactStatus.CANDIDATE]
     overlapped = _overlapped(kept, history, {f.id for f in losers}) if kept and kept.live else []
     if kept is not None and later is not None:  # only the version it falls inside ends
-        overlapped = [f for f in overlapped if f.valid_from < kept.valid_from]
+        overlapped = [f for f in overlapped if f.valid_from <= kept.valid_from]
     for fact in [*losers, *overlapped]:
         if fact.pinned:
             raise PinnedFact(f"fact {fact.id} is pinned; unpin it before resolving its conflict")

@@ -485,6 +485,30 @@ class WorkingSet:
             )
         )
 
+    def _mark(self) -> tuple[int, dict[str, tuple[Support, ...]]]:
+        """Where the plan stands, for `_undo`: every change to the working copy is an action
+        of the plan, except the supporting statements, which are copied."""
+        return len(self.plan.actions), dict(self.s.support)
+
+    def _undo(self, mark: tuple[int, dict[str, tuple[Support, ...]]]) -> None:
+        """Take back every change made since `mark`, the newest first."""
+        count, support = mark
+        for action in reversed(self.plan.actions[count:]):
+            if isinstance(action, ReviseFact):
+                self.s.facts[action.before.id] = action.before
+            elif isinstance(action, CreateFact):
+                del self.s.facts[action.fact.id]
+                self._stated.pop(action.fact.id, None)
+            elif isinstance(action, OpenConflict):
+                del self.s.conflicts[action.conflict.id]
+            elif isinstance(action, ReviseConflict):
+                self.s.conflicts[action.before.id] = action.before
+            else:  # nothing else is written while a claim is decided
+                raise AssertionError(f"cannot undo {type(action).__name__}")
+        del self.plan.actions[count:]
+        self.s.support = support
+        self._by_key = None
+
     def _revise(self, fact: Fact, op: str, reason: str, **changes: Any) -> Fact:
         after = fact.model_copy(update=changes)
         if after == fact:

@@ -465,6 +465,55 @@ def test_a_pinned_version_the_kept_claim_would_end_is_left_to_its_person(mem: Me
     assert versions(mem) == before
 
 
+def test_keeping_a_held_claim_of_the_same_instant_as_its_version_ends_that_version(
+    mem: Memory,
+) -> None:
+    """Blue from day 0 (semi-trusted); red, trusted, states days 0-6 and is held against it;
+    green from day 18 replaces blue. A person keeps red: red ran days 0-6, and blue, which
+    began at the same instant, was never true. (Blue used to keep days 0-18, and `as_of`
+    served two values in the first week.)"""
+    mem.add_event(
+        subject="alice",
+        text="home: blue",
+        occurred_at=T1,
+        trust="semi_trusted",
+        claims=[{"predicate": "home", "value": {"city": "blue"}, "action": "supersede"}],
+    )
+    mem.consolidate()
+    said(mem, T1, {"city": "red"}, "create", valid_from=T1, valid_to=at(days=6))
+    mem.consolidate()
+    said(mem, at(days=18), {"city": "green"}, "create", valid_from=at(days=18))
+    mem.consolidate()
+    (held,) = mem.conflicts(subject="alice")
+    red = one(mem.facts(subject="alice", include_retired=True), {"city": "red"})
+    mem.resolve_conflict(held.id, keep=red.id)
+
+    assert values_as_of(mem, at(days=1)) == [{"city": "red"}]
+    assert values_as_of(mem, at(days=10)) == []
+    assert [f.value for f in mem.facts(subject="alice")] == [{"city": "green"}]
+    blue = one(mem.facts(subject="alice", include_retired=True), {"city": "blue"})
+    assert blue.valid_to == blue.valid_from == T1
+
+
+def test_a_late_claim_never_relinks_a_pinned_version(mem: Memory) -> None:
+    """Red on day 1, green from day 2, pinned by a person. Green stated on day 0 arrives:
+    filing it would hold red against green and change the pinned green's link to what it
+    replaced, which consolidation may not do (DESIGN invariant 6). It supports the pinned
+    green instead; the job used to fail on every run, its event never consolidated."""
+    said(mem, at(days=1), {"city": "red"}, "create")
+    said(mem, at(days=2), {"city": "green"})
+    mem.consolidate()
+    green = one(mem.facts(subject="alice"), {"city": "green"})
+    mem.pin(green.id)
+    pinned, before = mem.fact(green.id), versions(mem)
+    said(mem, T1, {"city": "green"}, "create")
+
+    assert mem.consolidate().errors == []
+    assert versions(mem) == before
+    assert mem.fact(green.id) == pinned
+    assert mem.consolidate().jobs_done == 0  # nothing left to retry
+
+
 def test_a_restatement_a_person_overruled_does_not_split_its_version_again(mem: Memory) -> None:
     """Blue stated at days 1 and 10, red at day 6: a person keeps red over blue, so blue
     ends at day 6 and its day-10 statement is overruled. Red stated again at day 5 then

@@ -255,13 +255,12 @@ class Adjudicator(LateArrivals):
         fact = self.s.facts.get(decision.fact_id or "")
         if not versions or fact is None or fact.status is not FactStatus.ACTIVE:
             return
-        t = fact.valid_from
-        inside = [
-            v for v in versions if v.valid_from < t and (v.valid_to is None or v.valid_to > t)
-        ]
+        t, at = fact.valid_from, timeline.position(fact)
+        # By position: a version of the same instant is before or after it by its words.
+        later = [v for v in versions if at < timeline.position(v)]
+        inside = [v for v in versions if v not in later and (v.valid_to is None or v.valid_to > t)]
         for v in inside:
             self._revise(v, "retime", f"{fact.id} holds from its date", valid_to=t)
-        later = [v for v in versions if v.valid_from > t]
         if later:
             following = min(later, key=lambda v: v.valid_from)
             self._revise(

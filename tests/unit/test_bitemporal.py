@@ -565,29 +565,38 @@ def test_a_late_claim_is_never_filed_against_a_value_a_person_turned_down(mem: M
     assert spans == [(at(days=2), at(days=4), "green"), (at(days=4), None, "red")]
 
 
-@pytest.mark.parametrize("late", [0, 2, 5])
+@pytest.mark.parametrize(
+    ("late", "colour"), [(0, "blue"), (1, "blue"), (1, "white"), (2, "blue"), (5, "blue")]
+)
 def test_a_claim_after_the_current_value_was_retracted_is_filed_by_its_date(
-    mem: Memory, late: int
+    mem: Memory, late: int, colour: str
 ) -> None:
     """Red from day 1, green from day 3, and a person retracts green: no value is current.
-    Blue then arrives dated day 0, 2 or 5. Whatever its date it is never true at once with
-    red (it used to be made current from its date with no end, across red's days)."""
+    Blue then arrives dated day 0, 1, 2 or 5. Whatever its date it is never true at once with
+    red (it used to be made current from its date with no end, across red's days). On red's
+    own day the two are ordered by their words, as versions of one instant are: blue before
+    red (blue never true), white after it (red never true)."""
     said(mem, at(days=1), {"colour": "red"}, action="create")
     said(mem, at(days=3), {"colour": "green"})
     mem.consolidate()
     (green,) = mem.facts(subject="alice")
     mem.retract(green.id, reason="wrong")
-    said(mem, at(days=late), {"colour": "blue"})
+    said(mem, at(days=late), {"colour": colour})
     mem.consolidate()
 
     spans = sorted(
-        (f.valid_from, f.valid_to, f.value["colour"])
-        for f in mem.facts(subject="alice", include_retired=True)
-        if f.status is not FactStatus.RETRACTED
+        (
+            (f.valid_from, f.valid_to, f.value["colour"])
+            for f in mem.facts(subject="alice", include_retired=True)
+            if f.status is not FactStatus.RETRACTED
+        ),
+        key=lambda span: (span[0], span[1] is None, span[1] or span[0]),
     )
     expected = {
-        0: [(at(days=0), at(days=1), "blue"), (at(days=1), at(days=3), "red")],
-        2: [(at(days=1), at(days=2), "red"), (at(days=2), None, "blue")],
-        5: [(at(days=1), at(days=3), "red"), (at(days=5), None, "blue")],
+        (0, "blue"): [(at(days=0), at(days=1), "blue"), (at(days=1), at(days=3), "red")],
+        (1, "blue"): [(at(days=1), at(days=1), "blue"), (at(days=1), at(days=3), "red")],
+        (1, "white"): [(at(days=1), at(days=1), "red"), (at(days=1), None, "white")],
+        (2, "blue"): [(at(days=1), at(days=2), "red"), (at(days=2), None, "blue")],
+        (5, "blue"): [(at(days=1), at(days=3), "red"), (at(days=5), None, "blue")],
     }
-    assert spans == expected[late]
+    assert spans == expected[late, colour]

@@ -250,8 +250,9 @@ class Adjudicator(LateArrivals):
     def _end_retracted_gap(self, versions: list[Fact], decision: Decision) -> None:
         """A value made current while no version is active (a person retracted the one that
         was) is filed among the versions by its date, so that no two are true at once: the
-        version it falls inside ends at its date, and a version that began after it ends
-        it there (no value is current then, as the retraction left it)."""
+        version it falls inside ends at its date (superseded by it, no longer by the
+        retracted one), and a version that began after it ends it there (no value is
+        current then, as the retraction left it)."""
         fact = self.s.facts.get(decision.fact_id or "")
         if not versions or fact is None or fact.status is not FactStatus.ACTIVE:
             return
@@ -259,8 +260,12 @@ class Adjudicator(LateArrivals):
         # By position: a version of the same instant is before or after it by its words.
         later = [v for v in versions if at < timeline.position(v)]
         inside = [v for v in versions if v not in later and (v.valid_to is None or v.valid_to > t)]
-        for v in inside:
-            self._revise(v, "retime", f"{fact.id} holds from its date", valid_to=t)
+        for v in inside:  # its receipt: the fact that holds from its end (not the retracted)
+            self._revise(
+                v, "retime", f"{fact.id} holds from its date", valid_to=t, superseded_by=fact.id
+            )
+        if inside:
+            fact = self._revise(fact, "link", "the version before it", supersedes_id=inside[-1].id)
         if later:
             following = min(later, key=lambda v: v.valid_from)
             self._revise(

@@ -600,3 +600,28 @@ def test_a_claim_after_the_current_value_was_retracted_is_filed_by_its_date(
         (5, "blue"): [(at(days=1), at(days=3), "red"), (at(days=5), None, "blue")],
     }
     assert spans == expected[late, colour]
+
+
+def test_a_version_ended_by_a_value_after_a_retraction_has_that_value_as_its_receipt(
+    mem: Memory,
+) -> None:
+    """Green states days 2-10, red follows from day 11, and a person retracts red. Red then
+    stated for days 7-20 ends green at day 7 and is its receipt (it used to stay the
+    retracted red). So green stated again for days 6-16 supports green without running
+    past day 7 (it reached day 16, beside red's days)."""
+    said(mem, at(days=1), {"colour": "green"}, valid_from=at(days=2), valid_to=at(days=10))
+    said(mem, at(days=11), {"colour": "red"})
+    mem.consolidate()
+    (red,) = mem.facts(subject="alice")
+    mem.retract(red.id, reason="wrong")
+    said(mem, at(days=7), {"colour": "red"}, "create", valid_from=at(days=7), valid_to=at(days=20))
+    mem.consolidate()
+    said(mem, at(days=16), {"colour": "green"}, valid_from=at(days=6), valid_to=at(days=16))
+    mem.consolidate()
+
+    facts = mem.facts(subject="alice", include_retired=True)
+    green = one(facts, {"colour": "green"})
+    (new_red,) = [f for f in facts if f.status is FactStatus.ACTIVE]
+    assert (green.valid_from, green.valid_to) == (at(days=2), at(days=7))
+    assert (green.superseded_by, new_red.supersedes_id) == (new_red.id, green.id)
+    assert values_as_of(mem, at(days=12)) == [{"colour": "red"}]

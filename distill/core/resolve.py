@@ -150,7 +150,9 @@ def resolve_conflict(
         plan.add(ReviseFact(fact, after, "resolve", f"{reason}: replaced by {kept.id}", pass_name))
     for fact in overlapped:  # (none unless a fact is kept)
         assert kept is not None
-        after = fact.model_copy(update={"valid_to": max(fact.valid_from, kept.valid_from)})
+        # It ends where the kept fact begins: that is its receipt now.
+        ended = {"valid_to": max(fact.valid_from, kept.valid_from), "superseded_by": kept.id}
+        after = fact.model_copy(update=ended)
         said = f"{reason}: {kept.id} holds from {kept.valid_from.isoformat()}"
         plan.add(ReviseFact(fact, after, "retime", said, pass_name))
     if kept is not None and later is not None:

@@ -625,3 +625,32 @@ def test_a_version_ended_by_a_value_after_a_retraction_has_that_value_as_its_rec
     assert (green.valid_from, green.valid_to) == (at(days=2), at(days=7))
     assert (green.superseded_by, new_red.supersedes_id) == (new_red.id, green.id)
     assert values_as_of(mem, at(days=12)) == [{"colour": "red"}]
+
+
+def test_a_version_a_kept_claim_ends_has_it_as_its_receipt(mem: Memory) -> None:
+    """Green from day 14, blue from day 19; an untrusted blue dated day 17 is held against
+    green and a person keeps it: green ends at day 17, superseded by the kept blue (it used
+    to name the day-19 blue). A red stated for days 8-18 that arrives next is filed before
+    green and ends where the kept blue begins, not at day 18 beside it."""
+    said(mem, at(days=14), {"colour": "green"}, "create")
+    said(mem, at(days=19), {"colour": "blue"})
+    mem.consolidate()
+    mem.add_event(
+        subject="alice",
+        text="colour: blue",
+        occurred_at=at(days=17),
+        trust="untrusted",
+        claims=[{"predicate": "home", "value": {"colour": "blue"}, "action": "supersede"}],
+    )
+    mem.consolidate()
+    (held,) = mem.conflicts(subject="alice")
+    kept = next(m for m in held.member_ids if mem.fact(m).status is FactStatus.CANDIDATE)
+    mem.resolve_conflict(held.id, keep=kept)
+    green = one(mem.facts(subject="alice", include_retired=True), {"colour": "green"})
+    assert (green.valid_to, green.superseded_by) == (at(days=17), kept)
+
+    said(mem, at(days=11), {"colour": "red"}, "create", valid_from=at(days=8), valid_to=at(days=18))
+    mem.consolidate()
+    assert values_as_of(mem, at(days=17.5)) == [{"colour": "blue"}]
+    red = one(mem.facts(subject="alice", include_retired=True), {"colour": "red"})
+    assert red.valid_to is not None and red.valid_to <= at(days=17)

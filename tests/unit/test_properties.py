@@ -108,7 +108,8 @@ class Claim:
 @st.composite
 def mixed_histories(draw: st.DrawFn, max_events: int = 10) -> list[tuple[Claim, bool]]:
     """Create and supersede claims with any trust, at distinct world times that need not
-    follow arrival order, plus free-text events; each with "consolidate after it" or not."""
+    follow arrival order, a quarter of them stating a period, plus free-text events; each
+    with "consolidate after it" or not."""
     n_subjects = draw(st.integers(1, 4))
     n_predicates = draw(st.integers(1, 4))
     n = draw(st.integers(1, max_events))
@@ -122,6 +123,10 @@ def mixed_histories(draw: st.DrawFn, max_events: int = 10) -> list[tuple[Claim, 
             text = draw(st.sampled_from(MEMORY_TEXTS))
             out.append((Claim(f"e{i}", subject, when, text=text), run_after))
             continue
+        period = None
+        if draw(st.integers(0, 3)) == 0:  # a stated period, anywhere on the history's days
+            start = draw(st.integers(0, n))
+            period = (day(start), day(draw(st.integers(start + 1, n + 1))))
         claim = Claim(
             f"e{i}",
             subject,
@@ -130,6 +135,7 @@ def mixed_histories(draw: st.DrawFn, max_events: int = 10) -> list[tuple[Claim, 
             value=draw(st.sampled_from(VALUES)),
             action=draw(st.sampled_from(["create", "supersede"])),
             trust=draw(st.sampled_from(TRUSTS)),
+            period=period,
         )
         out.append((claim, run_after))
     return out

@@ -206,10 +206,14 @@ class WorkingSet:
         if end is None:
             return fact.valid_to
         current = fact.valid_to
-        following = self.s.facts.get(fact.superseded_by or "")
-        if following is None or fact.status is not FactStatus.SUPERSEDED:
-            following = None
-        elif current == following.valid_from and fact.id in self.s.support:
+        following = None
+        if fact.status is FactStatus.SUPERSEDED and fact.identity_key is not None:
+            # The next version in world time: its receipt may be a version a person
+            # retracted since, which bounds nothing.
+            at = timeline.position(fact)
+            versions = timeline.chain(self._facts_of(fact.identity_key), fact.identity_key)
+            following = next((v for v in versions if at < timeline.position(v)), None)
+        if following is not None and current == following.valid_from and fact.id in self.s.support:
             current = max((s.until for s in self.s.support[fact.id] if s.until), default=None)
         if current is not None:
             end = max(end, current)

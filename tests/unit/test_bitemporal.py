@@ -654,3 +654,61 @@ def test_a_version_a_kept_claim_ends_has_it_as_its_receipt(mem: Memory) -> None:
     assert values_as_of(mem, at(days=17.5)) == [{"colour": "blue"}]
     red = one(mem.facts(subject="alice", include_retired=True), {"colour": "red"})
     assert red.valid_to is not None and red.valid_to <= at(days=17)
+
+
+def test_a_version_a_person_set_aside_at_its_own_instant_is_never_filed_against(
+    mem: Memory,
+) -> None:
+    """Red from day 9, blue from day 18. An untrusted green stated for days 9-21 is held
+    against red, and a person keeps it: green holds days 9-18, and red, of the same instant,
+    was never true (superseded by green). A red stated on day 13 is then filed inside
+    green, not after the empty red, which sorts after green by its words (it used to become
+    a version of days 13-18 beside green)."""
+    said(mem, at(days=9), {"colour": "red"}, "create")
+    said(mem, at(days=18), {"colour": "blue"})
+    mem.consolidate()
+    mem.add_event(
+        subject="alice",
+        text="colour: green",
+        occurred_at=at(days=10),
+        trust="untrusted",
+        claims=[
+            {
+                "predicate": "home",
+                "value": {"colour": "green"},
+                "action": "supersede",
+                "valid_from": at(days=9),
+                "valid_to": at(days=21),
+            }
+        ],
+    )
+    mem.consolidate()
+    (held,) = mem.conflicts(subject="alice")
+    green = next(m for m in held.member_ids if mem.fact(m).status is FactStatus.CANDIDATE)
+    mem.resolve_conflict(held.id, keep=green)
+    said(mem, at(days=13), {"colour": "red"}, "create")
+    mem.consolidate()
+
+    for day in (9.5, 13.5, 17.5):
+        assert len(values_as_of(mem, at(days=day))) == 1, day
+    assert values_as_of(mem, at(days=9.5)) == [{"colour": "green"}]
+
+
+def test_a_stated_end_stops_at_the_next_version_not_at_a_retracted_receipt(mem: Memory) -> None:
+    """Blue from day 5, green from day 10, which a person retracts; red from day 12. Blue
+    stated for days 4-18 moves blue's start to day 4 and ends it where red begins: its
+    receipt, the retracted green, bounds nothing (blue used to run to day 18 beside red)."""
+    said(mem, at(days=5), {"colour": "blue"})
+    said(mem, at(days=10), {"colour": "green"})
+    mem.consolidate()
+    (green,) = mem.facts(subject="alice")
+    mem.retract(green.id, reason="wrong")
+    said(mem, at(days=12), {"colour": "red"}, "create")
+    mem.consolidate()
+    said(mem, at(days=4), {"colour": "blue"}, "create", valid_from=at(days=4), valid_to=at(days=18))
+    mem.consolidate()
+
+    assert values_as_of(mem, at(days=4.5)) == [{"colour": "blue"}]
+    assert values_as_of(mem, at(days=14)) == [{"colour": "red"}]
+    blue = one(mem.facts(subject="alice", include_retired=True), {"colour": "blue"})
+    assert blue.valid_to is not None and blue.valid_to <= at(days=12)

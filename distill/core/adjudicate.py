@@ -35,6 +35,7 @@ from distill.core.identity import (
     qualifiers_of_key,
     standing_instruction,
     values_equal,
+    without_nulls,
 )
 from distill.core.late import LateArrivals
 from distill.core.models import (
@@ -56,7 +57,6 @@ from distill.core.working import (
     Candidate,
     Identity,
     Snapshot,
-    without_nulls,
 )
 
 # Whether a new predicate names a known attribute is decided by `attribute_match.judge`, with

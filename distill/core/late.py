@@ -10,8 +10,10 @@ from typing import Any
 
 from distill.core import timeline
 from distill.core.identity import (
+    carried_forward,
     fact_text,
     values_equal,
+    without_nulls,
 )
 from distill.core.models import (
     ClaimAction,
@@ -30,8 +32,6 @@ from distill.core.splits import Splits
 from distill.core.working import (
     Candidate,
     Identity,
-    carried_forward,
-    without_nulls,
 )
 
 

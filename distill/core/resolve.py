@@ -46,9 +46,11 @@ def resolve_conflict(
 
     The identity keeps one value at any instant (DESIGN invariant 8). A candidate held
     against an older version (a late, less trusted claim dated inside it; `current` is not
-    in the set) is filed where arrival in world order would have put it: the version it
-    falls inside ends at its date, it holds until the next version of `history` (the
-    identity's retired versions) or `current` began, and the current fact stays current.
+    in the set), or one whose stated end came before `current` began (even held against
+    `current` itself: the two never met), is filed where arrival in world order would have
+    put it: the version it falls inside ends at its date, it holds until the next version
+    of `history` (the identity's retired versions) or `current` began, and the current
+    fact stays current.
     Any other kept fact becomes current from its own `valid_from`: a version still true then
     ends there, and one that began later gets an empty interval, as `current` does. Keeping
     the older version instead (the held claim was wrong) leaves it history and the current
@@ -94,6 +96,8 @@ def resolve_conflict(
     ):
         involved[current.id] = current
     losers = [f for f in involved.values() if f.live and f.id != keep]
+    if later is not None and current is not None:  # filed into history: the present stays
+        losers = [f for f in losers if f.id != current.id]
     if kept is None:  # only the held candidates are retracted
         losers = [f for f in losers if f.status is FactStatus.CANDIDATE]
     overlapped = _overlapped(kept, history, {f.id for f in losers}) if kept and kept.live else []
@@ -252,16 +256,21 @@ def _later_version(
     kept: Fact, current: Fact | None, history: Sequence[Fact], conflict: ConflictSet
 ) -> Fact | None:
     """When the kept fact is a candidate held against an older version (the current fact
-    is not in the set) and dated before the current fact began: the first version that
-    began after it, which it holds until. None when it becomes the current fact."""
+    is not in the set), or one whose stated end came before the current fact began, and
+    dated before the current fact began: the first version that began after it, which it
+    holds until. None when it becomes the current fact."""
     if (
         kept.status is not FactStatus.CANDIDATE
         or kept.pinned  # a person's pin: it is kept as it is, and becomes current
         or current is None
-        or current.id in conflict.member_ids
         or current.id == kept.id
         or current.valid_from <= kept.valid_from
     ):
+        return None
+    # Held against the current fact itself, it replaces it, unless its stated end came
+    # before the current fact began: then the two never met, and it is history before it.
+    ended_before = kept.valid_to is not None and kept.valid_to <= current.valid_from
+    if current.id in conflict.member_ids and not ended_before:
         return None
     versions = [
         f

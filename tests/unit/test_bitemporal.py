@@ -712,3 +712,39 @@ def test_a_stated_end_stops_at_the_next_version_not_at_a_retracted_receipt(mem: 
     assert values_as_of(mem, at(days=14)) == [{"colour": "red"}]
     blue = one(mem.facts(subject="alice", include_retired=True), {"colour": "blue"})
     assert blue.valid_to is not None and blue.valid_to <= at(days=12)
+
+
+def test_keeping_a_held_claim_that_ended_before_the_current_fact_leaves_it_current(
+    mem: Memory,
+) -> None:
+    """Green from day 7. A less trusted red stated for days 3-6 is held against green (it
+    may not displace it), and a person keeps red: red was true on days 3-6 and green is
+    still current, since the two never met (green used to get an empty interval, and red,
+    ended, left nothing current)."""
+    said(mem, at(days=7), {"colour": "green"}, "create")
+    mem.consolidate()
+    mem.add_event(
+        subject="alice",
+        text="colour: red",
+        occurred_at=at(days=3),
+        trust="semi_trusted",
+        claims=[
+            {
+                "predicate": "home",
+                "value": {"colour": "red"},
+                "action": "create",
+                "valid_from": at(days=3),
+                "valid_to": at(days=6),
+            }
+        ],
+    )
+    mem.consolidate()
+    (held,) = mem.conflicts(subject="alice")
+    red = one(mem.facts(subject="alice", include_retired=True), {"colour": "red"})
+    mem.resolve_conflict(held.id, keep=red.id)
+
+    assert [f.value for f in mem.facts(subject="alice")] == [{"colour": "green"}]
+    assert values_as_of(mem, at(days=4)) == [{"colour": "red"}]
+    assert values_as_of(mem, at(days=8)) == [{"colour": "green"}]
+    green = one(mem.facts(subject="alice", include_retired=True), {"colour": "green"})
+    assert mem.fact(red.id).superseded_by == green.id

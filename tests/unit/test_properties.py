@@ -523,10 +523,18 @@ def _would_change_a_pinned_fact(mem: Memory, conflict: ConflictSet, keep: str | 
     if not kept.live:  # a retired member kept stays history: nothing else changes
         return any(f.pinned and f.live and f.id != keep for f in members)
     current = [f for f in history if f.status is FactStatus.ACTIVE]
-    into_history = (  # held against an older version: filed before the current one
+    # Held against an older version, or ended before the current one began: filed before it.
+    into_history = (
         kept.status is FactStatus.CANDIDATE
         and not kept.pinned
-        and any(f.id not in conflict.member_ids and f.valid_from > kept.valid_from for f in current)
+        and any(
+            f.valid_from > kept.valid_from
+            and (
+                f.id not in conflict.member_ids
+                or (kept.valid_to is not None and kept.valid_to <= f.valid_from)
+            )
+            for f in current
+        )
     )
     overruled = [
         f
@@ -535,7 +543,8 @@ def _would_change_a_pinned_fact(mem: Memory, conflict: ConflictSet, keep: str | 
         and (f.valid_to is None or f.valid_to > max(f.valid_from, kept.valid_from))
         and not (into_history and f.valid_from >= kept.valid_from)
     ]
-    involved = members + ([] if into_history else current) + overruled
+    involved = [m for m in members if not (into_history and m in current)]
+    involved += ([] if into_history else current) + overruled
     return any(f.pinned and (f.live or f in overruled) and f.id != keep for f in involved)
 
 

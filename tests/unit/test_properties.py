@@ -575,8 +575,30 @@ def test_one_attribute_keeps_its_receipts_through_a_persons_decisions(
 DOCTORS = ["gp", "primary_care_physician", "dentist"]
 
 
+def _gp(
+    key: str, when: int, value: str, trust: str = "trusted", period: tuple[int, int] | None = None
+) -> tuple[Step, bool]:
+    stated = (day(period[0]), day(period[1])) if period else None
+    return Claim(key, "alice", day(when), "gp", value, "create", trust, period=stated), False
+
+
 @SETTINGS
 @given(steps=histories_with_decisions(names=DOCTORS))
+@example(  # found by a deep run (seed 4): a person's duplicate of a version, of its instant
+    steps=[
+        _gp("e0", 0, "green", "untrusted", (1, 3)),
+        (Retract(0), False),
+        _gp("e1", 1, "green"),
+        _gp("e2", 4, "red"),
+        _gp("e3", 3, "red", period=(0, 1)),
+        (Retract(0), False),
+        _gp("e4", 5, "red"),
+        (Resolve(0, 0), False),
+        _gp("e5", 2, "red"),
+        (Pin(0), False),
+        (Resolve(0, 0), False),
+    ]
+)
 def test_two_names_of_one_attribute_keep_their_receipts_through_decisions(
     steps: list[tuple[Step, bool]],
 ) -> None:

@@ -50,8 +50,11 @@ class LateArrivals(Splits):
         version a person pinned, which no automatic path does (DESIGN invariant 6; a link
         to a new neighbour is a change too). Then it is decided as beside that version: it
         supports it when it states its value, else it is held in conflict against it."""
+        where = timeline.place(versions, at)
+        base = where.version
+        value = self._next_value(base, c.claim) if base else without_nulls(c.claim.value or {})
         mark = self._mark()
-        decision = self._file_late(c, versions, at, ident)
+        decision = self._file_late(c, versions, at, ident, where, value)
         changed = self.plan.actions[mark[0] :]
         pinned = next(
             (a.before for a in changed if isinstance(a, ReviseFact) and a.before.pinned), None
@@ -59,8 +62,6 @@ class LateArrivals(Splits):
         if pinned is None:
             return decision
         self._undo(mark)
-        base = timeline.place(versions, at).version
-        value = self._next_value(base, c.claim) if base else without_nulls(c.claim.value or {})
         if values_equal(value, pinned.value):
             return self._reinforce(pinned, c, "same value as a pinned fact")
         return self._conflict(c, pinned, ident, value, "pinned fact")
@@ -71,14 +72,15 @@ class LateArrivals(Splits):
         versions: list[Fact],
         at: timeline.At,
         ident: Identity,
+        where: timeline.Placement,
+        value: dict[str, Any],
     ) -> Decision:
-        """`_late`'s filing, before the check for pinned versions."""
+        """`_late`'s filing (`where` the claim falls, `value` what it says there), before
+        the check for pinned versions."""
         t = at.time
-        where = timeline.place(versions, at)
         following = where.following
         assert following is not None  # at < position(head)
         base = where.version
-        value = self._next_value(base, c.claim) if base else without_nulls(c.claim.value or {})
         # A version that had ended by t (its stated end) before the next one began is not in
         # force then: the claim begins a version of its own in the gap, as it would in order.
         gap = (

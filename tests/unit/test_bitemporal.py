@@ -25,12 +25,18 @@ T1, T2, T3 = at(0), at(days=10), at(days=20)
 
 
 def said(
-    mem: Memory, when: datetime, value: dict[str, Any], action: str = "supersede", **claim: Any
+    mem: Memory,
+    when: datetime,
+    value: dict[str, Any],
+    action: str = "supersede",
+    trust: str = "trusted",
+    **claim: Any,
 ) -> None:
     mem.add_event(
         subject="alice",
         text=f"home: {value}",
         occurred_at=when,
+        trust=trust,
         claims=[{"predicate": "home", "value": value, "action": action, **claim}],
     )
 
@@ -472,13 +478,7 @@ def test_keeping_a_held_claim_of_the_same_instant_as_its_version_ends_that_versi
     green from day 18 replaces blue. A person keeps red: red ran days 0-6, and blue, which
     began at the same instant, was never true. (Blue used to keep days 0-18, and `as_of`
     served two values in the first week.)"""
-    mem.add_event(
-        subject="alice",
-        text="home: blue",
-        occurred_at=T1,
-        trust="semi_trusted",
-        claims=[{"predicate": "home", "value": {"city": "blue"}, "action": "supersede"}],
-    )
+    said(mem, T1, {"city": "blue"}, trust="semi_trusted")
     mem.consolidate()
     said(mem, T1, {"city": "red"}, "create", valid_from=T1, valid_to=at(days=6))
     mem.consolidate()
@@ -635,13 +635,7 @@ def test_a_version_a_kept_claim_ends_has_it_as_its_receipt(mem: Memory) -> None:
     said(mem, at(days=14), {"colour": "green"}, "create")
     said(mem, at(days=19), {"colour": "blue"})
     mem.consolidate()
-    mem.add_event(
-        subject="alice",
-        text="colour: blue",
-        occurred_at=at(days=17),
-        trust="untrusted",
-        claims=[{"predicate": "home", "value": {"colour": "blue"}, "action": "supersede"}],
-    )
+    said(mem, at(days=17), {"colour": "blue"}, trust="untrusted")
     mem.consolidate()
     (held,) = mem.conflicts(subject="alice")
     kept = next(m for m in held.member_ids if mem.fact(m).status is FactStatus.CANDIDATE)
@@ -667,21 +661,8 @@ def test_a_version_a_person_set_aside_at_its_own_instant_is_never_filed_against(
     said(mem, at(days=9), {"colour": "red"}, "create")
     said(mem, at(days=18), {"colour": "blue"})
     mem.consolidate()
-    mem.add_event(
-        subject="alice",
-        text="colour: green",
-        occurred_at=at(days=10),
-        trust="untrusted",
-        claims=[
-            {
-                "predicate": "home",
-                "value": {"colour": "green"},
-                "action": "supersede",
-                "valid_from": at(days=9),
-                "valid_to": at(days=21),
-            }
-        ],
-    )
+    period = {"valid_from": at(days=9), "valid_to": at(days=21)}
+    said(mem, at(days=10), {"colour": "green"}, trust="untrusted", **period)
     mem.consolidate()
     (held,) = mem.conflicts(subject="alice")
     green = next(m for m in held.member_ids if mem.fact(m).status is FactStatus.CANDIDATE)
@@ -723,21 +704,8 @@ def test_keeping_a_held_claim_that_ended_before_the_current_fact_leaves_it_curre
     ended, left nothing current)."""
     said(mem, at(days=7), {"colour": "green"}, "create")
     mem.consolidate()
-    mem.add_event(
-        subject="alice",
-        text="colour: red",
-        occurred_at=at(days=3),
-        trust="semi_trusted",
-        claims=[
-            {
-                "predicate": "home",
-                "value": {"colour": "red"},
-                "action": "create",
-                "valid_from": at(days=3),
-                "valid_to": at(days=6),
-            }
-        ],
-    )
+    period = {"valid_from": at(days=3), "valid_to": at(days=6)}
+    said(mem, at(days=3), {"colour": "red"}, "create", "semi_trusted", **period)
     mem.consolidate()
     (held,) = mem.conflicts(subject="alice")
     red = one(mem.facts(subject="alice", include_retired=True), {"colour": "red"})

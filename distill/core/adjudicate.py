@@ -259,7 +259,10 @@ class Adjudicator(LateArrivals):
         t, at = fact.valid_from, timeline.position(fact)
         # By position: a version of the same instant is before or after it by its words.
         later = [v for v in versions if at < timeline.position(v)]
-        inside = [v for v in versions if v not in later and (v.valid_to is None or v.valid_to > t)]
+        after = {v.id for v in later}
+        inside = [
+            v for v in versions if v.id not in after and (v.valid_to is None or v.valid_to > t)
+        ]
         for v in inside:  # its receipt: the fact that holds from its end (not the retracted)
             self._revise(
                 v, "retime", f"{fact.id} holds from its date", valid_to=t, superseded_by=fact.id

@@ -55,7 +55,7 @@ class LateArrivals(Splits):
         value = self._next_value(base, c.claim) if base else without_nulls(c.claim.value or {})
         mark = self._mark()
         decision = self._file_late(c, versions, at, ident, where, value)
-        changed = self.plan.actions[mark[0] :]
+        changed = self.plan.actions[mark.actions :]
         pinned = next(
             (a.before for a in changed if isinstance(a, ReviseFact) and a.before.pinned), None
         )

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -121,6 +121,13 @@ class Snapshot:
     vector_model: str | None = None
     # Supporting events of reinforced active facts, for changes that arrive late.
     support: dict[str, tuple[Support, ...]] = field(default_factory=dict)
+
+
+class Mark(NamedTuple):
+    """A point in a working set's plan that `WorkingSet._undo` can return to."""
+
+    actions: int  # how many actions the plan held
+    support: dict[str, tuple[Support, ...]]  # the supporting statements then
 
 
 @dataclass(frozen=True)
@@ -491,15 +498,14 @@ class WorkingSet:
             )
         )
 
-    def _mark(self) -> tuple[int, dict[str, tuple[Support, ...]]]:
+    def _mark(self) -> Mark:
         """Where the plan stands, for `_undo`: every change to the working copy is an action
         of the plan, except the supporting statements, which are copied."""
-        return len(self.plan.actions), dict(self.s.support)
+        return Mark(len(self.plan.actions), dict(self.s.support))
 
-    def _undo(self, mark: tuple[int, dict[str, tuple[Support, ...]]]) -> None:
+    def _undo(self, mark: Mark) -> None:
         """Take back every change made since `mark`, the newest first."""
-        count, support = mark
-        for action in reversed(self.plan.actions[count:]):
+        for action in reversed(self.plan.actions[mark.actions :]):
             if isinstance(action, ReviseFact):
                 self.s.facts[action.before.id] = action.before
             elif isinstance(action, CreateFact):
@@ -511,8 +517,8 @@ class WorkingSet:
                 self.s.conflicts[action.before.id] = action.before
             else:  # nothing else is written while a claim is decided
                 raise AssertionError(f"cannot undo {type(action).__name__}")
-        del self.plan.actions[count:]
-        self.s.support = support
+        del self.plan.actions[mark.actions :]
+        self.s.support = mark.support
         self._by_key = None
 
     def _revise(self, fact: Fact, op: str, reason: str, **changes: Any) -> Fact:

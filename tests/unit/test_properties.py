@@ -1,7 +1,8 @@
 """Property tests (hypothesis) for the invariants that must hold over any history.
 
 DESIGN.md invariants 1, 4 and 8 and SCENARIOS D28 as properties: replaying changes nothing;
-any arrival order gives the same final facts; nothing leaves the live set without a receipt.
+any arrival order gives the same final facts; nothing leaves the live set without a receipt;
+what Distill believed after each step reads back from the audit trail (`known_at`).
 Every example builds its own Memory on a fresh temporary file, so examples never share state.
 """
 
@@ -445,6 +446,19 @@ def check_receipts(mem: Memory, seen: set[str]) -> set[str]:
     return set(facts)
 
 
+def by_id(facts: Iterable[Fact]) -> list[Fact]:
+    return sorted(facts, key=lambda f: f.id)
+
+
+def check_known_at(mem: Memory, believed: list[tuple[datetime, list[Fact]]]) -> None:
+    """The second time axis: every fact as it read at each earlier instant comes back from
+    the rows as they are now and the audit trail (`facts(known_at=...)`), field for field:
+    the compact audit entries lose nothing of a fact's history."""
+    for index, (then, facts) in enumerate(believed):
+        read = by_id(mem.facts(include_retired=True, known_at=then))
+        assert read == facts, f"facts(known_at=) after step {index} differ from what was stored"
+
+
 def one_value_at_a_time(facts: Iterable[Fact]) -> None:
     """DESIGN invariant 8: an attribute has one value at any instant of world time. The
     versions of one identity that were ever true (active, or superseded with a non-empty
@@ -553,10 +567,10 @@ def _would_change_a_pinned_fact(mem: Memory, conflict: ConflictSet, keep: str | 
 def test_no_fact_leaves_the_live_set_without_a_receipt(steps: list[tuple[Step, bool]]) -> None:
     """DESIGN invariant 1 and SCENARIOS D28: over histories with conflicts, quarantines,
     resolutions, pins, retractions and supersedes, every retired fact keeps its row and has a
-    receipt,
-    and the number of facts never goes down; an attribute has one value at every instant
-    (`one_value_at_a_time`). And no job fails: a plan the store refuses
-    (a pin a pass may not change, a second active fact) fails its job on every run, and its
+    receipt, and the number of facts never goes down; an attribute has one value at every
+    instant (`one_value_at_a_time`); every fact as it read after each step comes back from
+    `facts(known_at=...)` (`check_known_at`). And no job fails: a plan the store refuses (a
+    pin a pass may not change, a second active fact) fails its job on every run, and its
     events are never consolidated (three such plans were found this way)."""
     play_with_decisions(steps)
 
@@ -621,6 +635,7 @@ def play_with_decisions(steps: list[tuple[Step, bool]], **memory: Any) -> None:
     with fresh_memory(**memory) as mem:
         seen: set[str] = set()
         counts = [0]
+        believed: list[tuple[datetime, list[Fact]]] = []  # every fact, after each step
         for step, run_after in steps:
             if isinstance(step, Claim):
                 mem.add_event(**step.event())
@@ -632,9 +647,11 @@ def play_with_decisions(steps: list[tuple[Step, bool]], **memory: Any) -> None:
                 decide(mem, step)
             seen = check_receipts(mem, seen)
             counts.append(len(seen))
+            believed.append((mem.clock.now(), by_id(mem.facts(include_retired=True))))
         assert mem.consolidate().errors == []
         check_receipts(mem, seen)
         assert counts == sorted(counts)
+        check_known_at(mem, believed)
         for status in sorted({f.status.value for f in mem.facts(include_retired=True)}):
             event(f"some fact ends {status}")  # coverage: --hypothesis-show-statistics
         for kind in sorted({f"{c.kind} {c.status}" for c in mem.conflicts(status=None)}):

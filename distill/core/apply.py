@@ -14,7 +14,15 @@ from datetime import datetime
 
 from distill.core.audit_trail import stored
 from distill.core.cortex_plan import CORTEX_ACTIONS
-from distill.core.models import AuditEntry, Fact, FactKind, FactStatus, RuleOrigin
+from distill.core.models import (
+    AuditEntry,
+    ConflictStatus,
+    Fact,
+    FactKind,
+    FactStatus,
+    Resolver,
+    RuleOrigin,
+)
 from distill.core.passes import Scope
 from distill.core.plan import (
     Action,
@@ -25,6 +33,7 @@ from distill.core.plan import (
     Plan,
     PruneFact,
     RecordObservation,
+    ReviseConflict,
     ReviseFact,
     subject_of,
 )
@@ -57,6 +66,8 @@ def validate(plan: Plan, project: str, subject: str | None) -> None:
         elif isinstance(action, ReviseFact):
             _check_revision(action)
             final[action.after.id] = action.after
+        elif isinstance(action, ReviseConflict):
+            _check_closing(action)
         elif isinstance(action, PruneFact):
             _check_prune(action)
             final.pop(action.fact.id, None)
@@ -84,6 +95,25 @@ def validate(plan: Plan, project: str, subject: str | None) -> None:
                 )
         if fact.status is FactStatus.SUPERSEDED and not fact.superseded_by:
             raise IntegrityViolation(f"fact {fact.id} is superseded without a receipt")
+
+
+def _check_closing(action: ReviseConflict) -> None:
+    """An open set names nobody as its closer; a set a plan closes names who did, and only a
+    person's pass names a person (the rules that take back what a claim settled rely on it)."""
+    before, after = action.before, action.after
+    if after.status is ConflictStatus.OPEN:
+        if after.resolved_by is not None:
+            raise IntegrityViolation(f"conflict {after.id} is open and names a closer")
+        return
+    if before.status is not ConflictStatus.OPEN:
+        return
+    if after.resolved_by is None:
+        raise IntegrityViolation(f"conflict {after.id} is closed without naming who closed it")
+    if (after.resolved_by is Resolver.PERSON) != (action.pass_name in USER_PASSES):
+        raise IntegrityViolation(
+            f"conflict {after.id}: the {action.pass_name} pass may not close it as "
+            f"{after.resolved_by.value}"
+        )
 
 
 def _check_revision(action: ReviseFact) -> None:

@@ -461,6 +461,15 @@ class ConflictStatus(StrEnum):
     RECLASSIFIED = "reclassified"  # a third value turned the members into event facts
 
 
+class Resolver(StrEnum):
+    """Who closed a conflict set. An automatic path never undoes what a person decided; it
+    may take back what an earlier claim settled, as arrival in world order would have."""
+
+    PERSON = "person"  # `Memory.resolve_conflict`: Python, the CLI, the HTTP API, MCP
+    MODEL = "model"  # the identity judge's verdict, applied as a person's would be
+    CLAIM = "claim"  # what a later claim showed: a change to a held value, a third value
+
+
 class ConflictSet(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -475,6 +484,9 @@ class ConflictSet(BaseModel):
     created_at: datetime
     resolved_at: datetime | None = None
     kept_fact_id: str | None = None
+    # None while open, and for a set closed before schema 21 that its audit trail does not
+    # name a closer for.
+    resolved_by: Resolver | None = None
 
 
 class Outcome(StrEnum):

@@ -19,6 +19,7 @@ from distill.core.models import (
     Fact,
     FactStatus,
     Observation,
+    Resolver,
 )
 from distill.core.plan import EraseScope, LearnAlias, Plan, ReviseConflict, ReviseFact
 from distill.errors import AlreadyResolved, InvalidInput, InvalidOperation, PinnedFact
@@ -32,6 +33,7 @@ def resolve_conflict(
     current: Fact | None = None,
     by: str = "a person",
     pass_name: str = "api",
+    resolver: Resolver = Resolver.PERSON,
     aliases: Mapping[str, str] | None = None,
     others: Sequence[ConflictSet] = (),
     history: Sequence[Fact] = (),
@@ -198,12 +200,17 @@ def resolve_conflict(
                 said = f"{reason}: '{fact.predicate}' means '{kept.predicate}'"
                 plan.add(LearnAlias(alias, said, pass_name))
     closed = conflict.model_copy(
-        update={"status": ConflictStatus.RESOLVED, "resolved_at": now, "kept_fact_id": keep}
+        update={
+            "status": ConflictStatus.RESOLVED,
+            "resolved_at": now,
+            "kept_fact_id": keep,
+            "resolved_by": resolver,
+        }
     )
     plan.add(ReviseConflict(conflict, closed, reason, pass_name))
     if kept is not None:
         for other in others:
-            moved = _follow(other, conflict, {f.id for f in losers}, kept, now)
+            moved = _follow(other, conflict, {f.id for f in losers}, kept, now, resolver)
             if moved is not None:
                 said = (
                     f"{reason}: a member was superseded by {kept.id}"
@@ -215,11 +222,16 @@ def resolve_conflict(
 
 
 def _follow(
-    other: ConflictSet, resolved: ConflictSet, retired: set[str], kept: Fact, now: datetime
+    other: ConflictSet,
+    resolved: ConflictSet,
+    retired: set[str],
+    kept: Fact,
+    now: datetime,
+    resolver: Resolver,
 ) -> ConflictSet | None:
     """`other` once `resolved` retired `retired` in favour of `kept`: an open identity set
-    holding a retired fact holds the kept one instead, or is closed when that leaves it one
-    member; None when it is not touched."""
+    holding a retired fact holds the kept one instead, or is closed (by `resolver`, whose
+    decision answered it) when that leaves it one member; None when it is not touched."""
     if (
         other.id == resolved.id
         or other.status is not ConflictStatus.OPEN
@@ -230,7 +242,12 @@ def _follow(
     held = tuple(dict.fromkeys(kept.id if m in retired else m for m in other.member_ids))
     if len(held) > 1:
         return other.model_copy(update={"member_ids": held})
-    closed = {"status": ConflictStatus.RESOLVED, "resolved_at": now, "kept_fact_id": kept.id}
+    closed = {
+        "status": ConflictStatus.RESOLVED,
+        "resolved_at": now,
+        "kept_fact_id": kept.id,
+        "resolved_by": resolver,
+    }
     return other.model_copy(update=closed)
 
 

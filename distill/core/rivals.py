@@ -31,6 +31,7 @@ from distill.core.models import (
     FactKind,
     FactStatus,
     Outcome,
+    Resolver,
     Trust,
 )
 from distill.core.passes import Decision
@@ -160,7 +161,12 @@ class Rivals(WorkingSet):
     def _settle(self, cs: ConflictSet, kept: str, reason: str) -> None:
         """A set resolved by what a claim showed, keeping fact `kept`, as a person would."""
         self._revise_conflict(
-            cs, reason, status=ConflictStatus.RESOLVED, resolved_at=self.now, kept_fact_id=kept
+            cs,
+            reason,
+            status=ConflictStatus.RESOLVED,
+            resolved_at=self.now,
+            kept_fact_id=kept,
+            resolved_by=Resolver.CLAIM,
         )
 
     def _held_rival(

@@ -43,6 +43,7 @@ from distill.core.models import (
     FactStatus,
     Observation,
     Outcome,
+    Resolver,
     Scalar,
     Trust,
 )
@@ -300,7 +301,11 @@ class WorkingSet:
         fact = fact.model_copy(update={"text": stated_on(fact.text, fact.valid_from)})
         self._create(fact, reason)
         self._revise_conflict(
-            open_set, reason, status=ConflictStatus.RECLASSIFIED, resolved_at=self.now
+            open_set,
+            reason,
+            status=ConflictStatus.RECLASSIFIED,
+            resolved_at=self.now,
+            resolved_by=Resolver.CLAIM,
         )
         return Decision(Outcome.RECLASSIFIED, fact.id, reason)
 

@@ -36,7 +36,7 @@ from typing import Any
 
 from distill.core import identity_judge
 from distill.core.identity_judge import JUDGE_BATCH, Pair, Verdict, pair_of
-from distill.core.models import ConflictKind, ConflictSet, ConflictStatus, Fact
+from distill.core.models import ConflictKind, ConflictSet, ConflictStatus, Fact, Resolver
 from distill.core.passes import Context, Decision, PassResult, Scope
 from distill.core.plan import Plan
 from distill.core.resolve import held_elsewhere, resolve_conflict
@@ -140,6 +140,7 @@ class IdentityJudgement:
                 context.now,
                 by=by,
                 pass_name=PASS_NAME,
+                resolver=Resolver.MODEL,
                 aliases=snapshot.aliases,
                 others=others,
             )

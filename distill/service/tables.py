@@ -20,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from distill.core.identity import fact_text
-from distill.core.models import AuditEntry, ConflictSet, Fact, Observation
+from distill.core.models import AuditEntry, ConflictSet, Fact, Observation, Resolver
 
 # The lighter box spends 2 columns per column boundary instead of 3: at 80 columns that is
 # the room the text beside a 32-character id needs.
@@ -89,19 +89,27 @@ def observation_table(observations: Sequence[Observation], title: str) -> Table:
     return table
 
 
+CLOSERS = {Resolver.PERSON: "a person", Resolver.MODEL: "the model", Resolver.CLAIM: "a claim"}
+
+
 def conflict_table(found: Sequence[ConflictSet], members: dict[str, Fact]) -> Table:
-    """One row for each set (its id, kind and reason), then one row for each member (its id,
-    status and text), so that every id stands alone in the id column."""
+    """One row for each set (its id, kind, status, who closed it and its reason), then one row
+    for each member (its id, status, whether it was kept, and its text), so that every id
+    stands alone in the id column."""
     table = _table("conflicts")
     _id_column(table)
     table.add_column("subject", min_width=len("subject"), overflow="fold")
     table.add_column("what", no_wrap=True)
     table.add_column("fact or reason", ratio=1, overflow="fold")
     for c in found:
-        table.add_row(c.id, c.subject, f"{c.kind.value}, {c.status.value}", c.reason)
+        what = f"{c.kind.value}, {c.status.value}"
+        if c.resolved_by is not None:
+            what += f"\nby {CLOSERS[c.resolved_by]}"
+        table.add_row(c.id, c.subject, what, c.reason)
         for m in c.member_ids:
             fact = members[m]
-            table.add_row(m, "", f"└ {fact.status.value}", fact.text)
+            kept = ", kept" if m == c.kept_fact_id else ""
+            table.add_row(m, "", f"└ {fact.status.value}{kept}", fact.text)
         table.add_section()
     return table
 

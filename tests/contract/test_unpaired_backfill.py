@@ -1,10 +1,10 @@
 """`sqlite_0020` / `postgres_0017` mark the changes already stored as the engine would have.
 
-A store at the previous version has no `unpaired_change` column; its migration marks, from
+A store at the version before it has no `unpaired_change` column; its migration marks, from
 the facts' own record (their observations, versions and identity sets), each attribute whose
 first version came from a `supersede` claim that matched nothing and was never paired since.
 Here a store is filled through the engine (which marks as it goes), copied into a database at
-the previous version (the column dropped), migrated, and the marks compared fact by fact.
+the version before (the column dropped), migrated, and the marks compared fact by fact.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 from distill import Memory
 from distill.adapters.embed.hashing import HashingEmbedder
 from distill.adapters.llm.fake import FakeLLM
+from distill.adapters.store.queries import load_migrations
 from tests.conftest import FakeClock
 from tests.contract.test_storage import postgres_previous_version, sqlite_previous_version
 from tests.unit.scenario_support import at, say
@@ -86,7 +87,8 @@ def test_the_migration_marks_what_the_engine_marked(
 
     old = new_database("old")
     copy = sqlite_previous_version if backend == "sqlite" else postgres_previous_version
-    copy(old, now_database)
+    [marking] = [m for m in load_migrations(backend) if m.name.endswith("_unpaired_changes.sql")]
+    copy(old, now_database, before=marking.version)
     migrated = memory(old, clock)
     try:
         assert marks(migrated) == expected

@@ -177,6 +177,7 @@ TABLES: tuple[Table, ...] = (
             "created_at": K.TIME,
             "resolved_at": K.TIME,
             "kept_fact_id": K.ID,
+            "resolved_by": K.TEXT,
         },
     ),
     Table(

@@ -319,6 +319,7 @@ def conflict_params(conflict: ConflictSet, c: Codec) -> Params:
         "created_at": c.time(conflict.created_at),
         "resolved_at": c.time(conflict.resolved_at),
         "kept_fact_id": c.id(conflict.kept_fact_id),
+        "resolved_by": _text(conflict.resolved_by),
     }
 
 
@@ -335,6 +336,7 @@ def conflict_from_row(row: Row, c: Codec) -> ConflictSet:
         created_at=c.read_time(row["created_at"]),
         resolved_at=c.read_time(row["resolved_at"]),
         kept_fact_id=c.read_id(row["kept_fact_id"]),
+        resolved_by=row["resolved_by"],
     )
 
 

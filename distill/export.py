@@ -36,7 +36,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from distill.core.models import Event, EventIn, Fact, Rule
+from distill.core.event_in import EventIn
+from distill.core.models import Event, Fact, Rule
 from distill.core.patterns import Procedure, Topic
 from distill.errors import InvalidInput
 from distill.ports import Store

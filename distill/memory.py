@@ -31,17 +31,15 @@ from distill.arguments import subject_named as _subject
 from distill.backpressure import Backpressure
 from distill.core import audit_trail, resolve
 from distill.core.context import CONTEXT_TOKENS, Context
+from distill.core.event_in import FUTURE_MARGIN, FUTURE_MARGIN_KEY, EventIn
 from distill.core.identity import canonical_json, content_hash
 from distill.core.models import (
-    FUTURE_MARGIN,
-    FUTURE_MARGIN_KEY,
     NOW,
     Added,
     AuditEntry,
     ConflictSet,
     ConflictStatus,
     Event,
-    EventIn,
     Fact,
     FactKind,
     FactStatus,

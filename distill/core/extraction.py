@@ -15,17 +15,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from distill.core.event_in import ended_untold_start
 from distill.core.gate import contains_span, gate
 from distill.core.identity import canonical_json, content_hash
 from distill.core.json_data import JsonProblem, check_json
-from distill.core.models import (
-    Claim,
-    Event,
-    Fact,
-    FactKind,
-    ended_untold_start,
-    normalise_predicate,
-)
+from distill.core.models import Claim, Event, Fact, FactKind, normalise_predicate
 from distill.core.plan import Rejection
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.DOTALL | re.IGNORECASE)

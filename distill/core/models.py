@@ -6,10 +6,9 @@ All are immutable pydantic models. Changing a fact means building a new version 
 
 from __future__ import annotations
 
-import difflib
 import unicodedata
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -23,7 +22,7 @@ from pydantic import (
 )
 
 from distill.core.event_action import EventAction
-from distill.core.json_data import JsonProblem, check_json
+from distill.core.json_data import check_json
 from distill.core.predicates import normalise_predicate as normalise_predicate  # re-exported
 
 Scalar = str | int | float | bool
@@ -34,20 +33,9 @@ TEXT_MAX_LENGTH = 20_000  # characters of one event or fact text
 NAME_MAX_LENGTH = 200  # characters of a subject, project, source or idempotency key
 ENTITY_MAX_LENGTH = 120  # characters of an entity's name: a name, not a sentence
 ENTITIES_MAX = 32  # entities one claim names; a claim is about a few things
-# Bytes of a whole event written as JSON (UTF-8). Its text alone may take 80 KB (20,000
-# characters of up to 4 bytes), its claims a few hundred bytes each. Every claim's value is
-# copied into a fact, an observation and audit entries (a 10 MB value made 60 MB of
-# database), so a document belongs elsewhere, named in a claim by its reference.
-EVENT_MAX_BYTES = 256 * 1024
-# How far past the present an event may say it occurred. A time whose zone was lost reads up
-# to 14 h ahead of UTC, and clocks drift; a date further out is a typo ("2204") that would
-# stay the current value for ever and file every real update as history. Claims' own
-# valid_from/valid_to may name the future: that is what they are for.
-FUTURE_MARGIN = timedelta(days=1)
-# `EventIn.model_validate(..., context=...)` keys: the present, and how far past it
-# `occurred_at` may be. Without them (a stored event read back) the time is not checked.
+# The validation context's key for the present (`core.event_in`): new input is held to the
+# strict rules; a record read back (validated without it) is not checked again.
 NOW = "now"
-FUTURE_MARGIN_KEY = "future_margin"
 
 
 class Trust(StrEnum):
@@ -94,7 +82,7 @@ def normalise_subject(raw: str) -> str:
     return unicodedata.normalize("NFC", raw.strip())
 
 
-def _utc(value: datetime | None, field: str) -> datetime | None:
+def as_utc(value: datetime | None, field: str) -> datetime | None:
     """An aware datetime that has an instant in UTC (year 1 at +01:00 has none)."""
     if value is None:
         return None
@@ -144,7 +132,7 @@ class Claim(BaseModel):
         claims to the strict rules). Keys this model ignores (a model's answer may carry
         some) are not looked at."""
         if isinstance(data, dict):
-            for key, value in _claim_fields(data):
+            for key, value in claim_fields(data):
                 check_json(value, (key,), strict=False)
         return data
 
@@ -195,7 +183,7 @@ class Claim(BaseModel):
     @field_validator("valid_from", "valid_to")
     @classmethod
     def _aware(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
-        return _utc(value, str(info.field_name))
+        return as_utc(value, str(info.field_name))
 
     @model_validator(mode="after")
     def _shape(self) -> Claim:
@@ -220,145 +208,16 @@ class Claim(BaseModel):
         return FactKind.MEMORY if self.predicate is None else FactKind.STATE
 
 
-class EventIn(BaseModel):
-    """What a caller hands to `add_event`, validated before anything is written.
-
-    Stored exactly as given or not at all: every field is JSON data (see `json_data`), a
-    claim names only claim fields, and the whole event fits `EVENT_MAX_BYTES`. The subject
-    is trimmed and NFC-normalised, one spelling per person. Validated with a context of
-    `NOW` and `FUTURE_MARGIN_KEY`, `occurred_at` may not be further past the present.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    subject: str = Field(min_length=1, max_length=NAME_MAX_LENGTH)
-    text: str = Field(default="", max_length=TEXT_MAX_LENGTH)
-    project: str = Field(default="default", min_length=1, max_length=NAME_MAX_LENGTH)
-    occurred_at: datetime | None = None
-    source: str = Field(default="api", max_length=NAME_MAX_LENGTH)
-    trust: Trust = Trust.TRUSTED
-    claims: tuple[Claim, ...] = ()
-    idempotency_key: str | None = Field(default=None, max_length=NAME_MAX_LENGTH)
-    # What the agent did, if the event records an action (`core.event_action`).
-    action: EventAction | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _json_data(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            for key, value in data.items():
-                if key == "claims" and isinstance(value, list | tuple):
-                    for index, claim in enumerate(value):
-                        _check_claim(claim, index)
-                elif not (key == "occurred_at" and isinstance(value, datetime)):
-                    check_json(value, (key,))
-        return data
-
-    @field_validator("subject")
-    @classmethod
-    def _subject(cls, raw: str) -> str:
-        subject = normalise_subject(raw)
-        if not subject:
-            raise ValueError("is blank: name whose memory it is")
-        return subject
-
-    @field_validator("occurred_at")
-    @classmethod
-    def _time(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
-        value = _utc(value, "occurred_at")
-        context = info.context or {}
-        if value is None or NOW not in context:
-            return value
-        now: datetime = context[NOW]
-        margin: timedelta = context[FUTURE_MARGIN_KEY]
-        if value > now + margin:
-            raise ValueError(
-                f"{value.isoformat()} is more than {_duration(margin)} past the present "
-                f"({now.isoformat(timespec='seconds')}): an event cannot have happened yet "
-                "(a claim's valid_from and valid_to may name the future)"
-            )
-        return value
-
-    @model_validator(mode="after")
-    def _periods(self, info: ValidationInfo) -> EventIn:
-        told = self.occurred_at or (info.context or {}).get(NOW)
-        for index, claim in enumerate(self.claims):
-            problem = ended_untold_start(claim, told) if told else None
-            if problem:
-                raise ValueError(f"claims.{index}: {problem}")
-        return self
-
-    @model_validator(mode="after")
-    def _has_content(self) -> EventIn:
-        if not self.text.strip() and not self.claims and self.action is None:
-            raise ValueError("an event needs a text, at least one claim or an action")
-        return self
-
-    @model_validator(mode="after")
-    def _fits(self) -> EventIn:
-        size = len(self.model_dump_json().encode())
-        if size > EVENT_MAX_BYTES:
-            raise ValueError(
-                f"{size:,} bytes as JSON, over the limit of {EVENT_MAX_BYTES:,} for an event: "
-                "keep large documents elsewhere and give a reference to them in a claim"
-            )
-        return self
+CLAIM_FIELDS = dict.fromkeys(Claim.model_fields)  # in order, for messages
 
 
-def _duration(span: timedelta) -> str:
-    """`1 day`, `6 h`, `90 s`: a margin as a person reads it."""
-    seconds = span.total_seconds()
-    for unit, size in (("day", 86_400), ("h", 3_600), ("min", 60)):
-        if seconds >= size and seconds % size == 0:
-            count = int(seconds // size)
-            return f"{count} {unit}{'s' if unit == 'day' and count > 1 else ''}"
-    return f"{seconds:g} s"
-
-
-_CLAIM_FIELDS = dict.fromkeys(Claim.model_fields)  # in order, for messages
-
-
-def _claim_fields(claim: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+def claim_fields(claim: dict[str, Any]) -> Iterator[tuple[str, Any]]:
     """A claim's fields that must be JSON data: all it has, but times given as datetimes."""
     for key, value in claim.items():
-        if key in _CLAIM_FIELDS and not (
+        if key in CLAIM_FIELDS and not (
             key in ("valid_from", "valid_to") and isinstance(value, datetime)
         ):
             yield key, value
-
-
-def ended_untold_start(claim: Claim, told: datetime) -> str | None:
-    """What is wrong with a claim of a period that ended by the time it was told (`valid_to`
-    no later than the event's time) but gives no start: a fact starts at its `valid_from`,
-    else when it was told, and that would end before it began. Distill has no "unknown start"
-    (README, "Known limits"), so such a claim is refused with this reason; None when fine."""
-    if claim.valid_from is not None or claim.valid_to is None or claim.valid_to > told:
-        return None
-    return (
-        f"valid_to ({claim.valid_to.isoformat()}) is not after the event's time "
-        f"({told.isoformat()}) and no valid_from is given: a period that ended before it was "
-        "told needs its start (valid_from)"
-    )
-
-
-def _check_claim(claim: Any, index: int) -> None:
-    """A caller's claim, held to the strict rules of new input. It names claim fields only:
-    a misspelt `vaild_from` would otherwise be dropped in silence (an extractor's answers
-    may carry other keys; `Claim` ignores them)."""
-    if isinstance(claim, Claim):
-        claim = dict(claim)
-    if not isinstance(claim, dict):
-        return  # the field's own validation says what is wrong with it
-    fields = list(_CLAIM_FIELDS)
-    for key in claim:
-        if key not in _CLAIM_FIELDS:
-            near = difflib.get_close_matches(str(key), fields, n=1)
-            hint = f" (did you mean {near[0]!r}?)" if near else ""
-            raise JsonProblem(
-                ("claims", index, key), f"not a claim field{hint}; a claim has {', '.join(fields)}"
-            )
-    for key, value in _claim_fields(claim):
-        check_json(value, ("claims", index, key))
 
 
 class Event(BaseModel):

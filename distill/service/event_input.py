@@ -23,8 +23,9 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from distill.arguments import explain_validation
+from distill.core.event_in import FUTURE_MARGIN, FUTURE_MARGIN_KEY, EventIn
 from distill.core.json_data import INTEGER_MAX_DIGITS
-from distill.core.models import FUTURE_MARGIN, FUTURE_MARGIN_KEY, NOW, EventIn
+from distill.core.models import NOW
 from distill.errors import ConfigurationError, InvalidInput
 from distill.export import event_fields
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from distill import Memory
-from distill.core.models import EVENT_MAX_BYTES
+from distill.core.event_in import EVENT_MAX_BYTES
 from distill.errors import InvalidInput
 from tests.conftest import FakeClock
 

@@ -20,18 +20,10 @@ import pytest
 from pydantic import ValidationError
 
 from distill import Memory
+from distill.core.event_in import EVENT_MAX_BYTES, FUTURE_MARGIN, FUTURE_MARGIN_KEY, EventIn
 from distill.core.extraction import parse_answer, validate_candidates
 from distill.core.json_data import JSON_MAX_DEPTH, JsonProblem, check_json
-from distill.core.models import (
-    EVENT_MAX_BYTES,
-    FUTURE_MARGIN,
-    FUTURE_MARGIN_KEY,
-    NOW,
-    Claim,
-    EventIn,
-    normalise_predicate,
-    normalise_subject,
-)
+from distill.core.models import NOW, Claim, normalise_predicate, normalise_subject
 from distill.core.names import NameRelation, compare_names, name_words
 from distill.errors import ConfigurationError, InvalidInput
 from distill.export import event_line

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from distill.core.apply import validate
 from distill.core.cortex_plan import WriteProcedure
 from distill.core.event_action import EventAction
-from distill.core.models import Event, EventIn, Trust
+from distill.core.event_in import EventIn
+from distill.core.models import Event, Trust
 from distill.core.patterns import (
     DEMOTE_BELOW,
     PROMOTE_SUPPORT,

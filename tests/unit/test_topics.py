@@ -14,12 +14,11 @@ from hypothesis import strategies as st
 
 from distill.core.apply import validate
 from distill.core.cortex_plan import RecordMentions, WriteTopic
+from distill.core.event_in import FUTURE_MARGIN_KEY, EventIn
 from distill.core.models import (
-    FUTURE_MARGIN_KEY,
     NOW,
     Claim,
     Event,
-    EventIn,
     Observation,
     Outcome,
     Trust,

@@ -123,15 +123,21 @@ def dedupe(
     max_retired: int | None = None,
     near: Sequence[Near] = (),
     max_distance: float | None = None,
+    held: frozenset[str] = frozenset(),
 ) -> DedupeResult:
     """Group one subject's live memories and plan the merges (see the module docstring).
 
-    Only active, unpinned or pinned memory facts take part; anything else is ignored.
-    `max_retired` None: no cap. `near` and `max_distance`: the offline tier's pairs and its
-    calibrated distance (none: the tier is off).
+    Only active memory facts, unpinned or pinned, take part; anything else is ignored, and so
+    is a memory an open conflict set holds (`held`: that set decides it first). `max_retired`
+    None: no cap. `near` and `max_distance`: the offline tier's pairs and its calibrated
+    distance (none: the tier is off).
     """
     live = sorted(
-        (f for f in memories if f.kind is FactKind.MEMORY and f.status is FactStatus.ACTIVE),
+        (
+            f
+            for f in memories
+            if f.kind is FactKind.MEMORY and f.status is FactStatus.ACTIVE and f.id not in held
+        ),
         key=survivor_order,
     )
     exact: dict[tuple[str | None, str], list[Fact]] = defaultdict(list)

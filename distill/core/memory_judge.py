@@ -33,8 +33,10 @@ the words show the change themselves (`changes.replacement_evidence`: "moved", a
 another number). Otherwise the two are put in a conflict set instead (`contested`): both
 stay live, served as contested with the model's reason, until a person keeps one. Code
 cannot tell a changed seat preference from a second allergy; a model that supersedes
-everything then costs questions, not facts. A pair already contested is not contested again
-(`already_contested`). A merge retires the loser into the survivor exactly as dedupe does
+everything then costs questions, not facts. A pair already contested is neither merged nor
+contested again (`already_contested`), and a memory an open set holds with another is left
+to that set (`held`: merged or superseded away, it would leave the set holding a fact it can
+no longer keep). A merge retires the loser into the survivor exactly as dedupe does
 (`dedupe.merge_into`).
 
 Pure: rendering, reading and checking; the calls, the batching with its bisection on an
@@ -249,6 +251,15 @@ class Guards:
     objections: Objections
     evidence: Evidence = replacement_evidence
     contested: frozenset[frozenset[str]] = frozenset()
+    held: frozenset[str] = frozenset()  # facts an open conflict set holds (`held_facts`)
+
+
+def held_facts(conflicts: Iterable[ConflictSet]) -> frozenset[str]:
+    """The facts an open conflict set holds. They stay live until whoever decides the set
+    (a person, a model, a claim) does: no pass merges, supersedes or summarises them away,
+    which would leave the set holding what it no longer can keep (the judge, the summariser
+    and dedupe all hold to it; prune's rule 4 is the same)."""
+    return frozenset(m for c in conflicts if c.status is ConflictStatus.OPEN for m in c.member_ids)
 
 
 def contested_pairs(conflicts: Iterable[ConflictSet]) -> frozenset[frozenset[str]]:
@@ -303,6 +314,12 @@ def check(
         if max_changes is not None and len(out.applied) >= max_changes:
             refuse("capped", f"the run's cap of {max_changes} changes was reached")
             continue
+        if frozenset((memory.id, target.id)) in guards.contested:
+            refuse("already_contested", "the two are in an open conflict set already")
+            continue
+        if held := sorted({memory.id, target.id} & guards.held):
+            refuse("held", f"{' and '.join(held)}: in an open conflict set, decided there first")
+            continue
         if v.action == "supersede":
             older, newer = sorted((memory, target), key=_stated)
             if _stated(older)[:2] == _stated(newer)[:2]:
@@ -310,9 +327,6 @@ def check(
                 continue
             if older.pinned:
                 refuse("pinned", f"{older.id} is pinned and may not be retired")
-                continue
-            if frozenset((older.id, newer.id)) in guards.contested:
-                refuse("already_contested", "the two are in an open conflict set already")
                 continue
             if guards.evidence(older.text, newer.text) is None:
                 out.plan.add(_contest(older, newer, v.reason, now, new_id()))

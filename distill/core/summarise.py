@@ -21,7 +21,9 @@ path, which predates structured proposals), and every consumed memory is checked
 **What is checked** (`check`), because the model is not trusted:
 
 1. `consumes` is clamped to the batch shown: an alias not shown is ignored (`not_shown`,
-   reported), a duplicate consumes once;
+   reported), a duplicate consumes once; a memory an open conflict set holds is never
+   offered, and one a set came to hold since it was offered is not consumed (`held`): the
+   set decides it first;
 2. a memory named in a contradiction is not summarised: the contradiction opens a conflict
    set of the memories it names (two at least, shown, not already in one open set together)
    and those memories stay live (`contradiction`);
@@ -117,14 +119,19 @@ SCHEMA: dict[str, Any] = {
 }
 
 
-def offered(changed: Sequence[Fact], keep: int = SUMMARISE_KEEP) -> list[Fact]:
+def offered(
+    changed: Sequence[Fact], keep: int = SUMMARISE_KEEP, held: frozenset[str] = frozenset()
+) -> list[Fact]:
     """The memories of `changed` (a scope's live memories not yet read by the summariser,
-    least recently reinforced first) that may be summarised: unpinned memories, all but the
-    `keep` most recently reinforced of them."""
+    least recently reinforced first) that may be summarised: unpinned memories that no open
+    conflict set holds (`held`), all but the `keep` most recently reinforced of them."""
     eligible = [
         f
         for f in changed
-        if f.kind is FactKind.MEMORY and f.status is FactStatus.ACTIVE and not f.pinned
+        if f.kind is FactKind.MEMORY
+        and f.status is FactStatus.ACTIVE
+        and not f.pinned
+        and f.id not in held
     ]
     return eligible[: max(0, len(eligible) - keep)]
 
@@ -280,6 +287,7 @@ def check(
     contested: frozenset[frozenset[str]] = frozenset(),
     checked: Checked | None = None,
     recall: Recall | None = None,
+    held: frozenset[str] = frozenset(),
 ) -> Checked:
     """Turn proposals into a plan of what they may do (module docstring); everything else
     is refused with a code. `contested` are the pairs of facts already in an open conflict
@@ -327,6 +335,9 @@ def check(
             memory = by_id[i]
             if i in in_conflict:
                 out.refused.append(Refusal(i, "contradiction", "a contradiction names it"))
+                continue
+            if i in held:  # held since it was offered: its set decides it first
+                out.refused.append(Refusal(i, "held", "an open conflict set holds it"))
                 continue
             lost = faithfulness(memory.text, p.summary)
             if lost is not None:

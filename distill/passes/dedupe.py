@@ -24,7 +24,8 @@ from datetime import datetime
 from typing import Any
 
 from distill.core.dedupe import MERGING, PASS_NAME, DedupeResult, Group, Near, dedupe
-from distill.core.models import Fact, FactKind, FactStatus
+from distill.core.memory_judge import held_facts
+from distill.core.models import ConflictStatus, Fact, FactKind, FactStatus
 from distill.core.passes import Context, Scope
 from distill.errors import DistillError
 from distill.passes import refused, run_pass, walked_scopes
@@ -111,10 +112,18 @@ class Dedupe:
         self.max_distance = max_distance
 
     def load(self, store: Store, scope: Scope, work: Sequence[Near]) -> Memories:
-        return Memories(_memories(store, scope), tuple(work))
+        sets = store.conflicts(scope.project, scope.subject, ConflictStatus.OPEN)
+        return Memories(_memories(store, scope), tuple(work), held_facts(sets))
 
     def decide(self, snapshot: Memories, context: Context) -> DedupeResult:
-        return dedupe(snapshot.facts, context.now, self.cap, snapshot.near, self.max_distance)
+        return dedupe(
+            snapshot.facts,
+            context.now,
+            self.cap,
+            snapshot.near,
+            self.max_distance,
+            snapshot.held,
+        )
 
 
 @dataclass(frozen=True)
@@ -123,6 +132,7 @@ class Memories:
 
     facts: list[Fact]
     near: tuple[Near, ...] = ()
+    held: frozenset[str] = frozenset()  # what an open conflict set holds: left to that set
 
 
 def _memories(store: Store, scope: Scope) -> list[Fact]:

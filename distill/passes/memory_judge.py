@@ -108,6 +108,7 @@ class Fresh:
     facts: dict[str, Fact]
     marks: dict[str, str]
     contested: frozenset[frozenset[str]]  # pairs of facts in an open conflict set
+    held: frozenset[str]  # the facts an open conflict set holds
 
 
 @dataclass
@@ -130,7 +131,7 @@ class JudgeBatch:
         judged = [i.memory.id for i in work.items]
         marks = store.fact_marks(scope.project, self.name, judged)
         conflicts = store.conflicts(scope.project, scope.subject, ConflictStatus.OPEN)
-        return Fresh(work, facts, marks, mj.contested_pairs(conflicts))
+        return Fresh(work, facts, marks, mj.contested_pairs(conflicts), mj.held_facts(conflicts))
 
     def decide(self, snapshot: Fresh, context: Context) -> JudgeResult:
         work = snapshot.work
@@ -150,7 +151,7 @@ class JudgeBatch:
             if v.memory_id not in unchanged and v.action != "nothing"
         ]
         fresh = [v for v in work.verdicts if v.memory_id in unchanged]
-        guards = mj.Guards(self.objections, contested=snapshot.contested)
+        guards = mj.Guards(self.objections, contested=snapshot.contested, held=snapshot.held)
         checked = mj.check(fresh, work.items, context.now, guards, context.new_id, work.max_changes)
         checked.refused.extend(edited)
         checked.plan.add(

@@ -34,7 +34,7 @@ from datetime import datetime
 from typing import Any
 
 from distill.core import summarise as cs
-from distill.core.memory_judge import contested_pairs
+from distill.core.memory_judge import contested_pairs, held_facts
 from distill.core.models import ConflictStatus, Fact
 from distill.core.passes import Context, Decision, PassResult, Scope
 from distill.core.recall import recall_text
@@ -115,6 +115,7 @@ class Fresh:
     facts: dict[str, Fact]
     marks: dict[str, str]
     contested: frozenset[frozenset[str]]
+    held: frozenset[str]
 
 
 @dataclass
@@ -133,7 +134,7 @@ class SummariseBatch:
         facts = {f.id: f for f in store.facts_by_ids(scope.project, ids)}
         marks = store.fact_marks(scope.project, self.name, ids)
         conflicts = store.conflicts(scope.project, scope.subject, ConflictStatus.OPEN)
-        return Fresh(work, facts, marks, contested_pairs(conflicts))
+        return Fresh(work, facts, marks, contested_pairs(conflicts), held_facts(conflicts))
 
     def decide(self, snapshot: Fresh, context: Context) -> SummariseResult:
         work = snapshot.work
@@ -156,7 +157,15 @@ class SummariseBatch:
             )
             consumes = tuple(i for i in p.consumes if i in unchanged)
             proposals.append(replace(p, consumes=consumes, contradictions=contradictions))
-        cs.check(proposals, context.now, context.new_id, snapshot.contested, checked, work.recall)
+        cs.check(
+            proposals,
+            context.now,
+            context.new_id,
+            snapshot.contested,
+            checked,
+            work.recall,
+            snapshot.held,
+        )
         checked.plan.add(
             marking(
                 work.scope,
@@ -196,7 +205,8 @@ class _Run:
         for project, subject in scopes:
             report.scopes += 1
             changed = unmarked(self.store, project, subject, cs.PASS_NAME)
-            offered = cs.offered(changed, self.keep)
+            sets = self.store.conflicts(project, subject, ConflictStatus.OPEN)
+            offered = cs.offered(changed, self.keep, held_facts(sets))
             if len(offered) > SUMMARISE_MAX_PER_RUN:
                 report.capped = True
                 offered = offered[:SUMMARISE_MAX_PER_RUN]

@@ -443,6 +443,13 @@ def check_receipts(mem: Memory, seen: set[str]) -> set[str]:
             other = active.setdefault(fact.identity_key + "@" + fact.subject, fact.id)
             assert other == fact.id, f"two active facts for {fact.identity_key}"
     one_value_at_a_time(facts.values())
+    for cs in mem.conflicts(subject=None, status="open"):
+        # A value set may hold the version a late claim was held against, history since (a
+        # person decides what was true then); an identity set asks about the current
+        # versions, and a set of memories has no history: theirs stay live.
+        if cs.kind is ConflictKind.IDENTITY or cs.identity_key is None:
+            retired = [m for m in cs.member_ids if not facts[m].live]
+            assert not retired, f"open {cs.kind} set {cs.id} holds {retired}, no longer live"
     return set(facts)
 
 

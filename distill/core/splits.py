@@ -127,10 +127,19 @@ class Splits(Rivals):
     ) -> Fact:
         """The part of `version` that its `later` statements restate, from the first of them:
         a new fact, `restated_id`, after fact `after`. A restatement at the instant the
-        version ended keeps the empty interval [t, t); the mark (`unpaired_change`) stays
-        with it."""
+        version ended keeps the empty interval [t, t); one after a stated end that came
+        before it holds until the next version in world time, if the version had one (its
+        receipt need not be that version: it may be one a person retracted since); the mark
+        (`unpaired_change`) stays with it."""
         restart = min(s.at for s in later)
         ends = version.valid_to if version.valid_to and version.valid_to >= restart else None
+        if ends is None and version.status is FactStatus.SUPERSEDED and version.identity_key:
+            at = timeline.At(restart, timeline.position(version).stated)
+            versions = timeline.chain(self._facts_of(version.identity_key), version.identity_key)
+            following = next(
+                (v for v in versions if v.id != version.id and at < timeline.position(v)), None
+            )
+            ends = following.valid_from if following is not None else None
         restated = version.model_copy(
             update={
                 "id": restated_id,

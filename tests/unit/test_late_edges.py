@@ -12,7 +12,14 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from distill.core.models import ConflictKind, ConflictStatus, FactStatus
-from tests.unit.test_properties import Claim, day, fresh_memory, ingest, one_value_at_a_time
+from tests.unit.test_properties import (
+    Claim,
+    day,
+    final_state,
+    fresh_memory,
+    ingest,
+    one_value_at_a_time,
+)
 
 
 def at(days: float) -> datetime:
@@ -135,3 +142,32 @@ def test_a_less_trusted_held_value_is_not_moved_into_a_conflict_with_a_trusted_o
             active = [m.trust.rank for m in members if m.status is FactStatus.ACTIVE]
             held = [m.trust.rank for m in members if m.status is FactStatus.CANDIDATE]
             assert not active or min(held) >= max(active), cs
+
+
+def test_a_restated_part_after_a_stated_end_ends_where_the_next_version_begins() -> None:
+    """`3` on day 15, restated on day 34 where `4` also begins (the words order `3` first);
+    a claim told on day 6 says `3` held from day 16 to day 19, which ends the version there;
+    then a change to `4` on day 32 arrives and splits it. The part that day 34 restates
+    followed a version with a stated end: it ran open-ended beside the current `4`, two
+    values at once, in 6 of the 120 arrival orders (a random search over the hygiene passes
+    found it, session 40). It ends where the next version begins, [day 34, day 34)."""
+
+    def change(i: int, when: int, value: str, period: tuple[int, int] | None = None) -> Claim:
+        stated = (at(period[0]), at(period[1])) if period else None
+        return Claim(f"e{i}", "alice", at(when), "gp", value, "supersede", period=stated)
+
+    claims = [
+        change(0, 34, "3"),
+        change(1, 15, "3"),
+        change(2, 34, "4"),
+        change(3, 6, "3", period=(16, 19)),
+        change(4, 32, "4"),
+    ]
+    ends = []
+    for order in ([0, 1, 2, 3, 4], [1, 3, 4, 0, 2]):
+        with fresh_memory(max_distance=0.0) as mem:
+            keys = ingest(mem, claims, order)
+            facts = mem.facts(subject="alice", include_retired=True)
+            one_value_at_a_time(facts)
+            ends.append(final_state(mem, keys))
+    assert ends[0] == ends[1]

@@ -188,9 +188,10 @@ class Adjudicator(LateArrivals):
         active = [v for v in versions if v.status is FactStatus.ACTIVE]
         head = active[-1] if active else None
         if head is None:
+            mark = self._mark()
             decision = self._state_without_head(c, ident, key, how, probable)
             self._end_retracted_gap(versions, decision)
-            return decision
+            return self._unless_a_pin_changed(mark, decision, c, ident)
 
         # Before the head in world time (at the same instant, by its words: timeline.position).
         at = timeline.At(t, without_nulls(claim.value))

@@ -30,10 +30,7 @@ from distill.core.models import (
 from distill.core.passes import Decision
 from distill.core.plan import ReviseFact
 from distill.core.splits import Splits
-from distill.core.working import (
-    Candidate,
-    Identity,
-)
+from distill.core.working import Candidate, Identity, Mark
 
 
 class LateArrivals(Splits):
@@ -47,15 +44,28 @@ class LateArrivals(Splits):
         ident: Identity,
     ) -> Decision:
         """A claim about a time before the current version began (or at the same instant,
-        with words that sort first): file it into history, unless that would change a
-        version a person pinned, which no automatic path does (DESIGN invariant 6; a link
-        to a new neighbour is a change too). Then it is decided as beside that version: it
-        supports it when it states its value, else it is held in conflict against it."""
+        with words that sort first): file it into history (`_unless_a_pin_changed`)."""
         where = timeline.place(versions, at)
         base = where.version
         value = self._next_value(base, c.claim) if base else without_nulls(c.claim.value or {})
         mark = self._mark()
         decision = self._file_late(c, versions, at, ident, where, value)
+        return self._unless_a_pin_changed(mark, decision, c, ident, value)
+
+    def _unless_a_pin_changed(
+        self,
+        mark: Mark,
+        decision: Decision,
+        c: Candidate,
+        ident: Identity,
+        value: dict[str, Any] | None = None,
+    ) -> Decision:
+        """`decision`, unless an action since `mark` changed a version a person pinned, which
+        no automatic path does (DESIGN invariant 6; a link to a new neighbour is a change
+        too; the plan would be refused, and the job fail on every run). Then those actions
+        are taken back and the claim is decided as beside that version: it supports it when
+        it states its value (`value`, or the claim's value carried onto that version's),
+        else it is held in conflict against it."""
         changed = self.plan.actions[mark.actions :]
         pinned = next(
             (a.before for a in changed if isinstance(a, ReviseFact) and a.before.pinned), None
@@ -63,6 +73,8 @@ class LateArrivals(Splits):
         if pinned is None:
             return decision
         self._undo(mark)
+        if value is None:
+            value = self._next_value(pinned, c.claim)
         if values_equal(value, pinned.value):
             return self._reinforce(pinned, c, "same value as a pinned fact")
         return self._conflict(c, pinned, ident, value, "pinned fact")

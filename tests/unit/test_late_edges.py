@@ -171,3 +171,26 @@ def test_a_restated_part_after_a_stated_end_ends_where_the_next_version_begins()
             one_value_at_a_time(facts)
             ends.append(final_state(mem, keys))
     assert ends[0] == ends[1]
+
+
+def test_a_value_after_a_retraction_leaves_a_pinned_version_as_it_is() -> None:
+    """`green` on day 18, then `blue` on day 2 (filed before it); a person retracts `green`
+    and pins the `blue` version; then `green` on day 9 arrives. With nothing current, the
+    new value ended the version it falls inside at its date: a change to a pinned fact, a
+    plan the store refused, so the job failed on every run and the event was never
+    consolidated (the hygiene search, session 40). It is held in conflict against the
+    pinned version instead, which stays as the person left it."""
+    claims = [said(0, 18, "green", "supersede"), said(1, 2, "blue", "supersede")]
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [0, 1])
+        (green,) = mem.facts(subject="alice")
+        mem.retract(green.id, "wrong")
+        blue = next(f for f in mem.facts(include_retired=True) if f.value == {"v": "blue"})
+        pinned = mem.pin(blue.id)
+        ingest(mem, [said(2, 9, "green", "supersede")], [0])  # no job fails (ingest checks)
+        assert mem.fact(blue.id) == pinned
+        (held,) = mem.conflicts(subject="alice")
+        assert blue.id in held.member_ids
+        late = next(mem.fact(m) for m in held.member_ids if m != blue.id)
+        assert (late.value, late.status) == ({"v": "green"}, FactStatus.CANDIDATE)
+        one_value_at_a_time(mem.facts(subject="alice", include_retired=True))

@@ -24,7 +24,6 @@ from distill.core.models import (
     FactKind,
     FactStatus,
     Outcome,
-    Resolver,
     Trust,
 )
 from distill.core.passes import Decision
@@ -478,13 +477,7 @@ class LateArrivals(Splits):
             fact = fact.model_copy(update={"unpaired_change": True})  # as `_earlier_create`
         for member_id in cs.member_ids:
             self._as_event(self.s.facts[member_id], reason)
-        self._revise_conflict(
-            cs,
-            reason,
-            status=ConflictStatus.RECLASSIFIED,
-            resolved_at=self.now,
-            resolved_by=Resolver.CLAIM,
-        )
+        self._close_as_events(cs, reason)
         self._create(fact, "the earliest of three competing values", self._query_text(c))
         self._follow_identity_sets(following, fact)
         return Decision(Outcome.CREATED, fact.id, reason)

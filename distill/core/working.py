@@ -300,13 +300,7 @@ class WorkingSet:
         fact = self._new_fact(c, FactKind.EVENT, ident, value)
         fact = fact.model_copy(update={"text": stated_on(fact.text, fact.valid_from)})
         self._create(fact, reason)
-        self._revise_conflict(
-            open_set,
-            reason,
-            status=ConflictStatus.RECLASSIFIED,
-            resolved_at=self.now,
-            resolved_by=Resolver.CLAIM,
-        )
+        self._close_as_events(open_set, reason)
         return Decision(Outcome.RECLASSIFIED, fact.id, reason)
 
     def _as_event(self, member: Fact, reason: str) -> None:
@@ -552,6 +546,11 @@ class WorkingSet:
         )
         self.s.conflicts[cs.id] = cs
         self.plan.add(OpenConflict(cs, reason))
+
+    def _close_as_events(self, cs: ConflictSet, reason: str) -> None:
+        """A set a third distinct value closed: its members are dated events now."""
+        closed = {"resolved_at": self.now, "resolved_by": Resolver.CLAIM}
+        self._revise_conflict(cs, reason, status=ConflictStatus.RECLASSIFIED, **closed)
 
     def _revise_conflict(self, cs: ConflictSet, reason: str, **changes: Any) -> None:
         after = cs.model_copy(update=changes)

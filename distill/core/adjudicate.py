@@ -108,6 +108,7 @@ class Adjudicator(LateArrivals):
                 decision = Decision(Outcome.VOTE, None, "a vote: the derive pass decides")
             else:
                 decision = self._state(cand)
+            self._sets_follow_the_current()
             self.decisions.append(decision)
             self.plan.outcomes[decision.outcome] += 1
             self._observe(cand, decision)

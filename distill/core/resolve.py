@@ -67,7 +67,7 @@ def resolve_conflict(
 
     `others`: the subject's other open sets. An identity set holding a fact this resolution
     supersedes holds the kept fact instead (the question goes on with the current value, as
-    `WorkingSet._follow_identity_sets` does for a new version); one left with a single
+    `Rivals._follow_identity_sets` does for a new version); one left with a single
     member is closed, its question answered by this one. An identity set whose resolution
     would retire a fact that an open value conflict or quarantine set holds, or holds a rival
     value for, is refused: that set's candidates stand against that fact's attribute, and

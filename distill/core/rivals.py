@@ -158,6 +158,33 @@ class Rivals(WorkingSet):
             and (until is None or timeline.At(s.at, stated) < until)
         ]
 
+    def _follow_identity_sets(self, old: Fact, new: Fact) -> None:
+        """A contested fact replaced by its next version: the identity sets holding it hold
+        the new version instead, so the contest goes on with the current value."""
+        for cs in list(self.s.conflicts.values()):
+            if (
+                cs.status is ConflictStatus.OPEN
+                and cs.kind is ConflictKind.IDENTITY
+                and old.id in cs.member_ids
+            ):
+                members = tuple(new.id if m == old.id else m for m in cs.member_ids)
+                self._revise_conflict(cs, "a member was superseded", member_ids=members)
+
+    def _sets_follow_the_current(self) -> None:
+        """An open identity set asks about two names' current versions. One still holding a
+        version that a claim retired by a path that does not carry sets along (a late claim
+        splitting or retiming it) holds the identity's current version instead."""
+        for cs in list(self.s.conflicts.values()):
+            if cs.status is not ConflictStatus.OPEN or cs.kind is not ConflictKind.IDENTITY:
+                continue
+            for member in [self.s.facts[m] for m in cs.member_ids if m in self.s.facts]:
+                if member.live or member.identity_key is None:
+                    continue
+                versions = self._facts_of(member.identity_key)
+                active = [f for f in versions if f.status is FactStatus.ACTIVE]
+                if len(active) == 1 and active[0].id not in cs.member_ids:
+                    self._follow_identity_sets(member, active[0])
+
     def _settle(self, cs: ConflictSet, kept: str, reason: str) -> None:
         """A set resolved by what a claim showed, keeping fact `kept`, as a person would."""
         self._revise_conflict(

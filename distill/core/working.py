@@ -382,18 +382,6 @@ class WorkingSet:
                 return cs
         return None
 
-    def _follow_identity_sets(self, old: Fact, new: Fact) -> None:
-        """A contested fact replaced by its next version: the identity sets holding it hold
-        the new version instead, so the contest goes on with the current value."""
-        for cs in list(self.s.conflicts.values()):
-            if (
-                cs.status is ConflictStatus.OPEN
-                and cs.kind is ConflictKind.IDENTITY
-                and old.id in cs.member_ids
-            ):
-                members = tuple(new.id if m == old.id else m for m in cs.member_ids)
-                self._revise_conflict(cs, "a member was superseded", member_ids=members)
-
     def _query_text(self, c: Candidate) -> str:
         """The candidate's identity text as embedded by the engine (its own predicate)."""
         assert c.claim.predicate is not None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from distill.adapters.llm.fake import FakeLLM
 from distill.core.models import ConflictKind, ConflictStatus, FactStatus
 from tests.unit.test_properties import (
     Claim,
@@ -194,3 +195,32 @@ def test_a_value_after_a_retraction_leaves_a_pinned_version_as_it_is() -> None:
         late = next(mem.fact(m) for m in held.member_ids if m != blue.id)
         assert (late.value, late.status) == ({"v": "green"}, FactStatus.CANDIDATE)
         one_value_at_a_time(mem.facts(subject="alice", include_retired=True))
+
+
+def test_an_identity_set_follows_a_version_a_late_claim_of_the_same_run_retires() -> None:
+    """`employer` (day 3, third party), then `home_city` stated as a change (day 21, third
+    party), so the two names are put to a model in an identity set; then, in the same run,
+    `home_city` blue (trusted, day 21) and red (trusted, day 7). The set kept the `home_city`
+    version the late claims retired, so the judge was never asked (a pair needs two live
+    facts) and it stayed open for good (the hygiene search's class 4, 227 histories). It
+    holds the attribute's current version, as it does when each claim is consolidated."""
+
+    def told(i: int, name: str, value: str, when: int, trust: str, action: str) -> Claim:
+        return Claim(f"e{i}", "alice", at(when), name, value, action, trust)
+
+    claims = [
+        told(0, "employer", "green", 3, "third_party", "create"),
+        told(1, "home_city", "red", 21, "third_party", "supersede"),
+        told(2, "home_city", "blue", 21, "trusted", "supersede"),
+        told(3, "home_city", "red", 7, "trusted", "supersede"),
+    ]
+    silent = FakeLLM(default="no verdicts")  # the judge's answer is unreadable: sets stay open
+    with fresh_memory(llm=silent) as mem:
+        for claim in claims:
+            mem.add_event(**claim.event())
+        assert mem.consolidate().errors == []
+        (held,) = [c for c in mem.conflicts(subject="alice") if c.kind is ConflictKind.IDENTITY]
+        members = [mem.fact(m) for m in held.member_ids]
+        assert all(f.live for f in members), members
+        (current,) = [f for f in mem.facts(subject="alice") if f.predicate == "home_city"]
+        assert current.id in held.member_ids

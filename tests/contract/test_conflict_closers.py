@@ -13,10 +13,9 @@ from collections.abc import Callable
 from distill import Memory
 from distill.adapters.embed.hashing import HashingEmbedder
 from distill.adapters.llm.fake import FakeLLM
-from distill.adapters.store.queries import load_migrations
 from distill.core.models import ConflictKind, ConflictSet, ConflictStatus, Resolver
 from tests.conftest import FakeClock
-from tests.contract.test_storage import postgres_previous_version, sqlite_previous_version
+from tests.contract.test_storage import before_migration
 from tests.unit.scenario_support import at, say
 from tests.unit.test_drift_identity import EXTENDED, OLD, far_apart
 from tests.unit.test_identity_judge import verdicts
@@ -80,9 +79,7 @@ def test_each_closer_is_recorded_and_a_migrated_store_names_the_same(
     now.close()
 
     old = new_database("old")
-    copy = sqlite_previous_version if backend == "sqlite" else postgres_previous_version
-    [named] = [m for m in load_migrations(backend) if m.name.endswith("_conflict_resolvers.sql")]
-    copy(old, now_database, before=named.version)
+    before_migration(backend, old, now_database, "_conflict_resolvers.sql")
     migrated = memory(old, clock)
     try:
         assert migrated.conflicts(subject=None, status=None) == sets

@@ -368,6 +368,14 @@ def postgres_previous_version(old: str, now: str, before: int | None = None) -> 
                     into.write(block)
 
 
+def before_migration(backend: str, old: str, now: str, suffix: str) -> None:
+    """`now`'s rows in database `old` at the version before the migration whose file name
+    ends with `suffix` (`_unpaired_changes.sql`): opening it runs that migration on them."""
+    [named] = [m for m in load_migrations(backend) if m.name.endswith(suffix)]
+    copy = sqlite_previous_version if backend == "sqlite" else postgres_previous_version
+    copy(old, now, before=named.version)
+
+
 def read_everything(mem: Memory) -> dict[str, Any]:
     """Every read a user has, and the engine's lookups, over everything the database holds."""
     facts = mem.facts(subject=None, include_retired=True)

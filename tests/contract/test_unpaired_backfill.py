@@ -16,9 +16,8 @@ from typing import Any
 from distill import Memory
 from distill.adapters.embed.hashing import HashingEmbedder
 from distill.adapters.llm.fake import FakeLLM
-from distill.adapters.store.queries import load_migrations
 from tests.conftest import FakeClock
-from tests.contract.test_storage import postgres_previous_version, sqlite_previous_version
+from tests.contract.test_storage import before_migration
 from tests.unit.scenario_support import at, say
 from tests.unit.test_change_order import DENTIST, apart
 from tests.unit.test_identity_judge import GP, PCP, verdicts
@@ -86,9 +85,7 @@ def test_the_migration_marks_what_the_engine_marked(
     now.close()
 
     old = new_database("old")
-    copy = sqlite_previous_version if backend == "sqlite" else postgres_previous_version
-    [marking] = [m for m in load_migrations(backend) if m.name.endswith("_unpaired_changes.sql")]
-    copy(old, now_database, before=marking.version)
+    before_migration(backend, old, now_database, "_unpaired_changes.sql")
     migrated = memory(old, clock)
     try:
         assert marks(migrated) == expected

@@ -260,8 +260,9 @@ class Rivals(WorkingSet):
         """The current version, which held until `until`, given an earlier stated `end`: its
         statements dated from that end on restated the value after a gap, so they are a
         version of their own, to `until` (as in order, where a value stated after the end of
-        the one in force is a return to it); else a value held against it from that end on
-        follows it (`_held_after_end`)."""
+        the one in force is a return to it), unless their sources could not have replaced
+        the version's (then they are held in quarantine against it, as in order); else a
+        value held against it from that end on follows it (`_held_after_end`)."""
         if version.status is not FactStatus.ACTIVE:
             return
         support = self.s.support.get(version.id, ())
@@ -271,6 +272,29 @@ class Rivals(WorkingSet):
             return
         early = [s for s in support if s.at < end]
         restated_id = self.new_id()
+        said = max((s.trust for s in later), key=lambda trust: trust.rank)
+        held = max((s.trust for s in early), key=lambda trust: trust.rank, default=said)
+        if said is Trust.UNTRUSTED or said.rank < held.rank:
+            reason = f"{said} source may not displace a {held} fact"
+            self._revise(version, "retime", reason, **supported_by(early, version))
+            self.s.support[version.id] = tuple(early)
+            quarantined = version.model_copy(
+                update={
+                    "id": restated_id,
+                    "status": FactStatus.CANDIDATE,
+                    "valid_from": min(s.at for s in later),
+                    "valid_to": until,
+                    "recorded_at": self.now,
+                    "supersedes_id": None,
+                    "unpaired_change": False,
+                    **supported_by(later, version),
+                }
+            )
+            self._create(quarantined, f"quarantined: {reason}", vector_from=version.id)
+            self.s.support[restated_id] = tuple(later)
+            members = (version.id, restated_id)
+            self._open_conflict(version.identity_key, members, ConflictKind.QUARANTINE, reason)
+            return
         reason = "the value was stated again after its stated end"
         self._retire(version, reason, end, restated_id, **supported_by(early, version))
         restated = version.model_copy(

@@ -10,9 +10,10 @@ Claims are about one person's `gp`; `hours` states a period from the claim's day
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from distill.adapters.llm.fake import FakeLLM
-from distill.core.models import ConflictKind, ConflictStatus, FactStatus
+from distill.core.models import ConflictKind, ConflictStatus, FactStatus, Trust
 from tests.unit.test_properties import (
     Claim,
     day,
@@ -224,3 +225,34 @@ def test_an_identity_set_follows_a_version_a_late_claim_of_the_same_run_retires(
         assert all(f.live for f in members), members
         (current,) = [f for f in mem.facts(subject="alice") if f.predicate == "home_city"]
         assert current.id in held.member_ids
+
+
+def test_an_untrusted_statement_past_a_stated_end_is_held_not_made_current() -> None:
+    """`3` on day 31 and `4` on day 12 (filed before it); a person retracts `3`; then, in one
+    run, an untrusted `3` on day 13 (held: nothing is current) and a trusted `3` for days 3
+    to 8, told on day 18, which takes the held value for its own earlier statement. Its
+    stated end then split off the untrusted statement as a version of its own: an untrusted
+    value made current beside `4` (the hygiene search's class 9). It is held in quarantine
+    against the trusted version, as when each claim is consolidated as it comes."""
+
+    def told(i: int, when: int, value: str, trust: str, action: str, period: Any = None) -> Claim:
+        stated = (at(period[0]), at(period[1])) if period else None
+        return Claim(f"e{i}", "alice", at(when), "gp", value, action, trust, period=stated)
+
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, [told(0, 31, "3", "trusted", "supersede")], [0])
+        ingest(mem, [told(1, 12, "4", "trusted", "supersede")], [0])
+        (three,) = mem.facts(subject="alice")
+        mem.retract(three.id, "wrong")
+        for claim in (
+            told(2, 18, "3", "trusted", "create", period=(3, 8)),
+            told(3, 13, "3", "untrusted", "supersede"),
+        ):
+            mem.add_event(**claim.event())
+        assert mem.consolidate().errors == []
+        facts = mem.facts(subject="alice", include_retired=True)
+        one_value_at_a_time(facts)
+        assert mem.facts(subject="alice") == []
+        (held,) = [f for f in facts if f.trust is Trust.UNTRUSTED]
+        assert held.status is FactStatus.CANDIDATE
+        assert any(held.id in c.member_ids for c in mem.conflicts(subject="alice"))

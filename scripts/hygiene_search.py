@@ -50,18 +50,19 @@ open conflict set (seed 2); (3) judge merged two contested memories into each ot
 60e80b5. (6) A value filed inside a pinned version after a retraction failed its job on
 every run (seed 5530); fixed by 1f2dbfd. (4) An open identity set held a version a later
 claim of the same consolidation run superseded, and judge_identities never asked about it
-(seed 349); fixed by cf02273. Open at the time of writing (their repros still fail at
-c0537de and cf02273): (5) not a check here, seen while minimising 4: a third party's value
-and a trusted one of the same instant, with an earlier trusted one, end differently by
-arrival order (the third party's displaces the trusted one, or is held in quarantine); (8)
-derive elects a `vote` value under a name the identity judge joined to another, a version
-overlapping the retired one (seed 28179); (9) after a retraction, an untrusted claim that
-restates a value after a stated period's end is made the active value ("the value was stated
-again after its stated end") and two values are true at once (seed 8347; seed 100352 of
-three minutes more, seeds 100,000 to 102,500). `--minutes 10 --start 200000` at c0537de:
-10,146 histories, 248,971 steps, 70 with a violation: 69 of class 4 (first seed 200113) and
-one of 9 through a name a person joined to another (seed 204066). `--minutes 3 --start
-300000` at cf02273 (class 4 fixed): 3,320 histories, 81,687 steps, 0 with a violation.
+(seed 349); fixed by cf02273. (9) After a retraction, an untrusted claim that restated a
+value after a stated period's end was made the active value ("the value was stated again
+after its stated end") and two values were true at once (seed 8347; seed 100352 of three
+minutes more, seeds 100,000 to 102,500); fixed by 6bc1bbd. Open at the time of writing
+(their repros still fail at 6bc1bbd): (5) not a check here, seen while minimising 4: a third
+party's value and a trusted one of the same instant, with an earlier trusted one, end
+differently by arrival order (the third party's displaces the trusted one, or is held in
+quarantine); (8) derive elects a `vote` value under a name the identity judge joined to
+another, a version overlapping the retired one (seed 28179). `--minutes 10 --start 200000`
+at c0537de: 10,146 histories, 248,971 steps, 70 with a violation: 69 of class 4 (first seed
+200113) and one of 9 through a name a person joined to another (seed 204066). `--minutes 3
+--start 300000` at cf02273 (class 4 fixed): 3,320 histories, 81,687 steps, 0 with a
+violation.
 """
 
 from __future__ import annotations

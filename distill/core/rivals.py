@@ -180,8 +180,12 @@ class Rivals(WorkingSet):
             for member in [self.s.facts[m] for m in cs.member_ids if m in self.s.facts]:
                 if member.live or member.identity_key is None:
                     continue
-                versions = self._facts_of(member.identity_key)
-                active = [f for f in versions if f.status is FactStatus.ACTIVE]
+                versions = self._facts_of(member.identity_key)  # dated events share the key
+                active = [
+                    f
+                    for f in versions
+                    if f.kind is FactKind.STATE and f.status is FactStatus.ACTIVE
+                ]
                 if len(active) == 1 and active[0].id not in cs.member_ids:
                     self._follow_identity_sets(member, active[0])
 

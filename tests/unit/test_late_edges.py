@@ -13,7 +13,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from distill.adapters.llm.fake import FakeLLM
-from distill.core.models import ConflictKind, ConflictStatus, FactStatus, Trust
+from distill.core.adjudicate import Adjudicator
+from distill.core.identity import identity_key
+from distill.core.models import ConflictKind, ConflictStatus, FactKind, FactStatus, Trust
+from distill.core.working import Snapshot
+from tests.factories import make_conflict, make_fact
 from tests.unit.test_properties import (
     Claim,
     day,
@@ -256,3 +260,22 @@ def test_an_untrusted_statement_past_a_stated_end_is_held_not_made_current() -> 
         (held,) = [f for f in facts if f.trust is Trust.UNTRUSTED]
         assert held.status is FactStatus.CANDIDATE
         assert any(held.id in c.member_ids for c in mem.conflicts(subject="alice"))
+
+
+def test_an_identity_set_follows_the_state_version_not_a_dated_event_of_its_name() -> None:
+    """The version an identity set held was retired; the attribute's current version and two
+    dated events (a reclassified set's members) share its key. The set follows the current
+    version: the events are not versions (the search's seed 400906 left it on the retired
+    one while it counted them)."""
+    key = identity_key("bike_count", {})
+    retired = make_fact(value={"count": 4}, status=FactStatus.SUPERSEDED, superseded_by="now")
+    current = make_fact(id="now", value={"count": 3}, valid_from=at(2))
+    events = [make_fact(value={"count": n}, kind=FactKind.EVENT, valid_from=at(n)) for n in (5, 6)]
+    other = make_fact("bike_class_count", {"count": 5})
+    held = make_conflict([retired.id, other.id], identity_key=None, kind=ConflictKind.IDENTITY)
+    facts = {f.id: f for f in (retired, current, other, *events)}
+    assert all(f.identity_key == key for f in (retired, current, *events))
+    snapshot = Snapshot("default", "alice", facts, {}, {held.id: held}, set())
+    adjudicator = Adjudicator(snapshot, at(10), lambda: "x")
+    adjudicator._sets_follow_the_current()
+    assert snapshot.conflicts[held.id].member_ids == ("now", other.id)

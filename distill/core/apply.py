@@ -99,7 +99,7 @@ def validate(plan: Plan, project: str, subject: str | None) -> None:
 
 def _check_closing(action: ReviseConflict) -> None:
     """An open set names nobody as its closer; a set a plan closes names who did, and only a
-    person's pass names a person (the rules that take back what a claim settled rely on it)."""
+    person's pass names a person, so a person's decision is never mistaken for a claim's."""
     before, after = action.before, action.after
     if after.status is ConflictStatus.OPEN:
         if after.resolved_by is not None:

@@ -321,8 +321,8 @@ class ConflictStatus(StrEnum):
 
 
 class Resolver(StrEnum):
-    """Who closed a conflict set. An automatic path never undoes what a person decided; it
-    may take back what an earlier claim settled, as arrival in world order would have."""
+    """Who closed a conflict set, so that what a person decided is told apart from what a
+    claim or a model settled (no automatic path undoes a person's decision)."""
 
     PERSON = "person"  # `Memory.resolve_conflict`: Python, the CLI, the HTTP API, MCP
     MODEL = "model"  # the identity judge's verdict, applied as a person's would be

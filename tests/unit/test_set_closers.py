@@ -1,9 +1,9 @@
 """Who closed a conflict set, as the validator checks it and as `distill conflicts` shows it.
 
-The rules that take back what a claim settled (and never what a person decided) rely on the
-closer a set names, so the one validator refuses a plan that closes a set without naming who
-did, and one where a pass names the wrong closer: only a person's pass (`api`) names a
-person, and no other pass does. The stores' side is tests/contract/test_conflict_closers.py.
+A set's closer tells a person's decision from what a claim or a model settled, so the one
+validator refuses a plan that closes a set without naming who did, and one where a pass
+names the wrong closer: only a person's pass (`api`) names a person, and no other pass does.
+The stores' side is tests/contract/test_conflict_closers.py.
 """
 
 from __future__ import annotations

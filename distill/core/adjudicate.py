@@ -41,6 +41,7 @@ from distill.core.late import LateArrivals
 from distill.core.models import (
     Alias,
     ClaimAction,
+    ConflictKind,
     Fact,
     FactKind,
     FactStatus,
@@ -236,6 +237,8 @@ class Adjudicator(LateArrivals):
             fact = self._new_fact(c, FactKind.STATE, ident, new_value)
             reason = f"{c.event.trust} source may not displace a {head.trust} fact"
             return self._quarantine(c, fact, head, reason)
+        if not supersedes and self._held_back_by_less_trusted(c, head):
+            return self._over_less_trusted(c, head, ident, new_value)
         if supersedes:
             later = self._restated_after(head, at)
             if later:
@@ -248,6 +251,37 @@ class Adjudicator(LateArrivals):
                 return Decision(Outcome.SUPERSEDED, adopted.id, reason)
             return self._supersede(c, head, ident, new_value, how)
         return self._conflict(c, head, ident, new_value, "different value")
+
+    def _held_back_by_less_trusted(self, c: Candidate, head: Fact) -> bool:
+        """A create of another value from a more trusted source than the current value's,
+        which was the attribute's first and is contested by nothing: it is not held in
+        conflict behind that value. Arriving first, it would have held the less trusted
+        value in quarantine (`_quarantine`, or `_earlier_trusted` when that value came
+        late), so the two end alike in any order (DESIGN invariant 8)."""
+        return (
+            c.event.trust.rank > head.trust.rank
+            and head.supersedes_id is None
+            and self._open_set(head.id) is None
+        )
+
+    def _over_less_trusted(
+        self, c: Candidate, head: Fact, ident: Identity, value: dict[str, Any]
+    ) -> Decision:
+        """The claim is the active value; `head`, less trusted, is held in quarantine
+        against it, as it would have been had it come second."""
+        reason = f"{head.trust} source may not displace a {c.event.trust} fact"
+        self._revise(
+            head,
+            "hold",
+            f"a more trusted value arrived: quarantined: {reason}",
+            status=FactStatus.CANDIDATE,
+            unpaired_change=False,
+        )
+        fact = self._new_fact(c, FactKind.STATE, ident, value)
+        self._create(fact, "a more trusted value", self._query_text(c))
+        self._open_conflict(ident.key, (fact.id, head.id), ConflictKind.QUARANTINE, reason)
+        self._follow_identity_sets(head, fact)
+        return Decision(Outcome.CREATED, fact.id, reason)
 
     def _end_retracted_gap(self, versions: list[Fact], decision: Decision) -> None:
         """A value made current while no version is active (a person retracted the one that

@@ -269,7 +269,8 @@ class LateArrivals(Splits):
 
     def _held_alone_after(self, key: str, fact: Fact) -> tuple[Fact, ConflictSet] | None:
         """An untrusted claim of this identity held alone (nothing was known when it came)
-        and dated after `fact`, this claim's new fact: in order it would have met `fact`."""
+        and dated after `fact`, this claim's new fact, or with its value at its instant: in
+        order it would have met `fact`."""
         at = timeline.position(fact)
         for cs in self.s.conflicts.values():
             if (
@@ -283,7 +284,8 @@ class LateArrivals(Splits):
                     held is not None
                     and held.status is FactStatus.CANDIDATE
                     and not held.pinned
-                    and at < timeline.position(held)
+                    # The same value at the same instant: in order it met `fact` too.
+                    and not timeline.position(held) < at
                 ):
                     return held, cs
         return None
@@ -324,11 +326,39 @@ class LateArrivals(Splits):
             or following.trust.rank < c.event.trust.rank
         ):
             return None
-        held = self._held_rival(following, value)
+        held = self._held_rival(following, value, c.event.trust) or self._held_behind(
+            following, value
+        )
         return held[0] if held is not None else None
+
+    def _held_behind(
+        self, following: Fact, value: dict[str, Any]
+    ) -> tuple[Fact, ConflictSet] | None:
+        """A less trusted value dated before `following` and held in quarantine against it
+        (a more trusted create met it, `_over_less_trusted`, or it came late): a claim as
+        trusted as `following` that says the same thing and is dated before it came first
+        in world order, and the value it reinforces held `following` in conflict."""
+        open_set = self._open_set(following.id)
+        if open_set is None or open_set.kind is not ConflictKind.QUARANTINE:
+            return None
+        for member_id in open_set.member_ids:
+            member = self.s.facts[member_id]
+            if (
+                member.status is FactStatus.CANDIDATE
+                and not member.pinned
+                and member.identity_key == following.identity_key
+                and member.valid_from < following.valid_from
+                and values_equal(member.value, value)
+            ):
+                return member, open_set
+        return None
 
     def _earlier_than_rival(self, c: Candidate, following: Fact, rival: Fact) -> Decision:
         reason = "an earlier statement of the value held in conflict: it came first"
+        open_set = self._open_set(following.id)
+        if open_set is not None and open_set.kind is ConflictKind.QUARANTINE:
+            # As trusted as `following` now: the two are values in conflict.
+            self._revise_conflict(open_set, reason, kind=ConflictKind.CONFLICT)
         self._revise(following, "hold", reason, status=FactStatus.CANDIDATE)
         first = self._revise(
             rival,

@@ -46,8 +46,11 @@ that a review withdrew, since it also undid a person's resolution). Session 41: 
 (added then), 372 of 840 at 95f9a87; 358 once a more trusted `create` is no longer held in
 conflict behind a less trusted first value (in order as late) and an untrusted value held
 alone meets the same value of its instant; 326 once a trusted restatement of a value the
-swap held in quarantine makes it current again. The other searches did not move (68 of 240,
-0 of 40, 0 of 95, 47 in each pool).
+swap held in quarantine makes it current again; 290 once a less trusted repetition of a
+value held in conflict reinforces it (it was held a second time); 274 once a late change
+before restatements from less trusted sources only stays current, the restatements held in
+quarantine against it. The other searches did not move (68 of 240, 0 of 40, 0 of 95, 47 in
+each pool).
 """
 
 from __future__ import annotations

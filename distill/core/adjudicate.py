@@ -234,6 +234,10 @@ class Adjudicator(LateArrivals):
             or ended
         )
         if c.event.trust.rank < head.trust.rank or c.event.trust is Trust.UNTRUSTED:
+            open_set = self._open_set(head.id)
+            repeated = self._repeat_held(c, open_set, new_value) if open_set else None
+            if repeated is not None:
+                return repeated
             fact = self._new_fact(c, FactKind.STATE, ident, new_value)
             reason = f"{c.event.trust} source may not displace a {head.trust} fact"
             return self._quarantine(c, fact, head, reason)

@@ -26,6 +26,7 @@ from distill.core.models import (
     FactKind,
     FactStatus,
     Outcome,
+    Trust,
 )
 from distill.core.passes import Decision
 from distill.core.rivals import Rivals
@@ -51,6 +52,9 @@ class Splits(Rivals):
         t = self._time(c)
         later_ids = {s.event_id for s in later}
         early = [s for s in self.s.support[version.id] if s.event_id not in later_ids]
+        held = self._held_for_change(version, early, t, value)
+        if held is None and self._only_less_trusted(c, version, later, following):
+            return self._change_over_less_trusted(c, version, early, later, ident, value)
         restart = min(s.at for s in later)
         restated_id = self.new_id()
         reason = "a change that arrived late, between a value and its restatement"
@@ -61,7 +65,6 @@ class Splits(Rivals):
             "supersedes_id": version.id,
             "superseded_by": restated_id,
         }
-        held = self._held_for_change(version, early, t, value)
         change = (
             self._new_fact(c, FactKind.STATE, ident, value, **ended) if held is None else held[0]
         )
@@ -94,6 +97,67 @@ class Splits(Rivals):
                 supersedes_id=restated_id,
             )
         self._now_a_return(self.s.facts[change.id], ident.key)  # after the link: it may retire
+        return Decision(Outcome.HISTORICAL, change.id, reason)
+
+    def _only_less_trusted(
+        self, c: Candidate, version: Fact, later: list[Support], following: Fact | None
+    ) -> bool:
+        """Whether every restatement after the change is from a source less trusted than
+        the change's (or untrusted), the version the current one and open-ended, the
+        change too: in world order each restatement met the change as the current value
+        and could not displace it."""
+        trust = c.event.trust
+        return (
+            following is None
+            and version.status is FactStatus.ACTIVE
+            and version.valid_to is None
+            and c.claim.valid_to is None
+            and all(s.trust is Trust.UNTRUSTED or s.trust.rank < trust.rank for s in later)
+        )
+
+    def _change_over_less_trusted(
+        self,
+        c: Candidate,
+        version: Fact,
+        early: list[Support],
+        later: list[Support],
+        ident: Identity,
+        value: dict[str, Any],
+    ) -> Decision:
+        """The version ends at the change, which is current; what the less trusted sources
+        restated after it is one candidate held in quarantine against the change, as each
+        of them would have been in order (`Adjudicator._state`)."""
+        reason = "a change that arrived late, before less trusted restatements of the value"
+        change = self._new_fact(
+            c,
+            FactKind.STATE,
+            ident,
+            value,
+            supersedes_id=version.id,
+            unpaired_change=version.unpaired_change,
+        )
+        self._retire(version, reason, change.valid_from, change.id, **supported_by(early, version))
+        self._create(change, reason, vector_text=self._query_text(c))
+        held = version.model_copy(
+            update={
+                "id": self.new_id(),
+                "status": FactStatus.CANDIDATE,
+                "valid_from": min(s.at for s in later),
+                "recorded_at": self.now,
+                "supersedes_id": None,
+                "stated": None,
+                "unpaired_change": False,
+                **supported_by(later, version),
+            }
+        )
+        source = held.trust
+        why = f"{source} source may not displace a {c.event.trust} fact"
+        self._create(held, f"quarantined: {why}")
+        self.s.support[held.id] = tuple(later)
+        self._open_conflict(ident.key, (change.id, held.id), ConflictKind.QUARANTINE, why)
+        self._move_later_rivals(version, self.s.facts[change.id])
+        self._follow_identity_sets(version, self.s.facts[change.id])
+        self._now_a_return(self.s.facts[change.id], ident.key)
         return Decision(Outcome.HISTORICAL, change.id, reason)
 
     def _held_for_change(

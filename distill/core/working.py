@@ -256,12 +256,9 @@ class WorkingSet:
     ) -> Decision:
         open_set = self._open_set(existing.id)
         if open_set is not None:
-            for member_id in open_set.member_ids:
-                member = self.s.facts[member_id]
-                if member.status is FactStatus.CANDIDATE and values_equal(member.value, value):
-                    # Stated earlier than the candidate knew: it held from then (as in order).
-                    reason = "repeats a value already in conflict"
-                    return self._reinforce(member, c, reason, valid_from=self._time(c))
+            repeated = self._repeat_held(c, open_set, value)
+            if repeated is not None:
+                return repeated
             # A member a person pinned is theirs to decide: the set grows by the new value
             # instead of turning it into an event fact (consolidation never changes a pin).
             pinned = any(self.s.facts[m].pinned for m in open_set.member_ids)
@@ -282,6 +279,38 @@ class WorkingSet:
         else:
             self._open_conflict(ident.key, (existing.id, fact.id), ConflictKind.CONFLICT, reason)
         return Decision(Outcome.CONFLICT, fact.id, reason)
+
+    def _repeat_held(
+        self, c: Candidate, open_set: ConflictSet, value: dict[str, Any]
+    ) -> Decision | None:
+        """A claim of a value a candidate of `open_set` already holds reinforces it, from
+        whatever source: it says nothing new, and held a second time it would make the
+        state depend on which statement came first. Stated earlier than the candidate
+        knew, it held from then (as in order). A quarantined value that a source as trusted
+        as every active member now states is no longer held for its source: the set is a
+        value conflict."""
+        for member_id in open_set.member_ids:
+            member = self.s.facts[member_id]
+            if member.status is FactStatus.CANDIDATE and values_equal(member.value, value):
+                decision = self._reinforce(
+                    member, c, "repeats a value already held", valid_from=self._time(c)
+                )
+                members = [self.s.facts[m] for m in open_set.member_ids]
+                active = [m for m in members if m.status is FactStatus.ACTIVE]
+                held = [m for m in members if m.status is FactStatus.CANDIDATE]
+                if (
+                    open_set.kind is ConflictKind.QUARANTINE
+                    and active
+                    and all(
+                        h.trust is not Trust.UNTRUSTED
+                        and all(h.trust.rank >= a.trust.rank for a in active)
+                        for h in held
+                    )
+                ):
+                    reason = "the held value is now stated by a source as trusted"
+                    self._revise_conflict(open_set, reason, kind=ConflictKind.CONFLICT)
+                return decision
+        return None
 
     def _reclassify(
         self,

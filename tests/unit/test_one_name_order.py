@@ -214,6 +214,42 @@ def test_a_value_two_sources_state_holds_a_trusted_create_in_conflict_in_any_ord
     assert_any_order_as_in_order(claims)
 
 
+def test_a_less_trusted_repetition_of_a_held_value_reinforces_it_in_any_order() -> None:
+    """Trusted `a`, a trusted `create` of `b` (held in conflict), then a third party's `b`:
+    the repetition says nothing new and reinforces the held `b`, as it does when it comes
+    first and the trusted `b` repeats it (until session 41 it was held a second time, in
+    quarantine, in some orders)."""
+    claims = history("abb", ("create", "create", "create"), ("trusted", "trusted", "third_party"))
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [0, 1, 2])
+        (held,) = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
+        assert held.kind.value == "conflict"
+        (b,) = (mem.fact(m) for m in held.member_ids if mem.fact(m).value == {"v": "b"})
+        assert (b.status, b.reinforcement_count, b.trust) == (
+            FactStatus.CANDIDATE,
+            1,
+            Trust.TRUSTED,
+        )
+    assert_any_order_as_in_order(claims)
+
+
+@pytest.mark.parametrize("restated_by", ["third_party", "untrusted"])
+def test_a_late_change_before_a_less_trusted_restatement_stays_current(restated_by: str) -> None:
+    """Trusted `a`, a trusted change to `b` on day 1 that arrives last, and `a` again on day
+    2 from a less trusted source. In order the restatement met `b` and was quarantined
+    against it; arriving before the change, it reinforced `a`, and the late change then
+    split `a` and made its restated part current over `b` (until session 41: the class 5
+    of scripts/hygiene_search.py). Now `b` is current and the restatement held against it."""
+    claims = history("aba", ("create", "supersede", "create"), ("trusted", "trusted", restated_by))
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [0, 2, 1])
+        (current,) = mem.facts(subject="alice")
+        assert current.value == {"v": "b"}
+        (held,) = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
+        assert held.kind.value == "quarantine" and current.id in held.member_ids
+    assert_any_order_as_in_order(claims)
+
+
 @pytest.mark.parametrize("order", [[0, 1, 2], [0, 2, 1]], ids=["in-order", "restated-first"])
 def test_a_value_held_in_conflict_dates_from_its_first_statement(order: list[int]) -> None:
     """`a`, then `b` on days 1 and 2 (creates): `b` is held in conflict from day 1, whichever

@@ -125,6 +125,10 @@ class LateArrivals(Splits):
         if trust is Trust.UNTRUSTED or (
             held_against is not None and trust.rank < held_against.trust.rank
         ):
+            open_set = self._open_set(held_against.id) if held_against else None
+            repeated = self._repeat_held(c, open_set, value) if open_set else None
+            if repeated is not None:  # a value already held there: as in order
+                return repeated
             fact = self._new_fact(c, FactKind.STATE, ident, value)
             reason = "untrusted source"
             if trust is not Trust.UNTRUSTED:
@@ -317,13 +321,14 @@ class LateArrivals(Splits):
     ) -> Fact | None:
         """A candidate held against `following` (a create) that says what this claim says: in
         order this claim came first, `following` was held against it, and the candidate only
-        restated it."""
+        restated it. A `following` less trusted than the claim was held against it even as a
+        change (in quarantine)."""
+        less_trusted = following.trust.rank < c.event.trust.rank
         if (
             base is not None
             or following.status is not FactStatus.ACTIVE
             or following.supersedes_id is not None
-            or self._began_as_change(following, self._time(c))
-            or following.trust.rank < c.event.trust.rank
+            or (not less_trusted and self._began_as_change(following, self._time(c)))
         ):
             return None
         held = self._held_rival(following, value, c.event.trust) or self._held_behind(
@@ -356,9 +361,14 @@ class LateArrivals(Splits):
     def _earlier_than_rival(self, c: Candidate, following: Fact, rival: Fact) -> Decision:
         reason = "an earlier statement of the value held in conflict: it came first"
         open_set = self._open_set(following.id)
-        if open_set is not None and open_set.kind is ConflictKind.QUARANTINE:
-            # As trusted as `following` now: the two are values in conflict.
-            self._revise_conflict(open_set, reason, kind=ConflictKind.CONFLICT)
+        if open_set is not None:
+            # `following` is held for its source when it is less trusted than the value it
+            # is now held against (as in order), else the two are values in conflict.
+            trust = max(rival.trust, c.event.trust, key=lambda t: t.rank)
+            held_for_trust = following.trust is Trust.UNTRUSTED or following.trust.rank < trust.rank
+            kind = ConflictKind.QUARANTINE if held_for_trust else ConflictKind.CONFLICT
+            if open_set.kind is not kind:
+                self._revise_conflict(open_set, reason, kind=kind)
         self._revise(following, "hold", reason, status=FactStatus.CANDIDATE)
         first = self._revise(
             rival,

@@ -233,6 +233,41 @@ def test_a_less_trusted_repetition_of_a_held_value_reinforces_it_in_any_order() 
     assert_any_order_as_in_order(claims)
 
 
+def test_a_late_repetition_of_a_quarantined_value_reinforces_it() -> None:
+    """A third party's `a` on days 0 and 1, then a trusted `create` of `b`: `b` is current
+    and the one `a` held in quarantine against it, with both statements, in every order
+    (until session 41 the day-1 `a` arriving after `b` was held a second time)."""
+    claims = history("aab", ("create",) * 3, ("third_party", "third_party", "trusted"))
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [0, 2, 1])
+        (current,) = mem.facts(subject="alice")
+        assert current.value == {"v": "b"}
+        (held,) = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
+        (a,) = (mem.fact(m) for m in held.member_ids if m != current.id)
+        assert (held.kind.value, a.reinforcement_count) == ("quarantine", 1)
+    assert_any_order_as_in_order(claims)
+
+
+def test_a_trusted_value_arriving_last_holds_a_less_trusted_one_as_in_order() -> None:
+    """Trusted `a` on day 0, a third party's `b` on day 1 and `a` on day 2. In order `b` is
+    quarantined and the later `a` reinforces the trusted one. When the trusted `a` arrives
+    last, `b` (current, holding the third party's `a` in conflict) is held in quarantine
+    and the held `a` becomes the current value from day 0 (until session 41 the late `a`
+    was filed as history and the day-2 `a` made current as a return)."""
+    claims = history("aba", ("create",) * 3, ("trusted", "third_party", "third_party"))
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [1, 2, 0])
+        (current,) = mem.facts(subject="alice")
+        assert (current.value, current.valid_from, current.trust) == (
+            {"v": "a"},
+            day(0),
+            Trust.TRUSTED,
+        )
+        (held,) = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
+        assert held.kind.value == "quarantine"
+    assert_any_order_as_in_order(claims)
+
+
 @pytest.mark.parametrize("restated_by", ["third_party", "untrusted"])
 def test_a_late_change_before_a_less_trusted_restatement_stays_current(restated_by: str) -> None:
     """Trusted `a`, a trusted change to `b` on day 1 that arrives last, and `a` again on day

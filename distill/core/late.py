@@ -188,6 +188,47 @@ class LateArrivals(Splits):
             return self._before_replaced_create(c, versions, at, following, ident, value)
         return self._historical(c, versions, at, ident, base, following, value)
 
+    def _trust_raised(self, version: Fact) -> None:
+        """A statement dated inside `version`, a replaced version, arrived late and made it
+        more trusted. The current version that replaced it, from a less trusted source,
+        could not have in world order: it was held in quarantine against `version`, which
+        stayed current. Not when `version` ended on its own (a stated end), nor when a
+        person's pin or an open set is involved."""
+        successor = self.s.facts.get(version.superseded_by or "")
+        if (
+            successor is None
+            or successor.status is not FactStatus.ACTIVE
+            or successor.pinned
+            or version.pinned
+            or successor.supersedes_id != version.id
+            or version.valid_to != successor.valid_from
+            or not (successor.trust is Trust.UNTRUSTED or successor.trust.rank < version.trust.rank)
+            or self._open_set(successor.id) is not None
+        ):
+            return
+        reason = f"{successor.trust} source may not displace a {version.trust} fact"
+        self._revise(
+            successor,
+            "hold",
+            f"an earlier, more trusted statement arrived late: quarantined: {reason}",
+            status=FactStatus.CANDIDATE,
+            supersedes_id=None,
+            unpaired_change=False,
+        )
+        current = self._revise(
+            version,
+            "hold",
+            f"more trusted than the value that replaced it: current again ({reason})",
+            status=FactStatus.ACTIVE,
+            valid_to=None,
+            retired_at=None,
+            superseded_by=None,
+            unpaired_change=successor.unpaired_change,
+        )
+        key = version.identity_key
+        self._open_conflict(key, (current.id, successor.id), ConflictKind.QUARANTINE, reason)
+        self._follow_identity_sets(successor, current)
+
     def _historical(
         self,
         c: Candidate,

@@ -268,6 +268,25 @@ def test_a_trusted_value_arriving_last_holds_a_less_trusted_one_as_in_order() ->
     assert_any_order_as_in_order(claims)
 
 
+@pytest.mark.parametrize("action", ["create", "supersede"])
+def test_a_late_trusted_statement_takes_back_a_less_trusted_change(action: str) -> None:
+    """A third party's `a` on day 1 and its change to `b` on day 2, then a trusted `a` of
+    day 0 that arrives last: it makes `a` a trusted fact, which in order the third party's
+    change could not displace. `b` is held in quarantine against `a`, current again
+    (until session 41 `b` stayed current)."""
+    claims = history(
+        "aab", (action, "create", "supersede"), ("trusted", "third_party", "third_party")
+    )
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [1, 2, 0])
+        (current,) = mem.facts(subject="alice")
+        assert (current.value, current.valid_to, current.trust) == ({"v": "a"}, None, Trust.TRUSTED)
+        (held,) = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
+        assert held.kind.value == "quarantine"
+        assert {mem.fact(m).value["v"] for m in held.member_ids} == {"a", "b"}
+    assert_any_order_as_in_order(claims)
+
+
 @pytest.mark.parametrize("restated_by", ["third_party", "untrusted"])
 def test_a_late_change_before_a_less_trusted_restatement_stays_current(restated_by: str) -> None:
     """Trusted `a`, a trusted change to `b` on day 1 that arrives last, and `a` again on day

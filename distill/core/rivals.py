@@ -73,15 +73,17 @@ class Rivals(WorkingSet):
         return Decision(Outcome.SUPERSEDED, fact.id, reason)
 
     def _move_later_rivals(self, old: Fact, new: Fact) -> None:
-        """Candidates held against `old` in an open value conflict set and dated after `new`
-        began (a change that arrived after them): in world order they came after the change
-        and were held against it, so they are held against `new` instead. Candidates dated
-        before it stay held against `old`, the version in force when they were said; one
-        restated after it splits, and its restatements are held against `new`."""
+        """Candidates held against `old` in an open value or quarantine set and dated after
+        `new` began (a change that arrived after them): in world order they came after the
+        change and were held against it, so they are held against `new` instead: in a value
+        conflict, or in quarantine when less trusted than `new` (a quarantined one moves only
+        so). Candidates dated before it stay held against `old`, the version in force when
+        they were said; one restated after it splits, and its restatements are held against
+        `new`."""
         for cs in list(self.s.conflicts.values()):
             if (
                 cs.status is not ConflictStatus.OPEN
-                or cs.kind is not ConflictKind.CONFLICT
+                or cs.kind not in (ConflictKind.CONFLICT, ConflictKind.QUARANTINE)
                 or old.id not in cs.member_ids
             ):
                 continue
@@ -99,24 +101,35 @@ class Rivals(WorkingSet):
                     and values_equal(m.value, new.value or {})
                     and (new.valid_to is None or m.valid_from < new.valid_to)
                 )
+                and (cs.kind is ConflictKind.CONFLICT or self._less_trusted(m, new))
             ]
-            # A less trusted candidate would have been quarantined against `new` in order:
-            # it stays where it is.
-            held = [m for m in held if m.trust.rank >= new.trust.rank]
             later = [m.id for m in held if start < timeline.position(m)]
             later += [p for m in held if (p := self._split_held(m, start)) is not None]
             if not later:
                 continue
+            quarantined = tuple(i for i in later if self._less_trusted(self.s.facts[i], new))
+            groups = [
+                (kind, ids)
+                for kind, ids in (
+                    (ConflictKind.CONFLICT, tuple(i for i in later if i not in quarantined)),
+                    (ConflictKind.QUARANTINE, quarantined),
+                )
+                if ids
+            ]
             reason = "held against the change that came before it in world time"
             kept = tuple(m for m in cs.member_ids if m not in later)
-            if kept == (old.id,):
-                members_after = tuple(new.id if m == old.id else m for m in cs.member_ids)
-                self._revise_conflict(cs, reason, member_ids=members_after)
+            if kept == (old.id,):  # the set follows the change, with its first group
+                kind, ids = groups.pop(0)
+                self._revise_conflict(cs, reason, member_ids=(new.id, *ids), kind=kind)
             else:
                 self._revise_conflict(cs, reason, member_ids=kept)
-                self._open_conflict(
-                    cs.identity_key, (new.id, *later), ConflictKind.CONFLICT, cs.reason
-                )
+            for kind, ids in groups:
+                self._open_conflict(cs.identity_key, (new.id, *ids), kind, cs.reason)
+
+    @staticmethod
+    def _less_trusted(held: Fact, version: Fact) -> bool:
+        """Whether `held`'s source could not have displaced `version` (`Adjudicator._state`)."""
+        return held.trust is Trust.UNTRUSTED or held.trust.rank < version.trust.rank
 
     def _split_held(self, held: Fact, start: timeline.At) -> str | None:
         """The statements of candidate `held` (dated before `start`) that come after it, as a

@@ -287,6 +287,25 @@ def test_a_late_trusted_statement_takes_back_a_less_trusted_change(action: str) 
     assert_any_order_as_in_order(claims)
 
 
+@pytest.mark.parametrize("trust", ["third_party", "untrusted"])
+@pytest.mark.parametrize("action", ["create", "supersede"])
+def test_a_quarantined_value_follows_the_late_change_its_date_falls_after(
+    action: str, trust: str
+) -> None:
+    """Trusted `a`, a trusted change to `b` on day 1 that arrives last, and a less trusted
+    `c` on day 2, quarantined against `a` when it came. In order it met `b`: once the late
+    change is filed, `c` is held in quarantine against `b`, not against the replaced `a`
+    (until session 41 a quarantined value stayed where it was)."""
+    claims = history("abc", ("create", "supersede", action), ("trusted", "trusted", trust))
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [0, 2, 1])
+        (current,) = mem.facts(subject="alice")
+        assert current.value == {"v": "b"}
+        (held,) = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
+        assert held.kind.value == "quarantine" and current.id in held.member_ids
+    assert_any_order_as_in_order(claims)
+
+
 @pytest.mark.parametrize("restated_by", ["third_party", "untrusted"])
 def test_a_late_change_before_a_less_trusted_restatement_stays_current(restated_by: str) -> None:
     """Trusted `a`, a trusted change to `b` on day 1 that arrives last, and `a` again on day

@@ -233,13 +233,16 @@ class Adjudicator(LateArrivals):
             or (claim.valid_from is not None and claim.valid_from > head.valid_from)
             or ended
         )
-        if c.event.trust.rank < head.trust.rank or c.event.trust is Trust.UNTRUSTED:
+        # The head as the claim met it in world time: a restatement dated after the claim
+        # that raised its trust had not been made yet (`_change_inside` files the claim).
+        met = self._trust_then(head, at)
+        if c.event.trust.rank < met.rank or c.event.trust is Trust.UNTRUSTED:
             open_set = self._open_set(head.id)
             repeated = self._repeat_held(c, open_set, new_value) if open_set else None
             if repeated is not None:
                 return repeated
             fact = self._new_fact(c, FactKind.STATE, ident, new_value)
-            reason = f"{c.event.trust} source may not displace a {head.trust} fact"
+            reason = f"{c.event.trust} source may not displace a {met} fact"
             return self._quarantine(c, fact, head, reason)
         if not supersedes and self._held_back_by_less_trusted(c, head):
             return self._over_less_trusted(c, head, ident, new_value)

@@ -102,7 +102,8 @@ class LateArrivals(Splits):
             and base.valid_to < following.valid_from
         )
         if base is not None and not gap and values_equal(value, base.value):
-            return self._reinforce(base, c, "same value as the version in force then")
+            decision = self._reinforce(base, c, "same value as the version in force then")
+            return self._trust_raised(base, decision)
         around = [f for f in (base, following) if f is not None]
         trust = c.event.trust
         # In order, the version in force at t (`base`) is what this claim would have met: a
@@ -122,8 +123,11 @@ class LateArrivals(Splits):
             and not values_equal(value, following.value)
         ):
             held_against = following
+        # What `base` was when the claim's instant came: a later statement that raised its
+        # trust had not been made yet.
+        met = self._trust_then(base, at) if held_against is base and base else None
         if trust is Trust.UNTRUSTED or (
-            held_against is not None and trust.rank < held_against.trust.rank
+            held_against is not None and trust.rank < (met or held_against.trust).rank
         ):
             open_set = self._open_set(held_against.id) if held_against else None
             repeated = self._repeat_held(c, open_set, value) if open_set else None
@@ -133,7 +137,7 @@ class LateArrivals(Splits):
             reason = "untrusted source"
             if trust is not Trust.UNTRUSTED:
                 assert held_against is not None
-                reason = f"{trust} source may not displace a {held_against.trust} fact"
+                reason = f"{trust} source may not displace a {met or held_against.trust} fact"
             return self._quarantine(c, fact, held_against, reason)
         if following.pinned and values_equal(value, following.value):
             return self._reinforce(following, c, "same value as a pinned fact")
@@ -164,7 +168,7 @@ class LateArrivals(Splits):
             decision = self._reinforce(following, c, "same value, stated earlier", valid_from=t)
             if base is not None and not gap:  # held against `base` after t: in order, this
                 self._move_later_rivals(base, self.s.facts[following.id])
-            return decision
+            return self._trust_raised(following, decision)
         if self._displaced_by_less_trusted(c, base, following):
             return self._earlier_trusted(c, following, ident, value)
         # A claim that ended before `following` began never met it: nothing it restates was
@@ -188,15 +192,29 @@ class LateArrivals(Splits):
             return self._before_replaced_create(c, versions, at, following, ident, value)
         return self._historical(c, versions, at, ident, base, following, value)
 
-    def _trust_raised(self, version: Fact) -> None:
-        """A statement dated inside `version`, a replaced version, arrived late and made it
-        more trusted. The current version that replaced it, from a less trusted source,
-        could not have in world order: it was held in quarantine against `version`, which
-        stayed current. Not when `version` ended on its own (a stated end), nor when a
+    def _trust_then(self, version: Fact, at: timeline.At) -> Trust:
+        """`version`'s trust from its statements made no later than position `at` (those
+        the snapshot loaded; its trust now when it has none of them)."""
+        stated = timeline.position(version).stated
+        then = [
+            s.trust
+            for s in self.s.support.get(version.id, ())
+            if not at < timeline.At(s.at, stated)
+        ]
+        return max(then, key=lambda t: t.rank) if then else version.trust
+
+    def _trust_raised(self, was: Fact, decision: Decision) -> Decision:
+        """`decision`, after a late statement dated inside `was`, a replaced version, made it
+        more trusted: the current version that replaced it, from a less trusted source,
+        could not have in world order. It is held in quarantine against the version, which
+        is current again. Not when the version ended on its own (a stated end), nor when a
         person's pin or an open set is involved."""
+        version = self.s.facts[was.id]
         successor = self.s.facts.get(version.superseded_by or "")
         if (
-            successor is None
+            version.trust.rank <= was.trust.rank
+            or version.status is not FactStatus.SUPERSEDED
+            or successor is None
             or successor.status is not FactStatus.ACTIVE
             or successor.pinned
             or version.pinned
@@ -205,7 +223,7 @@ class LateArrivals(Splits):
             or not (successor.trust is Trust.UNTRUSTED or successor.trust.rank < version.trust.rank)
             or self._open_set(successor.id) is not None
         ):
-            return
+            return decision
         reason = f"{successor.trust} source may not displace a {version.trust} fact"
         self._revise(
             successor,
@@ -228,6 +246,7 @@ class LateArrivals(Splits):
         key = version.identity_key
         self._open_conflict(key, (current.id, successor.id), ConflictKind.QUARANTINE, reason)
         self._follow_identity_sets(successor, current)
+        return decision
 
     def _historical(
         self,

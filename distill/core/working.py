@@ -200,17 +200,11 @@ class WorkingSet:
         end = c.claim.valid_to
         if end is not None and (fact.valid_to is None or end < fact.valid_to):
             self._given_an_end(self.s.facts[fact.id], end, fact.valid_to)
-        if trust.rank > fact.trust.rank and fact.status is FactStatus.SUPERSEDED:
-            self._trust_raised(self.s.facts[fact.id])
         return Decision(Outcome.REINFORCED, fact.id, reason)
 
     def _given_an_end(self, version: Fact, end: datetime, until: datetime | None) -> None:
         """What a stated `end`, earlier than the `until` the current `version` held to, does
         to what follows it in world time (`LateArrivals`, which files late news)."""
-
-    def _trust_raised(self, version: Fact) -> None:
-        """What a late statement that made a replaced `version` more trusted does to the
-        version that replaced it (`LateArrivals`)."""
 
     def _stated_end(self, fact: Fact, end: datetime | None) -> datetime | None:
         """`fact`'s end once a claim of its value that states `end` supports it: an open

@@ -306,6 +306,22 @@ def test_a_quarantined_value_follows_the_late_change_its_date_falls_after(
     assert_any_order_as_in_order(claims)
 
 
+@pytest.mark.parametrize("order", [[0, 2, 1], [2, 0, 1]], ids=["restated-first", "last-first"])
+def test_a_change_is_judged_against_the_trust_its_version_had_at_its_date(
+    order: list[int],
+) -> None:
+    """A third party's `a` on day 0, its change to `b` on day 1, and a trusted `a` on day
+    2 that arrives before the change. In order the change met a third party's fact and
+    replaced it, and the trusted `a` returned to it. Arriving late, the change met `a`
+    already made trusted by a statement dated after it, and was quarantined (until
+    session 41). The orders where `b` arrives first still end otherwise (README, Known
+    limits)."""
+    claims = history(
+        "aba", ("create", "supersede", "create"), ("third_party", "third_party", "trusted")
+    )
+    assert ending(claims, order) == ending(claims, [0, 1, 2])
+
+
 @pytest.mark.parametrize("restated_by", ["third_party", "untrusted"])
 def test_a_late_change_before_a_less_trusted_restatement_stays_current(restated_by: str) -> None:
     """Trusted `a`, a trusted change to `b` on day 1 that arrives last, and `a` again on day

@@ -235,7 +235,8 @@ class Adjudicator(LateArrivals):
         )
         # The head as the claim met it in world time: a restatement dated after the claim
         # that raised its trust had not been made yet (`_change_inside` files the claim).
-        met = self._trust_then(head, at)
+        less = c.event.trust.rank < head.trust.rank
+        met = self._trust_then(head, at) if less else head.trust
         if c.event.trust.rank < met.rank or c.event.trust is Trust.UNTRUSTED:
             open_set = self._open_set(head.id)
             repeated = self._repeat_held(c, open_set, new_value) if open_set else None

@@ -412,7 +412,8 @@ class LateArrivals(Splits):
                 member.status is FactStatus.CANDIDATE
                 and not member.pinned
                 and member.identity_key == following.identity_key
-                and member.valid_from < following.valid_from
+                # Before it in world time (at its instant, by the words: `timeline.position`).
+                and timeline.position(member) < timeline.position(following)
                 and values_equal(member.value, value)
             ):
                 return member, open_set

@@ -194,16 +194,18 @@ def test_a_less_trusted_value_before_the_first_version_is_its_history() -> None:
 @pytest.mark.parametrize(
     "actions", [("create", "create"), ("supersede", "create")], ids=["create", "change"]
 )
+@pytest.mark.parametrize("days", [(0, 1, 2), (0, 1, 1)], ids=["apart", "b-at-the-second-instant"])
 def test_a_value_two_sources_state_holds_a_trusted_create_in_conflict_in_any_order(
-    trusts: tuple[str, str], actions: tuple[str, str]
+    trusts: tuple[str, str], actions: tuple[str, str], days: tuple[int, int, int]
 ) -> None:
     """`a` from a trusted source and a third party on days 0 and 1, then a trusted `create`
     of `b` on day 2: in order `a` is current (the trusted statement makes it a trusted
     fact) and `b` is held in conflict against it. When the third party's `a` is all that is
     known as `b` arrives, `b` is current and `a` quarantined against it (no less trusted
     value holds a trusted one back); the trusted `a` that arrives then makes `a` current
-    again, in conflict with `b`, as in order (until session 41 `b` stayed current)."""
-    claims = history("aab", (*actions, "create"), (*trusts, "trusted"))
+    again, in conflict with `b`, as in order (until session 41 `b` stayed current). `b`
+    may share the second `a`'s instant: `a`'s words sort first, so it comes first."""
+    claims = history("aab", (*actions, "create"), (*trusts, "trusted"), days)
     third = trusts.index("third_party")
     with fresh_memory(max_distance=0.0) as mem:
         ingest(mem, claims, [third, 2, 1 - third])

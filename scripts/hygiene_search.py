@@ -53,19 +53,19 @@ claim of the same consolidation run superseded, and judge_identities never asked
 (seed 349); fixed by cf02273. (9) After a retraction, an untrusted claim that restated a
 value after a stated period's end was made the active value ("the value was stated again
 after its stated end") and two values were true at once (seed 8347; seed 100352 of three
-minutes more, seeds 100,000 to 102,500); fixed by 6bc1bbd. Open at the time of writing
-(their repros still fail at 6bc1bbd): (5) not a check here, seen while minimising 4: a third
-party's value and a trusted one of the same instant, with an earlier trusted one, end
-differently by arrival order (the third party's displaces the trusted one, or is held in
-quarantine); (8) derive elects a `vote` value under a name the identity judge joined to
-another, a version overlapping the retired one (seed 28179). `--minutes 10 --start 200000`
-at c0537de: 10,146 histories, 248,971 steps, 70 with a violation: 69 of class 4 (first seed
-200113) and one of 9 through a name a person joined to another (seed 204066). `--minutes 3
---start 300000` at cf02273 (class 4 fixed): 3,320 histories, 81,687 steps, 0 with a
-violation. `--minutes 3 --start 400000` at 6bc1bbd: 2,193 histories, 1 violation (an
-identity set left on a retired version while dated events shared its key: seed 400906, fixed
-by 5a53946); `--minutes 3 --start 500000` at 5a53946: 3,616 histories, 88,291 steps, 0 with
-a violation.
+minutes more, seeds 100,000 to 102,500); fixed by 6bc1bbd. Class 5 (not a check here, seen
+while minimising 4): a third party's value and a trusted one of the same instant, or a
+restatement a late trusted change splits, end differently by arrival order; session 41's
+trust rules fix the shapes seen (`scripts/order_search.py --trust` measures the rest). Open:
+(8) derive elects a `vote` value under a name the identity judge joined to another, a
+version overlapping the retired one (seed 28179). Runs: `--minutes 10 --start 200000` at
+c0537de, 10,146 histories, 70 violations (69 of class 4, first seed 200113; one of 9, seed
+204066); `--minutes 3` at cf02273 (`--start 300000`), 3,320 histories, 0; at 6bc1bbd
+(400000), 2,193 histories, 1 (seed 400906, fixed by 5a53946); at 5a53946 (500000), 3,616
+histories, 0; session 41, eight runs of 3 minutes as its changes landed (seeds 600000 to
+673708, about 3,600 histories each): 0, but seed 652601 (9f4877b's trust check fired inside
+a split; fixed by cebe205).
+tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 
 from __future__ import annotations

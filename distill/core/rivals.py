@@ -49,9 +49,10 @@ class Rivals(WorkingSet):
         ident: Identity,
         value: dict[str, Any],
         how: str,
+        **retired: Any,
     ) -> Decision:
         """The claim's `value` replaces `head` from the claim's time (`how`: how the claim's
-        predicate was matched to it)."""
+        predicate was matched to it; `retired`: more of `head`'s fields to revise)."""
         t = self._time(c)
         # A change still waiting for the value it replaced (`unpaired_change`) waits as the
         # attribute's current version: the mark moves with it.
@@ -64,7 +65,7 @@ class Rivals(WorkingSet):
             unpaired_change=head.unpaired_change,
         )
         reason = f"new value replaces the old one ({how})"
-        self._retire(head, reason, t, fact.id)
+        self._retire(head, reason, t, fact.id, **retired)
         self._create(fact, reason, vector_text=self._query_text(c))
         self._follow_identity_sets(head, fact)
         self._move_later_rivals(head, fact)

@@ -127,17 +127,9 @@ class Splits(Rivals):
         """The version ends at the change, which is current; what the less trusted sources
         restated after it is one candidate held in quarantine against the change, as each
         of them would have been in order (`Adjudicator._state`)."""
-        reason = "a change that arrived late, before less trusted restatements of the value"
-        change = self._new_fact(
-            c,
-            FactKind.STATE,
-            ident,
-            value,
-            supersedes_id=version.id,
-            unpaired_change=version.unpaired_change,
-        )
-        self._retire(version, reason, change.valid_from, change.id, **supported_by(early, version))
-        self._create(change, reason, vector_text=self._query_text(c))
+        how = "a change that arrived late, before less trusted restatements of the value"
+        decision = self._supersede(c, version, ident, value, how, **supported_by(early, version))
+        change = self.s.facts[decision.fact_id or ""]
         held = version.model_copy(
             update={
                 "id": self.new_id(),
@@ -155,10 +147,8 @@ class Splits(Rivals):
         self._create(held, f"quarantined: {why}")
         self.s.support[held.id] = tuple(later)
         self._open_conflict(ident.key, (change.id, held.id), ConflictKind.QUARANTINE, why)
-        self._move_later_rivals(version, self.s.facts[change.id])
-        self._follow_identity_sets(version, self.s.facts[change.id])
-        self._now_a_return(self.s.facts[change.id], ident.key)
-        return Decision(Outcome.HISTORICAL, change.id, reason)
+        self._now_a_return(change, ident.key)
+        return Decision(Outcome.HISTORICAL, change.id, how)
 
     def _held_for_change(
         self, version: Fact, early: list[Support], t: datetime, value: dict[str, Any]

@@ -291,6 +291,18 @@ def test_a_late_trusted_statement_takes_back_a_less_trusted_change(action: str) 
     assert_any_order_as_in_order(claims)
 
 
+def assert_b_current_and_a_value_quarantined(claims: list[Claim], order: list[int]) -> None:
+    """Arriving in `order`, `b` is current and another value held in quarantine against it;
+    and every order ends as world order does."""
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, order)
+        (current,) = mem.facts(subject="alice")
+        assert current.value == {"v": "b"}
+        (held,) = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
+        assert held.kind.value == "quarantine" and current.id in held.member_ids
+    assert_any_order_as_in_order(claims)
+
+
 @pytest.mark.parametrize("trust", ["third_party", "untrusted"])
 @pytest.mark.parametrize("action", ["create", "supersede"])
 def test_a_quarantined_value_follows_the_late_change_its_date_falls_after(
@@ -301,13 +313,7 @@ def test_a_quarantined_value_follows_the_late_change_its_date_falls_after(
     change is filed, `c` is held in quarantine against `b`, not against the replaced `a`
     (until session 41 a quarantined value stayed where it was)."""
     claims = history("abc", ("create", "supersede", action), ("trusted", "trusted", trust))
-    with fresh_memory(max_distance=0.0) as mem:
-        ingest(mem, claims, [0, 2, 1])
-        (current,) = mem.facts(subject="alice")
-        assert current.value == {"v": "b"}
-        (held,) = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
-        assert held.kind.value == "quarantine" and current.id in held.member_ids
-    assert_any_order_as_in_order(claims)
+    assert_b_current_and_a_value_quarantined(claims, [0, 2, 1])
 
 
 @pytest.mark.parametrize("order", [[0, 2, 1], [2, 0, 1]], ids=["restated-first", "last-first"])
@@ -334,13 +340,7 @@ def test_a_late_change_before_a_less_trusted_restatement_stays_current(restated_
     split `a` and made its restated part current over `b` (until session 41: the class 5
     of scripts/hygiene_search.py). Now `b` is current and the restatement held against it."""
     claims = history("aba", ("create", "supersede", "create"), ("trusted", "trusted", restated_by))
-    with fresh_memory(max_distance=0.0) as mem:
-        ingest(mem, claims, [0, 2, 1])
-        (current,) = mem.facts(subject="alice")
-        assert current.value == {"v": "b"}
-        (held,) = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
-        assert held.kind.value == "quarantine" and current.id in held.member_ids
-    assert_any_order_as_in_order(claims)
+    assert_b_current_and_a_value_quarantined(claims, [0, 2, 1])
 
 
 @pytest.mark.parametrize("order", [[0, 1, 2], [0, 2, 1]], ids=["in-order", "restated-first"])

@@ -19,7 +19,6 @@ from distill.core.models import (
     ClaimAction,
     ConflictKind,
     ConflictSet,
-    ConflictStatus,
     Fact,
     FactKind,
     FactStatus,
@@ -28,11 +27,11 @@ from distill.core.models import (
 )
 from distill.core.passes import Decision
 from distill.core.plan import ReviseFact
-from distill.core.splits import Splits
+from distill.core.trust_order import TrustOrder
 from distill.core.working import Candidate, Identity, Mark
 
 
-class LateArrivals(Splits):
+class LateArrivals(TrustOrder):
     """A late claim's decisions: where it falls among the versions, and what it becomes."""
 
     def _late(
@@ -192,62 +191,6 @@ class LateArrivals(Splits):
             return self._before_replaced_create(c, versions, at, following, ident, value)
         return self._historical(c, versions, at, ident, base, following, value)
 
-    def _trust_then(self, version: Fact, at: timeline.At) -> Trust:
-        """`version`'s trust from its statements made no later than position `at` (those
-        the snapshot loaded; its trust now when it has none of them)."""
-        stated = timeline.position(version).stated
-        then = [
-            s.trust
-            for s in self.s.support.get(version.id, ())
-            if not at < timeline.At(s.at, stated)
-        ]
-        return max(then, key=lambda t: t.rank) if then else version.trust
-
-    def _trust_raised(self, was: Fact, decision: Decision) -> Decision:
-        """`decision`, after a late statement dated inside `was`, a replaced version, made it
-        more trusted: the current version that replaced it, from a less trusted source,
-        could not have in world order. It is held in quarantine against the version, which
-        is current again. Not when the version ended on its own (a stated end), nor when a
-        person's pin or an open set is involved."""
-        version = self.s.facts[was.id]
-        successor = self.s.facts.get(version.superseded_by or "")
-        if (
-            version.trust.rank <= was.trust.rank
-            or version.status is not FactStatus.SUPERSEDED
-            or successor is None
-            or successor.status is not FactStatus.ACTIVE
-            or successor.pinned
-            or version.pinned
-            or successor.supersedes_id != version.id
-            or version.valid_to != successor.valid_from
-            or not (successor.trust is Trust.UNTRUSTED or successor.trust.rank < version.trust.rank)
-            or self._open_set(successor.id) is not None
-        ):
-            return decision
-        reason = f"{successor.trust} source may not displace a {version.trust} fact"
-        self._revise(
-            successor,
-            "hold",
-            f"an earlier, more trusted statement arrived late: quarantined: {reason}",
-            status=FactStatus.CANDIDATE,
-            supersedes_id=None,
-            unpaired_change=False,
-        )
-        current = self._revise(
-            version,
-            "hold",
-            f"more trusted than the value that replaced it: current again ({reason})",
-            status=FactStatus.ACTIVE,
-            valid_to=None,
-            retired_at=None,
-            superseded_by=None,
-            unpaired_change=successor.unpaired_change,
-        )
-        key = version.identity_key
-        self._open_conflict(key, (current.id, successor.id), ConflictKind.QUARANTINE, reason)
-        self._follow_identity_sets(successor, current)
-        return decision
-
     def _historical(
         self,
         c: Candidate,
@@ -290,92 +233,6 @@ class LateArrivals(Splits):
         self._now_a_return(fact, ident.key)
         return Decision(Outcome.HISTORICAL, fact.id, "older state filed into history")
 
-    def _displaced_by_less_trusted(self, c: Candidate, base: Fact | None, following: Fact) -> bool:
-        """In order, this claim would have come first, and `following`, from a less trusted
-        source, could not have displaced it: it would have been quarantined against it."""
-        return (
-            base is None
-            and following.status is FactStatus.ACTIVE
-            and following.supersedes_id is None
-            and following.trust.rank < c.event.trust.rank
-            and self._open_set(following.id) is None
-        )
-
-    def _earlier_trusted(
-        self, c: Candidate, following: Fact, ident: Identity, value: dict[str, Any]
-    ) -> Decision:
-        """The earlier, more trusted value is the active one; `following` is held in
-        quarantine against it, with the value it would have had then (a change carries the
-        earlier value's unstated keys forward)."""
-        reason = f"{following.trust} source may not displace a {c.event.trust} fact"
-        held_value = (
-            carried_forward(value, following.stated, c.claim.predicate == following.predicate)
-            if following.stated
-            else None
-        )
-        update: dict[str, Any] = {"status": FactStatus.CANDIDATE, "unpaired_change": False}
-        if held_value is not None and not values_equal(held_value, following.value):
-            assert following.predicate is not None
-            update |= {
-                "value": held_value,
-                "text": fact_text(following.predicate, held_value, following.qualifiers),
-            }
-        self._revise(
-            following, "hold", f"an earlier value arrived late: quarantined: {reason}", **update
-        )
-        fact = self._new_fact(c, FactKind.STATE, ident, value)
-        if c.claim.action is ClaimAction.SUPERSEDE:
-            fact = fact.model_copy(update={"unpaired_change": True})  # as `_earlier_create`
-        self._create(fact, "an earlier, more trusted value", self._query_text(c))
-        self._open_conflict(ident.key, (fact.id, following.id), ConflictKind.QUARANTINE, reason)
-        self._follow_identity_sets(following, fact)
-        return Decision(Outcome.CREATED, fact.id, reason)
-
-    def _held_alone_after(self, key: str, fact: Fact) -> tuple[Fact, ConflictSet] | None:
-        """An untrusted claim of this identity held alone (nothing was known when it came)
-        and dated after `fact`, this claim's new fact, or with its value at its instant: in
-        order it would have met `fact`."""
-        at = timeline.position(fact)
-        for cs in self.s.conflicts.values():
-            if (
-                cs.status is ConflictStatus.OPEN
-                and cs.kind is ConflictKind.QUARANTINE
-                and cs.identity_key == key
-                and len(cs.member_ids) == 1
-            ):
-                held = self.s.facts.get(cs.member_ids[0])
-                if (
-                    held is not None
-                    and held.status is FactStatus.CANDIDATE
-                    and not held.pinned
-                    # The same value at the same instant: in order it met `fact` too.
-                    and not timeline.position(held) < at
-                ):
-                    return held, cs
-        return None
-
-    def _before_held(
-        self, c: Candidate, fact: Fact, held: Fact, cs: ConflictSet, how: str
-    ) -> Decision:
-        """The value an untrusted claim held alone (`_held_alone_after`) would have met: the
-        same value is reinforced by it, as in order (the held row becomes the fact, from this
-        claim's date); another is what it is held against."""
-        if (
-            held.value is not None
-            and fact.value is not None
-            and values_equal(held.value, fact.value)
-        ):
-            reason = "an earlier statement of a value held from an untrusted source"
-            first = self._revise(
-                held, "hold", reason, status=FactStatus.ACTIVE, valid_from=fact.valid_from
-            )
-            self._settle(cs, held.id, reason)
-            return self._reinforce(first, c, reason)
-        self._create(fact, f"new identity ({how})", vector_text=self._query_text(c))
-        reason = "held against an earlier value that arrived late"
-        self._revise_conflict(cs, reason, member_ids=(fact.id, *cs.member_ids))
-        return Decision(Outcome.CREATED, fact.id, "new identity")
-
     def _restated_rival(
         self, c: Candidate, base: Fact | None, following: Fact, value: dict[str, Any]
     ) -> Fact | None:
@@ -395,29 +252,6 @@ class LateArrivals(Splits):
             following, value
         )
         return held[0] if held is not None else None
-
-    def _held_behind(
-        self, following: Fact, value: dict[str, Any]
-    ) -> tuple[Fact, ConflictSet] | None:
-        """A less trusted value dated before `following` and held in quarantine against it
-        (a more trusted create met it, `_over_less_trusted`, or it came late): a claim as
-        trusted as `following` that says the same thing and is dated before it came first
-        in world order, and the value it reinforces held `following` in conflict."""
-        open_set = self._open_set(following.id)
-        if open_set is None or open_set.kind is not ConflictKind.QUARANTINE:
-            return None
-        for member_id in open_set.member_ids:
-            member = self.s.facts[member_id]
-            if (
-                member.status is FactStatus.CANDIDATE
-                and not member.pinned
-                and member.identity_key == following.identity_key
-                # Before it in world time (at its instant, by the words: `timeline.position`).
-                and timeline.position(member) < timeline.position(following)
-                and values_equal(member.value, value)
-            ):
-                return member, open_set
-        return None
 
     def _earlier_than_rival(self, c: Candidate, following: Fact, rival: Fact) -> Decision:
         reason = "an earlier statement of the value held in conflict: it came first"

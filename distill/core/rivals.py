@@ -35,12 +35,118 @@ from distill.core.models import (
     Trust,
 )
 from distill.core.passes import Decision
-from distill.core.working import Candidate, Identity, Support, WorkingSet, supported_by
+from distill.core.working import (
+    CONFLICT_MAX_MEMBERS,
+    Candidate,
+    Identity,
+    Support,
+    WorkingSet,
+    stated_on,
+    supported_by,
+)
 
 
 class Rivals(WorkingSet):
     """The rules for values held in conflict and for versions' ends (module doc), and a
     version's restatements (`_restated_after`), which the two paths share."""
+
+    def _conflict(
+        self,
+        c: Candidate,
+        existing: Fact,
+        ident: Identity,
+        value: dict[str, Any],
+        reason: str,
+    ) -> Decision:
+        open_set = self._open_set(existing.id)
+        if open_set is not None:
+            repeated = self._repeat_held(c, open_set, value)
+            if repeated is not None:
+                return repeated
+            # A member a person pinned is theirs to decide: the set grows by the new value
+            # instead of turning it into an event fact (consolidation never changes a pin).
+            pinned = any(self.s.facts[m].pinned for m in open_set.member_ids)
+            if len(open_set.member_ids) >= CONFLICT_MAX_MEMBERS and not pinned:
+                return self._reclassify(c, open_set, ident, value)
+        fact = self._new_fact(
+            c,
+            FactKind.STATE,
+            ident,
+            value,
+            status=FactStatus.CANDIDATE,
+        )
+        self._create(fact, f"held in conflict: {reason}")
+        if open_set is not None:
+            self._revise_conflict(
+                open_set, f"another value: {reason}", member_ids=(*open_set.member_ids, fact.id)
+            )
+        else:
+            self._open_conflict(ident.key, (existing.id, fact.id), ConflictKind.CONFLICT, reason)
+        return Decision(Outcome.CONFLICT, fact.id, reason)
+
+    def _repeat_held(
+        self, c: Candidate, open_set: ConflictSet, value: dict[str, Any]
+    ) -> Decision | None:
+        """A claim of a value a candidate of `open_set` already holds reinforces it, from
+        whatever source: it says nothing new, and held a second time it would make the
+        state depend on which statement came first. Stated earlier than the candidate
+        knew, it held from then (as in order). A quarantined value that a source as trusted
+        as every active member now states is no longer held for its source: the set is a
+        value conflict."""
+        for member_id in open_set.member_ids:
+            member = self.s.facts[member_id]
+            if member.status is FactStatus.CANDIDATE and values_equal(member.value, value):
+                decision = self._reinforce(
+                    member, c, "repeats a value already held", valid_from=self._time(c)
+                )
+                members = [self.s.facts[m] for m in open_set.member_ids]
+                active = [m for m in members if m.status is FactStatus.ACTIVE]
+                held = [m for m in members if m.status is FactStatus.CANDIDATE]
+                if (
+                    open_set.kind is ConflictKind.QUARANTINE
+                    and active
+                    and all(
+                        h.trust is not Trust.UNTRUSTED
+                        and all(h.trust.rank >= a.trust.rank for a in active)
+                        for h in held
+                    )
+                ):
+                    reason = "the held value is now stated by a source as trusted"
+                    self._revise_conflict(open_set, reason, kind=ConflictKind.CONFLICT)
+                return decision
+        return None
+
+    def _reclassify(
+        self,
+        c: Candidate,
+        open_set: ConflictSet,
+        ident: Identity,
+        value: dict[str, Any],
+    ) -> Decision:
+        """A third distinct value: these are statements made at different times, not one
+        attribute. The held candidates become event facts; the active fact stays."""
+        reason = "a third distinct value: the statements are kept as dated events"
+        for member_id in open_set.member_ids:
+            member = self.s.facts[member_id]
+            if member.status is FactStatus.CANDIDATE:
+                self._as_event(member, reason)
+        fact = self._new_fact(c, FactKind.EVENT, ident, value)
+        fact = fact.model_copy(update={"text": stated_on(fact.text, fact.valid_from)})
+        self._create(fact, reason)
+        self._close_as_events(open_set, reason)
+        return Decision(Outcome.RECLASSIFIED, fact.id, reason)
+
+    def _as_event(self, member: Fact, reason: str) -> None:
+        """A held statement kept as what it is once a third value shows the attribute is
+        not one: an active event fact, "said X (stated D)"."""
+        self._revise(
+            member,
+            "reclassify",
+            reason,
+            kind=FactKind.EVENT,
+            status=FactStatus.ACTIVE,
+            text=stated_on(member.text, member.valid_from),
+        )
 
     def _supersede(
         self,

@@ -238,7 +238,7 @@ class Adjudicator(LateArrivals):
         # that raised its trust had not been made yet (`_change_inside` files the claim).
         less = c.event.trust.rank < head.trust.rank
         met = self._trust_then(head, at) if less else head.trust
-        if c.event.trust.rank < met.rank or c.event.trust is Trust.UNTRUSTED:
+        if c.event.trust.yields_to(met):
             open_set = self._open_set(head.id)
             repeated = self._repeat_held(c, open_set, new_value) if open_set else None
             if repeated is not None:

@@ -126,7 +126,7 @@ class LateArrivals(TrustOrder):
         # trust had not been made yet.
         met = self._trust_then(base, at) if held_against is base and base else None
         if trust is Trust.UNTRUSTED or (
-            held_against is not None and trust.rank < (met or held_against.trust).rank
+            held_against is not None and trust.yields_to(met or held_against.trust)
         ):
             open_set = self._open_set(held_against.id) if held_against else None
             repeated = self._repeat_held(c, open_set, value) if open_set else None
@@ -260,7 +260,7 @@ class LateArrivals(TrustOrder):
             # `following` is held for its source when it is less trusted than the value it
             # is now held against (as in order), else the two are values in conflict.
             trust = max(rival.trust, c.event.trust, key=lambda t: t.rank)
-            held_for_trust = following.trust is Trust.UNTRUSTED or following.trust.rank < trust.rank
+            held_for_trust = following.trust.yields_to(trust)
             kind = ConflictKind.QUARANTINE if held_for_trust else ConflictKind.CONFLICT
             if open_set.kind is not kind:
                 self._revise_conflict(open_set, reason, kind=kind)

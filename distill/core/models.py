@@ -50,6 +50,11 @@ class Trust(StrEnum):
     def rank(self) -> int:
         return _TRUST_RANK[self]
 
+    def yields_to(self, other: Trust) -> bool:
+        """Whether this source's statement could not displace a fact from `other`: an
+        untrusted one never does, a less trusted one does not (DESIGN, the write gate)."""
+        return self is Trust.UNTRUSTED or self.rank < other.rank
+
 
 _TRUST_RANK = {
     Trust.TRUSTED: 3,

@@ -105,11 +105,7 @@ class Rivals(WorkingSet):
                 if (
                     open_set.kind is ConflictKind.QUARANTINE
                     and active
-                    and all(
-                        h.trust is not Trust.UNTRUSTED
-                        and all(h.trust.rank >= a.trust.rank for a in active)
-                        for h in held
-                    )
+                    and not any(h.trust.yields_to(a.trust) for h in held for a in active)
                 ):
                     reason = "the held value is now stated by a source as trusted"
                     self._revise_conflict(open_set, reason, kind=ConflictKind.CONFLICT)
@@ -208,13 +204,13 @@ class Rivals(WorkingSet):
                     and values_equal(m.value, new.value or {})
                     and (new.valid_to is None or m.valid_from < new.valid_to)
                 )
-                and (cs.kind is ConflictKind.CONFLICT or self._less_trusted(m, new))
+                and (cs.kind is ConflictKind.CONFLICT or m.trust.yields_to(new.trust))
             ]
             later = [m.id for m in held if start < timeline.position(m)]
             later += [p for m in held if (p := self._split_held(m, start)) is not None]
             if not later:
                 continue
-            quarantined = tuple(i for i in later if self._less_trusted(self.s.facts[i], new))
+            quarantined = tuple(i for i in later if self.s.facts[i].trust.yields_to(new.trust))
             groups = [
                 (kind, ids)
                 for kind, ids in (
@@ -232,11 +228,6 @@ class Rivals(WorkingSet):
                 self._revise_conflict(cs, reason, member_ids=kept)
             for kind, ids in groups:
                 self._open_conflict(cs.identity_key, (new.id, *ids), kind, cs.reason)
-
-    @staticmethod
-    def _less_trusted(held: Fact, version: Fact) -> bool:
-        """Whether `held`'s source could not have displaced `version` (`Adjudicator._state`)."""
-        return held.trust is Trust.UNTRUSTED or held.trust.rank < version.trust.rank
 
     def _split_held(self, held: Fact, start: timeline.At) -> str | None:
         """The statements of candidate `held` (dated before `start`) that come after it, as a
@@ -398,7 +389,7 @@ class Rivals(WorkingSet):
         restated_id = self.new_id()
         said = max((s.trust for s in later), key=lambda trust: trust.rank)
         held = max((s.trust for s in early), key=lambda trust: trust.rank, default=said)
-        if said is Trust.UNTRUSTED or said.rank < held.rank:
+        if said.yields_to(held):
             reason = f"{said} source may not displace a {held} fact"
             self._revise(version, "retime", reason, **supported_by(early, version))
             self.s.support[version.id] = tuple(early)

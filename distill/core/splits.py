@@ -26,7 +26,6 @@ from distill.core.models import (
     FactKind,
     FactStatus,
     Outcome,
-    Trust,
 )
 from distill.core.passes import Decision
 from distill.core.rivals import Rivals
@@ -112,7 +111,7 @@ class Splits(Rivals):
             and version.status is FactStatus.ACTIVE
             and version.valid_to is None
             and c.claim.valid_to is None
-            and all(s.trust is Trust.UNTRUSTED or s.trust.rank < trust.rank for s in later)
+            and all(s.trust.yields_to(trust) for s in later)
         )
 
     def _change_over_less_trusted(

@@ -64,7 +64,7 @@ class TrustOrder(Splits):
             or version.pinned
             or successor.supersedes_id != version.id
             or version.valid_to != successor.valid_from
-            or not (successor.trust is Trust.UNTRUSTED or successor.trust.rank < version.trust.rank)
+            or not successor.trust.yields_to(version.trust)
             or self._open_set(successor.id) is not None
         ):
             return decision

@@ -183,12 +183,8 @@ class Rivals(WorkingSet):
         so). Candidates dated before it stay held against `old`, the version in force when
         they were said; one restated after it splits, and its restatements are held against
         `new`."""
-        for cs in list(self.s.conflicts.values()):
-            if (
-                cs.status is not ConflictStatus.OPEN
-                or cs.kind not in (ConflictKind.CONFLICT, ConflictKind.QUARANTINE)
-                or old.id not in cs.member_ids
-            ):
+        for cs in self._sets_holding(old.id):
+            if cs.kind not in (ConflictKind.CONFLICT, ConflictKind.QUARANTINE):
                 continue
             members = [self.s.facts[m] for m in cs.member_ids]
             if any(m.pinned for m in members):
@@ -272,12 +268,8 @@ class Rivals(WorkingSet):
     def _follow_identity_sets(self, old: Fact, new: Fact) -> None:
         """A contested fact replaced by its next version: the identity sets holding it hold
         the new version instead, so the contest goes on with the current value."""
-        for cs in list(self.s.conflicts.values()):
-            if (
-                cs.status is ConflictStatus.OPEN
-                and cs.kind is ConflictKind.IDENTITY
-                and old.id in cs.member_ids
-            ):
+        for cs in self._sets_holding(old.id):
+            if cs.kind is ConflictKind.IDENTITY:
                 members = tuple(new.id if m == old.id else m for m in cs.member_ids)
                 self._revise_conflict(cs, "a member was superseded", member_ids=members)
 
@@ -285,9 +277,7 @@ class Rivals(WorkingSet):
         """An open identity set asks about two names' current versions. One still holding a
         version that a claim retired by a path that does not carry sets along (a late claim
         splitting or retiming it) holds the identity's current version instead."""
-        for cs in list(self.s.conflicts.values()):
-            if cs.status is not ConflictStatus.OPEN or cs.kind is not ConflictKind.IDENTITY:
-                continue
+        for cs in self._open_identity_sets():
             for member in [self.s.facts[m] for m in cs.member_ids if m in self.s.facts]:
                 if member.live or member.identity_key is None:
                     continue

@@ -14,7 +14,11 @@ bench/storage.py). What `stored` keeps of each action:
     open_conflict       ``after = {"id": ...}``: the conflict set's id (no column names it).
     revise_conflict     the fields that changed, before and after, with the id.
     record_observation  ``after = {"id", "event_id"}``: the observation row holds the claim,
-                        the extractor, the fact, the outcome and its reason.
+                        the extractor, the fact, the outcome and its reason. And since that
+                        is all the entry says, a store keeps it in the row too (`in_row`):
+                        the entry's id, job and time are three columns of the observation,
+                        not a row of its own, and read back as this entry (schema 22: a
+                        third of the audit rows, bench/storage.py).
     learn_alias         the alias, whole (aliases are never revised, and rare).
     add_rule            the rule, whole (rules are append-only, never revised, and rare).
     prune_tombstone     the deleted fact's ids and fields (`plan.PRUNED_FIELDS`, no text) as
@@ -38,6 +42,7 @@ subject (the scope of every fact and conflict set) is in it too.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel
@@ -46,6 +51,7 @@ from distill.core.cortex_plan import CORTEX_ACTIONS
 from distill.core.models import AuditEntry, ConflictSet, Fact, JsonObject, Observation
 from distill.core.plan import (
     OBSERVATION_SUMMARY,
+    OBSERVED_BY,
     Action,
     AddRule,
     CreateFact,
@@ -58,6 +64,7 @@ from distill.core.plan import (
     RecordObservation,
     ReviseConflict,
     ReviseFact,
+    observed_reason,
     pruned_fields,
 )
 
@@ -113,6 +120,46 @@ def _changes(before: BaseModel, after: BaseModel) -> tuple[JsonObject, JsonObjec
             del old[key]
             new[key] = {APPENDED: now[len(was) :]}
     return old, new
+
+
+def in_row(entry: AuditEntry, observation: Observation) -> bool:
+    """Whether `observation`'s row can stand for `entry`: the entry says nothing but what
+    `observation_entry` gives back from the row (the pass, the outcome and its reason, the
+    observation's id, event and fact, its scope) and its own id, job and time."""
+    return (
+        entry.action == RECORD_OBSERVATION
+        and entry.pass_name == OBSERVED_BY
+        and entry.reason == observed_reason(observation.outcome, observation.reason)
+        and entry.before is None
+        and entry.after == {"id": observation.id, "event_id": observation.event_id}
+        and entry.fact_id == observation.fact_id
+        and entry.project == observation.project
+        and entry.subject == observation.subject
+    )
+
+
+def observation_entry(
+    entry_id: str,
+    job_id: str | None,
+    at: datetime,
+    observation: tuple[str, str, str, str, str | None, str, str],
+) -> AuditEntry:
+    """The audit entry an observation's row stands for (`in_row`): the entry's own id, job
+    and time, and the observation's project, subject, id, event, fact, outcome and reason."""
+    project, subject, observation_id, event_id, fact_id, outcome, reason = observation
+    return AuditEntry(
+        id=entry_id,
+        project=project,
+        subject=subject,
+        job_id=job_id,
+        pass_name=OBSERVED_BY,
+        action=RECORD_OBSERVATION,
+        reason=observed_reason(outcome, reason),
+        fact_id=fact_id,
+        before=None,
+        after={"id": observation_id, "event_id": event_id},
+        at=at,
+    )
 
 
 def is_fact_revision(action: str) -> bool:

@@ -91,11 +91,22 @@ class ReviseConflict:
         return "revise_conflict"
 
 
+OBSERVED_BY = "extract"  # the pass of a RecordObservation's audit entry
+
+
+def observed_reason(outcome: str, reason: str) -> str:
+    """The reason of an observation's audit entry: its outcome, and why."""
+    return f"{outcome}: {reason}"
+
+
 @dataclass(frozen=True)
 class RecordObservation:
     observation: Observation
-    reason: str = "candidate accepted"
-    pass_name: str = "extract"
+    pass_name: str = OBSERVED_BY
+
+    @property
+    def reason(self) -> str:
+        return observed_reason(self.observation.outcome, self.observation.reason)
 
     @property
     def name(self) -> str:

@@ -522,7 +522,6 @@ class WorkingSet:
                     outcome=outcome,
                     reason=reason,
                 ),
-                reason=f"{outcome}: {reason}",
             )
         )
 

@@ -330,6 +330,17 @@ def sqlite_previous_version(old: str, now: str, before: int | None = None) -> No
             ]
             for name in ("index_fact_words_rows", "index_fact_words"):
                 db.execute(queries[name], {"ids": json.dumps(ids)})
+        if "audit_id" not in {r[1] for r in db.execute("PRAGMA main.table_info(observations)")}:
+            # Before sqlite_0022 an observation's audit entry was a row of the audit table.
+            text = "CASE typeof({0}) WHEN 'blob' THEN lower(hex({0})) ELSE {0} END"
+            db.execute(
+                "INSERT INTO main.audit (id, project, subject, job_id, pass_name, action, "
+                "reason, fact_id, before, after, at) "
+                "SELECT audit_id, project, subject, job_id, 'extract', 'record_observation', "
+                f"outcome || ': ' || reason, fact_id, NULL, json_object('event_id', "
+                f"{text.format('event_id')}, 'id', {text.format('id')}), at "
+                "FROM now.observations WHERE audit_id IS NOT NULL"
+            )
         db.commit()
     finally:
         db.close()
@@ -366,6 +377,20 @@ def postgres_previous_version(old: str, now: str, before: int | None = None) -> 
             ):
                 for block in out:
                     into.write(block)
+        if "audit_id" not in columns["observations"]:
+            # Before postgres_0019 an observation's audit entry was a row of the audit table.
+            entries = source.execute(
+                "SELECT audit_id, project, subject, job_id, 'extract', 'record_observation', "
+                "outcome || ': ' || reason, fact_id, NULL, "
+                "jsonb_build_object('id', id, 'event_id', event_id)::text, at "
+                "FROM observations WHERE audit_id IS NOT NULL"
+            ).fetchall()
+            with target.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO audit VALUES "
+                    "(%s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s)",
+                    entries,
+                )
 
 
 def before_migration(backend: str, old: str, now: str, suffix: str) -> None:

@@ -199,6 +199,9 @@ TABLES: tuple[Table, ...] = (
             "occurred_at": K.TIME,
             "outcome": K.TEXT,
             "reason": K.TEXT,
+            "audit_id": K.ID,
+            "job_id": K.ID,
+            "at": K.TIME,
         },
     ),
     Table(

@@ -19,6 +19,7 @@ import numpy as np
 
 from distill.adapters.store import rows
 from distill.adapters.store.cortex_rows import write_cortex
+from distill.core.audit_trail import in_row
 from distill.core.cortex_plan import CORTEX_ACTIONS
 from distill.core.models import AuditEntry, Fact, FactStatus
 from distill.core.plan import (
@@ -68,13 +69,33 @@ ERASED_AND_COUNTED = ("events", "facts", "observations", "conflicts", "jobs", "a
 
 
 def write_plan(store: SqlStore, db: DB, plan: Plan, audit: Sequence[AuditEntry]) -> list[int]:
-    """Write every action, then the audit entries; returns the dimension of each new vector."""
-    writer = _Writer(store, db, _final_versions(plan))
+    """Write every action, then the audit entries; returns the dimension of each new vector.
+    An observation's entry that its row can stand for is kept in the row (`in_row`)."""
+    in_rows, entries = _entries_in_rows(plan, audit)
+    writer = _Writer(store, db, _final_versions(plan), in_rows)
     for action in plan.actions:
         writer.action(action)
     writer.flush()
-    store._many(db, "insert_audit", [rows.audit_params(e, store.codec) for e in audit])
+    store._many(db, "insert_audit", [rows.audit_params(e, store.codec) for e in entries])
     return [v["dim"] for v in writer.vectors]
+
+
+def _entries_in_rows(
+    plan: Plan, audit: Sequence[AuditEntry]
+) -> tuple[dict[str, AuditEntry], list[AuditEntry]]:
+    """The entries the plan's observation rows stand for, by observation id, and the rest."""
+    observed = {
+        a.observation.id: a.observation for a in plan.actions if isinstance(a, RecordObservation)
+    }
+    in_rows: dict[str, AuditEntry] = {}
+    entries: list[AuditEntry] = []
+    for entry in audit:
+        found = observed.get(str(entry.after.get("id"))) if entry.after else None
+        if found is not None and found.id not in in_rows and in_row(entry, found):
+            in_rows[found.id] = entry
+        else:
+            entries.append(entry)
+    return in_rows, entries
 
 
 def _final_versions(plan: Plan) -> dict[str, Fact]:
@@ -108,10 +129,13 @@ def _may_rewrite(action: Action, waiting: dict[str, None], final: dict[str, Fact
 
 
 class _Writer:
-    def __init__(self, store: SqlStore, db: DB, final: dict[str, Fact]) -> None:
+    def __init__(
+        self, store: SqlStore, db: DB, final: dict[str, Fact], in_rows: dict[str, AuditEntry]
+    ) -> None:
         self.store = store
         self.db = db
         self.final = final
+        self.in_rows = in_rows
         self.q = store.queries
         self.c = store.codec
         # Rows that reference the facts a plan writes, collected to be written in bulk.
@@ -154,7 +178,9 @@ class _Writer:
         elif isinstance(action, ReviseConflict):
             self.revise_conflict(action)
         elif isinstance(action, RecordObservation):
-            self.observations.append(rows.observation_params(action.observation, self.c))
+            observation = action.observation
+            entry = self.in_rows.get(observation.id)
+            self.observations.append(rows.observation_params(observation, self.c, entry))
         elif isinstance(action, LearnAlias):
             self.learn_alias(action)
         elif isinstance(action, MoveCursor):

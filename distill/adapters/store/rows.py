@@ -47,6 +47,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic_core import to_jsonable_python
 
+from distill.core.audit_trail import observation_entry
 from distill.core.json_data import compact_writer
 from distill.core.models import (
     Alias,
@@ -341,8 +342,12 @@ def conflict_from_row(row: Row, c: Codec) -> ConflictSet:
 
 
 # -- observations, aliases, audit ------------------------------------------------------------------
-def observation_params(obs: Observation, c: Codec) -> Params:
+def observation_params(obs: Observation, c: Codec, entry: AuditEntry | None = None) -> Params:
+    """The row of `obs`, and of its audit entry when the row stands for it (`in_row`)."""
     return {
+        "audit_id": None if entry is None else c.id(entry.id),
+        "job_id": None if entry is None else c.id(entry.job_id),
+        "at": None if entry is None else c.time(entry.at),
         "id": c.id(obs.id),
         "project": obs.project,
         "subject": obs.subject,
@@ -414,6 +419,21 @@ def audit_params(entry: AuditEntry, c: Codec) -> Params:
 
 
 def audit_from_row(row: Row, c: Codec) -> AuditEntry:
+    """An entry of the audit table, or one an observation's row stands for (`audit_latest`
+    and `audit_for_fact` read both: the latter have an `observation_id`)."""
+    if row["observation_id"] is not None:
+        observation = (
+            row["project"],
+            row["subject"],
+            c.read_id(row["observation_id"]),
+            c.read_id(row["event_id"]),
+            c.read_id(row["fact_id"]),
+            row["outcome"],
+            row["reason"],
+        )
+        return observation_entry(
+            c.read_id(row["id"]), c.read_id(row["job_id"]), c.read_time(row["at"]), observation
+        )
     return AuditEntry(
         id=c.read_id(row["id"]),
         project=row["project"],

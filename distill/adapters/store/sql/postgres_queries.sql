@@ -638,12 +638,14 @@ GROUP BY kind;
 -- observations, aliases, audit
 
 -- name: insert_observation
+-- With its audit entry's id, job and time when the row stands for that entry (postgres_0019).
 INSERT INTO observations (
     id, project, subject, event_id, fact_id, extractor, claim, claim_hash, source, trust,
-    occurred_at, outcome, reason
+    occurred_at, outcome, reason, audit_id, job_id, at
 ) VALUES (
     %(id)s, %(project)s, %(subject)s, %(event_id)s, %(fact_id)s, %(extractor)s, %(claim)s,
-    %(claim_hash)s, %(source)s, %(trust)s, %(occurred_at)s, %(outcome)s, %(reason)s
+    %(claim_hash)s, %(source)s, %(trust)s, %(occurred_at)s, %(outcome)s, %(reason)s,
+    %(audit_id)s, %(job_id)s, %(at)s
 );
 
 -- name: observations_for_fact
@@ -679,12 +681,33 @@ INSERT INTO audit (
 );
 
 -- name: audit_for_fact
-SELECT * FROM audit WHERE project = %(project)s AND fact_id = %(fact_id)s ORDER BY at, id;
+-- A fact's entries: the audit table's, and those its observations' rows stand for
+-- (postgres_0019: the row's `audit_id`, `job_id` and `at`, with its own id, event, outcome
+-- and reason; `rows.audit_from_row` makes the entry of them).
+SELECT id, project, subject, job_id, pass_name, action, reason, fact_id, before, after, at,
+       NULL::text AS observation_id, NULL::text AS event_id, NULL::text AS outcome
+FROM audit WHERE project = %(project)s AND fact_id = %(fact_id)s
+UNION ALL
+SELECT audit_id, project, subject, job_id, NULL, NULL, reason, fact_id, NULL, NULL, at,
+       id, event_id, outcome
+FROM observations
+WHERE project = %(project)s AND fact_id = %(fact_id)s AND audit_id IS NOT NULL
+ORDER BY at, id;
 
 -- name: audit_latest
+-- The latest entries of a project or of one subject, from the audit table and from the
+-- observations' rows (as audit_for_fact).
 SELECT * FROM (
-    SELECT * FROM audit
+    SELECT id, project, subject, job_id, pass_name, action, reason, fact_id, before, after, at,
+           NULL::text AS observation_id, NULL::text AS event_id, NULL::text AS outcome
+    FROM audit
     WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s)
+    UNION ALL
+    SELECT audit_id, project, subject, job_id, NULL, NULL, reason, fact_id, NULL, NULL, at,
+           id, event_id, outcome
+    FROM observations
+    WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s)
+      AND audit_id IS NOT NULL
     ORDER BY at DESC, id DESC
     LIMIT %(limit)s
 ) AS latest
@@ -693,7 +716,7 @@ ORDER BY at, id;
 -- name: fact_changes_after
 -- The revisions of a project's (or one subject's) facts recorded after an instant: undone
 -- from the newest back, they give each fact as it was believed then.
-SELECT * FROM audit
+SELECT *, NULL::text AS observation_id, NULL::text AS event_id, NULL::text AS outcome FROM audit
 WHERE project = %(project)s AND (%(subject)s::text IS NULL OR subject = %(subject)s)
   AND at > %(after)s AND fact_id IS NOT NULL AND action LIKE '%%\_fact'
 ORDER BY at, id;
@@ -871,7 +894,7 @@ LIMIT %(limit)s;
 
 -- name: copy_read_observations
 SELECT id, project, subject, event_id, fact_id, extractor, claim, claim_hash, source, trust,
-       occurred_at, outcome, reason
+       occurred_at, outcome, reason, audit_id, job_id, at
 FROM observations
 WHERE %(after_id)s::text IS NULL OR id > %(after_id)s
 ORDER BY id

@@ -590,12 +590,13 @@ GROUP BY kind;
 -- observations, aliases, audit
 
 -- name: insert_observation
+-- With its audit entry's id, job and time when the row stands for that entry (sqlite_0022).
 INSERT INTO observations (
     id, project, subject, event_id, fact_id, extractor, claim, claim_hash, source, trust,
-    occurred_at, outcome, reason
+    occurred_at, outcome, reason, audit_id, job_id, at
 ) VALUES (
     :id, :project, :subject, :event_id, :fact_id, :extractor, :claim, :claim_hash, :source,
-    :trust, :occurred_at, :outcome, :reason
+    :trust, :occurred_at, :outcome, :reason, :audit_id, :job_id, :at
 );
 
 -- name: observations_for_fact
@@ -634,16 +635,39 @@ INSERT INTO audit (
 );
 
 -- name: audit_for_fact
-SELECT * FROM audit WHERE project = :project AND fact_id = :fact_id ORDER BY at, id;
+-- A fact's entries: the audit table's, and those its observations' rows stand for
+-- (sqlite_0022: the row's `audit_id`, `job_id` and `at`, with its own id, event, outcome and
+-- reason; `rows.audit_from_row` makes the entry of them).
+SELECT id, project, subject, job_id, pass_name, action, reason, fact_id, before, after, at,
+       NULL AS observation_id, NULL AS event_id, NULL AS outcome
+FROM audit WHERE project = :project AND fact_id = :fact_id
+UNION ALL
+SELECT audit_id, project, subject, job_id, NULL, NULL, reason, fact_id, NULL, NULL, at,
+       id, event_id, outcome
+FROM observations WHERE project = :project AND fact_id = :fact_id AND audit_id IS NOT NULL
+ORDER BY at, id;
 
 -- name: audit_latest
--- The latest entries of a project or of one subject. Two branches, one of which finds nothing
--- at once, so that each reads only its rows through audit_by_subject (one `OR` over the
--- subject would read the whole project either way).
+-- The latest entries of a project or of one subject, from the audit table and from the
+-- observations' rows (as audit_for_fact). Two branches of each, one of which finds nothing
+-- at once, so that each reads only its rows through audit_by_subject or
+-- observations_by_subject (one `OR` over the subject would read the whole project either way).
 SELECT * FROM (
-    SELECT * FROM audit WHERE project = :project AND subject = :subject
+    SELECT id, project, subject, job_id, pass_name, action, reason, fact_id, before, after, at,
+           NULL AS observation_id, NULL AS event_id, NULL AS outcome
+    FROM audit WHERE project = :project AND subject = :subject
     UNION ALL
-    SELECT * FROM audit WHERE project = :project AND :subject IS NULL
+    SELECT id, project, subject, job_id, pass_name, action, reason, fact_id, before, after, at,
+           NULL, NULL, NULL
+    FROM audit WHERE project = :project AND :subject IS NULL
+    UNION ALL
+    SELECT audit_id, project, subject, job_id, NULL, NULL, reason, fact_id, NULL, NULL, at,
+           id, event_id, outcome
+    FROM observations WHERE project = :project AND subject = :subject AND audit_id IS NOT NULL
+    UNION ALL
+    SELECT audit_id, project, subject, job_id, NULL, NULL, reason, fact_id, NULL, NULL, at,
+           id, event_id, outcome
+    FROM observations WHERE project = :project AND :subject IS NULL AND audit_id IS NOT NULL
     ORDER BY at DESC, id DESC
     LIMIT :limit
 ) ORDER BY at, id;
@@ -651,7 +675,7 @@ SELECT * FROM (
 -- name: fact_changes_after
 -- The revisions of a project's (or one subject's) facts recorded after an instant: undone
 -- from the newest back, they give each fact as it was believed then. Two branches, as above.
-SELECT * FROM (
+SELECT *, NULL AS observation_id, NULL AS event_id, NULL AS outcome FROM (
     SELECT * FROM audit WHERE project = :project AND subject = :subject AND at > :after
     UNION ALL
     SELECT * FROM audit WHERE project = :project AND :subject IS NULL AND at > :after
@@ -803,7 +827,7 @@ LIMIT :limit;
 
 -- name: copy_read_observations
 SELECT id, project, subject, event_id, fact_id, extractor, claim, claim_hash, source, trust,
-       occurred_at, outcome, reason
+       occurred_at, outcome, reason, audit_id, job_id, at
 FROM observations
 WHERE :after_id IS NULL OR id > :after_id
 ORDER BY id

@@ -56,15 +56,16 @@ after its stated end") and two values were true at once (seed 8347; seed 100352 
 minutes more, seeds 100,000 to 102,500); fixed by 6bc1bbd. Class 5 (not a check here, seen
 while minimising 4): a third party's value and a trusted one of the same instant, or a
 restatement a late trusted change splits, end differently by arrival order; session 41's
-trust rules fix the shapes seen (`scripts/order_search.py --trust` measures the rest). Open:
-(8) derive elects a `vote` value under a name the identity judge joined to another, a
-version overlapping the retired one (seed 28179). Runs: `--minutes 10 --start 200000` at
-c0537de, 10,146 histories, 70 violations (69 of class 4, first seed 200113; one of 9, seed
-204066); `--minutes 3` at cf02273 (`--start 300000`), 3,320 histories, 0; at 6bc1bbd
-(400000), 2,193 histories, 1 (seed 400906, fixed by 5a53946); at 5a53946 (500000), 3,616
-histories, 0; session 41, eight runs of 3 minutes as its changes landed (seeds 600000 to
-673708, about 3,600 histories each): 0, but seed 652601 (9f4877b's trust check fired inside
-a split; fixed by cebe205).
+trust rules fix the shapes seen (`scripts/order_search.py --trust` measures the rest). (8)
+derive elected a `vote` value under a name the identity judge joined to another, a version
+overlapping the retired one (seed 28179); fixed in session 42 (derive counts a vote under
+the name a claim of its name is filed under, `passes/derive._named`). Runs: `--minutes 10
+--start 200000` at c0537de, 10,146 histories, 70 violations (69 of class 4, first seed
+200113; one of 9, seed 204066); `--minutes 3` at cf02273 (`--start 300000`), 3,320
+histories, 0; at 6bc1bbd (400000), 2,193 histories, 1 (seed 400906, fixed by 5a53946); at
+5a53946 (500000), 3,616 histories, 0; session 41, eight runs of 3 minutes as its changes
+landed (seeds 600000 to 673708, about 3,600 histories each): 0, but seed 652601 (9f4877b's
+trust check fired inside a split; fixed by cebe205).
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

@@ -256,6 +256,20 @@ class _Deriver:
         self.result.decisions.append(Decision(outcome, fact_id, reason))
 
 
+def follow(groups: Sequence[Group], moves: dict[str, tuple[str, str]]) -> list[Group]:
+    """`groups` with each one whose name the subject resolved into another counted under
+    that other (`moves`: key -> (predicate, key), as the adjudicator files a claim of that
+    name); groups that meet merge, their ballots in world-time order."""
+    found: dict[str, tuple[str, dict[str, Scalar], list[Ballot]]] = {}
+    for g in groups:
+        predicate, key = moves.get(g.key, (g.predicate, g.key))
+        found.setdefault(key, (predicate, g.qualifiers, []))[2].extend(g.ballots)
+    return [
+        Group(k, p, q, tuple(sorted(b, key=lambda x: (x.at, x.observation_id))))
+        for k, (p, q, b) in sorted(found.items())
+    ]
+
+
 def ballot_groups(
     observations: Sequence[tuple[str, str, dict[str, Any], dict[str, Scalar], Ballot]],
 ) -> list[Group]:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from distill.core import drift
+from distill.core import drift, timeline
 from distill.core.derive import (
     COUNTS,
     DERIVE_BATCH,
@@ -36,6 +36,7 @@ from distill.core.derive import (
     DeriveSnapshot,
     Group,
     decide,
+    follow,
 )
 from distill.core.identity import identity_key, identity_text, split_qualifiers
 from distill.core.models import Fact, FactKind, FactStatus, Observation
@@ -128,7 +129,7 @@ class DeriveCycle:
             read = kept
         else:
             capped, read = capped or bool(read), []
-        groups = votes_by_identity(read)
+        groups = _named(store, scope, votes_by_identity(read))
         open_facts = _open_facts(store, scope, groups)
         wanted = texts_of(groups, open_facts.values())
         vectors = {t: work.vectors[t] for t in wanted if t in work.vectors}
@@ -177,6 +178,64 @@ def votes_by_identity(votes: Sequence[Observation]) -> list[Group]:
         Group(k, p, q, tuple(sorted(b, key=lambda x: (x.at, x.observation_id))))
         for k, (p, q, b) in sorted(found.items())
     ]
+
+
+def _named(store: Store, scope: Scope, groups: list[Group]) -> list[Group]:
+    """The groups under the names their votes are filed under, as the adjudicator files a
+    claim (`Adjudicator._resolve_predicate`): a name with an active fact is its own; else a
+    learned alias leads to the name it points to, when the subject has facts under it; and a
+    name whose last version a fact of another name replaced (an identity set resolved into
+    the other) follows it. Without this, a voted name learned as an alias of another was
+    elected again under the old name, beside the other's current value (the hygiene
+    search's class 8, seed 28179)."""
+    keys = [g.key for g in groups]
+    versions: dict[str, list[Fact]] = {}
+    for f in store.facts_by_identity(scope.project, scope.subject, keys):
+        if f.identity_key and f.kind is FactKind.STATE:
+            versions.setdefault(f.identity_key, []).append(f)
+    lost = [
+        g for g in groups if not any(f.status is FactStatus.ACTIVE for f in versions.get(g.key, ()))
+    ]
+    if not lost:
+        return groups
+    aliases = store.aliases(scope.project, sorted({g.predicate for g in lost}))
+    pointed = {
+        g.key: identity_key(aliases[g.predicate].canonical, g.qualifiers)
+        for g in lost
+        if g.predicate in aliases
+    }
+    for f in store.facts_by_identity(scope.project, scope.subject, sorted(set(pointed.values()))):
+        if f.identity_key and f.kind is FactKind.STATE:
+            versions.setdefault(f.identity_key, []).append(f)
+    moves: dict[str, tuple[str, str]] = {}
+    for g in lost:
+        named = pointed.get(g.key)
+        if named is None or not versions.get(named):
+            named = g.key
+        moved = _renamed_to(store, scope, versions.get(named, []))
+        if moved is not None and moved.predicate and moved.identity_key:
+            moves[g.key] = (moved.predicate, moved.identity_key)
+        elif named != g.key:
+            predicate = aliases[g.predicate].canonical
+            moves[g.key] = (predicate, named)
+    return follow(groups, moves)
+
+
+def _renamed_to(store: Store, scope: Scope, versions: list[Fact]) -> Fact | None:
+    """The active state fact of another name that the last of `versions` (one name's, none
+    active) was superseded by, following the receipts; None when there is none."""
+    if not versions or any(f.status is FactStatus.ACTIVE for f in versions):
+        return None
+    fact = max(versions, key=timeline.position)
+    seen: set[str] = set()
+    while fact.superseded_by and fact.superseded_by not in seen:
+        seen.add(fact.superseded_by)
+        following = store.facts_by_ids(scope.project, [fact.superseded_by])
+        if not following:
+            return None
+        fact = following[0]
+    moved = fact.status is FactStatus.ACTIVE and fact.identity_key != versions[0].identity_key
+    return fact if moved and fact.kind is FactKind.STATE else None
 
 
 def _open_facts(store: Store, scope: Scope, groups: Sequence[Group]) -> dict[str, Fact]:
@@ -246,7 +305,7 @@ def _cycle(
     report.scopes += 1
     cursor = store.pass_cursor(scope.project, scope.subject, PASS_NAME)
     read = store.votes(scope.project, scope.subject, cursor, batch)
-    groups = votes_by_identity(read)
+    groups = _named(store, scope, votes_by_identity(read))
     texts = texts_of(groups, _open_facts(store, scope, groups).values())
     vectors = embed(sorted(texts)) if texts else {}
     work = DeriveWork(now(), read[-1].id if read else None, vectors, embed)

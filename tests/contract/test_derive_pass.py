@@ -14,7 +14,9 @@ import pytest
 from distill import Memory
 from distill.adapters.embed.hashing import HashingEmbedder
 from distill.core.drift import DRIFT_DEPTH_FACTOR
-from distill.core.models import FactStatus
+from distill.core.identity import identity_key
+from distill.core.models import Alias, FactStatus
+from distill.core.plan import CreateFact, LearnAlias, Plan, ReviseFact
 from distill.core.recall import ARM_DEPTH
 from tests.conftest import FakeClock
 
@@ -182,3 +184,60 @@ def test_recall_reads_deeper_for_an_unstable_subject(
     assert asked == [ARM_DEPTH, ARM_DEPTH * DRIFT_DEPTH_FACTOR]
     hits = voting.search("which language", SUBJECT)
     assert [h.fact.value for h in hits] == [{"language": "f"}]  # still only what is served
+
+
+def test_votes_for_a_name_resolved_into_another_count_under_the_other(
+    database: str, clock: FakeClock
+) -> None:
+    """Once the subject's `uses` was resolved into `language` (an identity set a person or
+    the judge closed: the old name's fact superseded by the other's, the alias learned),
+    votes still given as `uses` are counted against `language`'s current value, as a claim
+    of that name is filed, never elected under `uses` beside it (the hygiene search's class
+    8, seed 28179)."""
+    policies = {"uses": "vote", "language": "vote"}
+    voting = Memory(database, embedder=HashingEmbedder(256), clock=clock, policies=policies)
+    say(voting, "rust", at=clock.now() - timedelta(days=10))
+    voting.derive()
+    [uses] = [f for f in voting.facts(SUBJECT) if f.predicate == "uses"]
+    now = clock.now()
+    language = uses.model_copy(
+        update={
+            "id": "renamed-language-fact",
+            "predicate": "language",
+            "identity_key": identity_key("language", {}),
+            "text": "language: rust",
+            "supersedes_id": uses.id,
+            "valid_from": now,
+            "recorded_at": now,
+        }
+    )
+    retired = uses.model_copy(
+        update={
+            "status": FactStatus.SUPERSEDED,
+            "valid_to": now,
+            "retired_at": now,
+            "superseded_by": language.id,
+        }
+    )
+    alias = Alias(
+        project="default", alias="uses", canonical="language", distance=0.0, learned_at=now
+    )
+    voting.store.apply(
+        Plan(
+            [
+                ReviseFact(uses, retired, "retire", "resolved into language"),
+                CreateFact(language, "resolved into language"),
+                LearnAlias(alias, "resolved into language"),
+            ]
+        ),
+        None,
+        [],
+    )
+
+    clock.advance(days=1)
+    say(voting, "go", "go", "go", at=clock.now())
+    report = voting.derive()
+    active = [f for f in voting.facts(SUBJECT) if f.predicate in ("uses", "language")]
+    assert [(f.predicate, f.value) for f in active] == [("language", {"language": "go"})]
+    assert report.invalidated == 1 and report.created == 0
+    voting.close()

@@ -382,7 +382,8 @@ class Adjudicator(LateArrivals):
         elif not own:
             named = ""
         if named:
-            moved = self._renamed_to(self._state_versions(identity_key(named, qualifiers)))
+            versions = self._state_versions(identity_key(named, qualifiers))
+            moved = timeline.renamed_to(versions, self.s.facts.get)
             if moved is not None and moved.predicate is not None:
                 return moved.predicate, f"'{named}' was resolved into {moved.predicate}", None
             return named, how, None
@@ -401,23 +402,6 @@ class Adjudicator(LateArrivals):
             return predicate, "exact predicate", found
         self._learn_alias(predicate, other.predicate, match.distance, match.reason)
         return other.predicate, f"same attribute as {other.predicate}: {match.reason}", None
-
-    def _renamed_to(self, versions: list[Fact]) -> Fact | None:
-        """The active fact of another identity that this name's last version was superseded
-        by (an identity set resolved into the other name, by a person or the judge), if
-        any: this subject's own record of the rename, whatever the project's aliases say."""
-        if not versions or any(f.status is FactStatus.ACTIVE for f in versions):
-            return None
-        fact = max(versions, key=timeline.position)
-        seen: set[str] = set()
-        while fact.superseded_by and fact.superseded_by not in seen:
-            seen.add(fact.superseded_by)
-            following = self.s.facts.get(fact.superseded_by)
-            if following is None:
-                return None
-            fact = following
-        moved = fact.status is FactStatus.ACTIVE and fact.identity_key != versions[0].identity_key
-        return fact if moved and fact.kind is FactKind.STATE else None
 
     def _state_versions(self, key: str) -> list[Fact]:
         return [f for f in self._facts_of(key) if f.kind is FactKind.STATE]

@@ -14,7 +14,7 @@ an empty interval [t, t) in history; it is never served for any instant.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -117,3 +117,22 @@ def freshest(current: tuple[int, datetime], seen: tuple[int, datetime]) -> tuple
     repetition never refreshes a fact, and an older event never moves it back. Taking the
     maximum of (trust rank, time) pairs gives the same answer in any arrival order."""
     return max(current, seen)
+
+
+def renamed_to(versions: list[Fact], fact_of: Callable[[str], Fact | None]) -> Fact | None:
+    """The active state fact of another identity that the last of `versions` (one name's,
+    none of them active) was superseded by, following the receipts (`fact_of` reads a fact
+    by id): an identity set resolved into the other name, by a person or the judge. The
+    subject's own record of a rename, whatever the project's aliases say; None without one."""
+    if not versions or any(f.status is FactStatus.ACTIVE for f in versions):
+        return None
+    fact = max(versions, key=position)
+    seen: set[str] = set()
+    while fact.superseded_by and fact.superseded_by not in seen:
+        seen.add(fact.superseded_by)
+        following = fact_of(fact.superseded_by)
+        if following is None:
+            return None
+        fact = following
+    moved = fact.status is FactStatus.ACTIVE and fact.identity_key != versions[0].identity_key
+    return fact if moved and fact.kind is FactKind.STATE else None

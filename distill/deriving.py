@@ -77,8 +77,9 @@ class Deriving:
     ) -> DeriveReport:
         """One derive cycle per scope holding votes (claims of predicates whose policy is
         `vote`): each identity's new votes elect its value (`core.derive`), reinforce or
-        invalidate its open fact; the report has processed, created, reinforced,
-        invalidated and drift_alerts. Only `projects` (all when empty), or one `subject`.
+        invalidate its open fact; the report has processed, untrusted (votes read and not
+        counted), created, reinforced, invalidated and drift_alerts. Only `projects` (all
+        when empty), or one `subject`.
         `cluster=False` counts exact values only (no paraphrase clustering);
         `cluster_distance` (a cosine distance) replaces the one calibrated for the embedder
         (`calibrations.json`, `derive_cluster`; none calibrated: exact values only). `batch`

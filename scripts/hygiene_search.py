@@ -26,7 +26,12 @@ After every step it checks, and the first violation ends the history:
 - one active state fact per identity and subject;
 - one value at a time (DESIGN invariant 8, as `one_value_at_a_time` in
   tests/unit/test_properties.py): the versions ever true never overlap in world time;
-- an automatic step (consolidation, a pass) leaves a pinned fact as it was;
+- an automatic step (consolidation, a pass) leaves a pinned fact as it was; makes no fact
+  active that only untrusted statements back, unless a person accepted them (the write
+  gate); and retires no current fact for a successor less trusted than it (derive excepted:
+  votes count alike; summarise too: a summary consumes, it contradicts nothing);
+- a fact's value never changes in place (DESIGN invariant 7: a changed value is a new
+  version, never a reinforcement);
 - a dry run writes nothing (facts, sets, audit trail, jobs);
 - no job fails, no consolidation, dedupe or prune reports an error, no step raises;
 - events are never changed;
@@ -66,6 +71,16 @@ histories, 0; at 6bc1bbd (400000), 2,193 histories, 1 (seed 400906, fixed by 5a5
 5a53946 (500000), 3,616 histories, 0; session 41, eight runs of 3 minutes as its changes
 landed (seeds 600000 to 673708, about 3,600 histories each): 0, but seed 652601 (9f4877b's
 trust check fired inside a split; fixed by cebe205).
+(10) Session 43 added the check "untrusted never served" (above) and it found, in its first
+two minutes at 32fcf7c (seeds 700000 to 702353, 61 histories), four shapes of one class:
+a third value reclassifying a quarantine set made its untrusted member an active event
+(seed 700000), an untrusted restatement's stated end closed a more trusted version and a
+late change then made it a version of its own (700085), likewise without the end (701386),
+and derive elected untrusted votes (700114); and a fifth later, a late change inside a
+version with a stated end whose only later statement was untrusted (710117). All fixed in
+session 43 (tests/unit/test_untrusted_never_served.py). The check's other hits were
+statements a person had accepted (a summary of such a memory, a split of such a value),
+which it now leaves alone.
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 
@@ -475,10 +490,18 @@ def check_step(
     deleted: set[str],
     dry_before: Any,
     events: dict[str, Any],
+    accepted: set[str],
 ) -> dict[str, Fact]:
     """The checks after one step: nothing lost, pinned facts, dry runs, jobs, events, and
-    `check_state`. The facts as they are now."""
+    `check_state`. The facts as they are now. `accepted` gathers the events behind facts a
+    person made active (their statements may be served, however trusted)."""
     facts = {f.id: f for f in mem.facts(include_retired=True)}
+    if kind not in AUTOMATIC:
+        for i, f in facts.items():
+            if f.status is FactStatus.ACTIVE and not (
+                i in before and before[i].status is FactStatus.ACTIVE
+            ):
+                accepted.update(f.source_event_ids)
     gone = set(before) - set(facts)
     if gone != deleted:
         raise Violation(
@@ -490,6 +513,35 @@ def check_step(
         for i, f in before.items():
             if f.pinned and (i not in facts or facts[i] != f):
                 raise Violation("pinned unchanged", f"{kind} changed pinned {i}")
+        for i, f in facts.items():
+            was = before.get(i)
+            # Served on a statement an untrusted source made and no person accepted alone.
+            backing = [
+                e for e in f.source_event_ids if events[e]["trust"] != "untrusted" or e in accepted
+            ]
+            if (
+                f.status is FactStatus.ACTIVE
+                and not backing
+                and not (was is not None and was.status is FactStatus.ACTIVE)
+            ):
+                raise Violation("untrusted never served", f"{kind} made {line(f)} active")
+        # Votes count alike whatever their source (README, "Votes and drift"); a summary
+        # consumes what it sums up (with the least trust of it), it contradicts nothing.
+        for i, f in facts.items() if kind not in ("derive", "summarise") else ():
+            was = before.get(i)
+            by = facts.get(f.superseded_by or "")
+            if (
+                was is not None
+                and was.status is FactStatus.ACTIVE
+                and f.status is FactStatus.SUPERSEDED
+                and by is not None
+                and not by.pinned  # a person's choice
+                and by.trust.rank < f.trust.rank
+            ):
+                raise Violation("less trusted displaces nothing", f"{line(f)} by {line(by)}")
+    for i, f in facts.items():
+        if i in before and before[i].value != f.value:
+            raise Violation("a value never changes", f"{kind}: {line(before[i])} → {line(f)}")
     if dry_before is not None and written(mem) != dry_before:
         raise Violation("dry runs write nothing", f"a dry {kind} wrote")
     failed = [j.error for j in mem.jobs() if j.status.value == "failed"]
@@ -509,6 +561,7 @@ def play(seed: int, echo: bool = False) -> tuple[Found | None, int]:
         print(setting)
     mem, clock, model = open_memory(setting)
     events: dict[str, Any] = {}
+    accepted: set[str] = set()
     try:
         facts = {f.id: f for f in mem.facts(include_retired=True)}
         for index, (kind, p) in enumerate(steps):
@@ -521,7 +574,7 @@ def play(seed: int, echo: bool = False) -> tuple[Found | None, int]:
             dry_before = written(mem) if p.get("dry") else None
             try:
                 deleted = run_step(mem, clock, kind, p, events)
-                facts = check_step(mem, kind, p, facts, deleted, dry_before, events)
+                facts = check_step(mem, kind, p, facts, deleted, dry_before, events, accepted)
             except Violation as v:
                 found = Found(seed, index, kind, v.invariant, str(v))
             except Exception as exc:

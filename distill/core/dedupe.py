@@ -257,9 +257,9 @@ def merge_into(
 ) -> None:
     """Retire each of `losers` into `survivor` (the receipt: superseded by it, its validity
     emptied, for the survivor now stands for its span) and let the survivor absorb their
-    evidence, statements and earliest start, unless it is pinned (then it is left as it is,
-    and the losers' receipts lead to their own evidence). Every pass that merges memories
-    merges them this way."""
+    evidence, statements, earliest start and best trust, unless it is pinned (then it is
+    left as it is, and the losers' receipts lead to their own evidence). Every pass that
+    merges memories merges them this way."""
     if not losers:
         return
     for loser in losers:
@@ -286,6 +286,9 @@ def merge_into(
             "last_reinforced_at": max(
                 [survivor.last_reinforced_at, *(f.last_reinforced_at for f in losers)]
             ),
+            # The evidence it absorbs keeps its weight: trust is the best of it, as a
+            # reinforcement's is.
+            "trust": max([survivor.trust, *(f.trust for f in losers)], key=lambda t: t.rank),
         }
     )
     absorbed_ids = ", ".join(f.id for f in losers)

@@ -14,6 +14,15 @@ For each identity (predicate and identity qualifiers) with votes in the cycle:
   canonical value, another cluster winning means the open one holds at most half of the
   evidence, so the bar is always met then; it is checked anyway, the rule written once.
 
+**Untrusted votes count zero.** They are read (`processed`), kept as observations and counted
+apart (`untrusted`), but elect, reinforce and close nothing: everywhere else an untrusted
+source's claim is held in quarantine and never served (DESIGN, the write gate), and a vote
+is no way round that. An identity whose cycle brought only untrusted votes is left as it
+stands (`ignored`). The other trust classes count one each: `vote` is declared where no
+single source is reliable, and weights between third parties and trusted sources would need
+a measurement the benchmark (one trust class) cannot give; a value a person must hold fixed
+is pinned, or its predicate kept `latest`.
+
 Pinned facts are never touched. A cycle always ends with a `RecordCycle` (its audit entry
 is the cycle's record, also when it had nothing to do) and, when it read votes, the move of
 the scope's cursor past them.
@@ -35,7 +44,7 @@ Drift (`core.drift`) is counted over the subject's invalidations, these included
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -44,7 +53,7 @@ import numpy.typing as npt
 
 from distill.core import drift
 from distill.core.identity import content_hash, fact_text, identity_text
-from distill.core.models import Fact, FactKind, FactStatus, Scalar
+from distill.core.models import Fact, FactKind, FactStatus, Scalar, Trust
 from distill.core.passes import Decision, PassResult
 from distill.core.plan import CreateFact, MoveCursor, Plan, RecordCycle, ReviseFact
 from distill.core.votes import Ballot, Tally, surface, tally
@@ -57,7 +66,7 @@ INVALIDATE_SHARE = 0.40
 # Votes read per scope per cycle; the rest waits behind the cursor for the next cycle (the
 # seed's DEFAULT_BATCH_SIZE: one cycle's embedding call and plan stay small).
 DERIVE_BATCH = 500
-COUNTS = ("processed", "created", "reinforced", "invalidated", "drift_alerts")
+COUNTS = ("processed", "untrusted", "created", "reinforced", "invalidated", "drift_alerts")
 
 Vector = npt.NDArray[np.float32]
 
@@ -139,6 +148,19 @@ class _Deriver:
 
     def group(self, g: Group) -> None:
         prior = self.s.open_facts.get(g.key)
+        counted = tuple(b for b in g.ballots if b.trust is not Trust.UNTRUSTED)
+        if len(counted) < len(g.ballots):
+            untrusted = len(g.ballots) - len(counted)
+            self.result.counts["untrusted"] += untrusted
+            if not counted:
+                self._decision(
+                    "ignored",
+                    prior.id if prior is not None else None,
+                    f"{untrusted} vote(s) on {g.predicate}, all from untrusted sources: "
+                    "an untrusted source never decides a value",
+                )
+                return
+            g = replace(g, ballots=counted)
         also = [surface(prior.value)] if prior is not None and prior.value else []
         t = tally(g.ballots, self.s.vectors, self.s.max_distance, also)
         share = f"{t.votes[t.cluster]} of {t.total} votes"

@@ -328,8 +328,15 @@ def check(
             if older.pinned:
                 refuse("pinned", f"{older.id} is pinned and may not be retired")
                 continue
-            if guards.evidence(older.text, newer.text) is None:
-                out.plan.add(_contest(older, newer, v.reason, now, new_id()))
+            unshown = guards.evidence(older.text, newer.text) is None
+            # The write gate, as adjudication keeps it: a less trusted memory retires nothing.
+            if unshown or newer.trust.yields_to(older.trust):
+                why = (
+                    "the words show no change"
+                    if unshown
+                    else f"a {newer.trust} memory may not retire a {older.trust} one"
+                )
+                out.plan.add(_contest(older, newer, f"{v.reason}; {why}", now, new_id()))
                 out.touched |= {memory.id, target.id}
                 out.contested.append(v)
                 continue
@@ -355,9 +362,10 @@ def check(
 
 
 def _contest(older: Fact, newer: Fact, reason: str, now: datetime, set_id: str) -> OpenConflict:
-    """A supersede the words do not show: both served, contested, until a person keeps one
-    (keeping the newer retires the older, as the supersede would have)."""
-    said = f"judge: {reason} (the words show no change: kept both, contested)"
+    """A supersede the words do not show, or from a less trusted memory (`reason` says
+    which): both served, contested, until a person keeps one (keeping the newer retires the
+    older, as the supersede would have)."""
+    said = f"judge: {reason} (kept both, contested)"
     return contest((older, newer), said, now, set_id, PASS_NAME)
 
 

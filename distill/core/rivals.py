@@ -134,13 +134,15 @@ class Rivals(WorkingSet):
 
     def _as_event(self, member: Fact, reason: str) -> None:
         """A held statement kept as what it is once a third value shows the attribute is
-        not one: an active event fact, "said X (stated D)"."""
+        not one: an active event fact, "said X (stated D)"; an untrusted source's stays held
+        (`_close_as_events` quarantines it), as its event claim would have been."""
+        held = member.status is FactStatus.CANDIDATE and member.trust is Trust.UNTRUSTED
         self._revise(
             member,
             "reclassify",
             reason,
             kind=FactKind.EVENT,
-            status=FactStatus.ACTIVE,
+            status=FactStatus.CANDIDATE if held else FactStatus.ACTIVE,
             text=stated_on(member.text, member.valid_from),
         )
 

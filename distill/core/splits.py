@@ -26,6 +26,7 @@ from distill.core.models import (
     FactKind,
     FactStatus,
     Outcome,
+    Trust,
 )
 from distill.core.passes import Decision
 from distill.core.rivals import Rivals
@@ -88,30 +89,70 @@ class Splits(Rivals):
         # or, from the restatement on, against the restated value.
         self._move_later_rivals(version, self.s.facts[restated_id])
         self._move_later_rivals(version, self.s.facts[change.id])
+        tail = restated_id
+        if held is None and all(s.trust is Trust.UNTRUSTED for s in later):
+            self._hold_restated(self.s.facts[change.id], self.s.facts[restated_id], c)
+            tail = change.id
         if following is not None:
             self._revise(
                 self.s.facts[following.id],
                 "link",
                 "an older version was split before it",
-                supersedes_id=restated_id,
+                supersedes_id=tail,
             )
         self._now_a_return(self.s.facts[change.id], ident.key)  # after the link: it may retire
         return Decision(Outcome.HISTORICAL, change.id, reason)
+
+    def _hold_restated(self, change: Fact, restated: Fact, c: Candidate) -> None:
+        """The restated part of a split whose statements are all untrusted: in world order
+        each met the change as the version in force and was held in quarantine against it
+        (an untrusted statement makes no version). The change takes the part's place: its
+        status, its successor, and an end that is its own stated one or that successor's
+        start."""
+        reason = "restated only by untrusted sources: held against the change"
+        following = self.s.facts.get(restated.superseded_by or "")
+        self._revise(
+            restated,
+            "hold",
+            reason,
+            status=FactStatus.CANDIDATE,
+            supersedes_id=None,
+            superseded_by=None,
+            retired_at=None,
+        )
+        self._revise(
+            change,
+            "link",
+            reason,
+            status=restated.status,
+            valid_to=timeline.end_of(
+                c.claim.valid_to, following.valid_from if following is not None else None
+            ),
+            superseded_by=restated.superseded_by,
+            retired_at=restated.retired_at,
+        )
+        self._open_conflict(
+            change.identity_key, (change.id, restated.id), ConflictKind.QUARANTINE, reason
+        )
 
     def _only_less_trusted(
         self, c: Candidate, version: Fact, later: list[Support], following: Fact | None
     ) -> bool:
         """Whether every restatement after the change is from a source less trusted than
-        the change's (or untrusted), the version the current one and open-ended, the
-        change too: in world order each restatement met the change as the current value
-        and could not displace it."""
+        the change's, the version the current one and open-ended, the change too: in world
+        order each restatement met the change as the current value and could not displace
+        it. Untrusted restatements after a change with a stated end too: in world order they
+        met the change, or after its end restated the value after a gap, which an untrusted
+        source never makes a version (`_given_an_end` holds them the same way)."""
         trust = c.event.trust
         return (
             following is None
             and version.status is FactStatus.ACTIVE
             and version.valid_to is None
-            and c.claim.valid_to is None
-            and all(s.trust.yields_to(trust) for s in later)
+            and (
+                all(s.trust is Trust.UNTRUSTED for s in later)
+                or (c.claim.valid_to is None and all(s.trust.yields_to(trust) for s in later))
+            )
         )
 
     def _change_over_less_trusted(

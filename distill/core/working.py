@@ -186,6 +186,9 @@ class WorkingSet:
             (fact.trust.rank, fact.last_reinforced_at), (c.event.trust.rank, t)
         )
         trust = fact.trust if fact.trust.rank >= c.event.trust.rank else c.event.trust
+        # An end is a change to the version: only a source that could change it states one
+        # (an untrusted or less trusted restatement supports the value, and ends nothing).
+        end = None if c.event.trust.yields_to(fact.trust) else c.claim.valid_to
         self._revise(
             fact,
             "reinforce",
@@ -195,14 +198,13 @@ class WorkingSet:
             last_reinforced_at=when,
             trust=trust,
             valid_from=min(fact.valid_from, valid_from or fact.valid_from),
-            valid_to=self._stated_end(fact, c.claim.valid_to),
+            valid_to=self._stated_end(fact, end),
         )
         if fact.id in self.s.support:
             self.s.support[fact.id] = (
                 *self.s.support[fact.id],
                 support_of(c.event.id, t, c.event.trust, c.claim),
             )
-        end = c.claim.valid_to
         if end is not None and (fact.valid_to is None or end < fact.valid_to):
             self._given_an_end(self.s.facts[fact.id], end, fact.valid_to)
         return Decision(Outcome.REINFORCED, fact.id, reason)
@@ -494,9 +496,16 @@ class WorkingSet:
         self.plan.add(OpenConflict(cs, reason))
 
     def _close_as_events(self, cs: ConflictSet, reason: str) -> None:
-        """A set a third distinct value closed: its members are dated events now."""
+        """A set a third distinct value closed: its members are dated events now, an
+        untrusted source's held in quarantine of its own (as `Adjudicator._occurrence` holds
+        an untrusted event claim: no untrusted statement is served)."""
         closed = {"resolved_at": self.now, "resolved_by": Resolver.CLAIM}
         self._revise_conflict(cs, reason, status=ConflictStatus.RECLASSIFIED, **closed)
+        for member_id in cs.member_ids:
+            member = self.s.facts[member_id]
+            if member.kind is FactKind.EVENT and member.status is FactStatus.CANDIDATE:
+                key = member.identity_key
+                self._open_conflict(key, (member.id,), ConflictKind.QUARANTINE, "untrusted source")
 
     def _revise_conflict(self, cs: ConflictSet, reason: str, **changes: Any) -> None:
         after = cs.model_copy(update=changes)

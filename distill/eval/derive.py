@@ -14,11 +14,13 @@ clubs are held out.
 
 **The benchmark.** For each player, each spell is a period of world time in which sources
 report the club: `VOTES_PER_PERIOD` votes, each a form of the right club (the name as
-written or, half the time, another form), or, with probability `noise`, a wrong club from a
-low-trust source (half the time the club the player just left, a stale page; else another
-held-out club). A derive cycle runs at the end of each period over that period's votes,
-against the fact the last one left (`core.derive.decide`, the pass's own decision, with the
-embedder's vectors of every form). Scored at each period's end: the club of the current
+written or, half the time, another form), or, with probability `noise`, a wrong club (half
+the time the club the player just left, a stale page; else another held-out club). Every
+vote is a third party's: a wrong page is not labelled as one, and votes labelled untrusted
+count zero (`core.derive`), so noise from them would be filtered for free. A derive
+cycle runs at the end of each period over that period's votes, against the fact the last
+one left (`core.derive.decide`, the pass's own decision, with the embedder's vectors of
+every form). Scored at each period's end: the club of the current
 value, against the spell's club, for
 
 - `vote` with clustering (the calibrated distance), `vote` exact (no clustering), and
@@ -58,7 +60,7 @@ TITLE = "Derive: voted values against the last statement, YAGO15k playsFor with 
 DATA = ("yago15k_temporal", "playsFor_timelines.json")
 LICENSE = "BSD-3 (mmkb); facts from YAGO, CC BY"
 VOTES_PER_PERIOD = 7  # reports of a spell's club per period (a cycle's votes)
-NOISE_SHARES = (0.1, 0.3, 0.45)  # share of votes that are wrong, low-trust
+NOISE_SHARES = (0.1, 0.3, 0.45)  # share of votes that are wrong
 HEADLINE_NOISE = 0.3
 SWEEP_DISTANCES = (0.10, 0.15, 0.20)  # cosine distances shown beside the calibrated one
 PREDICATE = "plays_for"
@@ -193,7 +195,7 @@ def votes_of(
             wrong = previous if previous and rng.random() < 0.5 else rng.choice(others)
             while wrong == period.club:
                 wrong = rng.choice(others)
-            found.append((wrong, Trust.UNTRUSTED))
+            found.append((wrong, Trust.THIRD_PARTY))
         else:
             written = forms(period.club)
             found.append(
@@ -459,6 +461,6 @@ def run(ctx: EvalContext) -> SuiteResult:
     )
     result.notes.append(
         "Evidence is each cycle's (one cycle per spell): see distill/core/derive.py for why; "
-        f"{VOTES_PER_PERIOD} votes per cycle, wrong ones from an untrusted source."
+        f"{VOTES_PER_PERIOD} votes per cycle, right and wrong ones alike from third parties."
     )
     return result

@@ -3,7 +3,7 @@ drift.
 
 `derive` runs one cycle per scope holding votes (claims of predicates whose policy is
 `vote`: `distill --policy PREDICATE=vote`, or DISTILL_POLICIES) and prints what it did:
-processed, created, reinforced, invalidated, drift_alerts. `subjects` lists a project's
+processed, untrusted, created, reinforced, invalidated, drift_alerts. `subjects` lists a project's
 subjects with their drift flag.
 """
 
@@ -79,7 +79,9 @@ def derive(
 def _print(report: DeriveReport) -> None:
     c = report.counts
     out.print(
-        f"{report.scopes} subject(s): processed {c['processed']} vote(s); created "
+        f"{report.scopes} subject(s): processed {c['processed']} vote(s)"
+        + (f" ({c['untrusted']} untrusted, not counted)" if c["untrusted"] else "")
+        + f"; created "
         f"{c['created']}, reinforced {c['reinforced']}, invalidated {c['invalidated']}; "
         f"{c['drift_alerts']} drift alert(s)"
         + (" (dry run: nothing written)" if report.dry_run else ""),

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from distill.core.apply import validate
 from distill.core.dedupe import Near, dedupe, word_bag
-from distill.core.models import FactKind, FactStatus
+from distill.core.models import FactKind, FactStatus, Trust
 from distill.core.plan import ReviseFact
 from tests.factories import PROJECT, SUBJECT, T0, make_fact, make_memory
 
@@ -121,3 +121,15 @@ def test_the_offline_tier_refuses_what_a_guard_objects_to_and_what_is_too_far() 
     assert dedupe(close, T0, near=[Near("x", "y", 0.3)], max_distance=0.24).retired == 0
     assert dedupe(close, T0, near=[Near("x", "y", 0.1)]).retired == 0  # no distance: off
     assert dedupe(close, T0, near=[Near("x", "y", 0.1)], max_distance=0.24).retired == 1
+
+
+def test_the_survivor_takes_the_best_trust_of_the_duplicates_it_absorbs() -> None:
+    # The more corroborated third party's copy survives; the person's own statement of the
+    # same words is evidence it keeps, with its trust.
+    kept = make_memory("walks the dog", id="m0", reinforcement_count=2, trust=Trust.THIRD_PARTY)
+    said = make_memory("Walks the dog.", id="m1", trust=Trust.TRUSTED)
+    result = dedupe([kept, said], T0)
+    absorbed = [
+        a.after for a in result.plan.actions if isinstance(a, ReviseFact) and a.op == "absorb"
+    ]
+    assert [(f.id, f.trust) for f in absorbed] == [("m0", Trust.TRUSTED)]

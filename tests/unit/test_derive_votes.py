@@ -188,6 +188,47 @@ def test_a_pinned_prior_fact_is_never_touched() -> None:
     assert not [a for a in result.plan.actions if isinstance(a, ReviseFact | CreateFact)]
 
 
+# -- untrusted votes count zero (DESIGN, the write gate) --------------------------------------
+def test_untrusted_votes_alone_elect_nothing_but_are_read_and_counted() -> None:
+    cast = [ballot("go", JAN + timedelta(days=i), Trust.UNTRUSTED) for i in range(3)]
+    result = decide(snapshot(cast), NOW, new_id)
+    assert not [a for a in result.plan.actions if isinstance(a, CreateFact | ReviseFact)]
+    assert result.counts["untrusted"] == 3 and result.counts["processed"] == 3
+    assert [d.outcome for d in result.decisions] == ["ignored"]
+    (move,) = [a for a in result.plan.actions if isinstance(a, MoveCursor)]
+    assert move.after == cast[-1].observation_id  # read, and not read again
+
+
+def test_untrusted_votes_do_not_outvote_the_fact_that_stands() -> None:
+    # Three of five against the fact would close it (SCENARIOS 32), but the three are
+    # untrusted: the two counted votes are the fact's own.
+    prior = prior_fact("rust")
+    cast = [
+        ballot("go", JAN, Trust.UNTRUSTED),
+        ballot("rust", JAN + timedelta(days=1)),
+        ballot("go", JAN + timedelta(days=2), Trust.UNTRUSTED),
+        ballot("rust", JAN + timedelta(days=3)),
+        ballot("go", JAN + timedelta(days=4), Trust.UNTRUSTED),
+    ]
+    result = decide(snapshot(cast, prior), NOW, new_id)
+    assert result.counts["invalidated"] == 0 and result.counts["untrusted"] == 3
+    (revised,) = [a for a in result.plan.actions if isinstance(a, ReviseFact)]
+    assert revised.op == "reinforce" and revised.after.value == {"language": "rust"}
+    assert revised.after.source_event_ids[1:] == (cast[1].event_id, cast[3].event_id)
+
+
+def test_an_elected_value_is_backed_by_counted_votes_only() -> None:
+    cast = [
+        ballot("go", JAN, Trust.UNTRUSTED),
+        ballot("go", JAN + timedelta(days=1), Trust.UNTRUSTED),
+        ballot("rust", JAN + timedelta(days=2), Trust.TRUSTED),
+    ]
+    (fact,) = active(decide(snapshot(cast), NOW, new_id).facts)
+    assert fact.value == {"language": "rust"}
+    assert fact.source_event_ids == (cast[2].event_id,)
+    assert (fact.trust, fact.confidence, fact.valid_from) == (Trust.TRUSTED, 1.0, cast[2].at)
+
+
 # -- SCENARIOS 33: drift ---------------------------------------------------------------------
 def test_five_invalidations_spread_over_sixty_days_are_stable() -> None:
     times = [NOW - timedelta(days=d) for d in (0, 10, 20, 40, 55)]
@@ -225,6 +266,7 @@ def test_an_empty_cycle_still_records_itself_and_moves_no_cursor() -> None:
     assert isinstance(record, RecordCycle)
     assert record.counts == {
         "processed": 0,
+        "untrusted": 0,
         "created": 0,
         "reinforced": 0,
         "invalidated": 0,

@@ -29,7 +29,14 @@ from distill.core.memory_judge import (
     read,
     render,
 )
-from distill.core.models import ConflictKind, ConflictSet, ConflictStatus, Fact, FactStatus
+from distill.core.models import (
+    ConflictKind,
+    ConflictSet,
+    ConflictStatus,
+    Fact,
+    FactStatus,
+    Trust,
+)
 from distill.core.plan import OpenConflict, ReviseFact
 from tests.factories import at, make_memory
 
@@ -403,6 +410,51 @@ def test_a_supersede_the_words_do_not_show_contests_both_and_retires_neither() -
         checked=checked,
     )
     assert codes(again) == ["already_changed"]
+
+
+def test_a_less_trusted_memory_supersedes_nothing_it_is_contested() -> None:
+    # The write gate, as adjudication keeps it: a third party's "moved" does not retire
+    # what the person said; both are served, contested, until a person keeps one.
+    older = mem("I live in Paris.", 1, trust=Trust.TRUSTED)
+    newer = mem("She moved to Lyon.", 5, trust=Trust.THIRD_PARTY)
+    checked = check(
+        [verdict(newer, "supersede", older, "Moved.")],
+        [Item(newer, (older,))],
+        NOW,
+        guards(no_objection),
+        next_id,
+    )
+    assert not retired(checked) and not checked.applied
+    (opened,) = checked.plan.actions
+    assert isinstance(opened, OpenConflict) and opened.conflict.member_ids == (older.id, newer.id)
+    assert "third_party memory may not retire a trusted one" in opened.reason
+    # As trusted: the supersede the words show is applied.
+    raised = newer.model_copy(update={"trust": Trust.TRUSTED})
+    applied = check(
+        [verdict(raised, "supersede", older, "Moved.")],
+        [Item(raised, (older,))],
+        NOW,
+        guards(no_objection),
+        next_id,
+    )
+    assert retired(applied) == {older.id: raised.id}
+
+
+def test_a_merge_gives_the_survivor_the_best_trust_of_what_it_absorbs() -> None:
+    older = mem("I prefer green tea to coffee.", 1, trust=Trust.THIRD_PARTY)
+    newer = mem("Green tea over coffee.", 5, trust=Trust.TRUSTED)
+    checked = check(
+        [verdict(newer, "merge", older)],
+        [Item(newer, (older,))],
+        NOW,
+        guards(no_objection),
+        next_id,
+    )
+    assert retired(checked) == {newer.id: older.id}  # the older survives ...
+    (absorbed,) = [
+        a.after for a in checked.plan.actions if isinstance(a, ReviseFact) and a.op == "absorb"
+    ]
+    assert absorbed.trust is Trust.TRUSTED  # ... with the trusted statement's weight
 
 
 def test_a_pair_already_contested_is_not_contested_again() -> None:

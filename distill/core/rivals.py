@@ -344,8 +344,12 @@ class Rivals(WorkingSet):
         a late version that makes the candidate a return to it (no claim): the candidate is
         the new version, from whichever statement is older, until the change's stated end,
         and the set is resolved in its favour. The change and the rival end as one version,
-        as they do when the change comes first and the rival restates it."""
+        as they do when the change comes first and the rival restates it. A candidate held
+        for its source (less trusted than `head`) begins with the change: its own date could
+        not have displaced `head` (the write gate), the change's can."""
         start = rival.valid_from if c is None else min(rival.valid_from, self._time(c))
+        if c is not None and rival.trust.yields_to(head.trust):
+            start = max(self._time(c), head.valid_from)
         self._retire(head, reason, start, rival.id)
         adopted = self._revise(
             rival,

@@ -426,6 +426,25 @@ def test_the_unique_index_also_guards_revisions(store: Store) -> None:
     assert store.fact(held.project, held.id) == held
 
 
+def test_a_plan_that_holds_a_new_fact_while_another_stands_and_then_restores_it_applies(
+    store: Store,
+) -> None:
+    # One job: a new value made current, held when a late change made another current,
+    # then current again. Each step keeps one active fact; the store writes it so.
+    [event] = append(store, make_event())
+    first = make_fact(value={"count": 4}, source_event_ids=[event.id])
+    other = make_fact(value={"count": 3}, status=FactStatus.CANDIDATE, source_event_ids=[event.id])
+    create(store, other)
+    held = revise(first, "hold", status=FactStatus.CANDIDATE)
+    other_up = revise(other, "resolve", status=FactStatus.ACTIVE)
+    other_down = revise(other_up.after, "retire", status=FactStatus.SUPERSEDED)
+    restored = revise(held.after, "resolve", status=FactStatus.ACTIVE)
+    plan = plan_of(CreateFact(first, "new"), held, other_up, other_down, restored)
+    store.apply(plan, None, [])
+    found = {f.id: f.status for f in store.facts(PROJECT, SUBJECT, True, None)}
+    assert found == {first.id: FactStatus.ACTIVE, other.id: FactStatus.SUPERSEDED}
+
+
 def test_identities_that_may_coexist(store: Store) -> None:
     key = "bike_count|{}"
     facts = [

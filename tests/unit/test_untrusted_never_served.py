@@ -166,3 +166,24 @@ def test_a_late_change_inside_an_ended_version_holds_its_untrusted_restatements(
     assert held.trust is Trust.UNTRUSTED
     (quarantine,) = mem.conflicts(subject="alice", status="open")
     assert set(quarantine.member_ids) == {current.id, held.id}
+
+
+def test_a_change_adopting_a_quarantined_value_begins_on_its_own_date(
+    make_memory: MemoryFactory,
+) -> None:
+    # Seed 742257's shape: the untrusted value held against the current one is the value a
+    # more trusted change later moves to. The change makes it current from the change's
+    # date; the untrusted date would have displaced the current value earlier.
+    mem = make_memory()
+    claim(mem, "semi_trusted", 5, "bike_count", {"count": 5})
+    claim(mem, "untrusted", 6, "bike_count", {"count": 4})
+    mem.consolidate()
+    claim(mem, "semi_trusted", 20, "bike_count", {"count": 4}, action="supersede")
+    mem.consolidate()
+
+    versions = sorted(of(mem, "bike_count", include_retired=True), key=lambda f: f.valid_from)
+    assert [(f.value["count"], f.valid_from, f.valid_to) for f in versions] == [
+        (5, T0 + timedelta(days=5), T0 + timedelta(days=20)),
+        (4, T0 + timedelta(days=20), None),
+    ]
+    assert versions[1].status is FactStatus.ACTIVE and versions[1].trust is Trust.SEMI_TRUSTED

@@ -102,19 +102,25 @@ def _final_versions(plan: Plan) -> dict[str, Fact]:
     """The last version of each fact the plan creates and then revises (a fact created and
     retired by one job, say): it is inserted as it ends up, and its revisions are not
     written again. What the table holds after the plan is the same; the audit still has
-    every step. Not a fact created held and made active later in the plan (a candidate a
-    change adopts): inserted active where it was created, it would stand beside the fact
-    the plan retires only after that, and the unique index refuses the plan."""
+    every step. Written early, a version that is not active is always safe for the unique
+    index (one active fact per identity); an active one only if the fact was active at
+    every step. Not, then, a fact created held and made active later in the plan (a
+    candidate a change adopts), nor one active, held, then active again (a late claim
+    demoted it and a later one restored it): inserted active where it was created, it
+    would stand beside a fact the plan made active while it was held, and the unique index
+    would refuse the plan."""
     created = {a.fact.id: a.fact for a in plan.actions if isinstance(a, CreateFact)}
-    final = {
-        a.after.id: a.after
-        for a in plan.actions
-        if isinstance(a, ReviseFact) and a.after.id in created
-    }
+    final: dict[str, Fact] = {}
+    held: set[str] = {i for i, f in created.items() if f.status is not FactStatus.ACTIVE}
+    for a in plan.actions:
+        if isinstance(a, ReviseFact) and a.after.id in created:
+            final[a.after.id] = a.after
+            if a.after.status is not FactStatus.ACTIVE:
+                held.add(a.after.id)
     return {
         fact_id: fact
         for fact_id, fact in final.items()
-        if fact.status is not FactStatus.ACTIVE or created[fact_id].status is FactStatus.ACTIVE
+        if fact.status is not FactStatus.ACTIVE or fact_id not in held
     }
 
 

@@ -94,7 +94,9 @@ it current where it was created, beside the other; fixed in session 43,
 `plan_writer._final_versions`). Its other hits were the identity judge answering during the
 replay (the model is down for that step now) and a successor after a stated end counted as a
 displacement (not one). Runs in session 43: `--minutes 3 --start 730000`, 2,952
-histories, 0; `--start 740000`, 2,927 histories, 1 (742257, above).
+histories, 0; `--start 740000`, 2,927 histories, 1 (742257, above); `--minutes 5 --start
+750000`, 3,744 histories, 2, both the check's own mistake (a successor that begins at the
+end the fact's own statements gave it replaces nothing; 751182).
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 
@@ -495,6 +497,12 @@ def one_value_at_a_time(facts: Any) -> None:
                 raise Violation("one value at a time", overlap)
 
 
+def stated_ends(f: Fact, events: dict[str, Any]) -> set[datetime]:
+    """The ends the claims of `f`'s events stated."""
+    claims = [c for e in f.source_event_ids for c in events[e]["claims"]]
+    return {c["valid_to"] for c in claims if c.get("valid_to") is not None}
+
+
 def line(f: Fact) -> str:
     """A fact in a line: id, value, status, interval (month-day), successor, trust."""
     end = f.valid_to and f"{f.valid_to:%m-%d}"
@@ -570,8 +578,10 @@ def check_step(
                 and by is not None
                 and not by.pinned  # a person's choice
                 and by.trust.rank < f.trust.rank
-                # one that follows after a gap (the fact's own stated end) replaces nothing
+                # one that follows a gap, or the end the fact's own statements gave it,
+                # replaces nothing
                 and not (f.valid_to is not None and f.valid_to < by.valid_from)
+                and not (f.valid_to is not None and f.valid_to in stated_ends(f, events))
             ):
                 raise Violation("less trusted displaces nothing", f"{line(f)} by {line(by)}")
     for i, f in facts.items():

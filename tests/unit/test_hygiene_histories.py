@@ -1,7 +1,7 @@
 """The histories of scripts/hygiene_search.py that once broke an invariant replay clean.
 
 Each seed is one random history of claims from every trust level, a person's decisions and
-the hygiene passes, checked after every step (the script's docstring lists what). These are
+the hygiene passes, checked after every step (scripts/hygiene_checks.py lists what). These are
 the seeds that found a class of violation, kept so that a change to the engine that brings
 one back fails here and not only in a search someone has to remember to run. Seed 652601
 found, in session 41, a late reinforcement's trust check firing inside a split (the plan
@@ -10,6 +10,7 @@ left two active facts and the job failed on every run)."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -28,6 +29,8 @@ OPEN: set[int] = set()
 
 
 def search() -> ModuleType:
+    if str(SCRIPT.parent) not in sys.path:  # as when it runs as a script: its checks beside it
+        sys.path.insert(0, str(SCRIPT.parent))
     spec = importlib.util.spec_from_file_location("hygiene_search", SCRIPT)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

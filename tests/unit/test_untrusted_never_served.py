@@ -2,7 +2,7 @@
 
 DESIGN's write gate holds an untrusted claim in quarantine; only a person may accept it.
 The rule was kept on the plain paths and broken on four others, found in session 43 by the
-check `scripts/hygiene_search.py` gained then ("untrusted never served"; seeds 700000,
+check `scripts/hygiene_checks.py` gained then ("untrusted never served"; seeds 700000,
 700085, 700114, 701386 and 710117): a third value reclassifying a quarantine set made its
 untrusted member an active event fact; an untrusted restatement's stated period ended a
 more trusted version; a late change split a version whose only later statements were

@@ -1,14 +1,16 @@
 """An untrusted source's statement is never served: no automatic step makes it an active fact.
 
 DESIGN's write gate holds an untrusted claim in quarantine; only a person may accept it.
-The rule was kept on the plain paths and broken on four others, found in session 43 by the
-check `scripts/hygiene_checks.py` gained then ("untrusted never served"; seeds 700000,
-700085, 700114, 701386 and 710117): a third value reclassifying a quarantine set made its
-untrusted member an active event fact; an untrusted restatement's stated period ended a
-more trusted version; a late change split a version whose only later statements were
-untrusted, and made them a version of their own (also when the version had a stated end);
-and derive elected a value from untrusted votes alone.
-Each test is one of those histories cut to its claims.
+The rule was kept on the plain paths and broken on others, found in session 43 by the
+checks `scripts/hygiene_checks.py` gained then ("untrusted never served", "less trusted
+displaces nothing"; seeds 700000, 700085, 700114, 701386, 710117 and 742257): a third value
+reclassifying a quarantine set made its untrusted member an active event fact; an
+untrusted restatement's stated period ended a more trusted version; a late change split a
+version whose only later statements were untrusted, and made them a version of their own
+(also when the version had a stated end); derive elected a value from untrusted votes
+alone; and a change adopting an untrusted value held against the current one made it
+current from the untrusted statement's date. Each test is one of those histories cut to
+its claims.
 """
 
 from __future__ import annotations

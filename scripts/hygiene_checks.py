@@ -73,7 +73,11 @@ replay (the model is down for that step now) and a successor after a stated end 
 displacement (not one). Runs in session 43: `--minutes 3 --start 730000`, 2,952
 histories, 0; `--start 740000`, 2,927 histories, 1 (742257, above); `--minutes 5 --start
 750000`, 3,744 histories, 2, both the check's own mistake (a successor that begins at the
-end the fact's own statements gave it replaces nothing; 751182).
+end the fact's own statements gave it replaces nothing; 751182); `--minutes 10 --start
+770000`, 8,813 histories, 0; `--minutes 3 --start 780000`, 1 (781422: a late change that
+adopted the value held against a version whose only later statement was untrusted made
+that statement a version; fixed like 710117); then `--minutes 3 --start 790000`, 2,633
+histories, 0.
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

@@ -90,7 +90,7 @@ class Splits(Rivals):
         self._move_later_rivals(version, self.s.facts[restated_id])
         self._move_later_rivals(version, self.s.facts[change.id])
         tail = restated_id
-        if held is None and all(s.trust is Trust.UNTRUSTED for s in later):
+        if all(s.trust is Trust.UNTRUSTED for s in later):
             self._hold_restated(self.s.facts[change.id], self.s.facts[restated_id], c)
             tail = change.id
         if following is not None:

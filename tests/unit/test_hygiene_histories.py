@@ -19,7 +19,7 @@ import pytest
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "hygiene_search.py"
 SEEDS = [2, 165, 349, 506, 2850, 5530, 8347, 28179, 100352, 200113, 204066, 400906, 652601]
 # Class 10 (session 43): an untrusted source's statements served.
-SEEDS += [700000, 700085, 700114, 701386, 710117, 742257]
+SEEDS += [700000, 700085, 700114, 701386, 710117, 742257, 781422]
 # Classes 11 and 12 (session 43): trust lost in the judge's and dedupe's merges; a job that
 # failed on every run (the plan writer), found by the replay that ends each history.
 SEEDS += [720003, 720150, 731106]

@@ -13,6 +13,8 @@ from distill import Memory
 from distill.adapters.llm.fake import FakeLLM
 from distill.core.models import ConflictKind, ConflictStatus, FactKind, FactStatus
 from tests.factories import at
+from tests.unit.test_one_name_order import assert_any_order_as_in_order, history
+from tests.unit.test_properties import fresh_memory, ingest
 
 if TYPE_CHECKING:
     from tests.conftest import FakeClock
@@ -405,3 +407,19 @@ def test_injection_hidden_in_qualifiers_is_rejected(make_memory: MemoryFactory) 
 
     assert [r.reason for r in report.rejections] == ["imperative_directive"]
     assert every_fact(mem) == []
+
+
+def test_a_trusted_create_meets_the_trust_a_first_value_had_at_its_date() -> None:
+    """A third party's `a` on day 0, a trusted `create` of `b` on day 1, the person's own
+    `a` on day 2. In order `b` is current (no less trusted first value holds it back) and
+    the person's `a`, stated again, holds it in a value conflict. `b` arriving last met a
+    version the day-2 statement had made trusted, and was held behind it until session 43:
+    it is judged against the trust `a` had on day 1."""
+    claims = history("aba", ("create", "create", "create"), ("third_party", "trusted", "trusted"))
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [0, 2, 1])
+        (current,) = mem.facts(subject="alice")
+        assert current.value == {"v": "b"}
+        (held,) = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
+        assert held.kind is ConflictKind.CONFLICT and current.id in held.member_ids
+    assert_any_order_as_in_order(claims)

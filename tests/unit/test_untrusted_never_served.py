@@ -3,14 +3,14 @@
 DESIGN's write gate holds an untrusted claim in quarantine; only a person may accept it.
 The rule was kept on the plain paths and broken on others, found in session 43 by the
 checks `scripts/hygiene_checks.py` gained then ("untrusted never served", "less trusted
-displaces nothing"; seeds 700000, 700085, 700114, 701386, 710117 and 742257): a third value
-reclassifying a quarantine set made its untrusted member an active event fact; an
-untrusted restatement's stated period ended a more trusted version; a late change split a
-version whose only later statements were untrusted, and made them a version of their own
-(also when the version had a stated end); derive elected a value from untrusted votes
-alone; and a change adopting an untrusted value held against the current one made it
-current from the untrusted statement's date. Each test is one of those histories cut to
-its claims.
+displaces nothing"; seeds 700000, 700085, 700114, 701386, 710117, 742257 and 781422): a
+third value reclassifying a quarantine set made its untrusted member an active event fact;
+an untrusted restatement's stated period ended a more trusted version; a late change split
+a version whose only later statements were untrusted, and made them a version of their
+own (also when the version had a stated end, or the change adopted a held value); derive
+elected a value from untrusted votes alone; and a change adopting an untrusted value held
+against the current one made it current from the untrusted statement's date. Each test is
+one of those histories cut to its claims.
 """
 
 from __future__ import annotations
@@ -189,3 +189,24 @@ def test_a_change_adopting_a_quarantined_value_begins_on_its_own_date(
         (4, T0 + timedelta(days=20), None),
     ]
     assert versions[1].status is FactStatus.ACTIVE and versions[1].trust is Trust.SEMI_TRUSTED
+
+
+def test_a_late_change_adopting_a_held_value_holds_untrusted_restatements_too(
+    make_memory: MemoryFactory,
+) -> None:
+    # Seed 781422's shape: the split's change is the value held against the version (it is
+    # adopted), and the version's only later statement is untrusted.
+    mem = make_memory()
+    claim(mem, "third_party", 30, "bike_count", {"count": 3})
+    claim(mem, "untrusted", 38, "bike_count", {"count": 4})
+    mem.consolidate()
+    claim(mem, "third_party", 1, "bike_count", {"count": 4}, action="supersede")
+    claim(mem, "trusted", 32, "bike_count", {"count": 3}, action="supersede")
+    mem.consolidate()
+
+    assert served_untrusted(mem) == []
+    versions = of(mem, "bike_count", include_retired=True)
+    true = [f for f in versions if f.status is not FactStatus.CANDIDATE]
+    assert all(f.trust is not Trust.UNTRUSTED for f in true)
+    (current,) = of(mem, "bike_count")
+    assert (current.value, current.valid_to) == ({"count": 3}, None)

@@ -77,12 +77,14 @@ end the fact's own statements gave it replaces nothing; 751182); `--minutes 10 -
 770000`, 8,813 histories, 0; `--minutes 3 --start 780000`, 1 (781422: a late change that
 adopted the value held against a version whose only later statement was untrusted made
 that statement a version; fixed like 710117); then `--minutes 3 --start 790000`, 2,633
-histories, 0. (13) Open: `--minutes 10 --start 800000` at 401bde8, 10,259 histories, 3 (first
+histories, 0. (13) `--minutes 10 --start 800000` at 401bde8, 10,259 histories, 3 (first
 seed 802880): a trusted 3 from day 25 and a semi-trusted change to 5 for days 29-33 (held
 against it), then, late, trusted statements of 5 on day 8 and of 3 on days 18 and 19: the
-semi-trusted 5 ends current from day 29, displacing the trusted 3 it was held against
-(in world order it stays held). Not fixed in session 43; a strict xfail in
-tests/unit/test_hygiene_histories.py.
+semi-trusted 5 ended current from day 29, displacing the trusted 3 it was held against
+(in world order it stays held). The late 3 split the 5 version and adopted the held 3; the
+split held its restated part only when every restatement was untrusted. Fixed in session
+44: it is held whenever no restatement could have displaced the change in world order
+(`splits._restated_by_less_trusted`, the rule the open-ended case already used).
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

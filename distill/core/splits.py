@@ -90,7 +90,7 @@ class Splits(Rivals):
         self._move_later_rivals(version, self.s.facts[restated_id])
         self._move_later_rivals(version, self.s.facts[change.id])
         tail = restated_id
-        if all(s.trust is Trust.UNTRUSTED for s in later):
+        if _restated_by_less_trusted(c, later):
             self._hold_restated(self.s.facts[change.id], self.s.facts[restated_id], c)
             tail = change.id
         if following is not None:
@@ -104,12 +104,12 @@ class Splits(Rivals):
         return Decision(Outcome.HISTORICAL, change.id, reason)
 
     def _hold_restated(self, change: Fact, restated: Fact, c: Candidate) -> None:
-        """The restated part of a split whose statements are all untrusted: in world order
-        each met the change as the version in force and was held in quarantine against it
-        (an untrusted statement makes no version). The change takes the part's place: its
+        """The restated part of a split whose statements could not displace the change
+        (`_restated_by_less_trusted`): in world order each met the change as the version in
+        force and was held in quarantine against it. The change takes the part's place: its
         status, its successor, and an end that is its own stated one or that successor's
         start."""
-        reason = "restated only by untrusted sources: held against the change"
+        reason = "restated only by less trusted sources: held against the change"
         following = self.s.facts.get(restated.superseded_by or "")
         self._revise(
             restated,
@@ -144,15 +144,11 @@ class Splits(Rivals):
         it. Untrusted restatements after a change with a stated end too: in world order they
         met the change, or after its end restated the value after a gap, which an untrusted
         source never makes a version (`_given_an_end` holds them the same way)."""
-        trust = c.event.trust
         return (
             following is None
             and version.status is FactStatus.ACTIVE
             and version.valid_to is None
-            and (
-                all(s.trust is Trust.UNTRUSTED for s in later)
-                or (c.claim.valid_to is None and all(s.trust.yields_to(trust) for s in later))
-            )
+            and _restated_by_less_trusted(c, later)
         )
 
     def _change_over_less_trusted(
@@ -249,3 +245,14 @@ class Splits(Rivals):
         self._create(restated, reason, vector_from=version.id if active else None)
         self.s.support[restated_id] = tuple(later)
         return restated
+
+
+def _restated_by_less_trusted(c: Candidate, later: list[Support]) -> bool:
+    """Whether, in world order, every restatement after the change `c` met it as the value
+    in force and could not displace it: all untrusted, or, when the change has no stated
+    end (after one, a restatement follows a gap and makes a version), all less trusted
+    than the change's source."""
+    trust = c.event.trust
+    return all(s.trust is Trust.UNTRUSTED for s in later) or (
+        c.claim.valid_to is None and all(s.trust.yields_to(trust) for s in later)
+    )

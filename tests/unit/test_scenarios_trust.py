@@ -14,7 +14,7 @@ from distill.adapters.llm.fake import FakeLLM
 from distill.core.models import ConflictKind, ConflictStatus, FactKind, FactStatus
 from tests.factories import at
 from tests.unit.test_one_name_order import assert_any_order_as_in_order, history
-from tests.unit.test_properties import fresh_memory, ingest
+from tests.unit.test_properties import Claim, day, fresh_memory, ingest
 
 if TYPE_CHECKING:
     from tests.conftest import FakeClock
@@ -423,3 +423,34 @@ def test_a_trusted_create_meets_the_trust_a_first_value_had_at_its_date() -> Non
         (held,) = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
         assert held.kind is ConflictKind.CONFLICT and current.id in held.member_ids
     assert_any_order_as_in_order(claims)
+
+
+def test_a_late_change_holds_the_less_trusted_restatement_of_the_version_it_splits() -> None:
+    """A trusted 3 said on day 25, then a semi-trusted change to 5 for days 29-33 (held
+    against the 3), then, late, the person's 5 from day 8 (it takes the held 5 in as its
+    restatement) and the person's change to 3 on day 19, inside that version. In world
+    order the semi-trusted 5 met the trusted 3 and stayed held; until session 44 the split
+    made it the restated part of the 5, current from day 29 over the trusted 3."""
+    claims = [
+        Claim("e0", "alice", day(25), "gp", "3", "create", "trusted"),
+        Claim(
+            "e1",
+            "alice",
+            day(10),
+            "gp",
+            "5",
+            "supersede",
+            "semi_trusted",
+            period=(day(29), day(33)),
+        ),
+        Claim("e2", "alice", day(8), "gp", "5", "create", "trusted"),
+        Claim("e3", "alice", day(19), "gp", "3", "supersede", "trusted"),
+    ]
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [0, 1, 2, 3])
+        (current,) = mem.facts(subject="alice")
+        assert (current.value, current.valid_from) == ({"v": "3"}, day(19))
+        open_sets = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
+        (held,) = [cs for cs in open_sets if cs.kind is ConflictKind.QUARANTINE]
+        (semi,) = (mem.fact(m) for m in held.member_ids if m != current.id)
+        assert (semi.value, semi.status) == ({"v": "5"}, FactStatus.CANDIDATE)

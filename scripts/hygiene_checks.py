@@ -84,7 +84,14 @@ semi-trusted 5 ended current from day 29, displacing the trusted 3 it was held a
 (in world order it stays held). The late 3 split the 5 version and adopted the held 3; the
 split held its restated part only when every restatement was untrusted. Fixed in session
 44: it is held whenever no restatement could have displaced the change in world order
-(`splits._restated_by_less_trusted`, the rule the open-ended case already used).
+(`splits._restated_by_less_trusted`, the rule the open-ended case already used). The same
+run at e2b6878, 10,439 histories, 2 (14; first seed 805156): a trusted red from day 23,
+then a semi-trusted red from day 4 (red is trusted from day 4), then a semi-trusted blue for
+days 23-27 (at that instant before red by its words: it split red, itself a version
+between the parts), then, late, the person's red of day 18: in world order red was trusted
+before blue and blue was held; blue stayed a version, ending where the trusted red began
+again. Fixed in session 44 (`TrustOrder._rejoined`): blue is held and the restatement takes
+the first part in, which stays as an empty receipt.
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

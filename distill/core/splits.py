@@ -8,8 +8,9 @@ splits in three: the part before the change, the change, and the restated part
 * a value held in conflict against the version is held against the part its date falls in,
   and is a return when the change had its value before (`Rivals._move_later_rivals`,
   `Rivals._now_a_return`);
-* a value held against the version, of the late change's own value and dated before it, is
-  what the change adopts, as it would have in order (`_held_for_change`).
+* a value held against the version, of the late change's own value and dated before the
+  restatement, is what the change adopts, as it would have in order, or what restated the
+  change (`_held_for_change`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from distill.core.models import (
 )
 from distill.core.passes import Decision
 from distill.core.rivals import Rivals
-from distill.core.working import Candidate, Identity, Support, supported_by
+from distill.core.working import Candidate, Identity, Support, held_until, supported_by
 
 
 class Splits(Rivals):
@@ -52,7 +53,7 @@ class Splits(Rivals):
         t = self._time(c)
         later_ids = {s.event_id for s in later}
         early = [s for s in self.s.support[version.id] if s.event_id not in later_ids]
-        held = self._held_for_change(version, early, t, value)
+        held = self._held_for_change(version, early, min(s.at for s in later), value)
         if held is None and self._only_less_trusted(c, version, later, following):
             return self._change_over_less_trusted(c, version, early, later, ident, value)
         restart = min(s.at for s in later)
@@ -72,7 +73,7 @@ class Splits(Rivals):
         self._retire(
             version,
             reason,
-            change.valid_from,
+            min(change.valid_from, t),
             change.id,
             retired_at=version.retired_at or self.now,
             **supported_by(early, version),
@@ -84,7 +85,7 @@ class Splits(Rivals):
             self._settle(held[1], change.id, reason)
         self._restate(version, later, restated_id, change.id, "the value restated after the change")
         if held is not None:  # reinforced once the restated part bounds its stated end
-            self._reinforce(self.s.facts[change.id], c, reason)
+            self._reinforce(self.s.facts[change.id], c, reason, valid_from=t)
         # What was held against the version after t was, in order, held against the change
         # or, from the restatement on, against the restated value.
         self._move_later_rivals(version, self.s.facts[restated_id])
@@ -116,6 +117,7 @@ class Splits(Rivals):
             "hold",
             reason,
             status=FactStatus.CANDIDATE,
+            valid_to=held_until(self.s.support[restated.id]),
             supersedes_id=None,
             superseded_by=None,
             retired_at=None,
@@ -171,6 +173,7 @@ class Splits(Rivals):
                 "id": self.new_id(),
                 "status": FactStatus.CANDIDATE,
                 "valid_from": min(s.at for s in later),
+                "valid_to": held_until(later),
                 "recorded_at": self.now,
                 "supersedes_id": None,
                 "stated": None,
@@ -187,12 +190,13 @@ class Splits(Rivals):
         return Decision(Outcome.HISTORICAL, change.id, how)
 
     def _held_for_change(
-        self, version: Fact, early: list[Support], t: datetime, value: dict[str, Any]
+        self, version: Fact, early: list[Support], restart: datetime, value: dict[str, Any]
     ) -> tuple[Fact, ConflictSet] | None:
         """A candidate of the late change's `value`, held against `version` in an open value
-        conflict set, dated inside the version before the change `t` and after its every
-        earlier statement, as trusted as the version, no member pinned: in order the change
-        met it and made it current (`Rivals._held_rival`)."""
+        conflict set, dated inside the version after its every earlier statement and before
+        the restatement at `restart`, as trusted as the version, no member pinned: in order
+        the change met it and made it current (`Rivals._held_rival`), or it restated the
+        change."""
         cs = self._open_set(version.id)
         if cs is None or cs.kind is not ConflictKind.CONFLICT:
             return None
@@ -205,7 +209,7 @@ class Splits(Rivals):
                 and m.identity_key == version.identity_key
                 and m.value is not None
                 and values_equal(m.value, value)
-                and version.valid_from <= m.valid_from < t
+                and version.valid_from <= m.valid_from < restart
                 and not any(s.at > m.valid_from for s in early)
                 and m.trust.rank >= version.trust.rank
             ):

@@ -8,7 +8,7 @@ that an earlier, more trusted one arrives before (`_earlier_trusted`), a value t
 trusted one holds in quarantine and a trusted statement restates (`_held_behind`), an
 untrusted value held alone that the first known value meets (`_held_alone_after`), and a
 replaced version a late statement makes more trusted than what replaced it
-(`_trust_raised`).
+(`_trust_raised`), or than a change between it and its own restatement (`_rejoined`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from distill.core.models import (
 )
 from distill.core.passes import Decision
 from distill.core.splits import Splits
-from distill.core.working import Candidate, Identity
+from distill.core.working import Candidate, Identity, held_until
 
 
 class TrustOrder(Splits):
@@ -55,6 +55,8 @@ class TrustOrder(Splits):
         person's pin or an open set is involved."""
         version = self.s.facts[was.id]
         successor = self.s.facts.get(version.superseded_by or "")
+        if successor is not None and successor.status is FactStatus.SUPERSEDED:
+            return self._rejoined(was, decision)
         if (
             version.trust.rank <= was.trust.rank
             or version.status is not FactStatus.SUPERSEDED
@@ -90,6 +92,75 @@ class TrustOrder(Splits):
         key = version.identity_key
         self._open_conflict(key, (current.id, successor.id), ConflictKind.QUARANTINE, reason)
         self._follow_identity_sets(successor, current)
+        return decision
+
+    def _rejoined(self, was: Fact, decision: Decision) -> Decision:
+        """`decision`, after a late statement dated inside `was` made it more trusted than
+        the less trusted version that replaced it, itself replaced by a restatement of
+        `was`'s value (a split: `Splits._change_inside`). In world order that change met the
+        more trusted value and was held in quarantine; the value went on, restated. So the
+        change is held, and the restatement takes the version in: it begins where the
+        version began and carries its evidence, and the version is its receipt, empty
+        (`timeline.overruled` leaves it out of the chain). Not when a person's pin or an open
+        set is involved."""
+        version = self.s.facts[was.id]
+        change = self.s.facts[version.superseded_by or ""]
+        restated = self.s.facts.get(change.superseded_by or "")
+        if (
+            restated is None
+            or version.trust.rank <= was.trust.rank
+            or version.status is not FactStatus.SUPERSEDED
+            or restated.status not in (FactStatus.ACTIVE, FactStatus.SUPERSEDED)
+            or any(f.pinned for f in (version, change, restated))
+            or (change.supersedes_id, restated.supersedes_id) != (version.id, change.id)
+            or (version.valid_to, change.valid_to) != (change.valid_from, restated.valid_from)
+            or not values_equal(version.value, restated.value)
+            or not change.trust.yields_to(version.trust)
+            or any(self._open_set(f.id) is not None for f in (version, change))
+        ):
+            return decision
+        reason = f"{change.trust} source may not displace a {version.trust} fact"
+        self._revise(
+            change,
+            "hold",
+            f"an earlier, more trusted statement arrived late: quarantined: {reason}",
+            status=FactStatus.CANDIDATE,
+            valid_to=held_until(self.s.support.get(change.id, ())),
+            supersedes_id=None,
+            superseded_by=None,
+            retired_at=None,
+            unpaired_change=False,
+        )
+        sources = (*version.source_event_ids, *restated.source_event_ids)
+        _, freshest = timeline.freshest(
+            (version.trust.rank, version.last_reinforced_at),
+            (restated.trust.rank, restated.last_reinforced_at),
+        )
+        self._revise(
+            version,
+            "merge",
+            "one version with its restatement: the change between them was held",
+            valid_to=version.valid_from,
+            superseded_by=restated.id,
+        )
+        self._revise(
+            restated,
+            "merge",
+            f"the version it restates, once the change between them was held ({reason})",
+            valid_from=version.valid_from,
+            supersedes_id=version.id,
+            unpaired_change=version.unpaired_change,
+            source_event_ids=sources,
+            reinforcement_count=len(sources) - 1,
+            last_reinforced_at=freshest,
+            trust=max(version.trust, restated.trust, key=lambda t: t.rank),
+        )
+        support = (*self.s.support.get(version.id, ()), *self.s.support.get(restated.id, ()))
+        if support:
+            self.s.support[restated.id] = support
+        key = version.identity_key
+        self._open_conflict(key, (restated.id, change.id), ConflictKind.QUARANTINE, reason)
+        self._follow_identity_sets(version, self.s.facts[restated.id])
         return decision
 
     def _displaced_by_less_trusted(self, c: Candidate, base: Fact | None, following: Fact) -> bool:

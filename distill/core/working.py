@@ -8,7 +8,7 @@ previous one did. Nothing here reads or writes storage.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -548,6 +548,12 @@ def supported_by(support: list[Support], fact: Fact) -> dict[str, Any]:
         "last_reinforced_at": freshest,
         "trust": trust,
     }
+
+
+def held_until(held: Sequence[Support]) -> datetime | None:
+    """The end of a candidate held for its sources (in quarantine): the latest end they
+    stated (one that states none says nothing of it), as restating it there leaves it."""
+    return max((s.until for s in held if s.until is not None), default=None)
 
 
 def stated_on(text: str, when: datetime) -> str:

@@ -26,6 +26,9 @@ SEEDS += [720003, 720150, 731106]
 # Class 13 (found in session 43, fixed in 44): a less trusted change held against a trusted
 # value made current when late trusted statements of that value and of an older one arrive.
 SEEDS += [802880]
+# Class 14 (session 44): a late trusted restatement left a less trusted change a version
+# between a value and its restatement.
+SEEDS += [805156]
 # Seeds of classes still open (README, Known limits), each a strict xfail.
 OPEN: set[int] = set()
 

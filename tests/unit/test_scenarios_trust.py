@@ -3,7 +3,9 @@ displaces higher trust, and instruction-like text never becomes memory."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+from collections import Counter
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +15,7 @@ from distill import Memory
 from distill.adapters.llm.fake import FakeLLM
 from distill.core.models import ConflictKind, ConflictStatus, FactKind, FactStatus
 from tests.factories import at
-from tests.unit.test_one_name_order import assert_any_order_as_in_order, history
+from tests.unit.test_one_name_order import assert_any_order_as_in_order, history, open_sets
 from tests.unit.test_properties import Claim, day, fresh_memory, ingest
 
 if TYPE_CHECKING:
@@ -430,11 +432,14 @@ def test_a_late_change_holds_the_less_trusted_restatement_of_the_version_it_spli
     against the 3), then, late, the person's 5 from day 8 (it takes the held 5 in as its
     restatement) and the person's change to 3 on day 19, inside that version. In world
     order the semi-trusted 5 met the trusted 3 and stayed held; until session 44 the split
-    made it the restated part of the 5, current from day 29 over the trusted 3."""
-    claims = [
-        Claim("e0", "alice", day(25), "gp", "3", "create", "trusted"),
+    made it the restated part of the 5, current from day 29 over the trusted 3, and left
+    the trusted 3 of day 25 held against the old 5 (in order it restated the change)."""
+    claims = [  # in world order
+        Claim("e0", "alice", day(8), "gp", "5", "create", "trusted"),
+        Claim("e1", "alice", day(19), "gp", "3", "supersede", "trusted"),
+        Claim("e2", "alice", day(25), "gp", "3", "create", "trusted"),
         Claim(
-            "e1",
+            "e3",
             "alice",
             day(10),
             "gp",
@@ -443,14 +448,59 @@ def test_a_late_change_holds_the_less_trusted_restatement_of_the_version_it_spli
             "semi_trusted",
             period=(day(29), day(33)),
         ),
-        Claim("e2", "alice", day(8), "gp", "5", "create", "trusted"),
-        Claim("e3", "alice", day(19), "gp", "3", "supersede", "trusted"),
     ]
     with fresh_memory(max_distance=0.0) as mem:
-        ingest(mem, claims, [0, 1, 2, 3])
+        ingest(mem, claims, [2, 3, 0, 1])
         (current,) = mem.facts(subject="alice")
         assert (current.value, current.valid_from) == ({"v": "3"}, day(19))
-        open_sets = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
-        (held,) = [cs for cs in open_sets if cs.kind is ConflictKind.QUARANTINE]
+        assert current.reinforcement_count == 1  # day 25's 3 restated it
+        (held,) = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
+        assert held.kind is ConflictKind.QUARANTINE
         (semi,) = (mem.fact(m) for m in held.member_ids if m != current.id)
         assert (semi.value, semi.status) == ({"v": "5"}, FactStatus.CANDIDATE)
+        assert (semi.valid_from, semi.valid_to) == (day(29), day(33))
+    assert_any_order_as_in_order(claims)
+
+
+def served(claims: list[Claim], order: Sequence[int]) -> tuple[Any, ...]:
+    """What a reader is served after the claims arrive in `order`, each consolidated on its
+    own: the current facts and the open sets, as content."""
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, order)
+        facts = sorted(
+            (f.value["v"], f.valid_from, f.valid_to, f.trust.value, len(f.source_event_ids))
+            for f in mem.facts(subject="alice")
+        )
+        return facts, open_sets(mem)
+
+
+def test_a_late_trusted_restatement_holds_the_change_between_a_value_and_its_restatement() -> None:
+    """A semi-trusted red from day 4, then a semi-trusted change to blue for days 23-27
+    and the person's red of day 23 (blue comes first at that instant: a split of red with
+    blue between), then, late, the person's red of day 18: in world order red was trusted
+    from day 18 on and blue, less trusted, was held. Until session 44 blue stayed a
+    version between the two parts of red (`TrustOrder._rejoined`). Every order serves the
+    same: red from day 4 with all three statements, blue held in quarantine. (The retired
+    facts differ: an order that split red keeps the empty first part as a receipt.)"""
+    claims = [  # in world order
+        Claim("e0", "alice", day(4), "gp", "red", "create", "semi_trusted"),
+        Claim("e1", "alice", day(18), "gp", "red", "supersede", "trusted"),
+        Claim(
+            "e2",
+            "alice",
+            day(8),
+            "gp",
+            "blue",
+            "supersede",
+            "semi_trusted",
+            period=(day(23), day(27)),
+        ),
+        Claim("e3", "alice", day(23), "gp", "red", "create", "trusted"),
+    ]
+    expected = served(claims, range(4))
+    assert expected == (
+        [("red", day(4), None, "trusted", 3)],
+        Counter({("quarantine", ("{'v': 'blue'}:candidate", "{'v': 'red'}:active")): 1}),
+    )
+    for order in itertools.permutations(range(4)):
+        assert served(claims, order) == expected, order

@@ -59,7 +59,9 @@ version had at the claim's date; 180 once a value held behind a later one at the
 instant is read by position. The other searches did not move (68 of 240, 0 of
 40, 0 of 95, 47 in each pool). Session 44: `--four 240` 68 -> 64 once a late change takes
 in a held value of its own dated before the version's restatement (it restated the change)
-and a candidate held for its sources keeps the end they stated; `--trust` stayed at 176.
+and a candidate held for its sources keeps the end they stated; `--trust` 176 -> 168 once
+a late, more trusted first value holds the less trusted change that its own restatement
+replaced (`TrustOrder._restated_over`).
 """
 
 from __future__ import annotations

@@ -170,6 +170,8 @@ class LateArrivals(TrustOrder):
             return self._trust_raised(following, decision)
         if self._displaced_by_less_trusted(c, base, following):
             return self._earlier_trusted(c, following, ident, value)
+        if base is None and not apart and (restated := self._restated_over(c, following, value)):
+            return self._earlier_trusted_restated(c, following, restated)
         # A claim that ended before `following` began never met it: nothing it restates was
         # held against it.
         rival = None if apart else self._restated_rival(c, base, following, value)

@@ -8,7 +8,9 @@ that an earlier, more trusted one arrives before (`_earlier_trusted`), a value t
 trusted one holds in quarantine and a trusted statement restates (`_held_behind`), an
 untrusted value held alone that the first known value meets (`_held_alone_after`), and a
 replaced version a late statement makes more trusted than what replaced it
-(`_trust_raised`), or than a change between it and its own restatement (`_rejoined`).
+(`_trust_raised`), or than a change between it and its own restatement (`_rejoined`);
+a first value arriving late holds the same way a less trusted change that its restatement
+replaced (`_restated_over`).
 """
 
 from __future__ import annotations
@@ -104,32 +106,21 @@ class TrustOrder(Splits):
         (`timeline.overruled` leaves it out of the chain). Not when a person's pin or an open
         set is involved."""
         version = self.s.facts[was.id]
-        change = self.s.facts[version.superseded_by or ""]
-        restated = self.s.facts.get(change.superseded_by or "")
+        change = self._next_of(version)
+        restated = self._next_of(change) if change is not None else None
         if (
-            restated is None
+            change is None
+            or restated is None
             or version.trust.rank <= was.trust.rank
-            or version.status is not FactStatus.SUPERSEDED
-            or restated.status not in (FactStatus.ACTIVE, FactStatus.SUPERSEDED)
             or any(f.pinned for f in (version, change, restated))
-            or (change.supersedes_id, restated.supersedes_id) != (version.id, change.id)
-            or (version.valid_to, change.valid_to) != (change.valid_from, restated.valid_from)
             or not values_equal(version.value, restated.value)
             or not change.trust.yields_to(version.trust)
             or any(self._open_set(f.id) is not None for f in (version, change))
         ):
             return decision
         reason = f"{change.trust} source may not displace a {version.trust} fact"
-        self._revise(
-            change,
-            "hold",
-            f"an earlier, more trusted statement arrived late: quarantined: {reason}",
-            status=FactStatus.CANDIDATE,
-            valid_to=held_until(self.s.support.get(change.id, ())),
-            supersedes_id=None,
-            superseded_by=None,
-            retired_at=None,
-            unpaired_change=False,
+        self._hold_displaced(
+            change, f"an earlier, more trusted statement arrived late: quarantined: {reason}"
         )
         sources = (*version.source_event_ids, *restated.source_event_ids)
         _, freshest = timeline.freshest(
@@ -172,6 +163,71 @@ class TrustOrder(Splits):
             and following.supersedes_id is None
             and following.trust.rank < c.event.trust.rank
             and self._open_set(following.id) is None
+        )
+
+    def _restated_over(self, c: Candidate, following: Fact, value: dict[str, Any]) -> Fact | None:
+        """The version that restated this claim's `value` right after `following`, the
+        first version, less trusted than the claim: in order this claim came first,
+        `following` could not displace it, and the restatement only restated it."""
+        restated = self._next_of(following)
+        if (
+            restated is None
+            or following.supersedes_id is not None
+            or not following.trust.yields_to(c.event.trust)
+            or not values_equal(restated.value, value)
+            or following.pinned
+            or restated.pinned
+            or self._open_set(following.id) is not None
+        ):
+            return None
+        return restated
+
+    def _next_of(self, version: Fact) -> Fact | None:
+        """The version that replaced `version` where it ended, linked both ways."""
+        following = self.s.facts.get(version.superseded_by or "")
+        if (
+            version.status is not FactStatus.SUPERSEDED
+            or following is None
+            or following.status not in (FactStatus.ACTIVE, FactStatus.SUPERSEDED)
+            or following.supersedes_id != version.id
+            or version.valid_to != following.valid_from
+        ):
+            return None
+        return following
+
+    def _earlier_trusted_restated(self, c: Candidate, following: Fact, restated: Fact) -> Decision:
+        """`following` is held in quarantine against the claim's value, and the version that
+        restated it begins with the claim (`_restated_over`)."""
+        reason = f"{following.trust} source may not displace a {c.event.trust} fact"
+        self._hold_displaced(following, f"an earlier value arrived late: quarantined: {reason}")
+        self._revise(
+            restated,
+            "link",
+            reason,
+            supersedes_id=None,
+            unpaired_change=c.claim.action is ClaimAction.SUPERSEDE,
+        )
+        decision = self._reinforce(
+            self.s.facts[restated.id], c, "an earlier, more trusted value", valid_from=self._time(c)
+        )
+        key = restated.identity_key
+        self._open_conflict(key, (restated.id, following.id), ConflictKind.QUARANTINE, reason)
+        self._follow_identity_sets(following, self.s.facts[restated.id])
+        return decision
+
+    def _hold_displaced(self, version: Fact, reason: str) -> None:
+        """A version that, in world order, could not have displaced the value before it: a
+        candidate, with the end its sources stated."""
+        self._revise(
+            version,
+            "hold",
+            reason,
+            status=FactStatus.CANDIDATE,
+            valid_to=held_until(self.s.support.get(version.id, ())),
+            supersedes_id=None,
+            superseded_by=None,
+            retired_at=None,
+            unpaired_change=False,
         )
 
     def _earlier_trusted(

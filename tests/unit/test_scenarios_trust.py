@@ -504,3 +504,26 @@ def test_a_late_trusted_restatement_holds_the_change_between_a_value_and_its_res
     )
     for order in itertools.permutations(range(4)):
         assert served(claims, order) == expected, order
+
+
+def test_a_late_trusted_first_value_holds_the_less_trusted_change_its_restatement_replaced() -> (
+    None
+):
+    """The person's `a` on day 0, a third party's change to `b` on day 1, the person's `a`
+    again on day 2. Arriving last, day 0's `a` met `b` replaced by the restated `a`: in
+    order `b` could not displace the person's value and was held, and day 2 restated it.
+    Until session 44 `b` stayed a version between two versions of `a`."""
+    claims = history(
+        "aba", ("create", "supersede", "supersede"), ("trusted", "third_party", "trusted")
+    )
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [1, 2, 0])
+        (current,) = mem.facts(subject="alice")
+        assert (current.value, current.valid_from, current.reinforcement_count) == (
+            {"v": "a"},
+            day(0),
+            1,
+        )
+        (held,) = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
+        assert held.kind is ConflictKind.QUARANTINE
+    assert_any_order_as_in_order(claims)

@@ -42,7 +42,6 @@ from distill.core.late import LateArrivals
 from distill.core.models import (
     Alias,
     ClaimAction,
-    ConflictKind,
     Fact,
     FactKind,
     FactStatus,
@@ -260,47 +259,6 @@ class Adjudicator(LateArrivals):
                 return Decision(Outcome.SUPERSEDED, adopted.id, reason)
             return self._supersede(c, head, ident, new_value, how)
         return self._conflict(c, head, ident, new_value, "different value")
-
-    def _held_back_by_less_trusted(self, c: Candidate, head: Fact, at: timeline.At) -> bool:
-        """A create of another value from a more trusted source than the current value's
-        (as it was at the claim's position `at`: a restatement dated after the claim had not
-        raised it yet), which was the attribute's first and is contested by nothing: it is
-        not held in conflict behind that value. Arriving first, it would have held the less
-        trusted value in quarantine (`_quarantine`, or `_earlier_trusted` when that value
-        came late), so the two end alike in any order (DESIGN invariant 8)."""
-        rank = c.event.trust.rank
-        return (
-            head.supersedes_id is None
-            and self._open_set(head.id) is None
-            and (rank > head.trust.rank or rank > self._trust_then(head, at).rank)
-        )
-
-    def _over_less_trusted(
-        self, c: Candidate, head: Fact, ident: Identity, value: dict[str, Any], at: timeline.At
-    ) -> Decision:
-        """The claim is the active value; `head`, less trusted then, is held in quarantine
-        against it, as it would have been had it come second. A restatement of `head` dated
-        after the claim (it arrived first) from a source as trusted as the claim's would then
-        have made the set a value conflict (`_repeat_held`): it is one."""
-        restated = any(not s.trust.yields_to(c.event.trust) for s in self._restated_after(head, at))
-        reason = (
-            "the held value is stated again by a source as trusted"
-            if restated
-            else f"{self._trust_then(head, at)} source may not displace a {c.event.trust} fact"
-        )
-        self._revise(
-            head,
-            "hold",
-            f"a more trusted value arrived: quarantined: {reason}",
-            status=FactStatus.CANDIDATE,
-            unpaired_change=False,
-        )
-        fact = self._new_fact(c, FactKind.STATE, ident, value)
-        self._create(fact, "a more trusted value", self._query_text(c))
-        kind = ConflictKind.CONFLICT if restated else ConflictKind.QUARANTINE
-        self._open_conflict(ident.key, (fact.id, head.id), kind, reason)
-        self._follow_identity_sets(head, fact)
-        return Decision(Outcome.CREATED, fact.id, reason)
 
     def _end_retracted_gap(self, versions: list[Fact], decision: Decision) -> None:
         """A value made current while no version is active (a person retracted the one that

@@ -109,16 +109,15 @@ class LateArrivals(TrustOrder):
         # less trusted claim is held against it. Before the first version there is none, and
         # the claim would have been filed (untrusted: held alone), the next version then
         # decided against it as if it came second, whoever is more trusted.
-        # One exception to world order: there, a less trusted value that came first would
-        # hold a more trusted create of another value in conflict (`_first_of_competing_
-        # creates`); arriving late, it would demote the current fact, and a source must not
-        # win by backdating its claims. It is held against that fact instead.
+        # Before the first version, a less trusted claim of another value came first in
+        # order, and that version's first statement, a create from a more trusted source,
+        # held it in quarantine (`_over_less_trusted`; a change would have replaced it).
         held_against = base
         if (
             base is None
             and trust is not Trust.UNTRUSTED
-            and trust.rank < following.trust.rank
-            and not self._began_as_change(following, t, restated=True)
+            and trust.rank < self._first_said(following).trust.rank
+            and not self._began_as_change(following, t)
             and not values_equal(value, following.value)
         ):
             held_against = following
@@ -132,6 +131,9 @@ class LateArrivals(TrustOrder):
             repeated = self._repeat_held(c, open_set, value) if open_set else None
             if repeated is not None:  # a value already held there: as in order
                 return repeated
+            if held_against is base and not gap and self._adopted_by_next(c, at, base, value):
+                reason = "held against the version in force, then adopted by the change after it"
+                return self._reinforce(following, c, reason)
             fact = self._new_fact(c, FactKind.STATE, ident, value)
             reason = "untrusted source"
             if trust is not Trust.UNTRUSTED:
@@ -160,6 +162,18 @@ class LateArrivals(TrustOrder):
             return self._change_inside(c, base, later, ident, value, following)
         stated_end = c.claim.valid_to
         apart = stated_end is not None and stated_end < following.valid_from
+        if (
+            values_equal(value, following.value)
+            and not apart
+            and base is not None
+            and not gap
+            and c.claim.action is ClaimAction.CREATE
+            and c.claim.valid_from is None
+            and self._next_of(base) is following
+            and not any(f.pinned for f in around)
+            and self._held_back_by_less_trusted(c, base, at)
+        ):  # in order it held `base`, the attribute's first, and `following` restated it
+            return self._over_less_trusted(c, base, ident, value, at, following)
         if values_equal(value, following.value) and not apart:
             # The next version was already true at t: it starts earlier than we knew.
             if base is not None and not gap:
@@ -168,10 +182,14 @@ class LateArrivals(TrustOrder):
             if base is not None and not gap:  # held against `base` after t: in order, this
                 self._move_later_rivals(base, self.s.facts[following.id])
             return self._trust_raised(following, decision)
-        if self._displaced_by_less_trusted(c, base, following):
+        if self._displaced_by_less_trusted(c, base, following, value):
             return self._earlier_trusted(c, following, ident, value)
         if base is None and not apart and (restated := self._restated_over(c, following, value)):
             return self._earlier_trusted_restated(c, following, restated)
+        if base is None and not apart and (began := self._began_when_adopted(c, following)):
+            why = "its first statements were held against an earlier, more trusted value"
+            self._revise(following, "retime", why, valid_from=began)
+            return self._historical(c, versions, at, ident, base, self.s.facts[following.id], value)
         # A claim that ended before `following` began never met it: nothing it restates was
         # held against it.
         rival = None if apart else self._restated_rival(c, base, following, value)
@@ -289,7 +307,7 @@ class LateArrivals(TrustOrder):
             and base is None
             and following.status is FactStatus.ACTIVE
             and (following.supersedes_id is None or self._ended_before(following))
-            and not self._began_as_change(following, self._time(c), restated=True)
+            and not self._began_as_change(following, self._time(c), restated=True, by=c.event.trust)
             and self._open_set(following.id) is None
         )
 
@@ -432,7 +450,7 @@ class LateArrivals(TrustOrder):
                 self.s.facts[following.superseded_by], following.valid_from, restated=True
             )
             and not following.pinned
-            and not self._began_as_change(following, self._time(c), restated=True)
+            and not self._began_as_change(following, self._time(c), restated=True, by=c.event.trust)
             and self._open_set(following.id) is None
             and following.trust.rank <= c.event.trust.rank
         )

@@ -15,6 +15,7 @@ replaced (`_restated_over`).
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from distill.core import timeline
@@ -53,8 +54,9 @@ class TrustOrder(Splits):
         """`decision`, after a late statement dated inside `was`, a replaced version, made it
         more trusted: the current version that replaced it, from a less trusted source,
         could not have in world order. It is held in quarantine against the version, which
-        is current again. Not when the version ended on its own (a stated end), nor when a
-        person's pin or an open set is involved."""
+        is current again, and holds what was held against it. Not when the version ended on
+        its own (a stated end), nor when a person's pin or a value that could displace the
+        version is involved."""
         version = self.s.facts[was.id]
         successor = self.s.facts.get(version.superseded_by or "")
         if successor is not None and successor.status is FactStatus.SUPERSEDED:
@@ -69,7 +71,7 @@ class TrustOrder(Splits):
             or successor.supersedes_id != version.id
             or version.valid_to != successor.valid_from
             or not successor.trust.yields_to(version.trust)
-            or self._open_set(successor.id) is not None
+            or not self._held_only_behind(successor, version.trust, version.value)
         ):
             return decision
         reason = f"{successor.trust} source may not displace a {version.trust} fact"
@@ -92,9 +94,39 @@ class TrustOrder(Splits):
             unpaired_change=successor.unpaired_change,
         )
         key = version.identity_key
+        self._hand_over_held(successor, current)
         self._open_conflict(key, (current.id, successor.id), ConflictKind.QUARANTINE, reason)
         self._follow_identity_sets(successor, current)
         return decision
+
+    def _held_only_behind(
+        self, fact: Fact, trust: Trust, value: dict[str, Any] | None = None
+    ) -> bool:
+        """Whether every value held against `fact` (in an open value or quarantine set) is
+        from a source that yields to `trust`, none pinned and none of `value` (a
+        restatement of the claim: `_restated_rival`): in world order each would have been
+        held against a value of that trust instead."""
+        for cs in self._sets_holding(fact.id):
+            if cs.kind is ConflictKind.IDENTITY:
+                continue
+            held = [self.s.facts[m] for m in cs.member_ids if m != fact.id]
+            if any(
+                m.pinned
+                or not m.trust.yields_to(trust)
+                or (value is not None and m.value is not None and values_equal(m.value, value))
+                for m in held
+            ):
+                return False
+        return True
+
+    def _hand_over_held(self, old: Fact, new: Fact) -> None:
+        """What was held against `old` (`_held_only_behind` `new`'s trust) is held against
+        `new`, in quarantine, as it would have been in world order."""
+        for cs in self._sets_holding(old.id):
+            if cs.kind is not ConflictKind.IDENTITY:
+                members = tuple(new.id if m == old.id else m for m in cs.member_ids)
+                why = "held against the more trusted value before it"
+                self._revise_conflict(cs, why, member_ids=members, kind=ConflictKind.QUARANTINE)
 
     def _rejoined(self, was: Fact, decision: Decision) -> Decision:
         """`decision`, after a late statement dated inside `was` made it more trusted than
@@ -154,7 +186,9 @@ class TrustOrder(Splits):
         self._follow_identity_sets(version, self.s.facts[restated.id])
         return decision
 
-    def _displaced_by_less_trusted(self, c: Candidate, base: Fact | None, following: Fact) -> bool:
+    def _displaced_by_less_trusted(
+        self, c: Candidate, base: Fact | None, following: Fact, value: dict[str, Any]
+    ) -> bool:
         """In order, this claim would have come first, and `following`, from a less trusted
         source, could not have displaced it: it would have been quarantined against it."""
         return (
@@ -162,7 +196,7 @@ class TrustOrder(Splits):
             and following.status is FactStatus.ACTIVE
             and following.supersedes_id is None
             and following.trust.rank < c.event.trust.rank
-            and self._open_set(following.id) is None
+            and self._held_only_behind(following, c.event.trust, value)
         )
 
     def _restated_over(self, c: Candidate, following: Fact, value: dict[str, Any]) -> Fact | None:
@@ -181,6 +215,108 @@ class TrustOrder(Splits):
         ):
             return None
         return restated
+
+    def _adopted_by_next(
+        self, c: Candidate, at: timeline.At, base: Fact | None, value: dict[str, Any]
+    ) -> bool:
+        """Whether this claim, held against `base` for its source, has the value of the
+        change that replaced `base`: in order that change met it held, no restatement of
+        `base` between them, and adopted it (`Rivals._adopt`: from the change's own date,
+        since a less trusted statement could not displace `base`), the change being from a
+        source at least as trusted as `base` was and as this claim."""
+        following = self._next_of(base) if base is not None else None
+        if (
+            base is None
+            or following is None
+            or not values_equal(value, following.value)
+            or following.pinned
+            or not self._began_as_change(following, self._time(c))
+            or self._restated_after(base, at)
+        ):
+            return False
+        by = self._first_said(following).trust
+        then = self._trust_then(base, timeline.position(following))
+        return by.rank >= then.rank and by.rank >= c.event.trust.rank
+
+    def _began_when_adopted(self, c: Candidate, following: Fact) -> datetime | None:
+        """When `following`, the first version, would have begun had this claim, before it,
+        come first: its earliest statements, from sources that yield to this claim's, were
+        held against it, and the first change from a source that does not adopted them
+        (`Rivals._adopt`: from the change's date). None when its first statement could
+        displace this claim's value, or no such change followed."""
+        supports = sorted(self.s.support.get(following.id, ()), key=lambda s: s.at)
+        if (
+            not supports
+            or not supports[0].trust.yields_to(c.event.trust)
+            or following.supersedes_id is not None
+            or following.pinned
+            or self._open_set(following.id) is not None
+        ):
+            return None
+        t = self._time(c)
+        change = next((s for s in supports if not s.trust.yields_to(c.event.trust)), None)
+        if change is None or not (change.supersede or (change.dated and change.at > t)):
+            return None
+        return change.at
+
+    def _held_back_by_less_trusted(self, c: Candidate, head: Fact, at: timeline.At) -> bool:
+        """A create of another value from a more trusted source than the current value's
+        (as it was at the claim's position `at`: a restatement dated after the claim had not
+        raised it yet), which was the attribute's first and is contested by nothing: it is
+        not held in conflict behind that value. Arriving first, it would have held the less
+        trusted value in quarantine (`_quarantine`, or `_earlier_trusted` when that value
+        came late), so the two end alike in any order (DESIGN invariant 8)."""
+        rank = c.event.trust.rank
+        return (
+            head.supersedes_id is None
+            and self._open_set(head.id) is None
+            and (rank > head.trust.rank or rank > self._trust_then(head, at).rank)
+        )
+
+    def _over_less_trusted(
+        self,
+        c: Candidate,
+        head: Fact,
+        ident: Identity,
+        value: dict[str, Any],
+        at: timeline.At,
+        following: Fact | None = None,
+    ) -> Decision:
+        """The claim is the active value; `head`, less trusted then, is held in quarantine
+        against it, as it would have been had it come second. A restatement of `head` dated
+        after the claim (it arrived first) from a source as trusted as the claim's would then
+        have made the set a value conflict (`_repeat_held`): it is one. Late, inside `head`
+        and before `following`, the change to the claim's value that replaced `head`: that
+        change only restated the claim, which holds from its own date."""
+        restated = any(not s.trust.yields_to(c.event.trust) for s in self._restated_after(head, at))
+        reason = (
+            "the held value is stated again by a source as trusted"
+            if restated
+            else f"{self._trust_then(head, at)} source may not displace a {c.event.trust} fact"
+        )
+        if following is None:
+            self._revise(
+                head,
+                "hold",
+                f"a more trusted value arrived: quarantined: {reason}",
+                status=FactStatus.CANDIDATE,
+                unpaired_change=False,
+            )
+        else:
+            self._hold_displaced(head, f"a more trusted value arrived late: quarantined: {reason}")
+        if following is None:
+            fact = self._new_fact(c, FactKind.STATE, ident, value)
+            self._create(fact, "a more trusted value", self._query_text(c))
+            decision = Decision(Outcome.CREATED, fact.id, reason)
+        else:  # the change that replaced `head` only restated the claim
+            fact = self._revise(
+                following, "link", reason, supersedes_id=None, unpaired_change=False
+            )
+            decision = self._reinforce(fact, c, "a more trusted value", valid_from=at.time)
+        kind = ConflictKind.CONFLICT if restated else ConflictKind.QUARANTINE
+        self._open_conflict(ident.key, (fact.id, head.id), kind, reason)
+        self._follow_identity_sets(head, self.s.facts[fact.id])
+        return decision
 
     def _next_of(self, version: Fact) -> Fact | None:
         """The version that replaced `version` where it ended, linked both ways."""
@@ -256,6 +392,7 @@ class TrustOrder(Splits):
         if c.claim.action is ClaimAction.SUPERSEDE:
             fact = fact.model_copy(update={"unpaired_change": True})  # as `_earlier_create`
         self._create(fact, "an earlier, more trusted value", self._query_text(c))
+        self._hand_over_held(following, fact)
         self._open_conflict(ident.key, (fact.id, following.id), ConflictKind.QUARANTINE, reason)
         self._follow_identity_sets(following, fact)
         return Decision(Outcome.CREATED, fact.id, reason)

@@ -200,6 +200,10 @@ class WorkingSet:
             valid_from=min(fact.valid_from, valid_from or fact.valid_from),
             valid_to=self._stated_end(fact, end),
         )
+        if fact.id not in self.s.support and len(fact.source_event_ids) == 1:
+            # A version of one statement, not loaded (the job's claims came after it began):
+            # that statement, so that a later claim of this job finds the restatement.
+            self.s.support[fact.id] = (self._first_support(fact),)
         if fact.id in self.s.support:
             self.s.support[fact.id] = (
                 *self.s.support[fact.id],
@@ -400,17 +404,30 @@ class WorkingSet:
             return Support(fact.source_event_ids[0], fact.valid_from, fact.trust)
         return support_of(fact.source_event_ids[0], fact.valid_from, fact.trust, claim)
 
-    def _began_as_change(self, fact: Fact, before: datetime, *, restated: bool = False) -> bool:
+    def _first_said(self, fact: Fact) -> Support:
+        """`fact`'s earliest statement in world time (its own record when its statements
+        were not loaded)."""
+        supports = self.s.support.get(fact.id)
+        return min(supports, key=lambda s: s.at) if supports else self._first_support(fact)
+
+    def _began_as_change(
+        self, fact: Fact, before: datetime, *, restated: bool = False, by: Trust | None = None
+    ) -> bool:
         """Whether `fact`'s earliest statement in world time would have replaced a value of
         time `before` in world order (`Support`): a change, or dated later by its own date;
         with `restated`, any of its statements (a create held against that value is made
-        current by a later change to it: `Rivals._adopt`). By its own record (a change
-        keeps what it `stated`) when its statements were not loaded."""
+        current by a later change to it: `Rivals._adopt`); when that value is from a source
+        of trust `by`, none from a source that yields to it (held against the value, it
+        replaces and adopts nothing). By its own record (a change keeps what it `stated`)
+        when its statements were not loaded."""
         supports = self.s.support.get(fact.id)
         if not supports:
             return fact.stated is not None
-        said = supports if restated else [min(supports, key=lambda s: s.at)]
-        return any(s.supersede or (s.dated and s.at > before) for s in said)
+        if by is not None:  # what yields to that value would have been held against it
+            supports = tuple(s for s in supports if not s.trust.yields_to(by))
+        if not restated and supports:
+            supports = (min(supports, key=lambda s: s.at),)
+        return any(s.supersede or (s.dated and s.at > before) for s in supports)
 
     def _create(
         self,

@@ -628,14 +628,15 @@ def test_a_version_ended_by_a_value_after_a_retraction_has_that_value_as_its_rec
 
 
 def test_a_version_a_kept_claim_ends_has_it_as_its_receipt(mem: Memory) -> None:
-    """Green from day 14, blue from day 19; an untrusted blue dated day 17 is held against
-    green and a person keeps it: green ends at day 17, superseded by the kept blue (it used
-    to name the day-19 blue). A red stated for days 8-18 that arrives next is filed before
-    green and ends where the kept blue begins, not at day 18 beside it."""
+    """Green from day 14, blue from day 19; an untrusted yellow dated day 17 is held
+    against green and a person keeps it: green ends at day 17, superseded by the kept yellow
+    (it used to name the day-19 blue). A red stated for days 8-18 that arrives next is filed
+    before green and ends where the kept yellow begins, not at day 18 beside it. (An
+    untrusted blue of day 17 is not held: in order the day-19 change adopted it.)"""
     said(mem, at(days=14), {"colour": "green"}, "create")
     said(mem, at(days=19), {"colour": "blue"})
     mem.consolidate()
-    said(mem, at(days=17), {"colour": "blue"}, trust="untrusted")
+    said(mem, at(days=17), {"colour": "yellow"}, trust="untrusted")
     mem.consolidate()
     (held,) = mem.conflicts(subject="alice")
     kept = next(m for m in held.member_ids if mem.fact(m).status is FactStatus.CANDIDATE)
@@ -645,7 +646,7 @@ def test_a_version_a_kept_claim_ends_has_it_as_its_receipt(mem: Memory) -> None:
 
     said(mem, at(days=11), {"colour": "red"}, "create", valid_from=at(days=8), valid_to=at(days=18))
     mem.consolidate()
-    assert values_as_of(mem, at(days=17.5)) == [{"colour": "blue"}]
+    assert values_as_of(mem, at(days=17.5)) == [{"colour": "yellow"}]
     red = one(mem.facts(subject="alice", include_retired=True), {"colour": "red"})
     assert red.valid_to is not None and red.valid_to <= at(days=17)
 
@@ -716,3 +717,23 @@ def test_keeping_a_held_claim_that_ended_before_the_current_fact_leaves_it_curre
     assert values_as_of(mem, at(days=8)) == [{"colour": "green"}]
     green = one(mem.facts(subject="alice", include_retired=True), {"colour": "green"})
     assert mem.fact(red.id).superseded_by == green.id
+
+
+def test_a_restatement_earlier_in_the_job_is_split_by_a_change_dated_before_it(
+    mem: Memory,
+) -> None:
+    """Green from day 13 (one statement, consolidated). One job then holds green again on
+    day 37 and, told on day 40, blue for days 27-36: green is restated first (by the time
+    it was told), blue falls inside green before that restatement, so green splits: days
+    13-27, blue to 36, green again from 37. Until session 44 the restatement was not on
+    record for the job (green had one statement when it was loaded) and blue simply ended
+    green: nothing was current after day 36."""
+    said(mem, at(days=13), {"colour": "green"}, "create")
+    mem.consolidate()
+    said(mem, at(days=37), {"colour": "green"})
+    period = {"valid_from": at(days=27), "valid_to": at(days=36)}
+    said(mem, at(days=40), {"colour": "blue"}, "create", **period)
+    mem.consolidate()
+    assert values_as_of(mem, at(days=20)) == [{"colour": "green"}]
+    assert values_as_of(mem, at(days=30)) == [{"colour": "blue"}]
+    assert values_as_of(mem, at(days=38)) == [{"colour": "green"}]

@@ -29,6 +29,10 @@ SEEDS += [802880]
 # Class 14 (session 44): a late trusted restatement left a less trusted change a version
 # between a value and its restatement.
 SEEDS += [805156]
+# Classes 15 and 16 (session 44): a version a late statement made more trusted stayed
+# replaced when its less trusted replacement held a value; a restatement made earlier in a
+# job was not on record for a change dated before it later in the job.
+SEEDS += [820407, 821688]
 # Seeds of classes still open (README, Known limits), each a strict xfail.
 OPEN: set[int] = set()
 

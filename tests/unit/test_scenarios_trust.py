@@ -527,3 +527,71 @@ def test_a_late_trusted_first_value_holds_the_less_trusted_change_its_restatemen
         (held,) = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
         assert held.kind is ConflictKind.QUARANTINE
     assert_any_order_as_in_order(claims)
+
+
+def test_a_less_trusted_statement_of_the_next_change_is_adopted_by_it_in_any_order() -> None:
+    """The person's `a` on day 0, a third party's change to `b` on day 1, the person's
+    change to `b` on day 2. In order the third party's `b` is held against `a` and the
+    person's change adopts it: `b` from day 2 with both statements. Arriving after the
+    change, the third party's `b` was held against `a` for good; arriving first, it made
+    `b` begin on day 1, before the person's `a` (until session 44)."""
+    claims = history(
+        "abb", ("create", "supersede", "supersede"), ("trusted", "third_party", "trusted")
+    )
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [0, 2, 1])
+        (current,) = mem.facts(subject="alice")
+        assert (current.value, current.valid_from, current.reinforcement_count) == (
+            {"v": "b"},
+            day(2),
+            1,
+        )
+        assert mem.conflicts(subject="alice", status=ConflictStatus.OPEN) == []
+    assert_any_order_as_in_order(claims)
+
+
+def test_a_less_trusted_change_to_a_held_value_adopts_nothing_in_any_order() -> None:
+    """The person's `a` on day 0, the person's `b` on day 1 (a create: held in conflict),
+    a third party's change to `b` on day 2: in order it restates the held `b` and adopts
+    nothing (a less trusted source). When `a` arrived last, the third party's change counted
+    as one that replaced `a`, and `a` became history (until session 44)."""
+    claims = history(
+        "abb", ("create", "create", "supersede"), ("trusted", "trusted", "third_party")
+    )
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [1, 2, 0])
+        (current,) = mem.facts(subject="alice")
+        assert current.value == {"v": "a"}
+        (held,) = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
+        assert held.kind is ConflictKind.CONFLICT
+    assert_any_order_as_in_order(claims)
+
+
+def test_a_version_made_more_trusted_late_holds_what_its_replacement_held() -> None:
+    """A semi-trusted 4 from day 14, a semi-trusted change to 5 for days 24-26 (it replaces
+    the 4), an untrusted 3 for days 28-35 (held against the 5), then, late, the person's 4
+    of day 9: the 4 is trusted from before the 5, which could not have replaced it and is
+    held. Until session 44 the untrusted 3 held against the 5 kept the 5 a version over the
+    trusted 4. Every order serves the same: the 4, with both held against it."""
+    claims = [  # in world order
+        Claim("e0", "alice", day(9), "gp", "4", "supersede", "trusted"),
+        Claim("e1", "alice", day(14), "gp", "4", "create", "semi_trusted"),
+        Claim(
+            "e2", "alice", day(2), "gp", "5", "supersede", "semi_trusted", period=(day(24), day(26))
+        ),
+        Claim(
+            "e3", "alice", day(8), "gp", "3", "supersede", "untrusted", period=(day(28), day(35))
+        ),
+    ]
+    expected = served(claims, [1, 2, 3, 0])
+    assert expected == (
+        [("4", day(9), None, "trusted", 2)],
+        Counter(
+            {
+                ("quarantine", ("{'v': '3'}:candidate", "{'v': '4'}:active")): 1,
+                ("quarantine", ("{'v': '4'}:active", "{'v': '5'}:candidate")): 1,
+            }
+        ),
+    )
+    for order in itertools.permutations(range(4)):
+        assert served(claims, order) == expected, order

@@ -91,7 +91,18 @@ days 23-27 (at that instant before red by its words: it split red, itself a vers
 between the parts), then, late, the person's red of day 18: in world order red was trusted
 before blue and blue was held; blue stayed a version, ending where the trusted red began
 again. Fixed in session 44 (`TrustOrder._rejoined`): blue is held and the restatement takes
-the first part in, which stays as an empty receipt.
+the first part in, which stays as an empty receipt. `--minutes 10 --start 810000` at
+a4f7869, 8,065 histories, 0. (15, 16) `--minutes 10 --start 820000` (with session 44's
+first trust rules for late arrivals), 9,684 histories, 2. Seed 820407, present since at
+least 4e692b6: a semi-trusted 4 from day 14, then in one job a semi-trusted change to 5
+for days 24-26, an untrusted 3 for days 28-35 and the person's 4 of day 9: the late 4 made
+the first version trusted, but the 5 that replaced it held the untrusted 3, and a held
+value kept the 5 a version (`_trust_raised` gave up on any open set); now what it held,
+the version holds. Seed 821688, made visible by those rules: a restatement of a
+one-statement version decided earlier in a job was not on record for a change dated before
+it later in the job (the version's statements were not loaded), so the change ended the
+version for good; the restatement is recorded now (`WorkingSet._reinforce`). Then
+`--start 830000` at f908581, 10,352 histories, 0.
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

@@ -11,9 +11,9 @@ plan; it writes nothing.
 The pass is built in layers, each a module: `WorkingSet` (working.py: the snapshot, the
 plan, how an outcome is written), `Rivals` (rivals.py: values held in conflict and what
 makes one current), `Splits` (splits.py: a late change inside a version), `TrustOrder`
-(trust_order.py: what a late claim's trust changes), `LateArrivals` (late.py: claims dated
-before the current version) and `Adjudicator` here (a candidate's identity, and the
-decision for claims in order).
+(trust_order.py: what a claim's trust changes, in order and late), `LateArrivals` (late.py:
+claims dated before the current version) and `Adjudicator` here (a candidate's identity,
+and the decision for claims in order).
 """
 
 from __future__ import annotations

@@ -1,16 +1,25 @@
-"""Late news from sources of unequal trust: what a late claim's trust changes.
+"""Sources of unequal trust: what a claim's trust changes, in order and late.
 
 In world order a less trusted source never displaces a more trusted value: its claim is
-held in quarantine against it (`Adjudicator._state`). A claim that arrives late must end
-where that rule would have put it, so these decisions read trust as the claim would have met
-it: the version's trust at the claim's date (`_trust_then`), a less trusted current value
-that an earlier, more trusted one arrives before (`_earlier_trusted`), a value that a less
-trusted one holds in quarantine and a trusted statement restates (`_held_behind`), an
-untrusted value held alone that the first known value meets (`_held_alone_after`), and a
-replaced version a late statement makes more trusted than what replaced it
-(`_trust_raised`), or than a change between it and its own restatement (`_rejoined`);
-a first value arriving late holds the same way a less trusted change that its restatement
-replaced (`_restated_over`).
+held in quarantine against it (`Adjudicator._state`), and a more trusted create is not held
+behind a less trusted first value, which it holds instead (`_held_back_by_less_trusted`,
+`_over_less_trusted`). A claim that arrives late must end where those rules would have put
+it, so these decisions read trust as the claim would have met it:
+
+* the version's trust at the claim's date (`_trust_then`);
+* a less trusted current value that an earlier, more trusted one arrives before
+  (`_earlier_trusted`), or a less trusted change that the earlier value's own restatement
+  replaced (`_restated_over`); a first version whose first statements yield to the late
+  claim begins with the change that adopted them (`_began_when_adopted`);
+* a less trusted statement held against a version, of the value of the change that
+  replaced it: that change adopted it (`_adopted_by_next`);
+* a value that a less trusted one holds in quarantine and a trusted statement restates
+  (`_held_behind`), an untrusted value held alone that the first known value meets
+  (`_held_alone_after`);
+* a replaced version a late statement makes more trusted than what replaced it
+  (`_trust_raised`), or than a change between it and its own restatement (`_rejoined`).
+
+What a displaced value held against it, the value before it holds (`_hand_over_held`).
 """
 
 from __future__ import annotations

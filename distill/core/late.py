@@ -178,6 +178,9 @@ class LateArrivals(TrustOrder):
             # The next version was already true at t: it starts earlier than we knew.
             if base is not None and not gap:
                 self._revise(base, "retime", "the next version started earlier", valid_to=t)
+            if base is None and (held := self._held_first_value(c, following)) is not None:
+                self._replaced_first_value(held, following, t)
+                following = self.s.facts[following.id]
             decision = self._reinforce(following, c, "same value, stated earlier", valid_from=t)
             if base is not None and not gap:  # held against `base` after t: in order, this
                 self._move_later_rivals(base, self.s.facts[following.id])

@@ -271,16 +271,37 @@ class TrustOrder(Splits):
     def _held_back_by_less_trusted(self, c: Candidate, head: Fact, at: timeline.At) -> bool:
         """A create of another value from a more trusted source than the current value's
         (as it was at the claim's position `at`: a restatement dated after the claim had not
-        raised it yet), which was the attribute's first and is contested by nothing: it is
-        not held in conflict behind that value. Arriving first, it would have held the less
-        trusted value in quarantine (`_quarantine`, or `_earlier_trusted` when that value
-        came late), so the two end alike in any order (DESIGN invariant 8)."""
+        raised it yet), which was the attribute's first and is contested by nothing (or only
+        by a later statement of the claim's value, `_held_restating`): it is not held in
+        conflict behind that value. Arriving first, it would have held the less trusted
+        value in quarantine (`_quarantine`, or `_earlier_trusted` when that value came
+        late), so the two end alike in any order (DESIGN invariant 8)."""
         rank = c.event.trust.rank
         return (
             head.supersedes_id is None
-            and self._open_set(head.id) is None
+            and (self._open_set(head.id) is None or self._held_restating(c, head) is not None)
             and (rank > head.trust.rank or rank > self._trust_then(head, at).rank)
         )
+
+    def _held_restating(self, c: Candidate, head: Fact) -> Fact | None:
+        """The one candidate held in conflict against `head`, of the claim's value and dated
+        after it, no member pinned: in order it came after the claim and restated it."""
+        cs = self._open_set(head.id)
+        if cs is None or cs.kind is not ConflictKind.CONFLICT or len(cs.member_ids) != 2:
+            return None
+        members = [self.s.facts[m] for m in cs.member_ids]
+        others = [m for m in members if m.id != head.id]
+        held = others[0] if len(others) == 1 else None
+        if (
+            held is None
+            or any(m.pinned for m in members)
+            or held.status is not FactStatus.CANDIDATE
+            or held.value is None
+            or not values_equal(held.value, self._next_value(head, c.claim))
+            or not timeline.At(self._time(c), c.claim.value) < timeline.position(held)
+        ):
+            return None
+        return held
 
     def _over_less_trusted(
         self,
@@ -313,6 +334,16 @@ class TrustOrder(Splits):
             )
         else:
             self._hold_displaced(head, f"a more trusted value arrived late: quarantined: {reason}")
+        restating = self._held_restating(c, head) if following is None else None
+        if restating is not None:  # in order it restated the claim: the claim's version
+            kind = ConflictKind.CONFLICT if restated else ConflictKind.QUARANTINE
+            cs = self._open_set(head.id)
+            assert cs is not None
+            self._revise_conflict(cs, reason, kind=kind)
+            fact = self._revise(
+                restating, "resolve", reason, status=FactStatus.ACTIVE, valid_from=at.time
+            )
+            return self._reinforce(fact, c, "a more trusted value", valid_from=at.time)
         if following is None:
             fact = self._new_fact(c, FactKind.STATE, ident, value)
             self._create(fact, "a more trusted value", self._query_text(c))
@@ -326,6 +357,52 @@ class TrustOrder(Splits):
         self._open_conflict(ident.key, (fact.id, head.id), kind, reason)
         self._follow_identity_sets(head, self.s.facts[fact.id])
         return decision
+
+    def _held_first_value(self, c: Candidate, following: Fact) -> Fact | None:
+        """The less trusted first value that `following`, the first version, holds in
+        quarantine (a more trusted create met it: `_over_less_trusted`), dated before this
+        claim, a change of `following`'s value that could displace it: in order that value
+        was current until this change replaced it."""
+        cs = self._open_set(following.id)
+        if (
+            c.claim.action is not ClaimAction.SUPERSEDE
+            or following.supersedes_id is not None
+            or cs is None
+            or cs.kind is not ConflictKind.QUARANTINE
+            or len(cs.member_ids) != 2
+        ):
+            return None
+        (held,) = (self.s.facts[m] for m in cs.member_ids if m != following.id)
+        t = self._time(c)
+        if (
+            held.status is not FactStatus.CANDIDATE
+            or held.pinned
+            or following.pinned
+            or held.supersedes_id is not None
+            or not held.valid_from < t
+            or not held.trust.yields_to(c.event.trust)
+            or (held.valid_to is not None and held.valid_to <= t)
+        ):
+            return None
+        return held
+
+    def _replaced_first_value(self, held: Fact, following: Fact, t: datetime) -> None:
+        """`held` (`_held_first_value`) is the version before `following`, replaced at
+        `t`; the set that held it is resolved by the claim."""
+        reason = "a change dated before the value that held it replaced it"
+        self._revise(
+            held,
+            "resolve",
+            reason,
+            status=FactStatus.SUPERSEDED,
+            valid_to=t,
+            superseded_by=following.id,
+            retired_at=self.now,
+        )
+        self._revise(following, "link", reason, supersedes_id=held.id)
+        cs = self._open_set(following.id)
+        assert cs is not None
+        self._settle(cs, following.id, reason)
 
     def _next_of(self, version: Fact) -> Fact | None:
         """The version that replaced `version` where it ended, linked both ways."""

@@ -595,3 +595,31 @@ def test_a_version_made_more_trusted_late_holds_what_its_replacement_held() -> N
     )
     for order in itertools.permutations(range(4)):
         assert served(claims, order) == expected, order
+
+
+def test_a_late_trusted_create_takes_in_the_later_statement_of_its_value_held_in_conflict() -> None:
+    """A third party's `a` on day 0, the person's `b` on day 1, a third party's `b` on day 2.
+    In order the person's `b` holds `a` in quarantine and day 2 restates it. When the
+    person's `b` came last, the third party's `b` was already held in conflict against `a`,
+    and the person's joined it there: `a` stayed current (until session 44)."""
+    claims = history("abb", ("create",) * 3, ("third_party", "trusted", "third_party"))
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [0, 2, 1])
+        (current,) = mem.facts(subject="alice")
+        assert (current.value, current.valid_from) == ({"v": "b"}, day(1))
+    assert_any_order_as_in_order(claims)
+
+
+def test_a_late_trusted_change_replaces_the_first_value_a_later_create_held() -> None:
+    """A third party's `a` on day 0, the person's change to `b` on day 1, the person's `b`
+    again on day 2 (a create). In order the change replaced `a`. When the change came last,
+    the create had held `a` in quarantine, and `a` stayed held where it had been current
+    until day 1 (until session 44)."""
+    claims = history(
+        "abb", ("create", "supersede", "create"), ("third_party", "trusted", "trusted")
+    )
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [0, 2, 1])
+        assert [f.value for f in mem.facts(subject="alice", as_of=day(0.5))] == [{"v": "a"}]
+        assert mem.conflicts(subject="alice", status=ConflictStatus.OPEN) == []
+    assert_any_order_as_in_order(claims)

@@ -106,12 +106,10 @@ class LateArrivals(TrustOrder):
         around = [f for f in (base, following) if f is not None]
         trust = c.event.trust
         # In order, the version in force at t (`base`) is what this claim would have met: a
-        # less trusted claim is held against it. Before the first version there is none, and
-        # the claim would have been filed (untrusted: held alone), the next version then
-        # decided against it as if it came second, whoever is more trusted.
-        # Before the first version, a less trusted claim of another value came first in
-        # order, and that version's first statement, a create from a more trusted source,
-        # held it in quarantine (`_over_less_trusted`; a change would have replaced it).
+        # less trusted claim is held against it. Before the first version there is none: the
+        # claim came first (untrusted: held alone), and that version's first statement, a
+        # create from a more trusted source, held it in quarantine (`_over_less_trusted`; a
+        # change would have replaced it).
         held_against = base
         if (
             base is None

@@ -140,7 +140,8 @@ class TrustOrder(Splits):
     def _rejoined(self, was: Fact, decision: Decision) -> Decision:
         """`decision`, after a late statement dated inside `was` made it more trusted than
         the less trusted version that replaced it, itself replaced by a restatement of
-        `was`'s value (a split: `Splits._change_inside`). In world order that change met the
+        `was`'s value (a split: `Splits._change_inside`; after the change's stated end, or
+        where it ended). In world order that change met the
         more trusted value and was held in quarantine; the value went on, restated. So the
         change is held, and the restatement takes the version in: it begins where the
         version began and carries its evidence, and the version is its receipt, empty
@@ -148,7 +149,7 @@ class TrustOrder(Splits):
         set is involved."""
         version = self.s.facts[was.id]
         change = self._next_of(version)
-        restated = self._next_of(change) if change is not None else None
+        restated = self._next_of(change, after_a_gap=True) if change is not None else None
         if (
             change is None
             or restated is None
@@ -212,7 +213,7 @@ class TrustOrder(Splits):
         """The version that restated this claim's `value` right after `following`, the
         first version, less trusted than the claim: in order this claim came first,
         `following` could not displace it, and the restatement only restated it."""
-        restated = self._next_of(following)
+        restated = self._next_of(following, after_a_gap=True)
         if (
             restated is None
             or following.supersedes_id is not None
@@ -404,15 +405,18 @@ class TrustOrder(Splits):
         assert cs is not None
         self._settle(cs, following.id, reason)
 
-    def _next_of(self, version: Fact) -> Fact | None:
-        """The version that replaced `version` where it ended, linked both ways."""
+    def _next_of(self, version: Fact, *, after_a_gap: bool = False) -> Fact | None:
+        """The version that replaced `version` where it ended (or, `after_a_gap`, after its
+        stated end), linked both ways."""
         following = self.s.facts.get(version.superseded_by or "")
         if (
             version.status is not FactStatus.SUPERSEDED
             or following is None
             or following.status not in (FactStatus.ACTIVE, FactStatus.SUPERSEDED)
             or following.supersedes_id != version.id
-            or version.valid_to != following.valid_from
+            or version.valid_to is None
+            or version.valid_to > following.valid_from
+            or (version.valid_to < following.valid_from and not after_a_gap)
         ):
             return None
         return following

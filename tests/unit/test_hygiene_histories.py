@@ -33,6 +33,9 @@ SEEDS += [805156]
 # replaced when its less trusted replacement held a value; a restatement made earlier in a
 # job was not on record for a change dated before it later in the job.
 SEEDS += [820407, 821688]
+# Class 17 (session 44): a late trusted statement left a less trusted change with a stated
+# end a version when a gap followed it before the value's restatement.
+SEEDS += [841825]
 # Seeds of classes still open (README, Known limits), each a strict xfail.
 OPEN: set[int] = set()
 

@@ -623,3 +623,33 @@ def test_a_late_trusted_change_replaces_the_first_value_a_later_create_held() ->
         assert [f.value for f in mem.facts(subject="alice", as_of=day(0.5))] == [{"v": "a"}]
         assert mem.conflicts(subject="alice", status=ConflictStatus.OPEN) == []
     assert_any_order_as_in_order(claims)
+
+
+def test_a_late_trusted_statement_holds_a_change_with_a_stated_end_inside_its_value() -> None:
+    """A semi-trusted 4 on days 1 and 33, then a semi-trusted 3 for days 28-29 (it splits
+    the 4: a gap follows its end until the restatement) and the person's 4 of day 27. In
+    order the 4 is trusted from day 27 and the 3 is held. Until session 44 the 3 stayed a
+    version (the restatement did not begin where the 3 ended, and the two parts were not
+    joined). Every order serves the same."""
+    claims = [  # in world order
+        Claim("e0", "alice", day(1), "gp", "4", "create", "semi_trusted"),
+        Claim("e1", "alice", day(27), "gp", "4", "create", "trusted"),
+        Claim(
+            "e2",
+            "alice",
+            day(24),
+            "gp",
+            "3",
+            "supersede",
+            "semi_trusted",
+            period=(day(28), day(29)),
+        ),
+        Claim("e3", "alice", day(33), "gp", "4", "create", "semi_trusted"),
+    ]
+    expected = served(claims, range(4))
+    assert expected == (
+        [("4", day(1), None, "trusted", 3)],
+        Counter({("quarantine", ("{'v': '3'}:candidate", "{'v': '4'}:active")): 1}),
+    )
+    for order in itertools.permutations(range(4)):
+        assert served(claims, order) == expected, order

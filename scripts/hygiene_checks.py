@@ -102,7 +102,12 @@ the version holds. Seed 821688, made visible by those rules: a restatement of a
 one-statement version decided earlier in a job was not on record for a change dated before
 it later in the job (the version's statements were not loaded), so the change ended the
 version for good; the restatement is recorded now (`WorkingSet._reinforce`). Then
-`--start 830000` at f908581, 10,352 histories, 0.
+`--start 830000` at f908581, 10,352 histories, 0. (17) `--start 840000` at a3fb6c7, 10,453
+histories, 1 (seed 841825, present at 4e692b6): a semi-trusted 4 on days 1 and 33, then in
+one job a semi-trusted 3 for days 28-29 (it split the 4, with a gap after its end) and the
+person's 4 of day 27: the 3 stayed a version, since the rejoining of class 14 asked the
+restatement to begin where the change ended; it may begin after its stated end now. Then
+`--start 850000` at 1db5aef, 10,041 histories, 0.
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

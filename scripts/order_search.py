@@ -65,7 +65,9 @@ replaced (`TrustOrder._restated_over`); 156 once a less trusted statement of the
 change's value arriving late is adopted by it and a first version begins with the change
 that adopted its less trusted first statements; 134 once a late trusted create holds a less
 trusted first value that its restatement replaced and a less trusted change adopts nothing;
-122 once a version made more trusted late holds what its replacement held. `--four 240`,
+122 once a version made more trusted late holds what its replacement held; 116 once a late
+trusted create takes in a later statement of its value held in conflict and a late trusted
+change replaces the less trusted first value that a later create held. `--four 240`,
 `--periods`, `--one-name` unchanged (64, 0, 0).
 """
 

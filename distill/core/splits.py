@@ -53,10 +53,10 @@ class Splits(Rivals):
         t = self._time(c)
         later_ids = {s.event_id for s in later}
         early = [s for s in self.s.support[version.id] if s.event_id not in later_ids]
-        held = self._held_for_change(version, early, min(s.at for s in later), value)
+        restart = min(s.at for s in later)
+        held = self._held_for_change(version, early, restart, value)
         if held is None and self._only_less_trusted(c, version, later, following):
             return self._change_over_less_trusted(c, version, early, later, ident, value)
-        restart = min(s.at for s in later)
         restated_id = self.new_id()
         reason = "a change that arrived late, between a value and its restatement"
         ended: dict[str, Any] = {

@@ -325,6 +325,8 @@ class TrustOrder(Splits):
             if restated
             else f"{self._trust_then(head, at)} source may not displace a {c.event.trust} fact"
         )
+        kind = ConflictKind.CONFLICT if restated else ConflictKind.QUARANTINE
+        restating = self._held_restating(c, head) if following is None else None
         if following is None:
             self._revise(
                 head,
@@ -335,9 +337,7 @@ class TrustOrder(Splits):
             )
         else:
             self._hold_displaced(head, f"a more trusted value arrived late: quarantined: {reason}")
-        restating = self._held_restating(c, head) if following is None else None
         if restating is not None:  # in order it restated the claim: the claim's version
-            kind = ConflictKind.CONFLICT if restated else ConflictKind.QUARANTINE
             cs = self._open_set(head.id)
             assert cs is not None
             self._revise_conflict(cs, reason, kind=kind)
@@ -354,7 +354,6 @@ class TrustOrder(Splits):
                 following, "link", reason, supersedes_id=None, unpaired_change=False
             )
             decision = self._reinforce(fact, c, "a more trusted value", valid_from=at.time)
-        kind = ConflictKind.CONFLICT if restated else ConflictKind.QUARANTINE
         self._open_conflict(ident.key, (fact.id, head.id), kind, reason)
         self._follow_identity_sets(head, self.s.facts[fact.id])
         return decision

@@ -27,11 +27,11 @@ from distill.core.models import (
 )
 from distill.core.passes import Decision
 from distill.core.plan import ReviseFact
-from distill.core.trust_order import TrustOrder
+from distill.core.trust_late import LateTrust
 from distill.core.working import Candidate, Identity, Mark
 
 
-class LateArrivals(TrustOrder):
+class LateArrivals(LateTrust):
     """A late claim's decisions: where it falls among the versions, and what it becomes."""
 
     def _late(
@@ -183,8 +183,8 @@ class LateArrivals(TrustOrder):
             if base is not None and not gap:  # held against `base` after t: in order, this
                 self._move_later_rivals(base, self.s.facts[following.id])
             return self._trust_raised(following, decision)
-        if self._displaced_by_less_trusted(c, base, following, value):
-            return self._earlier_trusted(c, following, ident, value)
+        if displaced := self._displaced_by_less_trusted(c, base, following, value):
+            return self._earlier_trusted(c, displaced, ident, value)
         if base is None and not apart and (restated := self._restated_over(c, following, value)):
             return self._earlier_trusted_restated(c, following, restated)
         if base is None and not apart and (began := self._began_when_adopted(c, following)):
@@ -201,7 +201,9 @@ class LateArrivals(TrustOrder):
         returns = gap and any(
             values_equal(v.value, following.value) for v in versions if timeline.position(v) < at
         )
-        if not returns and self._first_of_competing_creates(c, None if gap else base, following):
+        if not returns and self._first_of_competing_creates(
+            c, None if gap else base, following, value
+        ):
             return self._earlier_create(c, following, ident, value, base if gap else None)
         if apart:  # in order `following` came after this claim's end: it follows it
             return self._historical(c, versions, at, ident, base, following, value)
@@ -296,7 +298,9 @@ class LateArrivals(TrustOrder):
         self._follow_identity_sets(following, first)
         return self._reinforce(first, c, reason)
 
-    def _first_of_competing_creates(self, c: Candidate, base: Fact | None, following: Fact) -> bool:
+    def _first_of_competing_creates(
+        self, c: Candidate, base: Fact | None, following: Fact, value: dict[str, Any]
+    ) -> bool:
         """An undated create with a different value is held against the value before it, which
         stays the active one: in order, `following` (an undated create: `_began_as_change`)
         would have been held against this claim, whatever this claim's own action (a change
@@ -309,7 +313,19 @@ class LateArrivals(TrustOrder):
             and following.status is FactStatus.ACTIVE
             and (following.supersedes_id is None or self._ended_before(following))
             and not self._began_as_change(following, self._time(c), restated=True, by=c.event.trust)
-            and self._open_set(following.id) is None
+            and self._held_only_for_source(following, c.event.trust, value)
+        )
+
+    def _held_only_for_source(self, following: Fact, trust: Trust, value: dict[str, Any]) -> bool:
+        """Whether `following` holds nothing in a value conflict, and what it holds in
+        quarantine is from sources that yield to `trust`, none of `value`
+        (`_held_only_behind`): in world order it was held against the value of that trust
+        before `following` (`_hand_over_held`)."""
+        held = [
+            cs for cs in self._sets_holding(following.id) if cs.kind is not ConflictKind.IDENTITY
+        ]
+        return all(cs.kind is ConflictKind.QUARANTINE for cs in held) and (
+            not held or self._held_only_behind(following, trust, value)
         )
 
     def _ended_before(self, fact: Fact) -> bool:
@@ -347,6 +363,7 @@ class LateArrivals(TrustOrder):
             # (`_state_without_head`), so that the value it replaced is judged against it.
             fact = fact.model_copy(update={"unpaired_change": True})
         self._create(fact, f"the earlier of two competing values ({reason})", self._query_text(c))
+        self._hand_over_held(following, fact)
         if ended is not None:
             self._revise(
                 ended, "link", "a later-arriving version follows it", superseded_by=fact.id

@@ -58,11 +58,17 @@ class Rivals(WorkingSet):
         value: dict[str, Any],
         reason: str,
     ) -> Decision:
-        open_set = self._open_set(existing.id)
-        if open_set is not None:
-            repeated = self._repeat_held(c, open_set, value)
+        held = [
+            cs for cs in self._sets_holding(existing.id) if cs.kind is not ConflictKind.IDENTITY
+        ]
+        for cs in held:
+            repeated = self._repeat_held(c, cs, value)
             if repeated is not None:
                 return repeated
+        # Only a value conflict grows: a value quarantined for its source is held apart, as
+        # it is when it arrives after the value conflict opened (in world order).
+        open_set = next((cs for cs in held if cs.kind is ConflictKind.CONFLICT), None)
+        if open_set is not None:
             # A member a person pinned is theirs to decide: the set grows by the new value
             # instead of turning it into an event fact (consolidation never changes a pin).
             pinned = any(self.s.facts[m].pinned for m in open_set.member_ids)

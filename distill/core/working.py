@@ -405,28 +405,30 @@ class WorkingSet:
         return support_of(fact.source_event_ids[0], fact.valid_from, fact.trust, claim)
 
     def _first_said(self, fact: Fact) -> Support:
-        """`fact`'s earliest statement in world time (its own record when its statements
-        were not loaded)."""
+        """`fact`'s earliest statement in world time, the most trusted of that instant (its
+        own record when its statements were not loaded)."""
         supports = self.s.support.get(fact.id)
-        return min(supports, key=lambda s: s.at) if supports else self._first_support(fact)
+        if not supports:
+            return self._first_support(fact)
+        return first_said(supports)
 
     def _began_as_change(
         self, fact: Fact, before: datetime, *, restated: bool = False, by: Trust | None = None
     ) -> bool:
-        """Whether `fact`'s earliest statement in world time would have replaced a value of
-        time `before` in world order (`Support`): a change, or dated later by its own date;
-        with `restated`, any of its statements (a create held against that value is made
-        current by a later change to it: `Rivals._adopt`); when that value is from a source
-        of trust `by`, none from a source that yields to it (held against the value, it
-        replaces and adopts nothing). By its own record (a change keeps what it `stated`)
-        when its statements were not loaded."""
+        """Whether `fact`'s earliest statement in world time (`_first_said`) would have
+        replaced a value of time `before` in world order (`Support`): a change, or dated
+        later by its own date; with `restated`, any of its statements (a create held against
+        that value is made current by a later change to it: `Rivals._adopt`); when that
+        value is from a source of trust `by`, none from a source that yields to it (held
+        against the value, it replaces and adopts nothing). By its own record (a change
+        keeps what it `stated`) when its statements were not loaded."""
         supports = self.s.support.get(fact.id)
         if not supports:
             return fact.stated is not None
         if by is not None:  # what yields to that value would have been held against it
             supports = tuple(s for s in supports if not s.trust.yields_to(by))
         if not restated and supports:
-            supports = (min(supports, key=lambda s: s.at),)
+            supports = (first_said(supports),)
         return any(s.supersede or (s.dated and s.at > before) for s in supports)
 
     def _create(
@@ -565,6 +567,12 @@ def supported_by(support: list[Support], fact: Fact) -> dict[str, Any]:
         "last_reinforced_at": freshest,
         "trust": trust,
     }
+
+
+def first_said(supports: Sequence[Support]) -> Support:
+    """The earliest of `supports` in world time; of one instant, the most trusted: stated
+    together, the most trusted is what the value met the attribute with."""
+    return min(supports, key=lambda s: (s.at, -s.trust.rank))
 
 
 def held_until(held: Sequence[Support]) -> datetime | None:

@@ -656,3 +656,78 @@ def test_a_late_trusted_statement_holds_a_change_with_a_stated_end_inside_its_va
         [("4", day(1), None, "trusted", 3)],
         Counter({("quarantine", ("{'v': '3'}:candidate", "{'v': '4'}:active")): 1}),
     )
+
+
+def test_a_value_held_for_its_source_does_not_make_a_value_conflict_events() -> None:
+    """The person's `a` on day 0, the person's `b` on day 1 (a create: held in conflict), a
+    third party's `c` on day 2 (held in quarantine against `a`, a set of its own). When `c`
+    came before `b`, `b` counted as a third distinct value of `c`'s set, and all three
+    became dated event facts, nothing held (until session 45)."""
+    claims = history("abc", ("create",) * 3, ("trusted", "trusted", "third_party"))
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [0, 2, 1])
+        assert {f.kind for f in mem.facts(subject="alice", include_retired=True)} == {
+            FactKind.STATE
+        }
+        assert open_sets(mem) == Counter(
+            {
+                ("conflict", ("{'v': 'a'}:active", "{'v': 'b'}:candidate")): 1,
+                ("quarantine", ("{'v': 'a'}:active", "{'v': 'c'}:candidate")): 1,
+            }
+        )
+    assert_any_order_as_in_order(claims)
+
+
+def test_a_late_earlier_create_takes_over_what_the_later_one_held_for_its_source() -> None:
+    """The same three claims, the person's `a` last: `b` had held the third party's `c` in
+    quarantine. `a` came first in world order, so `b` is held in conflict against it and
+    `c` is held against `a` instead. Until session 45, `c`'s set kept `b` a version: `a`
+    became history, replaced by `b`."""
+    claims = history("abc", ("create",) * 3, ("trusted", "trusted", "third_party"))
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [1, 2, 0])
+        (current,) = mem.facts(subject="alice")
+        assert (current.value, current.valid_to) == ({"v": "a"}, None)
+        assert {
+            (s.kind, mem.fact(s.member_ids[1]).value["v"])
+            for s in mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
+        } == {(ConflictKind.CONFLICT, "b"), (ConflictKind.QUARANTINE, "c")}
+    assert_any_order_as_in_order(claims)
+
+
+def test_a_value_two_sources_state_at_one_instant_meets_the_past_as_the_more_trusted() -> None:
+    """A third party's `a` on day 0; the person's `b` and a third party's `b` on day 1. In
+    world order the person's `b` holds `a` in quarantine, whichever `b` is told first. Until
+    session 45, when the third party's `b` came first, the two `b`s were read as the third
+    party's statement (the first on record of that instant): `a` stayed current with `b`
+    held in conflict, or came late and held `b` so."""
+    claims = history("abb", ("create",) * 3, ("third_party", "trusted", "third_party"), (0, 1, 1))
+    for order in ([0, 2, 1], [2, 1, 0]):
+        with fresh_memory(max_distance=0.0) as mem:
+            ingest(mem, claims, order)
+            (current,) = mem.facts(subject="alice")
+            assert (current.value, current.valid_from) == ({"v": "b"}, day(1)), order
+            (held,) = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
+            assert held.kind is ConflictKind.QUARANTINE, order
+    assert_any_order_as_in_order(claims)
+
+
+def test_a_late_trusted_first_value_holds_every_less_trusted_version_after_it() -> None:
+    """The person's `a` on day 0, then a third party's `b` on day 1 and its change to `c`
+    on day 2. In world order each of the two met `a` and was held against it. When `a`
+    came last, `b` then `c` were versions, and only a single less trusted version was held
+    against the late value: `a` became history, left in a set with `b`, and `c` stayed
+    current (until session 45)."""
+    claims = history(
+        "abc", ("create", "create", "supersede"), ("trusted", "third_party", "third_party")
+    )
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [1, 2, 0])
+        (current,) = mem.facts(subject="alice")
+        assert (current.value, current.valid_from) == ({"v": "a"}, day(0))
+        held = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
+        assert sorted((s.kind, mem.fact(s.member_ids[1]).value["v"]) for s in held) == [
+            (ConflictKind.QUARANTINE, "b"),
+            (ConflictKind.QUARANTINE, "c"),
+        ]
+    assert_any_order_as_in_order(claims)

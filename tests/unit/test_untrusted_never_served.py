@@ -4,7 +4,8 @@ DESIGN's write gate holds an untrusted claim in quarantine; only a person may ac
 The rule was kept on the plain paths and broken on others, found in session 43 by the
 checks `scripts/hygiene_checks.py` gained then ("untrusted never served", "less trusted
 displaces nothing"; seeds 700000, 700085, 700114, 701386, 710117, 742257 and 781422): a
-third value reclassifying a quarantine set made its untrusted member an active event fact;
+third value reclassifying a quarantine set made its untrusted member an active event fact
+(since session 45 a quarantine set is never reclassified);
 an untrusted restatement's stated period ended a more trusted version; a late change split
 a version whose only later statements were untrusted, and made them a version of their
 own (also when the version had a stated end, or the change adopted a held value); derive
@@ -47,24 +48,33 @@ def served_untrusted(mem: Memory) -> list[str]:
     return [f.text for f in mem.facts(subject="alice") if f.trust is Trust.UNTRUSTED]
 
 
-def test_a_third_value_leaves_an_untrusted_member_held_as_an_event(
+def test_an_untrusted_value_held_apart_never_makes_a_trusted_attribute_events(
     make_memory: MemoryFactory,
 ) -> None:
+    """Until session 45 an untrusted value quarantined against Paris counted as a second
+    value of Paris's set, and a trusted third value made all three dated event facts (the
+    untrusted one held as an event). A statement held for its source now stays in a set
+    of its own: the trusted values are in conflict, the untrusted one held, nothing an
+    event, as when Oslo came before Rome. So an untrusted source can no longer turn a trusted
+    attribute into dated events by adding values to it."""
     mem = make_memory()
     claim(mem, "trusted", 0, "home_city", {"city": "Paris"})
     claim(mem, "untrusted", 1, "home_city", {"city": "Rome"})  # quarantined against Paris
-    claim(mem, "trusted", 2, "home_city", {"city": "Oslo"})  # a third value: dated events
+    claim(mem, "trusted", 2, "home_city", {"city": "Oslo"})  # held in conflict with Paris
     mem.consolidate()
 
     assert served_untrusted(mem) == []
-    (rome,) = [f for f in mem.facts(subject="alice", include_retired=True) if "Rome" in f.text]
-    assert (rome.kind, rome.status) == (FactKind.EVENT, FactStatus.CANDIDATE)
-    (held,) = mem.conflicts(subject="alice", status="open")
-    assert (held.kind, held.member_ids) == (ConflictKind.QUARANTINE, (rome.id,))
-    closed = mem.conflicts(subject="alice", status="reclassified")
-    assert [c.kind for c in closed] == [ConflictKind.QUARANTINE]
+    facts = mem.facts(subject="alice", include_retired=True)
+    assert {f.kind for f in facts} == {FactKind.STATE}
+    (rome,) = [f for f in facts if "Rome" in f.text]
+    (oslo,) = [f for f in facts if "Oslo" in f.text]
+    (paris,) = mem.facts(subject="alice")
+    assert "Paris" in paris.text
+    sets = {c.kind: c for c in mem.conflicts(subject="alice", status="open")}
+    assert set(sets[ConflictKind.QUARANTINE].member_ids) == {paris.id, rome.id}
+    assert set(sets[ConflictKind.CONFLICT].member_ids) == {paris.id, oslo.id}
     # The set a person decides about: accepting it serves the statement, as it would any.
-    mem.resolve_conflict(held.id, keep=rome.id)
+    mem.resolve_conflict(sets[ConflictKind.QUARANTINE].id, keep=rome.id)
     assert [f.id for f in mem.facts(subject="alice") if f.trust is Trust.UNTRUSTED] == [rome.id]
 
 

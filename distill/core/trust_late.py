@@ -1,0 +1,372 @@
+"""Sources of unequal trust, late: a claim that arrives after less trusted versions took
+its place must end where arrival in world order would have put it (`trust_order` holds the
+rules it would have met then), so these decisions read trust as the claim would have met it:
+
+* a less trusted current value, or chain of versions, that an earlier, more trusted one
+  arrives before (`_earlier_trusted`), or a less trusted change that the earlier value's
+  own restatement replaced (`_restated_over`); a first version whose first statements yield
+  to the late claim begins with the change that adopted them (`_began_when_adopted`);
+* a less trusted statement held against a version, of the value of the change that
+  replaced it: that change adopted it (`_adopted_by_next`);
+* a value that a less trusted one holds in quarantine and a trusted statement restates
+  (`_held_behind`); a less trusted first value that a later create holds and a late
+  trusted change replaces (`_held_first_value`);
+* a replaced version a late statement makes more trusted than what replaced it
+  (`_trust_raised`), or than a change between it and its own restatement (`_rejoined`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from distill.core import timeline
+from distill.core.identity import carried_forward, fact_text, values_equal
+from distill.core.models import (
+    ClaimAction,
+    ConflictKind,
+    ConflictSet,
+    Fact,
+    FactKind,
+    FactStatus,
+    Outcome,
+)
+from distill.core.passes import Decision
+from distill.core.trust_order import TrustOrder
+from distill.core.working import Candidate, Identity, held_until
+
+
+class LateTrust(TrustOrder):
+    """The late decisions that trust decides (module doc)."""
+
+    def _trust_raised(self, was: Fact, decision: Decision) -> Decision:
+        """`decision`, after a late statement dated inside `was`, a replaced version, made it
+        more trusted: the current version that replaced it, from a less trusted source,
+        could not have in world order. It is held in quarantine against the version, which
+        is current again, and holds what was held against it. Not when the version ended on
+        its own (a stated end), nor when a person's pin or a value that could displace the
+        version is involved."""
+        version = self.s.facts[was.id]
+        successor = self.s.facts.get(version.superseded_by or "")
+        if successor is not None and successor.status is FactStatus.SUPERSEDED:
+            return self._rejoined(was, decision)
+        if (
+            version.trust.rank <= was.trust.rank
+            or version.status is not FactStatus.SUPERSEDED
+            or successor is None
+            or successor.status is not FactStatus.ACTIVE
+            or successor.pinned
+            or version.pinned
+            or successor.supersedes_id != version.id
+            or version.valid_to != successor.valid_from
+            or not successor.trust.yields_to(version.trust)
+            or not self._held_only_behind(successor, version.trust, version.value)
+        ):
+            return decision
+        reason = f"{successor.trust} source may not displace a {version.trust} fact"
+        self._revise(
+            successor,
+            "hold",
+            f"an earlier, more trusted statement arrived late: quarantined: {reason}",
+            status=FactStatus.CANDIDATE,
+            supersedes_id=None,
+            unpaired_change=False,
+        )
+        current = self._revise(
+            version,
+            "hold",
+            f"more trusted than the value that replaced it: current again ({reason})",
+            status=FactStatus.ACTIVE,
+            valid_to=None,
+            retired_at=None,
+            superseded_by=None,
+            unpaired_change=successor.unpaired_change,
+        )
+        key = version.identity_key
+        self._hand_over_held(successor, current)
+        self._open_conflict(key, (current.id, successor.id), ConflictKind.QUARANTINE, reason)
+        self._follow_identity_sets(successor, current)
+        return decision
+
+    def _rejoined(self, was: Fact, decision: Decision) -> Decision:
+        """`decision`, after a late statement dated inside `was` made it more trusted than
+        the less trusted version that replaced it, itself replaced by a restatement of
+        `was`'s value (a split: `Splits._change_inside`; after the change's stated end, or
+        where it ended). In world order that change met the
+        more trusted value and was held in quarantine; the value went on, restated. So the
+        change is held, and the restatement takes the version in: it begins where the
+        version began and carries its evidence, and the version is its receipt, empty
+        (`timeline.overruled` leaves it out of the chain). Not when a person's pin or an open
+        set is involved."""
+        version = self.s.facts[was.id]
+        change = self._next_of(version)
+        restated = self._next_of(change, after_a_gap=True) if change is not None else None
+        if (
+            change is None
+            or restated is None
+            or version.trust.rank <= was.trust.rank
+            or any(f.pinned for f in (version, change, restated))
+            or not values_equal(version.value, restated.value)
+            or not change.trust.yields_to(version.trust)
+            or any(self._open_set(f.id) is not None for f in (version, change))
+        ):
+            return decision
+        reason = f"{change.trust} source may not displace a {version.trust} fact"
+        self._hold_displaced(
+            change, f"an earlier, more trusted statement arrived late: quarantined: {reason}"
+        )
+        sources = (*version.source_event_ids, *restated.source_event_ids)
+        _, freshest = timeline.freshest(
+            (version.trust.rank, version.last_reinforced_at),
+            (restated.trust.rank, restated.last_reinforced_at),
+        )
+        self._revise(
+            version,
+            "merge",
+            "one version with its restatement: the change between them was held",
+            valid_to=version.valid_from,
+            superseded_by=restated.id,
+        )
+        self._revise(
+            restated,
+            "merge",
+            f"the version it restates, once the change between them was held ({reason})",
+            valid_from=version.valid_from,
+            supersedes_id=version.id,
+            unpaired_change=version.unpaired_change,
+            source_event_ids=sources,
+            reinforcement_count=len(sources) - 1,
+            last_reinforced_at=freshest,
+            trust=max(version.trust, restated.trust, key=lambda t: t.rank),
+        )
+        support = (*self.s.support.get(version.id, ()), *self.s.support.get(restated.id, ()))
+        if support:
+            self.s.support[restated.id] = support
+        key = version.identity_key
+        self._open_conflict(key, (restated.id, change.id), ConflictKind.QUARANTINE, reason)
+        self._follow_identity_sets(version, self.s.facts[restated.id])
+        return decision
+
+    def _displaced_by_less_trusted(
+        self, c: Candidate, base: Fact | None, following: Fact, value: dict[str, Any]
+    ) -> list[tuple[Fact, dict[str, Any]]]:
+        """In order, this claim would have come first, and none of the versions from
+        `following`, the first, to the current one could have displaced it: each from a less
+        trusted source, each replacing the one before where it ended, none pinned, each
+        holding only what yields to the claim (`_held_only_behind`). Each would have been
+        quarantined against it, with the value it would have had then (a change carries the
+        claim's unstated keys forward): those values, distinct from each other and from the
+        claim's (a repeat would have reinforced the one held). Empty when not so."""
+        if base is not None or following.supersedes_id is not None:
+            return []
+        chain: list[Fact] = []
+        version: Fact | None = following
+        while version is not None:
+            chain.append(version)
+            version = self._next_of(version)
+        trust = c.event.trust
+        if chain[-1].status is not FactStatus.ACTIVE or any(
+            v.pinned or v.trust.rank >= trust.rank or not self._held_only_behind(v, trust, value)
+            for v in chain
+        ):
+            return []
+        held = [(v, self._held_value(c, v, value)) for v in chain]
+        values = [value, *(h for _, h in held)]
+        if any(values_equal(x, y) for i, x in enumerate(values) for y in values[i + 1 :]):
+            return []
+        return held
+
+    def _held_value(self, c: Candidate, version: Fact, value: dict[str, Any]) -> dict[str, Any]:
+        """`version`'s value held against the claim's `value` (`_displaced_by_less_trusted`)."""
+        assert version.value is not None
+        if not version.stated:
+            return version.value
+        return carried_forward(value, version.stated, c.claim.predicate == version.predicate)
+
+    def _restated_over(self, c: Candidate, following: Fact, value: dict[str, Any]) -> Fact | None:
+        """The version that restated this claim's `value` right after `following`, the
+        first version, less trusted than the claim: in order this claim came first,
+        `following` could not displace it, and the restatement only restated it."""
+        restated = self._next_of(following, after_a_gap=True)
+        if (
+            restated is None
+            or following.supersedes_id is not None
+            or not following.trust.yields_to(c.event.trust)
+            or not values_equal(restated.value, value)
+            or following.pinned
+            or restated.pinned
+            or self._open_set(following.id) is not None
+        ):
+            return None
+        return restated
+
+    def _adopted_by_next(
+        self, c: Candidate, at: timeline.At, base: Fact | None, value: dict[str, Any]
+    ) -> bool:
+        """Whether this claim, held against `base` for its source, has the value of the
+        change that replaced `base`: in order that change met it held, no restatement of
+        `base` between them, and adopted it (`Rivals._adopt`: from the change's own date,
+        since a less trusted statement could not displace `base`), the change being from a
+        source at least as trusted as `base` was and as this claim."""
+        following = self._next_of(base) if base is not None else None
+        if (
+            base is None
+            or following is None
+            or not values_equal(value, following.value)
+            or following.pinned
+            or not self._began_as_change(following, self._time(c))
+            or self._restated_after(base, at)
+        ):
+            return False
+        by = self._first_said(following).trust
+        then = self._trust_then(base, timeline.position(following))
+        return by.rank >= then.rank and by.rank >= c.event.trust.rank
+
+    def _began_when_adopted(self, c: Candidate, following: Fact) -> datetime | None:
+        """When `following`, the first version, would have begun had this claim, before it,
+        come first: its earliest statements, from sources that yield to this claim's, were
+        held against it, and the first change from a source that does not adopted them
+        (`Rivals._adopt`: from the change's date). None when its first statement could
+        displace this claim's value, or no such change followed."""
+        supports = sorted(self.s.support.get(following.id, ()), key=lambda s: s.at)
+        if (
+            not supports
+            or not supports[0].trust.yields_to(c.event.trust)
+            or following.supersedes_id is not None
+            or following.pinned
+            or self._open_set(following.id) is not None
+        ):
+            return None
+        t = self._time(c)
+        change = next((s for s in supports if not s.trust.yields_to(c.event.trust)), None)
+        if change is None or not (change.supersede or (change.dated and change.at > t)):
+            return None
+        return change.at
+
+    def _held_first_value(self, c: Candidate, following: Fact) -> Fact | None:
+        """The less trusted first value that `following`, the first version, holds in
+        quarantine (a more trusted create met it: `_over_less_trusted`), dated before this
+        claim, a change of `following`'s value that could displace it: in order that value
+        was current until this change replaced it."""
+        cs = self._open_set(following.id)
+        if (
+            c.claim.action is not ClaimAction.SUPERSEDE
+            or following.supersedes_id is not None
+            or cs is None
+            or cs.kind is not ConflictKind.QUARANTINE
+            or len(cs.member_ids) != 2
+        ):
+            return None
+        (held,) = (self.s.facts[m] for m in cs.member_ids if m != following.id)
+        t = self._time(c)
+        if (
+            held.status is not FactStatus.CANDIDATE
+            or held.pinned
+            or following.pinned
+            or held.supersedes_id is not None
+            or not held.valid_from < t
+            or not held.trust.yields_to(c.event.trust)
+            or (held.valid_to is not None and held.valid_to <= t)
+        ):
+            return None
+        return held
+
+    def _replaced_first_value(self, held: Fact, following: Fact, t: datetime) -> None:
+        """`held` (`_held_first_value`) is the version before `following`, replaced at
+        `t`; the set that held it is resolved by the claim."""
+        reason = "a change dated before the value that held it replaced it"
+        self._revise(
+            held,
+            "resolve",
+            reason,
+            status=FactStatus.SUPERSEDED,
+            valid_to=t,
+            superseded_by=following.id,
+            retired_at=self.now,
+        )
+        self._revise(following, "link", reason, supersedes_id=held.id)
+        cs = self._open_set(following.id)
+        assert cs is not None
+        self._settle(cs, following.id, reason)
+
+    def _earlier_trusted_restated(self, c: Candidate, following: Fact, restated: Fact) -> Decision:
+        """`following` is held in quarantine against the claim's value, and the version that
+        restated it begins with the claim (`_restated_over`)."""
+        reason = f"{following.trust} source may not displace a {c.event.trust} fact"
+        self._hold_displaced(following, f"an earlier value arrived late: quarantined: {reason}")
+        self._revise(
+            restated,
+            "link",
+            reason,
+            supersedes_id=None,
+            unpaired_change=c.claim.action is ClaimAction.SUPERSEDE,
+        )
+        decision = self._reinforce(
+            self.s.facts[restated.id], c, "an earlier, more trusted value", valid_from=self._time(c)
+        )
+        key = restated.identity_key
+        self._open_conflict(key, (restated.id, following.id), ConflictKind.QUARANTINE, reason)
+        self._follow_identity_sets(following, self.s.facts[restated.id])
+        return decision
+
+    def _earlier_trusted(
+        self,
+        c: Candidate,
+        held: list[tuple[Fact, dict[str, Any]]],
+        ident: Identity,
+        value: dict[str, Any],
+    ) -> Decision:
+        """The earlier, more trusted value is the active one; each of the versions after it
+        (`_displaced_by_less_trusted`) is held in quarantine against it, with its value then,
+        and what each held is held against the claim's value."""
+        fact = self._new_fact(c, FactKind.STATE, ident, value)
+        if c.claim.action is ClaimAction.SUPERSEDE:
+            fact = fact.model_copy(update={"unpaired_change": True})  # as `_earlier_create`
+        trust = max((v.trust for v, _ in held), key=lambda t: t.rank)
+        reason = f"{trust} source may not displace a {c.event.trust} fact"
+        for version, held_value in held:
+            update: dict[str, Any] = {"status": FactStatus.CANDIDATE, "unpaired_change": False}
+            if version.status is FactStatus.SUPERSEDED:  # a replaced version: its own end
+                support = self.s.support.get(version.id, ())
+                update |= {"supersedes_id": None, "superseded_by": None, "retired_at": None}
+                update |= {"valid_to": held_until(support)}
+            elif version.supersedes_id is not None:
+                update |= {"supersedes_id": None}
+            if not values_equal(held_value, version.value):
+                assert version.predicate is not None
+                update |= {
+                    "value": held_value,
+                    "text": fact_text(version.predicate, held_value, version.qualifiers),
+                }
+            why = f"an earlier value arrived late: quarantined: {reason}"
+            self._revise(version, "hold", why, **update)
+        self._create(fact, "an earlier, more trusted value", self._query_text(c))
+        for version, _ in held:
+            self._hand_over_held(version, fact)
+            why = f"{version.trust} source may not displace a {c.event.trust} fact"
+            self._open_conflict(ident.key, (fact.id, version.id), ConflictKind.QUARANTINE, why)
+        self._follow_identity_sets(held[-1][0], fact)
+        return Decision(Outcome.CREATED, fact.id, reason)
+
+    def _held_behind(
+        self, following: Fact, value: dict[str, Any]
+    ) -> tuple[Fact, ConflictSet] | None:
+        """A less trusted value dated before `following` and held in quarantine against it
+        (a more trusted create met it, `_over_less_trusted`, or it came late): a claim as
+        trusted as `following` that says the same thing and is dated before it came first
+        in world order, and the value it reinforces held `following` in conflict."""
+        open_set = self._open_set(following.id)
+        if open_set is None or open_set.kind is not ConflictKind.QUARANTINE:
+            return None
+        for member_id in open_set.member_ids:
+            member = self.s.facts[member_id]
+            if (
+                member.status is FactStatus.CANDIDATE
+                and not member.pinned
+                and member.identity_key == following.identity_key
+                # Before it in world time (at its instant, by the words: `timeline.position`).
+                and timeline.position(member) < timeline.position(following)
+                and values_equal(member.value, value)
+            ):
+                return member, open_set
+        return None

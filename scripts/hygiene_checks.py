@@ -107,7 +107,20 @@ histories, 1 (seed 841825, present at 4e692b6): a semi-trusted 4 on days 1 and 3
 one job a semi-trusted 3 for days 28-29 (it split the 4, with a gap after its end) and the
 person's 4 of day 27: the 3 stayed a version, since the rejoining of class 14 asked the
 restatement to begin where the change ended; it may begin after its stated end now. Then
-`--start 850000` at 1db5aef, 10,041 histories, 0.
+`--start 850000` at 1db5aef, 10,041 histories, 0. (18, 19) `--minutes 40 --start 860041` at
+29c9214, 33,524 histories, 5 (two classes). Seed 873645: the person's change to 5 on day 31,
+then a semi-trusted change to 5 of day 10 (5 from day 10), a third party's 4 of day 25 (held
+against the semi-trusted 5), a semi-trusted change to 4 for days 24-29 (it split the 5) and
+the person's 5 for days 23-25: the late trusted 5 made the first part more trusted than the
+4 that replaced it, but the rejoining of class 14 gave up on any open set, and the third
+party's held 4 was one; the 4 stayed a version after a trusted value. Now the restatement
+takes in what the first part held for its sources (session 45). Seed 864961 (four of the
+five): a semi-trusted 4 from day 18 that the person restated as a change much later, then
+in one job a semi-trusted change to 5 for days 27-31 (it split the 4) and the person's change
+to 3 of day 12: the split left the 4's later statements on record as the first part's, so
+the late 3 read the person's restatement as the change that adopted the first part and
+moved its start after its end (two values at once). A split now keeps each part's
+statements apart (`Splits._change_inside`).
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

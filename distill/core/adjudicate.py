@@ -215,6 +215,12 @@ class Adjudicator(LateArrivals):
         # value, the claim begins a version of its own (the same value: a return after a gap).
         ended = head.valid_to is not None and head.valid_to <= t
         if values_equal(new_value, head.value) and not ended:
+            # A change stated at the instant a create of its value held the first value in
+            # quarantine: of the two, the change replaced that value (as it does arriving
+            # first), so the held value was current until then.
+            if head.valid_from == t and (held := self._held_first_value(c, head)) is not None:
+                self._replaced_first_value(held, head, t)
+                head = self.s.facts[head.id]
             return self._reinforce(head, c, f"same value ({how})")
 
         if head.pinned:

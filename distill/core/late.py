@@ -6,6 +6,7 @@ the final state is the one arrival in order would have given (DESIGN invariant 8
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from distill.core import timeline
@@ -28,7 +29,7 @@ from distill.core.models import (
 from distill.core.passes import Decision
 from distill.core.plan import ReviseFact
 from distill.core.trust_late import LateTrust
-from distill.core.working import Candidate, Identity, Mark
+from distill.core.working import Candidate, Identity, Mark, said_order
 
 
 class LateArrivals(LateTrust):
@@ -107,15 +108,15 @@ class LateArrivals(LateTrust):
         trust = c.event.trust
         # In order, the version in force at t (`base`) is what this claim would have met: a
         # less trusted claim is held against it. Before the first version there is none: the
-        # claim came first (untrusted: held alone), and that version's first statement, a
-        # create from a more trusted source, held it in quarantine (`_over_less_trusted`; a
+        # claim came first (untrusted: held alone), and that version's first create from a
+        # more trusted source held it in quarantine (`_over_less_trusted`, also when an
+        # earlier statement of it was held in conflict with the claim: `_held_restating`; a
         # change would have replaced it).
         held_against = base
         if (
             base is None
             and trust is not Trust.UNTRUSTED
-            and trust.rank < self._first_said(following).trust.rank
-            and not self._began_as_change(following, t)
+            and self._held_by_a_create(following, t, trust)
             and not values_equal(value, following.value)
         ):
             held_against = following
@@ -213,6 +214,24 @@ class LateArrivals(LateTrust):
         if self._replaced_create(c, base, following):
             return self._before_replaced_create(c, versions, at, following, ident, value)
         return self._historical(c, versions, at, ident, base, following, value)
+
+    def _held_by_a_create(self, following: Fact, t: datetime, trust: Trust) -> bool:
+        """Whether, had a claim of `trust` and time `t` come first, the first version's
+        statements in world order would have held it in quarantine: a create from a more
+        trusted source comes before any change (or value dated by its own date after `t`)
+        from a source at least as trusted as the claim, which would have replaced it. A
+        statement that yields to the claim would have been held against it; a create as
+        trusted only held in conflict with it (`_held_restating` then). By `following`'s own
+        record when its statements were not loaded."""
+        supports = self.s.support.get(following.id)
+        if not supports:
+            return following.trust.rank > trust.rank and following.stated is None
+        for s in sorted((s for s in supports if not s.trust.yields_to(trust)), key=said_order):
+            if s.supersede or (s.dated and s.at > t):
+                return False
+            if s.trust.rank > trust.rank:
+                return True
+        return False
 
     def _historical(
         self,

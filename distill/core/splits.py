@@ -78,6 +78,7 @@ class Splits(Rivals):
             retired_at=version.retired_at or self.now,
             **supported_by(early, version),
         )
+        self.s.support[version.id] = tuple(early)  # the later ones are the restated part's
         if held is None:
             self._create(change, reason)
         else:  # in order the change adopted the value held against the version (`_adopt`)
@@ -167,6 +168,7 @@ class Splits(Rivals):
         of them would have been in order (`Adjudicator._state`)."""
         how = "a change that arrived late, before less trusted restatements of the value"
         decision = self._supersede(c, version, ident, value, how, **supported_by(early, version))
+        self.s.support[version.id] = tuple(early)
         change = self.s.facts[decision.fact_id or ""]
         held = version.model_copy(
             update={

@@ -96,8 +96,9 @@ class LateTrust(TrustOrder):
         more trusted value and was held in quarantine; the value went on, restated. So the
         change is held, and the restatement takes the version in: it begins where the
         version began and carries its evidence, and the version is its receipt, empty
-        (`timeline.overruled` leaves it out of the chain). Not when a person's pin or an open
-        set is involved."""
+        (`timeline.overruled` leaves it out of the chain), and what the version held for
+        its sources the restatement holds. Not when a person's pin, an open set of the
+        change's or a value the version holds in conflict is involved."""
         version = self.s.facts[was.id]
         change = self._next_of(version)
         restated = self._next_of(change, after_a_gap=True) if change is not None else None
@@ -108,7 +109,8 @@ class LateTrust(TrustOrder):
             or any(f.pinned for f in (version, change, restated))
             or not values_equal(version.value, restated.value)
             or not change.trust.yields_to(version.trust)
-            or any(self._open_set(f.id) is not None for f in (version, change))
+            or self._open_set(change.id) is not None
+            or not self._held_only_behind(version, version.trust)
         ):
             return decision
         reason = f"{change.trust} source may not displace a {version.trust} fact"
@@ -143,6 +145,7 @@ class LateTrust(TrustOrder):
         if support:
             self.s.support[restated.id] = support
         key = version.identity_key
+        self._hand_over_held(version, self.s.facts[restated.id])
         self._open_conflict(key, (restated.id, change.id), ConflictKind.QUARANTINE, reason)
         self._follow_identity_sets(version, self.s.facts[restated.id])
         return decision
@@ -265,7 +268,7 @@ class LateTrust(TrustOrder):
             or following.pinned
             or held.supersedes_id is not None
             or not held.valid_from < t
-            or not held.trust.yields_to(c.event.trust)
+            or c.event.trust.yields_to(held.trust)
             or (held.valid_to is not None and held.valid_to <= t)
         ):
             return None

@@ -108,7 +108,6 @@ class TrustOrder(Splits):
             or held.status is not FactStatus.CANDIDATE
             or held.value is None
             or not values_equal(held.value, self._next_value(head, c.claim))
-            or timeline.position(held) < timeline.At(self._time(c), c.claim.value)
         ):
             return None
         return held
@@ -151,7 +150,11 @@ class TrustOrder(Splits):
             assert cs is not None
             self._revise_conflict(cs, reason, kind=kind)
             fact = self._revise(
-                restating, "resolve", reason, status=FactStatus.ACTIVE, valid_from=at.time
+                restating,
+                "resolve",
+                reason,
+                status=FactStatus.ACTIVE,
+                valid_from=min(restating.valid_from, at.time),
             )
             return self._reinforce(fact, c, "a more trusted value", valid_from=at.time)
         if following is None:

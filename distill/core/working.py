@@ -405,8 +405,8 @@ class WorkingSet:
         return support_of(fact.source_event_ids[0], fact.valid_from, fact.trust, claim)
 
     def _first_said(self, fact: Fact) -> Support:
-        """`fact`'s earliest statement in world time, the most trusted of that instant (its
-        own record when its statements were not loaded)."""
+        """`fact`'s earliest statement in world time (`said_order`; its own record when its
+        statements were not loaded)."""
         supports = self.s.support.get(fact.id)
         if not supports:
             return self._first_support(fact)
@@ -569,10 +569,16 @@ def supported_by(support: list[Support], fact: Fact) -> dict[str, Any]:
     }
 
 
+def said_order(support: Support) -> tuple[datetime, bool, int]:
+    """Statements in world time; of one instant, a change first, then the most trusted: of
+    statements made together, a change is what replaced the value before
+    (`Adjudicator._state`), and the most trusted is what the value met the attribute with."""
+    return support.at, not support.supersede, -support.trust.rank
+
+
 def first_said(supports: Sequence[Support]) -> Support:
-    """The earliest of `supports` in world time; of one instant, the most trusted: stated
-    together, the most trusted is what the value met the attribute with."""
-    return min(supports, key=lambda s: (s.at, -s.trust.rank))
+    """The earliest of `supports` (`said_order`)."""
+    return min(supports, key=said_order)
 
 
 def held_until(held: Sequence[Support]) -> datetime | None:

@@ -737,3 +737,26 @@ def test_a_restatement_earlier_in_the_job_is_split_by_a_change_dated_before_it(
     assert values_as_of(mem, at(days=20)) == [{"colour": "green"}]
     assert values_as_of(mem, at(days=30)) == [{"colour": "blue"}]
     assert values_as_of(mem, at(days=38)) == [{"colour": "green"}]
+
+
+def test_a_split_leaves_the_restated_statements_with_the_restated_part(mem: Memory) -> None:
+    """A semi-trusted green from day 18, restated by the person as a change on day 200. One
+    job then holds a semi-trusted change to blue for days 27-31 (it splits green: days 18-27,
+    blue, green again from day 200) and the person's change to red of day 12. Until session
+    45 the first part of green kept the person's day-200 statement on record within the job,
+    so red read it as the change that adopted green's first statements and moved that part's
+    start to day 200, after its end: red and blue were then true at once."""
+    said(mem, at(days=18), {"colour": "green"}, "create", trust="semi_trusted")
+    said(mem, at(days=200), {"colour": "green"})
+    mem.consolidate()
+    period = {"valid_from": at(days=27), "valid_to": at(days=31)}
+    said(mem, at(days=4), {"colour": "blue"}, trust="semi_trusted", **period)
+    said(mem, at(days=12), {"colour": "red"})
+    mem.consolidate()
+    every = mem.facts(subject="alice", include_retired=True)
+    assert all(f.valid_to is None or f.valid_from <= f.valid_to for f in every)
+    for day in (15, 20, 29, 250):
+        assert len(values_as_of(mem, at(days=day))) == 1, day
+    assert values_as_of(mem, at(days=29)) == [{"colour": "blue"}]
+    assert values_as_of(mem, at(days=100)) == []  # blue's stated end, before green again
+    assert values_as_of(mem, at(days=250)) == [{"colour": "green"}]

@@ -36,6 +36,10 @@ SEEDS += [820407, 821688]
 # Class 17 (session 44): a late trusted statement left a less trusted change with a stated
 # end a version when a gap followed it before the value's restatement.
 SEEDS += [841825]
+# Classes 18 and 19 (session 45): a late trusted statement left a less trusted change a
+# version when the value before it held a value for its source; a split left the restated
+# part's statements on record as the first part's, for a late change in the same job.
+SEEDS += [864961, 873645]
 # Seeds of classes still open (README, Known limits), each a strict xfail.
 OPEN: set[int] = set()
 

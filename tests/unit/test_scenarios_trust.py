@@ -731,3 +731,38 @@ def test_a_late_trusted_first_value_holds_every_less_trusted_version_after_it() 
             (ConflictKind.QUARANTINE, "c"),
         ]
     assert_any_order_as_in_order(claims)
+
+
+def test_a_trusted_create_of_a_value_held_in_conflict_holds_the_less_trusted_first_value() -> None:
+    """A third party's `a` on day 0 and `b` on day 1 (held in conflict: one source, two
+    values), then the person's `b` on day 2. A more trusted create is never held behind a
+    less trusted first value: `b` is current from its first statement, `a` held in
+    quarantine. Until session 45 the person's `b` joined the held `b` and `a` stayed current,
+    in order; arriving first it held `a`, so the orders disagreed."""
+    claims = history("abb", ("create",) * 3, ("third_party", "third_party", "trusted"))
+    for order in ([0, 1, 2], [1, 2, 0]):
+        with fresh_memory(max_distance=0.0) as mem:
+            ingest(mem, claims, order)
+            (current,) = mem.facts(subject="alice")
+            assert (current.value, current.valid_from) == ({"v": "b"}, day(1)), order
+            (held,) = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
+            assert held.kind is ConflictKind.QUARANTINE, order
+    assert_any_order_as_in_order(claims)
+
+
+def test_a_late_less_trusted_value_is_held_by_the_first_trusted_create_after_it() -> None:
+    """The person's `b` on day 1, the person's change to `b` on day 2 (a restatement), then,
+    late, a third party's `a` of day 0. In world order the person's create met `a` and held
+    it in quarantine; the change only restated `b`. Which of the person's statements the
+    late `a` meets first decides (`LateArrivals._held_by_a_create`): read as any statement
+    of the person's, the change would have replaced `a` and made it history."""
+    claims = history(
+        "abb", ("create", "create", "supersede"), ("third_party", "trusted", "trusted")
+    )
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [1, 2, 0])
+        (current,) = mem.facts(subject="alice")
+        assert current.value == {"v": "b"}
+        (held,) = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
+        assert held.kind is ConflictKind.QUARANTINE
+    assert_any_order_as_in_order(claims)

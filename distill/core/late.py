@@ -133,6 +133,11 @@ class LateArrivals(LateTrust):
             if held_against is base and not gap and self._adopted_by_next(c, at, base, value):
                 reason = "held against the version in force, then adopted by the change after it"
                 return self._reinforce(following, c, reason)
+            # Held against the first version, which began after it: from its first statement.
+            first = timeline.position(following)
+            if held_against is following and self._adopted_by_next(c, first, following, value):
+                reason = "held against the first version, then adopted by the change after it"
+                return self._reinforce(self.s.facts[following.superseded_by or ""], c, reason)
             fact = self._new_fact(c, FactKind.STATE, ident, value)
             reason = "untrusted source"
             if trust is not Trust.UNTRUSTED:

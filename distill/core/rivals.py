@@ -329,7 +329,9 @@ class Rivals(WorkingSet):
                 member.status is FactStatus.CANDIDATE
                 and member.identity_key == head.identity_key
                 and values_equal(member.value, value)
-                and member.valid_from >= head.valid_from
+                # One held for its source before `head` began: `head`'s first value, held
+                # by it (`_over_less_trusted`), is adopted from the change's date (`_adopt`).
+                and (member.valid_from >= head.valid_from or member.trust.yields_to(head.trust))
                 and (
                     open_set.kind is ConflictKind.CONFLICT
                     or (
@@ -338,7 +340,9 @@ class Rivals(WorkingSet):
                         and by.rank >= member.trust.rank
                     )
                 )
-                and not self._restated_after(head, timeline.At(member.valid_from, member.value))
+                and not self._restated_after(
+                    head, max(timeline.At(member.valid_from, member.value), timeline.position(head))
+                )
             ):
                 return member, open_set
         return None

@@ -31,7 +31,7 @@ from distill.core.models import (
 )
 from distill.core.passes import Decision
 from distill.core.splits import Splits
-from distill.core.working import Candidate, Identity, held_until
+from distill.core.working import Candidate, Identity, Support, held_until, said_order
 
 
 class TrustOrder(Splits):
@@ -127,6 +127,8 @@ class TrustOrder(Splits):
         have made the set a value conflict (`_repeat_held`): it is one. Late, inside `head`
         and before `following`, the change to the claim's value that replaced `head`: that
         change only restated the claim, which holds from its own date."""
+        if following is None and (change := self._adopting_change(c, head, at)) is not None:
+            return self._held_until_adopted(c, head, ident, value, change)
         restated = any(not s.trust.yields_to(c.event.trust) for s in self._restated_after(head, at))
         reason = (
             "the held value is stated again by a source as trusted"
@@ -169,6 +171,42 @@ class TrustOrder(Splits):
         self._open_conflict(ident.key, (fact.id, head.id), kind, reason)
         self._follow_identity_sets(head, self.s.facts[fact.id])
         return decision
+
+    def _adopting_change(self, c: Candidate, head: Fact, at: timeline.At) -> Support | None:
+        """The first restatement of `head` after the claim, when it is a change from a source
+        that does not yield to the claim's: in world order the claim held `head` in
+        quarantine, and that change adopted it (`Rivals._adopt`). None when `head` holds a
+        set or a mark."""
+        later = sorted(self._restated_after(head, at), key=said_order)
+        if (
+            not later
+            or not later[0].supersede
+            or later[0].trust.yields_to(c.event.trust)
+            or head.unpaired_change
+            or self._open_set(head.id) is not None
+        ):
+            return None
+        return later[0]
+
+    def _held_until_adopted(
+        self, c: Candidate, head: Fact, ident: Identity, value: dict[str, Any], change: Support
+    ) -> Decision:
+        """The claim's value is the version until `change`, which adopted `head`, held
+        against it meanwhile: `head` begins with the change and keeps its statements."""
+        reason = "a more trusted value, until a change adopted the value it held"
+        fact = self._new_fact(
+            c,
+            FactKind.STATE,
+            ident,
+            value,
+            status=FactStatus.SUPERSEDED,
+            valid_to=change.at,
+            retired_at=self.now,
+            superseded_by=head.id,
+        )
+        self._create(fact, reason, self._query_text(c))
+        self._revise(head, "retime", reason, valid_from=change.at, supersedes_id=fact.id)
+        return Decision(Outcome.HISTORICAL, fact.id, reason)
 
     def _next_of(self, version: Fact, *, after_a_gap: bool = False) -> Fact | None:
         """The version that replaced `version` where it ended (or, `after_a_gap`, after its

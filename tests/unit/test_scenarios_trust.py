@@ -766,3 +766,22 @@ def test_a_late_less_trusted_value_is_held_by_the_first_trusted_create_after_it(
         (held,) = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
         assert held.kind is ConflictKind.QUARANTINE
     assert_any_order_as_in_order(claims)
+
+
+def test_a_trusted_change_adopts_the_first_value_a_trusted_create_held() -> None:
+    """A third party's `a` on day 0, the person's `b` on day 1 (it holds `a` in quarantine),
+    the person's change back to `a` on day 2: the change adopts the held `a`, current from
+    day 2 with both statements, and `b` is history. Until session 45 a held value dated
+    before the version it was held against was never adopted: the change made a second `a`
+    and left the first held against a retired `b`; arriving first, the change made `b` a
+    value in conflict instead."""
+    claims = history(
+        "aba", ("create", "create", "supersede"), ("third_party", "trusted", "trusted")
+    )
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [0, 1, 2])
+        (current,) = mem.facts(subject="alice")
+        assert (current.value, current.valid_from) == ({"v": "a"}, day(2))
+        assert len(current.source_event_ids) == 2
+        assert mem.conflicts(subject="alice", status=ConflictStatus.OPEN) == []
+    assert_any_order_as_in_order(claims)

@@ -267,7 +267,7 @@ class LateTrust(TrustOrder):
             or held.pinned
             or following.pinned
             or held.supersedes_id is not None
-            or not held.valid_from < t
+            or not timeline.position(held) < timeline.At(t, c.claim.value)
             or c.event.trust.yields_to(held.trust)
             or (held.valid_to is not None and held.valid_to <= t)
         ):

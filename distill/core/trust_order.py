@@ -88,8 +88,28 @@ class TrustOrder(Splits):
         rank = c.event.trust.rank
         return (
             head.supersedes_id is None
-            and (self._open_set(head.id) is None or self._held_restating(c, head) is not None)
+            and (
+                self._open_set(head.id) is None
+                or self._held_restating(c, head) is not None
+                or self._held_for_less_trust(c, head)
+            )
             and (rank > head.trust.rank or rank > self._trust_then(head, at).rank)
+        )
+
+    def _held_for_less_trust(self, c: Candidate, head: Fact) -> bool:
+        """Whether every value `head` holds is a candidate from a source that yields to the
+        claim's (`_held_only_behind`): the claim holds them all, as it holds `head`
+        (`_hand_over_held`), rather than counting as a third value of a conflict its
+        sources could not have decided."""
+        held = [
+            self.s.facts[m]
+            for cs in self._sets_holding(head.id)
+            if cs.kind is not ConflictKind.IDENTITY
+            for m in cs.member_ids
+            if m != head.id
+        ]
+        return all(m.status is FactStatus.CANDIDATE for m in held) and self._held_only_behind(
+            head, c.event.trust
         )
 
     def _held_restating(self, c: Candidate, head: Fact) -> Fact | None:
@@ -168,6 +188,7 @@ class TrustOrder(Splits):
                 following, "link", reason, supersedes_id=None, unpaired_change=False
             )
             decision = self._reinforce(fact, c, "a more trusted value", valid_from=at.time)
+        self._hand_over_held(head, self.s.facts[fact.id])  # `_held_for_less_trust`
         self._open_conflict(ident.key, (fact.id, head.id), kind, reason)
         self._follow_identity_sets(head, self.s.facts[fact.id])
         return decision

@@ -785,3 +785,36 @@ def test_a_trusted_change_adopts_the_first_value_a_trusted_create_held() -> None
         assert len(current.source_event_ids) == 2
         assert mem.conflicts(subject="alice", status=ConflictStatus.OPEN) == []
     assert_any_order_as_in_order(claims)
+
+
+def test_a_trusted_create_holds_every_less_trusted_value_instead_of_making_events() -> None:
+    """A third party's `a` on day 0 and `b` on day 1 (held in conflict), then the person's
+    `c` on day 2: `c` is current and holds both in quarantine, as it does arriving before
+    either. Until session 45, arriving last, `c` was a third value of the third party's
+    conflict and made `b` and `c` dated event facts beside a current `a`."""
+    claims = history("abc", ("create",) * 3, ("third_party", "third_party", "trusted"))
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [0, 1, 2])
+        (current,) = mem.facts(subject="alice")
+        assert (current.value, current.kind) == ({"v": "c"}, FactKind.STATE)
+        held = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
+        assert sorted((s.kind, mem.fact(s.member_ids[1]).value["v"]) for s in held) == [
+            (ConflictKind.QUARANTINE, "a"),
+            (ConflictKind.QUARANTINE, "b"),
+        ]
+    assert_any_order_as_in_order(claims)
+
+
+def test_a_late_change_at_the_first_values_instant_replaces_it() -> None:
+    """A third party's `a` and the person's change to `b`, both of day 0, then the person's
+    `b` again on day 1. Of one instant, `a` sorts before `b` by its words, so the change
+    replaced `a` (an empty interval). When the change came after the create of day 1, it
+    found `a` held by that create and, dated no earlier than `a`, left it held (until
+    session 45)."""
+    claims = history(
+        "abb", ("create", "supersede", "create"), ("third_party", "trusted", "trusted"), (0, 0, 1)
+    )
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [0, 2, 1])
+        assert mem.conflicts(subject="alice", status=ConflictStatus.OPEN) == []
+    assert_any_order_as_in_order(claims)

@@ -6,7 +6,6 @@ the final state is the one arrival in order would have given (DESIGN invariant 8
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from distill.core import timeline
@@ -29,7 +28,7 @@ from distill.core.models import (
 from distill.core.passes import Decision
 from distill.core.plan import ReviseFact
 from distill.core.trust_late import LateTrust
-from distill.core.working import Candidate, Identity, Mark, said_order
+from distill.core.working import Candidate, Identity, Mark
 
 
 class LateArrivals(LateTrust):
@@ -161,6 +160,14 @@ class LateArrivals(LateTrust):
             and (later or not values_equal(value, following.value))
             and self._held_in_order(c, versions, base, value)
         ):
+            # Unless `base` was the less trusted first value: in order this claim held it.
+            if (
+                not later
+                and self._next_of(base) is following
+                and not any(f.pinned for f in around)
+                and self._held_back_by_less_trusted(c, base, at)
+            ):
+                return self._held_first_inside(c, versions, at, ident, base, following, value)
             return self._conflict(c, base, ident, value, "different value")
         if base is not None and later:
             return self._change_inside(c, base, later, ident, value, following)
@@ -189,7 +196,8 @@ class LateArrivals(LateTrust):
             if base is not None and not gap:  # held against `base` after t: in order, this
                 self._move_later_rivals(base, self.s.facts[following.id])
             return self._trust_raised(following, decision)
-        if displaced := self._displaced_by_less_trusted(c, base, following, value):
+        at_first = base is None and following.supersedes_id is None
+        if at_first and (displaced := self._displaced_by_less_trusted(c, following, value)):
             return self._earlier_trusted(c, displaced, ident, value)
         if base is None and not apart and (restated := self._restated_over(c, following, value)):
             return self._earlier_trusted_restated(c, following, restated)
@@ -220,23 +228,39 @@ class LateArrivals(LateTrust):
             return self._before_replaced_create(c, versions, at, following, ident, value)
         return self._historical(c, versions, at, ident, base, following, value)
 
-    def _held_by_a_create(self, following: Fact, t: datetime, trust: Trust) -> bool:
-        """Whether, had a claim of `trust` and time `t` come first, the first version's
-        statements in world order would have held it in quarantine: a create from a more
-        trusted source comes before any change (or value dated by its own date after `t`)
-        from a source at least as trusted as the claim, which would have replaced it. A
-        statement that yields to the claim would have been held against it; a create as
-        trusted only held in conflict with it (`_held_restating` then). By `following`'s own
-        record when its statements were not loaded."""
-        supports = self.s.support.get(following.id)
-        if not supports:
-            return following.trust.rank > trust.rank and following.stated is None
-        for s in sorted((s for s in supports if not s.trust.yields_to(trust)), key=said_order):
-            if s.supersede or (s.dated and s.at > t):
-                return False
-            if s.trust.rank > trust.rank:
-                return True
-        return False
+    def _held_first_inside(
+        self,
+        c: Candidate,
+        versions: list[Fact],
+        at: timeline.At,
+        ident: Identity,
+        base: Fact,
+        following: Fact,
+        value: dict[str, Any],
+    ) -> Decision:
+        """A create dated inside `base`, the attribute's less trusted first value, before
+        `following` replaced it: in order the create held `base` in quarantine
+        (`_over_less_trusted`) and `following` replaced the create, unless it was less
+        trusted too (then it and what followed were held: `_earlier_trusted`). The claim is
+        a version of its own until `following`, and `base` is held against it with what it
+        held."""
+        if displaced := self._displaced_by_less_trusted(c, following, value):
+            decision = self._earlier_trusted(c, displaced, ident, value)
+            fact = self.s.facts[decision.fact_id or ""]
+        else:
+            decision = self._historical(c, versions, at, ident, base, following, value)
+            fact = self._revise(
+                self.s.facts[decision.fact_id or ""],
+                "link",
+                "the first value it held",
+                supersedes_id=None,
+            )
+        reason = f"{self._trust_then(base, at)} source may not displace a {c.event.trust} fact"
+        why = f"a more trusted value arrived late: quarantined: {reason}"
+        self._hold_displaced(self.s.facts[base.id], why)
+        self._hand_over_held(base, fact)
+        self._open_conflict(ident.key, (fact.id, base.id), ConflictKind.QUARANTINE, reason)
+        return decision
 
     def _historical(
         self,
@@ -373,6 +397,9 @@ class LateArrivals(LateTrust):
         """The claim is the value `following` is held against. When a version `ended`
         before the claim's date, the claim follows it in its place."""
         reason = "different value"
+        # A less trusted first value that `following` held, dated before this change: in
+        # order the change replaced it (`_held_first_value`).
+        first = None if ended is not None else self._held_first_value(c, following)
         self._revise(
             following,
             "hold",
@@ -388,6 +415,8 @@ class LateArrivals(LateTrust):
             fact = fact.model_copy(update={"unpaired_change": True})
         self._create(fact, f"the earlier of two competing values ({reason})", self._query_text(c))
         self._hand_over_held(following, fact)
+        if first is not None:
+            self._replaced_first_value(first, fact, self._time(c))
         if ended is not None:
             self._revise(
                 ended, "link", "a later-arriving version follows it", superseded_by=fact.id

@@ -2,6 +2,8 @@
 its place must end where arrival in world order would have put it (`trust_order` holds the
 rules it would have met then), so these decisions read trust as the claim would have met it:
 
+* the first version's first statement at least as trusted as a late, earlier claim: a
+  create from a more trusted source held it, a change replaced it (`_held_by_a_create`);
 * a less trusted current value, or chain of versions, that an earlier, more trusted one
   arrives before (`_earlier_trusted`), or a less trusted change that the earlier value's
   own restatement replaced (`_restated_over`); a first version whose first statements yield
@@ -30,10 +32,11 @@ from distill.core.models import (
     FactKind,
     FactStatus,
     Outcome,
+    Trust,
 )
 from distill.core.passes import Decision
 from distill.core.trust_order import TrustOrder
-from distill.core.working import Candidate, Identity, held_until
+from distill.core.working import Candidate, Identity, held_until, said_order
 
 
 class LateTrust(TrustOrder):
@@ -151,17 +154,16 @@ class LateTrust(TrustOrder):
         return decision
 
     def _displaced_by_less_trusted(
-        self, c: Candidate, base: Fact | None, following: Fact, value: dict[str, Any]
+        self, c: Candidate, following: Fact, value: dict[str, Any]
     ) -> list[tuple[Fact, dict[str, Any]]]:
-        """In order, this claim would have come first, and none of the versions from
-        `following`, the first, to the current one could have displaced it: each from a less
+        """In order, this claim came before `following` (the first version, or the one after
+        a less trusted first value the claim held: `_held_first_inside`), and none of the
+        versions from it to the current one could have displaced it: each from a less
         trusted source, each replacing the one before where it ended, none pinned, each
         holding only what yields to the claim (`_held_only_behind`). Each would have been
         quarantined against it, with the value it would have had then (a change carries the
         claim's unstated keys forward): those values, distinct from each other and from the
         claim's (a repeat would have reinforced the one held). Empty when not so."""
-        if base is not None or following.supersedes_id is not None:
-            return []
         chain: list[Fact] = []
         version: Fact | None = following
         while version is not None:
@@ -202,6 +204,24 @@ class LateTrust(TrustOrder):
         ):
             return None
         return restated
+
+    def _held_by_a_create(self, following: Fact, t: datetime, trust: Trust) -> bool:
+        """Whether, had a claim of `trust` and time `t` come first, the first version's
+        statements in world order would have held it in quarantine: a create from a more
+        trusted source comes before any change (or value dated by its own date after `t`)
+        from a source at least as trusted as the claim, which would have replaced it. A
+        statement that yields to the claim would have been held against it; a create as
+        trusted only held in conflict with it (`_held_restating` then). By `following`'s own
+        record when its statements were not loaded."""
+        supports = self.s.support.get(following.id)
+        if not supports:
+            return following.trust.rank > trust.rank and following.stated is None
+        for s in sorted((s for s in supports if not s.trust.yields_to(trust)), key=said_order):
+            if s.supersede or (s.dated and s.at > t):
+                return False
+            if s.trust.rank > trust.rank:
+                return True
+        return False
 
     def _adopted_by_next(
         self, c: Candidate, at: timeline.At, base: Fact | None, value: dict[str, Any]
@@ -287,7 +307,7 @@ class LateTrust(TrustOrder):
             superseded_by=following.id,
             retired_at=self.now,
         )
-        self._revise(following, "link", reason, supersedes_id=held.id)
+        self._revise(following, "link", reason, supersedes_id=held.id, unpaired_change=False)
         cs = self._open_set(following.id)
         assert cs is not None
         self._settle(cs, following.id, reason)

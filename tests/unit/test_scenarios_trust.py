@@ -818,3 +818,42 @@ def test_a_late_change_at_the_first_values_instant_replaces_it() -> None:
         ingest(mem, claims, [0, 2, 1])
         assert mem.conflicts(subject="alice", status=ConflictStatus.OPEN) == []
     assert_any_order_as_in_order(claims)
+
+
+def test_a_late_trusted_create_inside_a_less_trusted_first_value_holds_it() -> None:
+    """A third party's `a` on day 0, the person's `b` on day 1 and the person's change to
+    `c` on day 2. In order `b` held `a` in quarantine and `c` replaced `b`. When `b` came
+    last, `a` was a version that `c` replaced, and `b`, dated inside `a`, was held in
+    conflict against it (until session 45): it is a version of its own now, from day 1 to
+    day 2, and `a` is held."""
+    claims = history(
+        "abc", ("create", "create", "supersede"), ("third_party", "trusted", "trusted")
+    )
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [0, 2, 1])
+        assert values_on(mem, 1) == [{"v": "b"}]
+        assert values_on(mem, 0) == []
+        (held,) = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
+        assert held.kind is ConflictKind.QUARANTINE
+    assert_any_order_as_in_order(claims)
+
+
+def test_a_late_trusted_change_replaces_the_less_trusted_first_value_a_create_held() -> None:
+    """A third party's `a` on day 0, the person's change to `b` on day 1, the person's `c`
+    on day 2 (a create: held in conflict with `b`). When `b` came last, `c` held `a` in
+    quarantine, and the late change left `a` held beside its own conflict with `c` (until
+    session 45): it replaces `a` on day 1 now, as in order."""
+    claims = history(
+        "abc", ("create", "supersede", "create"), ("third_party", "trusted", "trusted")
+    )
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [0, 2, 1])
+        assert values_on(mem, 0) == [{"v": "a"}]
+        (held,) = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
+        assert held.kind is ConflictKind.CONFLICT
+    assert_any_order_as_in_order(claims)
+
+
+def values_on(mem: Memory, d: int) -> list[Any]:
+    """The values true at noon plus six hours on day `d`."""
+    return [f.value for f in mem.facts(subject="alice", as_of=day(d) + timedelta(hours=6))]

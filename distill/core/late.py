@@ -226,6 +226,9 @@ class LateArrivals(LateTrust):
             return self._earlier_than_contested(c, following, contested, ident, value)
         if self._replaced_create(c, base, following):
             return self._before_replaced_create(c, versions, at, following, ident, value)
+        after = [] if base is None or gap else self._displaced_by_less_trusted(c, following, value)
+        if base is not None and after:
+            return self._inside_over_less_trusted(c, base, after, ident, value)
         return self._historical(c, versions, at, ident, base, following, value)
 
     def _held_first_inside(

@@ -181,6 +181,25 @@ class LateTrust(TrustOrder):
             return []
         return held
 
+    def _inside_over_less_trusted(
+        self,
+        c: Candidate,
+        base: Fact,
+        held: list[tuple[Fact, dict[str, Any]]],
+        ident: Identity,
+        value: dict[str, Any],
+    ) -> Decision:
+        """A late claim inside `base`, before versions none of which could have displaced it
+        (`_displaced_by_less_trusted`): it replaces `base` from its date and is current, the
+        versions after it held against it (`_earlier_trusted`)."""
+        decision = self._earlier_trusted(c, held, ident, value)
+        fact = self.s.facts[decision.fact_id or ""]
+        reason = "a later-arriving version began inside it"
+        t = self._time(c)
+        self._revise(self.s.facts[base.id], "link", reason, valid_to=t, superseded_by=fact.id)
+        self._revise(fact, "link", reason, supersedes_id=base.id, unpaired_change=False)
+        return Decision(Outcome.SUPERSEDED, fact.id, reason)
+
     def _held_value(self, c: Candidate, version: Fact, value: dict[str, Any]) -> dict[str, Any]:
         """`version`'s value held against the claim's `value` (`_displaced_by_less_trusted`)."""
         assert version.value is not None

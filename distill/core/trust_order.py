@@ -87,7 +87,7 @@ class TrustOrder(Splits):
         late), so the two end alike in any order (DESIGN invariant 8)."""
         rank = c.event.trust.rank
         return (
-            head.supersedes_id is None
+            (head.supersedes_id is None or self._less_trusted_before(c, head) is not None)
             and (
                 self._open_set(head.id) is None
                 or self._held_restating(c, head) is not None
@@ -95,6 +95,28 @@ class TrustOrder(Splits):
             )
             and (rank > head.trust.rank or rank > self._trust_then(head, at).rank)
         )
+
+    def _less_trusted_before(self, c: Candidate, head: Fact) -> list[Fact] | None:
+        """The versions before `head`, back to the attribute's first, when each is from a
+        source less trusted than the claim's, replaced where it ended, not pinned and
+        holding only what yields to the claim: in world order the claim would have held
+        each of them as it holds a less trusted first value (`_over_less_trusted`). None
+        when not so, or when one was not loaded."""
+        before: list[Fact] = []
+        version = head
+        while version.supersedes_id is not None:
+            previous = self.s.facts.get(version.supersedes_id)
+            if (
+                previous is None
+                or self._next_of(previous) is not version
+                or previous.pinned
+                or previous.trust.rank >= c.event.trust.rank
+                or not self._held_only_behind(previous, c.event.trust)
+            ):
+                return None
+            before.append(previous)
+            version = previous
+        return before
 
     def _held_for_less_trust(self, c: Candidate, head: Fact) -> bool:
         """Whether every value `head` holds is a candidate from a source that yields to the
@@ -157,6 +179,7 @@ class TrustOrder(Splits):
         )
         kind = ConflictKind.CONFLICT if restated else ConflictKind.QUARANTINE
         restating = self._held_restating(c, head) if following is None else None
+        before = (self._less_trusted_before(c, head) or []) if following is None else []
         if following is None:
             self._revise(
                 head,
@@ -164,6 +187,7 @@ class TrustOrder(Splits):
                 f"a more trusted value arrived: quarantined: {reason}",
                 status=FactStatus.CANDIDATE,
                 unpaired_change=False,
+                supersedes_id=None,
             )
         else:
             self._hold_displaced(head, f"a more trusted value arrived late: quarantined: {reason}")
@@ -190,6 +214,11 @@ class TrustOrder(Splits):
             decision = self._reinforce(fact, c, "a more trusted value", valid_from=at.time)
         self._hand_over_held(head, self.s.facts[fact.id])  # `_held_for_less_trust`
         self._open_conflict(ident.key, (fact.id, head.id), kind, reason)
+        for version in before:  # `_less_trusted_before`: each held as `head` is
+            why = f"{version.trust} source may not displace a {c.event.trust} fact"
+            self._hold_displaced(self.s.facts[version.id], f"a more trusted value arrived: {why}")
+            self._hand_over_held(version, self.s.facts[fact.id])
+            self._open_conflict(ident.key, (fact.id, version.id), ConflictKind.QUARANTINE, why)
         self._follow_identity_sets(head, self.s.facts[fact.id])
         return decision
 

@@ -857,3 +857,37 @@ def test_a_late_trusted_change_replaces_the_less_trusted_first_value_a_create_he
 def values_on(mem: Memory, d: int) -> list[Any]:
     """The values true at noon plus six hours on day `d`."""
     return [f.value for f in mem.facts(subject="alice", as_of=day(d) + timedelta(hours=6))]
+
+
+def test_a_trusted_create_holds_the_less_trusted_versions_before_the_current_one() -> None:
+    """A third party's `a` on day 0 and its change to `b` on day 1, then the person's `c`
+    on day 2: `c` holds both, as it does when it arrives first (a trusted create is never
+    held behind a less trusted value, and each earlier less trusted value met it then). Until
+    session 45 the rule held only a first value, and `c` was held in conflict behind `b`."""
+    claims = history("abc", ("create", "supersede", "create"), ("third_party",) * 2 + ("trusted",))
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [0, 1, 2])
+        (current,) = mem.facts(subject="alice")
+        assert current.value == {"v": "c"}
+        held = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
+        assert sorted((s.kind, mem.fact(s.member_ids[1]).value["v"]) for s in held) == [
+            (ConflictKind.QUARANTINE, "a"),
+            (ConflictKind.QUARANTINE, "b"),
+        ]
+    assert_any_order_as_in_order(claims)
+
+
+def test_a_late_trusted_change_holds_the_less_trusted_versions_after_it() -> None:
+    """A third party's `a` on day 0, the person's change to `b` on day 1, the third party's
+    change to `c` on day 2. In order `c` met the person's `b` and was held. When `b` came
+    last, `c` had replaced `a`, and `b` became a version between them (until session 45):
+    `b` is current now, from day 1, and `c` held."""
+    claims = history(
+        "abc", ("create", "supersede", "supersede"), ("third_party", "trusted", "third_party")
+    )
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [0, 2, 1])
+        (current,) = mem.facts(subject="alice")
+        assert (current.value, current.valid_from) == ({"v": "b"}, day(1))
+        assert values_on(mem, 0) == [{"v": "a"}]
+    assert_any_order_as_in_order(claims)

@@ -658,6 +658,29 @@ def test_a_late_trusted_statement_holds_a_change_with_a_stated_end_inside_its_va
     )
 
 
+def ended(claims: list[Claim], order: Sequence[int]) -> tuple[list[Any], list[Any]]:
+    """After `claims` arrive in `order`, each consolidated on its own: the current values
+    with their start, and the open sets as (kind, value each holds), values by letter."""
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, order)
+        current = sorted((f.value["v"], f.valid_from) for f in mem.facts(subject="alice"))
+        held = sorted(
+            (s.kind.value, mem.fact(m).value["v"])
+            for s in mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
+            for m in s.member_ids
+            if mem.fact(m).status is FactStatus.CANDIDATE
+        )
+        return current, held
+
+
+def values_on(claims: list[Claim], order: Sequence[int], d: int) -> list[Any]:
+    """After `claims` arrive in `order`: the values true six hours after noon on day `d`."""
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, order)
+        when = day(d) + timedelta(hours=6)
+        return [f.value["v"] for f in mem.facts(subject="alice", as_of=when)]
+
+
 def test_a_value_held_for_its_source_does_not_make_a_value_conflict_events() -> None:
     """The person's `a` on day 0, the person's `b` on day 1 (a create: held in conflict), a
     third party's `c` on day 2 (held in quarantine against `a`, a set of its own). When `c`
@@ -666,15 +689,9 @@ def test_a_value_held_for_its_source_does_not_make_a_value_conflict_events() -> 
     claims = history("abc", ("create",) * 3, ("trusted", "trusted", "third_party"))
     with fresh_memory(max_distance=0.0) as mem:
         ingest(mem, claims, [0, 2, 1])
-        assert {f.kind for f in mem.facts(subject="alice", include_retired=True)} == {
-            FactKind.STATE
-        }
-        assert open_sets(mem) == Counter(
-            {
-                ("conflict", ("{'v': 'a'}:active", "{'v': 'b'}:candidate")): 1,
-                ("quarantine", ("{'v': 'a'}:active", "{'v': 'c'}:candidate")): 1,
-            }
-        )
+        kinds = {f.kind for f in mem.facts(subject="alice", include_retired=True)}
+        assert kinds == {FactKind.STATE}
+    assert ended(claims, [0, 2, 1]) == ([("a", day(0))], [("conflict", "b"), ("quarantine", "c")])
     assert_any_order_as_in_order(claims)
 
 
@@ -684,14 +701,7 @@ def test_a_late_earlier_create_takes_over_what_the_later_one_held_for_its_source
     `c` is held against `a` instead. Until session 45, `c`'s set kept `b` a version: `a`
     became history, replaced by `b`."""
     claims = history("abc", ("create",) * 3, ("trusted", "trusted", "third_party"))
-    with fresh_memory(max_distance=0.0) as mem:
-        ingest(mem, claims, [1, 2, 0])
-        (current,) = mem.facts(subject="alice")
-        assert (current.value, current.valid_to) == ({"v": "a"}, None)
-        assert {
-            (s.kind, mem.fact(s.member_ids[1]).value["v"])
-            for s in mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
-        } == {(ConflictKind.CONFLICT, "b"), (ConflictKind.QUARANTINE, "c")}
+    assert ended(claims, [1, 2, 0]) == ([("a", day(0))], [("conflict", "b"), ("quarantine", "c")])
     assert_any_order_as_in_order(claims)
 
 
@@ -703,12 +713,7 @@ def test_a_value_two_sources_state_at_one_instant_meets_the_past_as_the_more_tru
     held in conflict, or came late and held `b` so."""
     claims = history("abb", ("create",) * 3, ("third_party", "trusted", "third_party"), (0, 1, 1))
     for order in ([0, 2, 1], [2, 1, 0]):
-        with fresh_memory(max_distance=0.0) as mem:
-            ingest(mem, claims, order)
-            (current,) = mem.facts(subject="alice")
-            assert (current.value, current.valid_from) == ({"v": "b"}, day(1)), order
-            (held,) = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
-            assert held.kind is ConflictKind.QUARANTINE, order
+        assert ended(claims, order) == ([("b", day(1))], [("quarantine", "a")]), order
     assert_any_order_as_in_order(claims)
 
 
@@ -721,15 +726,10 @@ def test_a_late_trusted_first_value_holds_every_less_trusted_version_after_it() 
     claims = history(
         "abc", ("create", "create", "supersede"), ("trusted", "third_party", "third_party")
     )
-    with fresh_memory(max_distance=0.0) as mem:
-        ingest(mem, claims, [1, 2, 0])
-        (current,) = mem.facts(subject="alice")
-        assert (current.value, current.valid_from) == ({"v": "a"}, day(0))
-        held = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
-        assert sorted((s.kind, mem.fact(s.member_ids[1]).value["v"]) for s in held) == [
-            (ConflictKind.QUARANTINE, "b"),
-            (ConflictKind.QUARANTINE, "c"),
-        ]
+    assert ended(claims, [1, 2, 0]) == (
+        [("a", day(0))],
+        [("quarantine", "b"), ("quarantine", "c")],
+    )
     assert_any_order_as_in_order(claims)
 
 
@@ -741,12 +741,7 @@ def test_a_trusted_create_of_a_value_held_in_conflict_holds_the_less_trusted_fir
     in order; arriving first it held `a`, so the orders disagreed."""
     claims = history("abb", ("create",) * 3, ("third_party", "third_party", "trusted"))
     for order in ([0, 1, 2], [1, 2, 0]):
-        with fresh_memory(max_distance=0.0) as mem:
-            ingest(mem, claims, order)
-            (current,) = mem.facts(subject="alice")
-            assert (current.value, current.valid_from) == ({"v": "b"}, day(1)), order
-            (held,) = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
-            assert held.kind is ConflictKind.QUARANTINE, order
+        assert ended(claims, order) == ([("b", day(1))], [("quarantine", "a")]), order
     assert_any_order_as_in_order(claims)
 
 
@@ -754,17 +749,12 @@ def test_a_late_less_trusted_value_is_held_by_the_first_trusted_create_after_it(
     """The person's `b` on day 1, the person's change to `b` on day 2 (a restatement), then,
     late, a third party's `a` of day 0. In world order the person's create met `a` and held
     it in quarantine; the change only restated `b`. Which of the person's statements the
-    late `a` meets first decides (`LateArrivals._held_by_a_create`): read as any statement
+    late `a` meets first decides (`LateTrust._held_by_a_create`): read as any statement
     of the person's, the change would have replaced `a` and made it history."""
     claims = history(
         "abb", ("create", "create", "supersede"), ("third_party", "trusted", "trusted")
     )
-    with fresh_memory(max_distance=0.0) as mem:
-        ingest(mem, claims, [1, 2, 0])
-        (current,) = mem.facts(subject="alice")
-        assert current.value == {"v": "b"}
-        (held,) = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
-        assert held.kind is ConflictKind.QUARANTINE
+    assert ended(claims, [1, 2, 0]) == ([("b", day(1))], [("quarantine", "a")])
     assert_any_order_as_in_order(claims)
 
 
@@ -778,12 +768,11 @@ def test_a_trusted_change_adopts_the_first_value_a_trusted_create_held() -> None
     claims = history(
         "aba", ("create", "create", "supersede"), ("third_party", "trusted", "trusted")
     )
+    assert ended(claims, [0, 1, 2]) == ([("a", day(2))], [])
     with fresh_memory(max_distance=0.0) as mem:
         ingest(mem, claims, [0, 1, 2])
         (current,) = mem.facts(subject="alice")
-        assert (current.value, current.valid_from) == ({"v": "a"}, day(2))
         assert len(current.source_event_ids) == 2
-        assert mem.conflicts(subject="alice", status=ConflictStatus.OPEN) == []
     assert_any_order_as_in_order(claims)
 
 
@@ -793,15 +782,10 @@ def test_a_trusted_create_holds_every_less_trusted_value_instead_of_making_event
     either. Until session 45, arriving last, `c` was a third value of the third party's
     conflict and made `b` and `c` dated event facts beside a current `a`."""
     claims = history("abc", ("create",) * 3, ("third_party", "third_party", "trusted"))
-    with fresh_memory(max_distance=0.0) as mem:
-        ingest(mem, claims, [0, 1, 2])
-        (current,) = mem.facts(subject="alice")
-        assert (current.value, current.kind) == ({"v": "c"}, FactKind.STATE)
-        held = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
-        assert sorted((s.kind, mem.fact(s.member_ids[1]).value["v"]) for s in held) == [
-            (ConflictKind.QUARANTINE, "a"),
-            (ConflictKind.QUARANTINE, "b"),
-        ]
+    assert ended(claims, [0, 1, 2]) == (
+        [("c", day(2))],
+        [("quarantine", "a"), ("quarantine", "b")],
+    )
     assert_any_order_as_in_order(claims)
 
 
@@ -814,9 +798,7 @@ def test_a_late_change_at_the_first_values_instant_replaces_it() -> None:
     claims = history(
         "abb", ("create", "supersede", "create"), ("third_party", "trusted", "trusted"), (0, 0, 1)
     )
-    with fresh_memory(max_distance=0.0) as mem:
-        ingest(mem, claims, [0, 2, 1])
-        assert mem.conflicts(subject="alice", status=ConflictStatus.OPEN) == []
+    assert ended(claims, [0, 2, 1]) == ([("b", day(0))], [])
     assert_any_order_as_in_order(claims)
 
 
@@ -829,12 +811,9 @@ def test_a_late_trusted_create_inside_a_less_trusted_first_value_holds_it() -> N
     claims = history(
         "abc", ("create", "create", "supersede"), ("third_party", "trusted", "trusted")
     )
-    with fresh_memory(max_distance=0.0) as mem:
-        ingest(mem, claims, [0, 2, 1])
-        assert values_on(mem, 1) == [{"v": "b"}]
-        assert values_on(mem, 0) == []
-        (held,) = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
-        assert held.kind is ConflictKind.QUARANTINE
+    assert ended(claims, [0, 2, 1]) == ([("c", day(2))], [("quarantine", "a")])
+    assert values_on(claims, [0, 2, 1], 0) == []
+    assert values_on(claims, [0, 2, 1], 1) == ["b"]
     assert_any_order_as_in_order(claims)
 
 
@@ -846,17 +825,9 @@ def test_a_late_trusted_change_replaces_the_less_trusted_first_value_a_create_he
     claims = history(
         "abc", ("create", "supersede", "create"), ("third_party", "trusted", "trusted")
     )
-    with fresh_memory(max_distance=0.0) as mem:
-        ingest(mem, claims, [0, 2, 1])
-        assert values_on(mem, 0) == [{"v": "a"}]
-        (held,) = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
-        assert held.kind is ConflictKind.CONFLICT
+    assert ended(claims, [0, 2, 1]) == ([("b", day(1))], [("conflict", "c")])
+    assert values_on(claims, [0, 2, 1], 0) == ["a"]
     assert_any_order_as_in_order(claims)
-
-
-def values_on(mem: Memory, d: int) -> list[Any]:
-    """The values true at noon plus six hours on day `d`."""
-    return [f.value for f in mem.facts(subject="alice", as_of=day(d) + timedelta(hours=6))]
 
 
 def test_a_trusted_create_holds_the_less_trusted_versions_before_the_current_one() -> None:
@@ -865,15 +836,10 @@ def test_a_trusted_create_holds_the_less_trusted_versions_before_the_current_one
     held behind a less trusted value, and each earlier less trusted value met it then). Until
     session 45 the rule held only a first value, and `c` was held in conflict behind `b`."""
     claims = history("abc", ("create", "supersede", "create"), ("third_party",) * 2 + ("trusted",))
-    with fresh_memory(max_distance=0.0) as mem:
-        ingest(mem, claims, [0, 1, 2])
-        (current,) = mem.facts(subject="alice")
-        assert current.value == {"v": "c"}
-        held = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
-        assert sorted((s.kind, mem.fact(s.member_ids[1]).value["v"]) for s in held) == [
-            (ConflictKind.QUARANTINE, "a"),
-            (ConflictKind.QUARANTINE, "b"),
-        ]
+    assert ended(claims, [0, 1, 2]) == (
+        [("c", day(2))],
+        [("quarantine", "a"), ("quarantine", "b")],
+    )
     assert_any_order_as_in_order(claims)
 
 
@@ -885,9 +851,6 @@ def test_a_late_trusted_change_holds_the_less_trusted_versions_after_it() -> Non
     claims = history(
         "abc", ("create", "supersede", "supersede"), ("third_party", "trusted", "third_party")
     )
-    with fresh_memory(max_distance=0.0) as mem:
-        ingest(mem, claims, [0, 2, 1])
-        (current,) = mem.facts(subject="alice")
-        assert (current.value, current.valid_from) == ({"v": "b"}, day(1))
-        assert values_on(mem, 0) == [{"v": "a"}]
+    assert ended(claims, [0, 2, 1]) == ([("b", day(1))], [("quarantine", "c")])
+    assert values_on(claims, [0, 2, 1], 0) == ["a"]
     assert_any_order_as_in_order(claims)

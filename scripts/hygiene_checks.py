@@ -120,7 +120,15 @@ in one job a semi-trusted change to 5 for days 27-31 (it split the 4) and the pe
 to 3 of day 12: the split left the 4's later statements on record as the first part's, so
 the late 3 read the person's restatement as the change that adopted the first part and
 moved its start after its end (two values at once). A split now keeps each part's
-statements apart (`Splits._change_inside`).
+statements apart (`Splits._change_inside`). (20, 21, 22) `--minutes 25 --start 893565` at
+b505044 (session 45's trust rules), 21,573 histories, 5. Seed 899680 (two of them), brought
+by those rules and fixed before they landed: a trusted change at the instant of the create
+that held a semi-trusted first value replaced that value, though a version a person had
+accepted (an untrusted blue, kept from a quarantine set) came before the create; the rule
+now asks that the create be the first version. Seeds 898792 and 898222, present at
+29c9214 and still open (strict xfails): a trusted green from day 7 superseded at day 12 by
+a semi-trusted blue (less trusted displaces nothing), and a person's resolution that left
+an open identity set holding a retracted fact (live open sets).
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

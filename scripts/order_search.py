@@ -82,10 +82,10 @@ create holds every less trusted value instead of making a third value's events; 
 late trusted create inside a less trusted first value holds it and a late change replaces
 the first value a create held; 8 once a trusted
 create holds the less trusted versions before the current one and a late trusted claim
-inside a value holds those after it. No history that agreed before disagrees now, and the
-other searches did not move (64, 0, 0). Of the 8 left, 6 are a trusted value that returns
-after a third party's change, and 2 hold three values of one source with two of one instant
-(the same-instant rule's known limit).
+inside a value holds those after it; 2 once a late value before a less trusted change held
+against its own trusted return is replaced by that change. No history that agreed before
+disagrees now, and the other searches did not move (64, 0, 0). The 2 left hold three values
+of one source with two of one instant (the same-instant rule's known limit).
 """
 
 from __future__ import annotations

@@ -218,7 +218,8 @@ class Adjudicator(LateArrivals):
             # A change stated at the instant a create of its value held the first value in
             # quarantine: of the two, the change replaced that value (as it does arriving
             # first), so the held value was current until then.
-            if head.valid_from == t and (held := self._held_first_value(c, head)) is not None:
+            first = versions[0].id == head.id
+            if first and head.valid_from == t and (held := self._held_first_value(c, head)):
                 self._replaced_first_value(held, head, t)
                 head = self.s.facts[head.id]
             return self._reinforce(head, c, f"same value ({how})")

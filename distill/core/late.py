@@ -186,6 +186,8 @@ class LateArrivals(LateTrust):
         ):  # in order it held `base`, the attribute's first, and `following` restated it
             return self._over_less_trusted(c, base, ident, value, at, following)
         if values_equal(value, following.value) and not apart:
+            if base is None and (change := self._held_change_after(c, following)) is not None:
+                return self._before_a_return(c, ident, value, change, following)
             # The next version was already true at t: it starts earlier than we knew.
             if base is not None and not gap:
                 self._revise(base, "retime", "the next version started earlier", valid_to=t)

@@ -5,7 +5,8 @@ rules it would have met then), so these decisions read trust as the claim would 
 * the first version's first statement at least as trusted as a late, earlier claim: a
   create from a more trusted source held it, a change replaced it (`_held_by_a_create`);
 * a less trusted current value, or chain of versions, that an earlier, more trusted one
-  arrives before (`_earlier_trusted`), or a less trusted change that the earlier value's
+  arrives before (`_earlier_trusted`) or inside a version before them
+  (`_inside_over_less_trusted`), or a less trusted change that the earlier value's
   own restatement replaced (`_restated_over`); a first version whose first statements yield
   to the late claim begins with the change that adopted them (`_began_when_adopted`);
 * a less trusted statement held against a version, of the value of the change that
@@ -13,6 +14,8 @@ rules it would have met then), so these decisions read trust as the claim would 
 * a value that a less trusted one holds in quarantine and a trusted statement restates
   (`_held_behind`); a less trusted first value that a later create holds and a late
   trusted change replaces (`_held_first_value`);
+* a change held against a trusted create of a late value's value, dated between them: it
+  replaced the late value, and the create is a return (`_held_change_after`);
 * a replaced version a late statement makes more trusted than what replaced it
   (`_trust_raised`), or than a change between it and its own restatement (`_rejoined`).
 """
@@ -199,6 +202,68 @@ class LateTrust(TrustOrder):
         self._revise(self.s.facts[base.id], "link", reason, valid_to=t, superseded_by=fact.id)
         self._revise(fact, "link", reason, supersedes_id=base.id, unpaired_change=False)
         return Decision(Outcome.SUPERSEDED, fact.id, reason)
+
+    def _held_change_after(self, c: Candidate, following: Fact) -> Fact | None:
+        """A change to another value, held in quarantine against `following` (the first
+        version, of this claim's value, from a more trusted create), dated after this claim
+        and from a source at least as trusted as the claim's: in world order it replaced the
+        claim's value, and `following` returned to it."""
+        cs = self._open_set(following.id)
+        if (
+            cs is None
+            or cs.kind is not ConflictKind.QUARANTINE
+            or len(cs.member_ids) != 2
+            or following.supersedes_id is not None
+            or following.pinned
+        ):
+            return None
+        (held,) = (self.s.facts[m] for m in cs.member_ids if m != following.id)
+        t = self._time(c)
+        if (
+            held.status is not FactStatus.CANDIDATE
+            or held.pinned
+            or held.valid_to is not None
+            or not timeline.At(t, c.claim.value) < timeline.position(held)
+            or not held.valid_from < following.valid_from
+            or held.trust.yields_to(c.event.trust)
+            or not self._began_as_change(held, t)
+        ):
+            return None
+        return held
+
+    def _before_a_return(
+        self, c: Candidate, ident: Identity, value: dict[str, Any], change: Fact, following: Fact
+    ) -> Decision:
+        """The claim's value until `change` (`_held_change_after`) replaced it, and
+        `following` a return to the value after the change: three versions, as in order."""
+        reason = "an earlier value, replaced by the change held against its return"
+        fact = self._new_fact(
+            c,
+            FactKind.STATE,
+            ident,
+            value,
+            status=FactStatus.SUPERSEDED,
+            valid_to=change.valid_from,
+            retired_at=self.now,
+            superseded_by=change.id,
+        )
+        self._create(fact, reason, self._query_text(c))
+        self._revise(
+            change,
+            "resolve",
+            reason,
+            status=FactStatus.SUPERSEDED,
+            valid_to=following.valid_from,
+            retired_at=self.now,
+            supersedes_id=fact.id,
+            superseded_by=following.id,
+            unpaired_change=False,
+        )
+        self._revise(following, "link", reason, supersedes_id=change.id)
+        cs = self._open_set(following.id)
+        assert cs is not None
+        self._settle(cs, following.id, reason)
+        return Decision(Outcome.HISTORICAL, fact.id, reason)
 
     def _held_value(self, c: Candidate, version: Fact, value: dict[str, Any]) -> dict[str, Any]:
         """`version`'s value held against the claim's `value` (`_displaced_by_less_trusted`)."""

@@ -2,10 +2,13 @@
 
 In world order a less trusted source never displaces a more trusted value: its claim is
 held in quarantine against it (`Adjudicator._state`), and a more trusted create is not held
-behind a less trusted first value, which it holds instead (`_held_back_by_less_trusted`,
-`_over_less_trusted`, also when the create arrives late inside that value). An untrusted
-claim that found nothing is held alone, and the first value known meets it
-(`_held_alone_after`, `_before_held`).
+behind less trusted values: it holds the current one instead (`_held_back_by_less_trusted`,
+`_over_less_trusted`, also when the create arrives late inside that value), with every
+less trusted version before it (`_less_trusted_before`) and what they held, rather than
+counting as a third value of their conflict (`_held_for_less_trust`). A change to the held
+value from a source as trusted as the create adopts it, from the change's date
+(`_adopting_change`). An untrusted claim that found nothing is held alone, and the first
+value known meets it (`_held_alone_after`, `_before_held`).
 
 A claim read against a version reads the version's trust as the claim met it: at the
 claim's date (`_trust_then`). What a displaced value held against it, the value before it
@@ -226,13 +229,12 @@ class TrustOrder(Splits):
         """The first restatement of `head` after the claim, when it is a change from a source
         that does not yield to the claim's: in world order the claim held `head` in
         quarantine, and that change adopted it (`Rivals._adopt`). None when `head` holds a
-        set or a mark."""
+        set."""
         later = sorted(self._restated_after(head, at), key=said_order)
         if (
             not later
             or not later[0].supersede
             or later[0].trust.yields_to(c.event.trust)
-            or head.unpaired_change
             or self._open_set(head.id) is not None
         ):
             return None
@@ -255,7 +257,14 @@ class TrustOrder(Splits):
             superseded_by=head.id,
         )
         self._create(fact, reason, self._query_text(c))
-        self._revise(head, "retime", reason, valid_from=change.at, supersedes_id=fact.id)
+        self._revise(
+            head,
+            "retime",
+            reason,
+            valid_from=change.at,
+            supersedes_id=fact.id,
+            unpaired_change=False,
+        )
         return Decision(Outcome.HISTORICAL, fact.id, reason)
 
     def _next_of(self, version: Fact, *, after_a_gap: bool = False) -> Fact | None:

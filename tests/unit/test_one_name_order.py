@@ -11,7 +11,7 @@ quarantined against it instead). Every history of three claims from one trusted 
 is played in its six orders, and all end as in order. Histories of four claims do not all
 (`python scripts/order_search.py --four 240`; README, "Known limits"), nor do histories of
 three claims from two trust levels (`--trust`: 180 of 840 at the end of session 41, 372 at
-its start, 176 after session 43, 8 after session 45); the tests named for session 41 pin the
+its start, 176 after session 43, 2 after session 45); the tests named for session 41 pin the
 classes it fixed there (later sessions' are in test_scenarios_trust.py).
 """
 

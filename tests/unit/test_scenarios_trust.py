@@ -854,3 +854,28 @@ def test_a_late_trusted_change_holds_the_less_trusted_versions_after_it() -> Non
     assert ended(claims, [0, 2, 1]) == ([("b", day(1))], [("quarantine", "c")])
     assert values_on(claims, [0, 2, 1], 0) == ["a"]
     assert_any_order_as_in_order(claims)
+
+
+def test_a_late_less_trusted_value_before_its_return_is_replaced_by_the_change_between() -> None:
+    """A third party's `a` on day 0 and its change to `b` on day 1, then the person's `a` on
+    day 2: in order `b` replaced `a` and the person's `a` is a return. When the first `a`
+    came last, the person's `a` had held `b` (a less trusted first value) and the late `a`
+    only moved its start back to day 0 (until session 45): the three are versions now."""
+    claims = history("aba", ("create", "supersede", "create"), ("third_party",) * 2 + ("trusted",))
+    assert ended(claims, [1, 2, 0]) == ([("a", day(2))], [])
+    assert values_on(claims, [1, 2, 0], 1) == ["b"]
+    assert_any_order_as_in_order(claims)
+
+
+def test_a_trusted_change_adopts_a_less_trusted_change_a_late_trusted_create_held() -> None:
+    """A third party's change to `a` on day 0 (it matched nothing), the person's `b` on day 1
+    and the person's change back to `a` on day 2: in order `b` held the first `a` and the
+    change adopted it. When `b` came last, inside `a`, the marked first change kept `a`
+    current from day 0 and `b` was held in conflict (until session 45): `b` holds from day 1
+    to day 2 now."""
+    claims = history(
+        "aba", ("supersede", "create", "supersede"), ("third_party", "trusted", "trusted")
+    )
+    assert ended(claims, [0, 2, 1]) == ([("a", day(2))], [])
+    assert values_on(claims, [0, 2, 1], 1) == ["b"]
+    assert_any_order_as_in_order(claims)

@@ -208,20 +208,10 @@ class LateTrust(TrustOrder):
         version, of this claim's value, from a more trusted create), dated after this claim
         and from a source at least as trusted as the claim's: in world order it replaced the
         claim's value, and `following` returned to it."""
-        cs = self._open_set(following.id)
-        if (
-            cs is None
-            or cs.kind is not ConflictKind.QUARANTINE
-            or len(cs.member_ids) != 2
-            or following.supersedes_id is not None
-            or following.pinned
-        ):
-            return None
-        (held,) = (self.s.facts[m] for m in cs.member_ids if m != following.id)
+        held = self._held_by_first(following)
         t = self._time(c)
         if (
-            held.status is not FactStatus.CANDIDATE
-            or held.pinned
+            held is None
             or held.valid_to is not None
             or not timeline.At(t, c.claim.value) < timeline.position(held)
             or not held.valid_from < following.valid_from
@@ -350,26 +340,31 @@ class LateTrust(TrustOrder):
             return None
         return change.at
 
+    def _held_by_first(self, following: Fact) -> Fact | None:
+        """The one candidate `following`, the first version, holds in a quarantine set of
+        two, neither pinned: what a more trusted create held when it met it."""
+        cs = self._open_set(following.id)
+        if (
+            cs is None
+            or cs.kind is not ConflictKind.QUARANTINE
+            or len(cs.member_ids) != 2
+            or following.supersedes_id is not None
+            or following.pinned
+        ):
+            return None
+        (held,) = (self.s.facts[m] for m in cs.member_ids if m != following.id)
+        return held if held.status is FactStatus.CANDIDATE and not held.pinned else None
+
     def _held_first_value(self, c: Candidate, following: Fact) -> Fact | None:
         """The less trusted first value that `following`, the first version, holds in
         quarantine (a more trusted create met it: `_over_less_trusted`), dated before this
         claim, a change of `following`'s value that could displace it: in order that value
         was current until this change replaced it."""
-        cs = self._open_set(following.id)
-        if (
-            c.claim.action is not ClaimAction.SUPERSEDE
-            or following.supersedes_id is not None
-            or cs is None
-            or cs.kind is not ConflictKind.QUARANTINE
-            or len(cs.member_ids) != 2
-        ):
-            return None
-        (held,) = (self.s.facts[m] for m in cs.member_ids if m != following.id)
+        held = self._held_by_first(following)
         t = self._time(c)
         if (
-            held.status is not FactStatus.CANDIDATE
-            or held.pinned
-            or following.pinned
+            c.claim.action is not ClaimAction.SUPERSEDE
+            or held is None
             or held.supersedes_id is not None
             or not timeline.position(held) < timeline.At(t, c.claim.value)
             or c.event.trust.yields_to(held.trust)

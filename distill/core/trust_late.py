@@ -227,17 +227,7 @@ class LateTrust(TrustOrder):
         """The claim's value until `change` (`_held_change_after`) replaced it, and
         `following` a return to the value after the change: three versions, as in order."""
         reason = "an earlier value, replaced by the change held against its return"
-        fact = self._new_fact(
-            c,
-            FactKind.STATE,
-            ident,
-            value,
-            status=FactStatus.SUPERSEDED,
-            valid_to=change.valid_from,
-            retired_at=self.now,
-            superseded_by=change.id,
-        )
-        self._create(fact, reason, self._query_text(c))
+        fact = self._create_replaced(c, ident, value, change.valid_from, change.id, reason)
         self._revise(
             change,
             "resolve",

@@ -246,17 +246,7 @@ class TrustOrder(Splits):
         """The claim's value is the version until `change`, which adopted `head`, held
         against it meanwhile: `head` begins with the change and keeps its statements."""
         reason = "a more trusted value, until a change adopted the value it held"
-        fact = self._new_fact(
-            c,
-            FactKind.STATE,
-            ident,
-            value,
-            status=FactStatus.SUPERSEDED,
-            valid_to=change.at,
-            retired_at=self.now,
-            superseded_by=head.id,
-        )
-        self._create(fact, reason, self._query_text(c))
+        fact = self._create_replaced(c, ident, value, change.at, head.id, reason)
         self._revise(
             head,
             "retime",

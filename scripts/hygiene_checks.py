@@ -184,6 +184,12 @@ def check_state(mem: Memory, facts: dict[str, Fact]) -> None:
                 if m not in facts or not facts[m].live:
                     status = facts[m].status.value if m in facts else "missing"
                     raise Violation("live open sets", f"open {cs.kind} set holds {m}, {status}")
+                held = facts[m].status is FactStatus.CANDIDATE and cs.kind is ConflictKind.IDENTITY
+                current = active.get((facts[m].subject, facts[m].identity_key or ""))
+                if held and current is not None and current not in cs.member_ids:
+                    raise Violation(
+                        "live open sets", f"open identity set holds {m}, held back for {current}"
+                    )
 
 
 def one_value_at_a_time(facts: Any) -> None:

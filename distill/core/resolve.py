@@ -68,10 +68,12 @@ def resolve_conflict(
     `others`: the subject's other open sets. An identity set holding a fact this resolution
     supersedes holds the kept fact instead (the question goes on with the current value, as
     `Rivals._follow_identity_sets` does for a new version); one left with a single
-    member is closed, its question answered by this one. An identity set whose resolution
-    would retire a fact that an open value conflict or quarantine set holds, or holds a rival
-    value for, is refused: that set's candidates stand against that fact's attribute, and
-    moving them to another would make one set span two attributes. Resolve that set first.
+    member is closed, its question answered by this one. A candidate retracted (`keep=None`)
+    leaves the identity sets that held it the same way, with nothing in its place. An
+    identity set whose resolution would retire a fact that an open value conflict or
+    quarantine set holds, or holds a rival value for, is refused: that set's candidates stand
+    against that fact's attribute, and moving them to another would make one set span two
+    attributes. Resolve that set first.
     """
     if conflict.status is not ConflictStatus.OPEN:
         raise AlreadyResolved(f"conflict {conflict.id} is already {conflict.status}")
@@ -208,30 +210,37 @@ def resolve_conflict(
         }
     )
     plan.add(ReviseConflict(conflict, closed, reason, pass_name))
-    if kept is not None:
-        for other in others:
-            moved = _follow(other, conflict, {f.id for f in losers}, kept, now, resolver)
-            if moved is not None:
-                said = (
-                    f"{reason}: a member was superseded by {kept.id}"
-                    if moved.status is ConflictStatus.OPEN
-                    else f"{reason}: its members are one fact now"
-                )
-                plan.add(ReviseConflict(other, moved, said, pass_name))
+    for other in others:
+        moved = _follow(other, conflict, {f.id for f in losers}, kept, now, resolver)
+        if moved is not None:
+            plan.add(ReviseConflict(other, moved, _followed(reason, moved, kept), pass_name))
     return plan
+
+
+def _followed(reason: str, moved: ConflictSet, kept: Fact | None) -> str:
+    if kept is None:
+        return f"{reason}: a member was retracted" + (
+            "" if moved.status is ConflictStatus.OPEN else ", the question is gone"
+        )
+    if moved.status is ConflictStatus.OPEN:
+        return f"{reason}: a member was superseded by {kept.id}"
+    return f"{reason}: its members are one fact now"
 
 
 def _follow(
     other: ConflictSet,
     resolved: ConflictSet,
     retired: set[str],
-    kept: Fact,
+    kept: Fact | None,
     now: datetime,
     resolver: Resolver,
 ) -> ConflictSet | None:
     """`other` once `resolved` retired `retired` in favour of `kept`: an open identity set
     holding a retired fact holds the kept one instead, or is closed (by `resolver`, whose
-    decision answered it) when that leaves it one member; None when it is not touched."""
+    decision answered it) when that leaves it one member; None when it is not touched.
+    With `kept` None the retired facts were retracted: the set goes on without them, and
+    one left with a single member is closed with nothing kept (whether two names are one
+    attribute is no question once one of them holds nothing)."""
     if (
         other.id == resolved.id
         or other.status is not ConflictStatus.OPEN
@@ -239,13 +248,16 @@ def _follow(
         or not retired & set(other.member_ids)
     ):
         return None
-    held = tuple(dict.fromkeys(kept.id if m in retired else m for m in other.member_ids))
+    instead = () if kept is None else (kept.id,)
+    held = tuple(
+        dict.fromkeys(n for m in other.member_ids for n in (instead if m in retired else (m,)))
+    )
     if len(held) > 1:
         return other.model_copy(update={"member_ids": held})
     closed = {
         "status": ConflictStatus.RESOLVED,
         "resolved_at": now,
-        "kept_fact_id": kept.id,
+        "kept_fact_id": kept.id if kept is not None else None,
         "resolved_by": resolver,
     }
     return other.model_copy(update=closed)

@@ -307,11 +307,12 @@ class Rivals(WorkingSet):
 
     def _sets_follow_the_current(self) -> None:
         """An open identity set asks about two names' current versions. One still holding a
-        version that a claim retired by a path that does not carry sets along (a late claim
-        splitting or retiming it) holds the identity's current version instead."""
+        version that a claim retired or held back by a path that does not carry sets along (a
+        late claim splitting or retiming it, a more trusted value taking its place) holds the
+        identity's current version instead."""
         for cs in self._open_identity_sets():
             for member in [self.s.facts[m] for m in cs.member_ids if m in self.s.facts]:
-                if member.live or member.identity_key is None:
+                if member.status is FactStatus.ACTIVE or member.identity_key is None:
                     continue
                 versions = self._facts_of(member.identity_key)  # dated events share the key
                 active = [

@@ -27,7 +27,6 @@ from distill.core.models import (
     FactKind,
     FactStatus,
     Outcome,
-    Trust,
 )
 from distill.core.passes import Decision
 from distill.core.rivals import Rivals
@@ -142,11 +141,9 @@ class Splits(Rivals):
         self, c: Candidate, version: Fact, later: list[Support], following: Fact | None
     ) -> bool:
         """Whether every restatement after the change is from a source less trusted than
-        the change's, the version the current one and open-ended, the change too: in world
-        order each restatement met the change as the current value and could not displace
-        it. Untrusted restatements after a change with a stated end too: in world order they
-        met the change, or after its end restated the value after a gap, which an untrusted
-        source never makes a version (`_given_an_end` holds them the same way)."""
+        the change's (`_restated_by_less_trusted`), the version the current one and
+        open-ended: in world order each restatement met the change as the version in force,
+        before its stated end or after it, and could not displace it."""
         return (
             following is None
             and version.status is FactStatus.ACTIVE
@@ -255,10 +252,8 @@ class Splits(Rivals):
 
 def _restated_by_less_trusted(c: Candidate, later: list[Support]) -> bool:
     """Whether, in world order, every restatement after the change `c` met it as the value
-    in force and could not displace it: all untrusted, or, when the change has no stated
-    end (after one, a restatement follows a gap and makes a version), all less trusted
-    than the change's source."""
-    trust = c.event.trust
-    return all(s.trust is Trust.UNTRUSTED for s in later) or (
-        c.claim.valid_to is None and all(s.trust.yields_to(trust) for s in later)
-    )
+    in force and could not displace it: all from sources less trusted than the change's (or
+    untrusted). A stated end of the change does not free them: after it the change is still
+    the version in force, and a less trusted value stated then is held against it, as the
+    in-order path holds it (`Adjudicator._state`)."""
+    return all(s.trust.yields_to(c.event.trust) for s in later)

@@ -24,6 +24,7 @@ import pytest
 from distill import Memory
 from distill.adapters.embed.hashing import vectors_at_distance
 from distill.adapters.llm.fake import FakeLLM
+from distill.core import resolve
 from distill.core.identity import canonical_json, identity_text
 from distill.core.models import (
     ConflictKind,
@@ -33,7 +34,9 @@ from distill.core.models import (
     FactStatus,
     Outcome,
 )
+from distill.core.plan import ReviseConflict, ReviseFact
 from distill.report import Report
+from tests.factories import make_conflict, make_fact
 from tests.unit.scenario_support import (
     SUBJECT,
     MemoryFactory,
@@ -228,6 +231,69 @@ def test_a_contested_member_superseded_by_its_next_value_stays_contested(drift: 
     drift.resolve_conflict(after.id, keep=five.id)
     assert [f.id for f in drift.facts(subject=SUBJECT)] == [five.id]
     assert drift.fact(contested.id).superseded_by == five.id
+
+
+def test_a_contested_member_held_back_by_a_more_trusted_value_hands_the_set_over(
+    drift: Memory,
+) -> None:
+    """`Rivals._sets_follow_the_current`, found by the hygiene search (seed 898222): the
+    contested `bike_class_count` 5 (a third party's) is held back when a semi-trusted source
+    confirms the value 4 it was in conflict with. The open identity set asks about the two
+    names' current values, so it holds the 4 now, not the held-back 5."""
+    say(drift, *OLD, when=at(0))
+    drift.add_event(
+        subject=SUBJECT,
+        text="bike_class_count is 4",
+        trust="third_party",
+        claims=[{"predicate": "bike_class_count", "value": {"count": 4}}],
+    )
+    say(drift, "bike_class_count", {"count": 5}, when=at(days=3), trust="third_party")
+    drift.consolidate()
+    old = only([f for f in every_fact(drift) if f.predicate == OLD[0]])
+    five = by_value(every_fact(drift), count=5)
+    identity = only(
+        [c for c in drift.conflicts(subject=SUBJECT) if c.kind is ConflictKind.IDENTITY]
+    )
+    assert set(identity.member_ids) == {old.id, five.id}
+
+    say(drift, *EXTENDED, when=at(days=15), trust="semi_trusted")
+    drift.consolidate()
+
+    four = by_value(every_fact(drift), count=4)
+    assert (four.status, drift.fact(five.id).status) == (FactStatus.ACTIVE, FactStatus.CANDIDATE)
+    (after,) = [c for c in drift.conflicts(subject=SUBJECT) if c.kind is ConflictKind.IDENTITY]
+    assert after.id == identity.id
+    assert set(after.member_ids) == {old.id, four.id}
+    (held,) = [c for c in drift.conflicts(subject=SUBJECT) if c.kind is ConflictKind.QUARANTINE]
+    drift.resolve_conflict(held.id, keep=four.id)  # the 4 is right, then: one attribute
+    drift.resolve_conflict(after.id, keep=old.id)
+    assert [f.id for f in drift.facts(subject=SUBJECT)] == [old.id]
+    assert drift.conflicts(subject=SUBJECT) == []
+
+
+def test_a_candidate_retracted_by_a_resolution_leaves_the_identity_sets_holding_it() -> None:
+    """`resolve.resolve_conflict` with keep=None retracts the held candidates; an open
+    identity set holding one goes on without it (closed, nothing kept, when one member is
+    left) instead of asking about a fact that is never served."""
+    current = make_fact("bike_count", {"count": 3})
+    held = make_fact("bike_class_count", {"count": 4}, status=FactStatus.CANDIDATE)
+    other = make_fact("bike_class_count", {"count": 5}, status=FactStatus.CANDIDATE)
+    quarantine = make_conflict([held.id], kind=ConflictKind.QUARANTINE)
+    pair = make_conflict([current.id, held.id], kind=ConflictKind.IDENTITY, identity_key=None)
+    three = make_conflict(
+        [current.id, held.id, other.id], kind=ConflictKind.IDENTITY, identity_key=None
+    )
+    members = {f.id: f for f in (current, held, other)}
+
+    plan = resolve.resolve_conflict(quarantine, members, None, at(days=1), others=[pair, three])
+
+    sets = {a.after.id: a.after for a in plan.actions if isinstance(a, ReviseConflict)}
+    facts = {a.after.id: a.after for a in plan.actions if isinstance(a, ReviseFact)}
+    assert facts[held.id].status is FactStatus.RETRACTED
+    assert sets[pair.id].status is ConflictStatus.RESOLVED
+    assert sets[pair.id].kept_fact_id is None
+    assert sets[three.id].status is ConflictStatus.OPEN
+    assert sets[three.id].member_ids == (current.id, other.id)
 
 
 # -- the same words ------------------------------------------------------------------------------

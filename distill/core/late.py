@@ -469,8 +469,9 @@ class LateArrivals(LateTrust):
         self, c: Candidate, base: Fact | None, following: Fact, value: dict[str, Any]
     ) -> ConflictSet | None:
         """`following`, the first version, is an undated create held in a value conflict with
-        one candidate of a third value, both dated after this claim: in world order this claim
-        came first, `following` was held against it and the candidate, a third distinct value,
+        one candidate of a third value, both dated after this claim (`following` may share
+        its instant, placed after it by its words): in world order this claim came first,
+        `following` was held against it and the candidate, a third distinct value,
         reclassified them (`WorkingSet._reclassify`)."""
         if (
             base is not None
@@ -486,7 +487,8 @@ class LateArrivals(LateTrust):
         t = self._time(c)
         if any(
             m.pinned
-            or m.valid_from <= t
+            or m.valid_from < t
+            or (m.valid_from == t and m.id != following.id)
             or (m.value is not None and values_equal(m.value, value))
             or (m.id != following.id and m.status is not FactStatus.CANDIDATE)
             for m in members

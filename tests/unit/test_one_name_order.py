@@ -403,6 +403,24 @@ def test_every_history_of_three_claims_from_one_source_ends_as_in_order(
     assert_any_order_as_in_order(history(values, actions, ("trusted",) * 3))
 
 
+@pytest.mark.parametrize("first", ["create", "supersede"])
+def test_a_late_first_value_of_a_shared_instant_reclassifies_the_conflict_after_it(
+    first: str,
+) -> None:
+    """`a` and `b` stated at one instant (`a` first by its words), `c` the next day, one
+    source. In order `b` was held against `a` and `c`, a third distinct value, made `b`
+    and `c` dated events, `a` the state. When `a` came last, it found `b` current and
+    holding `c`, and was filed as history before `b` at their instant, an empty
+    interval (until session 46: the reclassification asked the version after the late
+    claim to be dated after it, not at its instant)."""
+    claims = history("abc", (first, "create", "create"), ("third_party",) * 3, (0, 0, 1))
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, claims, [1, 2, 0])
+        kinds = sorted((f.value["v"], f.kind.value) for f in mem.facts(subject="alice"))
+        assert kinds == [("a", "state"), ("b", "event"), ("c", "event")]
+    assert_any_order_as_in_order(claims)
+
+
 @pytest.mark.parametrize(
     ("values", "actions"),
     [

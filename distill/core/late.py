@@ -314,8 +314,9 @@ class LateArrivals(LateTrust):
     ) -> Fact | None:
         """A candidate held against `following` (a create) that says what this claim says: in
         order this claim came first, `following` was held against it, and the candidate only
-        restated it. A `following` less trusted than the claim was held against it even as a
-        change (in quarantine)."""
+        restated it, whatever `following`'s restatements after it when none was a change
+        (they restated a held value). A `following` less trusted than the claim was held
+        against it even as a change (in quarantine)."""
         less_trusted = following.trust.rank < c.event.trust.rank
         if (
             base is not None
@@ -327,6 +328,8 @@ class LateArrivals(LateTrust):
         held = self._held_rival(following, value, c.event.trust) or self._held_behind(
             following, value
         )
+        if held is None and not self._began_as_change(following, self._time(c), restated=True):
+            held = self._held_rival(following, value, c.event.trust, restated=True)
         return held[0] if held is not None else None
 
     def _earlier_than_rival(self, c: Candidate, following: Fact, rival: Fact) -> Decision:

@@ -335,14 +335,20 @@ class Rivals(WorkingSet):
         )
 
     def _held_rival(
-        self, head: Fact, value: dict[str, Any], by: Trust | None = None
+        self,
+        head: Fact,
+        value: dict[str, Any],
+        by: Trust | None = None,
+        restated: bool = False,
     ) -> tuple[Fact, ConflictSet] | None:
         """A candidate of `head`'s identity with `value`, held against `head` in an open value
         conflict set, that a change to `value` (from a source of trust `by`, when a claim
         makes it) would make current, as if it had restated that change: not dated before
-        `head`, nor before a restatement of `head`; no member pinned (a person's to decide).
-        A quarantined candidate only for a change at least as trusted as `head` and as it:
-        a less trusted source's value is never adopted by agreeing with itself."""
+        `head`, nor before a restatement of `head` (unless `restated`: for a claim before
+        `head`, which every statement of `head`, creates only, met as a held value); no member
+        pinned (a person's to decide). A quarantined candidate only for a change at least as
+        trusted as `head` and as it: a less trusted source's value is never adopted by
+        agreeing with itself."""
         open_set = self._open_set(head.id)
         if open_set is None or open_set.identity_key != head.identity_key:
             return None
@@ -365,8 +371,12 @@ class Rivals(WorkingSet):
                         and by.rank >= member.trust.rank
                     )
                 )
-                and not self._restated_after(
-                    head, max(timeline.At(member.valid_from, member.value), timeline.position(head))
+                and (
+                    restated
+                    or not self._restated_after(
+                        head,
+                        max(timeline.At(member.valid_from, member.value), timeline.position(head)),
+                    )
                 )
             ):
                 return member, open_set

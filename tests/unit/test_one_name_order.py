@@ -421,6 +421,40 @@ def test_a_late_first_value_of_a_shared_instant_reclassifies_the_conflict_after_
     assert_any_order_as_in_order(claims)
 
 
+def test_a_late_first_value_takes_back_its_restatement_whatever_restated_the_held_one() -> None:
+    """`a`, `b`, `a`, `b` on days 0 to 3, all creates from one source: in order `a` is
+    current from day 0 and `b` held against it, each restated once. When the first `a`
+    came last, the second `a` was held against `b`, and, `b` restated after it, the late
+    `a` was filed as history before `b` (until session 46): every statement of `b` was a
+    create, so in order each met `b` as a held value, and the late `a` takes back the one
+    held against `b`."""
+    claims = history("abab", ("create",) * 4, ("trusted",) * 4)
+    for order in ([1, 2, 3, 0], [3, 2, 1, 0]):
+        assert values_and_sets(claims, order) == (
+            [("a", day(0), "e0 e2", "active"), ("b", day(1), "e1 e3", "candidate")],
+            Counter({("conflict", ("{'v': 'a'}:active", "{'v': 'b'}:candidate")): 1}),
+        ), order
+    assert_any_order_as_in_order(claims)
+
+
+def values_and_sets(claims: list[Claim], order: list[int]) -> tuple[list[Any], Counter[Any]]:
+    """After `claims` arrive in `order`, each consolidated on its own: every live fact as
+    (value, start, its statements' keys, status), and the open sets (`open_sets`)."""
+    with fresh_memory(max_distance=0.0) as mem:
+        keys = ingest(mem, claims, order)
+        facts = sorted(
+            (
+                f.value["v"],
+                f.valid_from,
+                " ".join(sorted(keys[e] for e in f.source_event_ids)),
+                f.status.value,
+            )
+            for f in mem.facts(subject="alice", include_retired=True)
+            if f.live
+        )
+        return facts, open_sets(mem)
+
+
 @pytest.mark.parametrize(
     ("values", "actions"),
     [

@@ -84,8 +84,12 @@ the first value a create held; 8 once a trusted
 create holds the less trusted versions before the current one and a late trusted claim
 inside a value holds those after it; 2 once a late value before a less trusted change held
 against its own trusted return is replaced by that change. No history that agreed before
-disagrees now, and the other searches did not move (64, 0, 0). The 2 left hold three values
-of one source with two of one instant (the same-instant rule's known limit).
+disagrees now, and the other searches did not move (64, 0, 0). The 2 left held three values
+of one source with two of one instant. Session 46: `--trust` 2 -> 0 once a late first value
+of a shared instant reclassifies the conflict after it (`LateArrivals._contested_first`);
+`--four 240` 64 -> 62 once a late first value takes back its restatement held against a
+version stated only by creates (`LateArrivals._restated_rival`); `--periods`, `--one-name`
+unchanged (0, 0).
 """
 
 from __future__ import annotations

@@ -184,7 +184,8 @@ class LateArrivals(LateTrust):
             and not any(f.pinned for f in around)
             and self._held_back_by_less_trusted(c, base, at)
         ):  # in order it held `base`, the attribute's first, and `following` restated it
-            return self._over_less_trusted(c, base, ident, value, at, following)
+            decision = self._over_less_trusted(c, base, ident, value, at, following)
+            return self._trust_raised(following, decision)  # what replaced it may not now
         if values_equal(value, following.value) and not apart:
             if base is None and (change := self._held_change_after(c, following)) is not None:
                 return self._before_a_return(c, ident, value, change, following)

@@ -189,6 +189,7 @@ class WorkingSet:
         # An end is a change to the version: only a source that could change it states one
         # (an untrusted or less trusted restatement supports the value, and ends nothing).
         end = None if c.event.trust.yields_to(fact.trust) else c.claim.valid_to
+        start = min(fact.valid_from, valid_from or fact.valid_from)
         self._revise(
             fact,
             "reinforce",
@@ -197,8 +198,8 @@ class WorkingSet:
             reinforcement_count=fact.reinforcement_count + 1,
             last_reinforced_at=when,
             trust=trust,
-            valid_from=min(fact.valid_from, valid_from or fact.valid_from),
-            valid_to=self._stated_end(fact, end),
+            valid_from=start,
+            valid_to=self._stated_end(fact, end, start),
         )
         if fact.id not in self.s.support and len(fact.source_event_ids) == 1:
             # A version of one statement, not loaded (the job's claims came after it began):
@@ -217,14 +218,22 @@ class WorkingSet:
         """What a stated `end`, earlier than the `until` the current `version` held to, does
         to what follows it in world time (`LateArrivals`, which files late news)."""
 
-    def _stated_end(self, fact: Fact, end: datetime | None) -> datetime | None:
+    def _stated_end(
+        self, fact: Fact, end: datetime | None, start: datetime | None = None
+    ) -> datetime | None:
         """`fact`'s end once a claim of its value that states `end` supports it: an open
         version ends there, an ended one at the later of the two ends (the union of what
         both say), never after the next version began. A version that ends where the next
         one begins may not have stated that end: its statements say (when the snapshot has
         them, as it does for the version a late claim falls in), and one none stated is
-        open until then, so `end` comes first."""
-        if end is None:
+        open until then, so `end` comes first. A version never true (overruled where it
+        began) that the claim dates earlier, to `start`, had no end of its own: it ends
+        where the claim says, never after the next version from `start` began."""
+        overruled = fact.valid_to
+        moved = start is not None and fact.never_true and start < fact.valid_from
+        if moved:
+            fact = fact.model_copy(update={"valid_from": start, "valid_to": None})
+        elif end is None:
             return fact.valid_to
         current = fact.valid_to
         following = None
@@ -233,9 +242,13 @@ class WorkingSet:
             # retracted since, which bounds nothing.
             at = timeline.position(fact)
             versions = timeline.chain(self._facts_of(fact.identity_key), fact.identity_key)
-            following = next((v for v in versions if at < timeline.position(v)), None)
+            following = next(
+                (v for v in versions if v.id != fact.id and at < timeline.position(v)), None
+            )
         if following is not None and current == following.valid_from and fact.id in self.s.support:
             current = max((s.until for s in self.s.support[fact.id] if s.until), default=None)
+        if end is None:  # (`moved`) until the next version from `start`, or as it was
+            return overruled if following is None else following.valid_from
         if current is not None:
             end = max(end, current)
         return end if following is None else min(end, following.valid_from)

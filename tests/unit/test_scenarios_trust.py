@@ -902,3 +902,66 @@ def test_a_late_trusted_period_holds_the_less_trusted_restatements_inside_and_af
     assert values_on(claims, [0, 1, 2, 3], 14) == ["g"]
     assert values_on(claims, [0, 1, 2, 3], 22) == []
     assert_any_order_as_in_order(claims)
+
+
+def test_a_late_trusted_value_takes_back_what_a_less_trusted_return_replaced() -> None:
+    """A third party's change to `r` on day 13, the person's `b` on day 17, the third
+    party's change to `b` on day 23 and its `r` on day 29. In world order the person's `b`
+    held the first `r` and every later `r` met the person's `b`: `b` is current from day 17,
+    whatever the order. When the first `r` and the person's `b` came last, the late `r` made
+    the held `r` of day 29 a return that replaced `b`, and the person's `b`, raising the
+    trust of the version it restated, left that return current (until session 46: found by
+    the hygiene search, seed 938826). The later `r` is held in a quarantine set of its own
+    now, beside the first one's: the served state is the world order's, the record of sets
+    is not."""
+    claims = history(
+        "rbbr",
+        ("supersede", "create", "supersede", "create"),
+        ("third_party", "trusted", "third_party", "third_party"),
+        (13, 17, 23, 29),
+    )
+    for order in itertools.permutations(range(4)):
+        current, held = ended(claims, list(order))
+        assert current == [("b", day(17))], order
+        assert {value for _, value in held} == {"r"}, order
+        assert values_on(claims, list(order), 30) == ["b"], order
+
+
+def test_a_version_overruled_where_it_began_dated_earlier_ends_where_its_claim_says() -> None:
+    """Found by the hygiene search (seed 928288). A third party's `blue` on day 18 and its
+    change to `red` on day 20; an untrusted `green` for days 20-30, which a person keeps,
+    so `red` was never true (overruled where it began). Then the person's `green` for days
+    19-20 and a semi-trusted `red` for days 8-18, both told late: `red` is the version from
+    day 8 and ends on day 18 as its claim says. It kept the end of its empty interval
+    (day 20, past the start of `green` on day 19: two values at once) until session 46."""
+
+    def told(day_told: int, trust: str, value: str, action: str, period: tuple[int, int] | None):
+        claim: dict[str, Any] = {"predicate": "home_city", "value": {"v": value}, "action": action}
+        if period is not None:
+            claim |= {"valid_from": day(period[0]), "valid_to": day(period[1])}
+        mem.add_event(subject="alice", text=f"home_city {value}", trust=trust,
+                      occurred_at=day(day_told), claims=[claim])  # fmt: skip
+
+    with fresh_memory(max_distance=0.0) as mem:
+        told(6, "untrusted", "green", "create", (20, 30))
+        told(18, "third_party", "blue", "create", None)
+        told(20, "third_party", "red", "supersede", None)
+        mem.consolidate()
+        (held,) = [
+            c for c in mem.conflicts(subject="alice") if len(c.member_ids) == 2
+        ]  # the untrusted green, held against blue
+        green = next(m for m in held.member_ids if mem.fact(m).value == {"v": "green"})
+        mem.resolve_conflict(held.id, keep=green)
+        told(27, "trusted", "green", "create", (19, 20))
+        told(34, "semi_trusted", "red", "create", (8, 18))
+        mem.consolidate()
+
+        versions = sorted(
+            (f for f in mem.facts(subject="alice", include_retired=True)
+             if f.status in (FactStatus.ACTIVE, FactStatus.SUPERSEDED) and not f.never_true),
+            key=lambda f: f.valid_from,
+        )  # fmt: skip
+        for before, after in itertools.pairwise(versions):
+            assert before.valid_to is not None and before.valid_to <= after.valid_from
+        (red,) = [f for f in versions if f.value == {"v": "red"}]
+        assert (red.valid_from, red.valid_to) == (day(8), day(18))

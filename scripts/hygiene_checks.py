@@ -156,6 +156,12 @@ facts agree, the record of sets does not. Seed 928288: a version overruled where
 a semi-trusted claim for days 8-18 kept the end of its empty interval (day 20), past the
 start of the person's green of day 19: two values at once. It ends where its claim says
 now, and never after the next version from its new start (`WorkingSet._stated_end`).
+(25) `--minutes 25 --start 951328` at 65bf5e9, 23,124 histories, 1 (present at 165444a).
+Seed 965063, minimised: a third party's 5 for days 19-22, the person's change to 3 for
+days 29-35, an untrusted 3 of day 22 that a person kept (filed between them), then, late,
+the person's change to 4 of day 12. Filed before the replaced 5, the 4 ended where the 5's
+successor began, across the kept 3. It ends at the first version after it now
+(`LateArrivals._before_replaced_create`).
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

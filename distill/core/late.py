@@ -575,21 +575,25 @@ class LateArrivals(LateTrust):
                 ident.key, (first.id, held.id), ConflictKind.CONFLICT, "different value"
             )
             return decision
+        # Until the next version: one a person kept may stand between `following` and `successor`.
+        later = [v for v in versions if v.id != following.id and at < timeline.position(v)]
+        after = later[0] if later else successor
         fact = self._new_fact(
             c,
             FactKind.STATE,
             ident,
             value,
             status=FactStatus.SUPERSEDED,
-            valid_to=timeline.end_of(c.claim.valid_to, successor.valid_from),
+            valid_to=timeline.end_of(c.claim.valid_to, after.valid_from),
             retired_at=self.now,
-            superseded_by=successor.id,
+            superseded_by=after.id,
         )
         self._create(fact, "an older state that arrived late")
-        self._revise(
-            successor, "link", "an older version was filed before it", supersedes_id=fact.id
-        )
-        later = [v for v in versions if v.id != following.id and at < timeline.position(v)]
+        self._revise(after, "link", "an older version was filed before it", supersedes_id=fact.id)
+        before = [v for v in later if timeline.position(v) < timeline.position(successor)]
+        if before and successor.supersedes_id == following.id:
+            why = "the version before it was held"
+            self._revise(successor, "link", why, supersedes_id=before[-1].id)
         self._carry_forward_from(fact, later, renamed)
         self._open_conflict(ident.key, (fact.id, held.id), ConflictKind.CONFLICT, "different value")
         self._now_a_return(self.s.facts[fact.id], ident.key)

@@ -3,6 +3,7 @@ displaces higher trust, and instruction-like text never becomes memory."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -934,15 +935,8 @@ def test_a_version_overruled_where_it_began_dated_earlier_ends_where_its_claim_s
     19-20 and a semi-trusted `red` for days 8-18, both told late: `red` is the version from
     day 8 and ends on day 18 as its claim says. It kept the end of its empty interval
     (day 20, past the start of `green` on day 19: two values at once) until session 46."""
-
-    def told(day_told: int, trust: str, value: str, action: str, period: tuple[int, int] | None):
-        claim: dict[str, Any] = {"predicate": "home_city", "value": {"v": value}, "action": action}
-        if period is not None:
-            claim |= {"valid_from": day(period[0]), "valid_to": day(period[1])}
-        mem.add_event(subject="alice", text=f"home_city {value}", trust=trust,
-                      occurred_at=day(day_told), claims=[claim])  # fmt: skip
-
     with fresh_memory(max_distance=0.0) as mem:
+        told = functools.partial(tell, mem)
         told(6, "untrusted", "green", "create", (20, 30))
         told(18, "third_party", "blue", "create", None)
         told(20, "third_party", "red", "supersede", None)
@@ -956,12 +950,57 @@ def test_a_version_overruled_where_it_began_dated_earlier_ends_where_its_claim_s
         told(34, "semi_trusted", "red", "create", (8, 18))
         mem.consolidate()
 
-        versions = sorted(
-            (f for f in mem.facts(subject="alice", include_retired=True)
-             if f.status in (FactStatus.ACTIVE, FactStatus.SUPERSEDED) and not f.never_true),
-            key=lambda f: f.valid_from,
-        )  # fmt: skip
-        for before, after in itertools.pairwise(versions):
-            assert before.valid_to is not None and before.valid_to <= after.valid_from
+        versions = one_value_at_a_time(mem)
         (red,) = [f for f in versions if f.value == {"v": "red"}]
         assert (red.valid_from, red.valid_to) == (day(8), day(18))
+
+
+def test_a_late_value_before_a_replaced_create_ends_where_a_kept_value_began() -> None:
+    """Found by the hygiene search (seed 965063). A third party's 5 for days 19-22, the
+    person's change to 3 for days 29-35, an untrusted 3 of day 22 that a person keeps (filed
+    between them, from day 22 to day 29), then, late, the person's change to 4 of day 12:
+    in order 4 met nothing and the 5 was held against it. The 4 ended where the change to 3
+    began, across the kept 3 (two values at once), until session 46: it ends where the
+    kept 3 begins."""
+    with fresh_memory(max_distance=0.0) as mem:
+        told = functools.partial(tell, mem)
+        told(2, "third_party", "5", "create", (19, 22))
+        told(4, "trusted", "3", "supersede", (29, 35))
+        told(22, "untrusted", "3", "create", None)
+        mem.consolidate()
+        (held,) = [c for c in mem.conflicts(subject="alice") if len(c.member_ids) == 2]
+        kept = next(m for m in held.member_ids if mem.fact(m).trust.value == "untrusted")
+        mem.resolve_conflict(held.id, keep=kept)
+        told(12, "trusted", "4", "supersede", None)
+        mem.consolidate()
+
+        versions = one_value_at_a_time(mem)
+        (four,) = [f for f in versions if f.value == {"v": "4"}]
+        assert (four.valid_from, four.valid_to, four.superseded_by) == (day(12), day(22), kept)
+
+
+def tell(
+    mem: Memory, on: int, trust: str, value: str, action: str, period: tuple[int, int] | None
+) -> None:
+    """One claim about `gp` told on day `on`, stating `period` (first and last day) if any."""
+    claim: dict[str, Any] = {"predicate": "gp", "value": {"v": value}, "action": action}
+    if period is not None:
+        claim |= {"valid_from": day(period[0]), "valid_to": day(period[1])}
+    mem.add_event(
+        subject="alice", text=f"gp {value}", trust=trust, occurred_at=day(on), claims=[claim]
+    )
+
+
+def one_value_at_a_time(mem: Memory) -> list[Any]:
+    """The versions ever true (DESIGN invariant 8), in world order, checked not to overlap."""
+    versions = sorted(
+        (
+            f
+            for f in mem.facts(subject="alice", include_retired=True)
+            if f.status in (FactStatus.ACTIVE, FactStatus.SUPERSEDED) and not f.never_true
+        ),
+        key=lambda f: f.valid_from,
+    )
+    for before, after in itertools.pairwise(versions):
+        assert before.valid_to is not None and before.valid_to <= after.valid_from, (before, after)
+    return versions

@@ -161,7 +161,13 @@ Seed 965063, minimised: a third party's 5 for days 19-22, the person's change to
 days 29-35, an untrusted 3 of day 22 that a person kept (filed between them), then, late,
 the person's change to 4 of day 12. Filed before the replaced 5, the 4 ended where the 5's
 successor began, across the kept 3. It ends at the first version after it now
-(`LateArrivals._before_replaced_create`).
+(`LateArrivals._before_replaced_create`). (26) `--minutes 20 --start 974452` at 5378f96,
+18,461 histories, 1 (present at 165444a). Seed 984783, minimised: a semi-trusted 5 of day
+11, an untrusted change to 4 of day 32 and the person's change to 5 of day 33; a person
+kept the 4 (it replaced the 5 from day 32); then, late, the person's change to 3 of day
+10. The 5 was moved to begin at the change of day 33 that would have adopted it in order,
+after its own end, and the 3 filed before it ran across the kept 4. A version that ended
+before that change keeps its start now (`LateTrust._began_when_adopted`).
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

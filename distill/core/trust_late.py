@@ -314,7 +314,9 @@ class LateTrust(TrustOrder):
         come first: its earliest statements, from sources that yield to this claim's, were
         held against it, and the first change from a source that does not adopted them
         (`Rivals._adopt`: from the change's date). None when its first statement could
-        displace this claim's value, or no such change followed."""
+        displace this claim's value, or no such change followed before it ended (a version
+        a person replaced with a value they kept, before that change's date, is left as it
+        is: it cannot begin after its end)."""
         supports = sorted(self.s.support.get(following.id, ()), key=lambda s: s.at)
         if (
             not supports
@@ -327,6 +329,8 @@ class LateTrust(TrustOrder):
         t = self._time(c)
         change = next((s for s in supports if not s.trust.yields_to(c.event.trust)), None)
         if change is None or not (change.supersede or (change.dated and change.at > t)):
+            return None
+        if following.valid_to is not None and change.at >= following.valid_to:
             return None
         return change.at
 

@@ -57,6 +57,9 @@ SEEDS += [928288, 938826]
 # Class 25 (found in session 46, present at 165444a): a late value filed before a replaced
 # create ended where that create's successor began, across a value a person kept between.
 SEEDS += [965063]
+# Class 26 (found in session 46, present at 165444a): a late value moved the start of a
+# version a person had replaced to the change that would have adopted it, after its end.
+SEEDS += [984783]
 # Seeds of classes still open (README, Known limits), each a strict xfail.
 OPEN: set[int] = set()
 

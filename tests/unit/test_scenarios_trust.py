@@ -1004,3 +1004,27 @@ def one_value_at_a_time(mem: Memory) -> list[Any]:
     for before, after in itertools.pairwise(versions):
         assert before.valid_to is not None and before.valid_to <= after.valid_from, (before, after)
     return versions
+
+
+def test_a_late_value_never_moves_a_version_a_person_replaced_past_its_end() -> None:
+    """Found by the hygiene search (seed 984783). A semi-trusted 5 of day 11, an untrusted
+    change to 4 of day 32 (held) and the person's change to 5 of day 33; a person keeps the
+    4, which replaces the 5 from day 32. Then, late, the person's change to 3 of day 10: in
+    order the semi-trusted 5 would have been held against it until the change of day 33
+    adopted it, but the 5 ended on day 32, where the kept 4 began. It was moved to begin
+    on day 33, after its own end, and the 3 filed before it ran across the 4 (until session
+    46); the 5 stays as it is now, and the 3 ends where it begins."""
+    with fresh_memory(max_distance=0.0) as mem:
+        told = functools.partial(tell, mem)
+        told(11, "semi_trusted", "5", "create", None)
+        told(32, "untrusted", "4", "supersede", None)
+        told(33, "trusted", "5", "supersede", None)
+        mem.consolidate()
+        (held,) = mem.conflicts(subject="alice")
+        kept = next(m for m in held.member_ids if mem.fact(m).trust.value == "untrusted")
+        mem.resolve_conflict(held.id, keep=kept)
+        told(10, "trusted", "3", "supersede", None)
+        mem.consolidate()
+
+        values = [(f.value["v"], f.valid_from, f.valid_to) for f in one_value_at_a_time(mem)]
+        assert values == [("3", day(10), day(11)), ("5", day(11), day(32)), ("4", day(32), None)]

@@ -206,10 +206,7 @@ class WorkingSet:
             # that statement, so that a later claim of this job finds the restatement.
             self.s.support[fact.id] = (self._first_support(fact),)
         if fact.id in self.s.support:
-            self.s.support[fact.id] = (
-                *self.s.support[fact.id],
-                support_of(c.event.id, t, c.event.trust, c.claim),
-            )
+            self.s.support[fact.id] += (support_of(c.event.id, t, c.event.trust, c.claim),)
         if end is not None and (fact.valid_to is None or end < fact.valid_to):
             self._given_an_end(self.s.facts[fact.id], end, fact.valid_to)
         return Decision(Outcome.REINFORCED, fact.id, reason)
@@ -222,13 +219,11 @@ class WorkingSet:
         self, fact: Fact, end: datetime | None, start: datetime | None = None
     ) -> datetime | None:
         """`fact`'s end once a claim of its value that states `end` supports it: an open
-        version ends there, an ended one at the later of the two ends (the union of what
-        both say), never after the next version began. A version that ends where the next
-        one begins may not have stated that end: its statements say (when the snapshot has
-        them, as it does for the version a late claim falls in), and one none stated is
-        open until then, so `end` comes first. A version never true (overruled where it
-        began) that the claim dates earlier, to `start`, had no end of its own: it ends
-        where the claim says, never after the next version from `start` began."""
+        version ends there, an ended one at the later of the two ends, never after the next
+        version began. One that ends where the next begins may not have stated that end: its
+        statements (when loaded) say, and if none did, `end` comes first. One never true
+        (overruled where it began) that the claim dates earlier, to `start`, had no end of
+        its own: it ends where the claim says, never after the next version from `start`."""
         overruled = fact.valid_to
         moved = start is not None and fact.never_true and start < fact.valid_from
         if moved:
@@ -242,9 +237,8 @@ class WorkingSet:
             # retracted since, which bounds nothing.
             at = timeline.position(fact)
             versions = timeline.chain(self._facts_of(fact.identity_key), fact.identity_key)
-            following = next(
-                (v for v in versions if v.id != fact.id and at < timeline.position(v)), None
-            )
+            later = (v for v in versions if v.id != fact.id and at < timeline.position(v))
+            following = next(later, None)
         if following is not None and current == following.valid_from and fact.id in self.s.support:
             current = max((s.until for s in self.s.support[fact.id] if s.until), default=None)
         if end is None:  # (`moved`) until the next version from `start`, or as it was

@@ -73,7 +73,7 @@ held in quarantine never counts toward a third value (only a value conflict grow
 late create that is the earlier of two takes over what the later one held for its source;
 74 once a late trusted first value holds every less trusted version after it
 (`LateTrust._earlier_trusted`); 70 once the first statement of an instant is its most
-trusted (`working.said_order`); 66 once a trusted create of a value held in conflict holds
+trusted (`support.said_order`); 66 once a trusted create of a value held in conflict holds
 the less trusted first value whatever its date and a late value meets the first version's
 first create (`LateTrust._held_by_a_create`); 56 once a change of an instant comes before a
 create of it and a change at the instant of the create that held the first value replaces
@@ -86,9 +86,9 @@ inside a value holds those after it; 2 once a late value before a less trusted c
 against its own trusted return is replaced by that change. No history that agreed before
 disagrees now, and the other searches did not move (64, 0, 0). The 2 left held three values
 of one source with two of one instant. Session 46: `--trust` 2 -> 0 once a late first value
-of a shared instant reclassifies the conflict after it (`LateArrivals._contested_first`);
+of a shared instant reclassifies the conflict after it (`FirstValues._contested_first`);
 `--four 240` 64 -> 62 once a late first value takes back its restatement held against a
-version stated only by creates (`LateArrivals._restated_rival`); `--periods`, `--one-name`
+version stated only by creates (`FirstValues._restated_rival`); `--periods`, `--one-name`
 unchanged (0, 0).
 """
 

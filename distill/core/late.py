@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from distill.core import timeline
+from distill.core.first_values import FirstValues
 from distill.core.identity import (
     carried_forward,
     fact_text,
@@ -18,7 +19,6 @@ from distill.core.identity import (
 from distill.core.models import (
     ClaimAction,
     ConflictKind,
-    ConflictSet,
     Fact,
     FactKind,
     FactStatus,
@@ -27,11 +27,10 @@ from distill.core.models import (
 )
 from distill.core.passes import Decision
 from distill.core.plan import ReviseFact
-from distill.core.trust_late import LateTrust
 from distill.core.working import Candidate, Identity, Mark
 
 
-class LateArrivals(LateTrust):
+class LateArrivals(FirstValues):
     """A late claim's decisions: where it falls among the versions, and what it becomes."""
 
     def _late(
@@ -310,131 +309,6 @@ class LateArrivals(LateTrust):
         self._now_a_return(fact, ident.key)
         return Decision(Outcome.HISTORICAL, fact.id, "older state filed into history")
 
-    def _restated_rival(
-        self, c: Candidate, base: Fact | None, following: Fact, value: dict[str, Any]
-    ) -> Fact | None:
-        """A candidate held against `following` (a create) that says what this claim says: in
-        order this claim came first, `following` was held against it, and the candidate only
-        restated it, whatever `following`'s restatements after it when none was a change
-        (they restated a held value). A `following` less trusted than the claim was held
-        against it even as a change (in quarantine)."""
-        less_trusted = following.trust.rank < c.event.trust.rank
-        if (
-            base is not None
-            or following.status is not FactStatus.ACTIVE
-            or following.supersedes_id is not None
-            or (not less_trusted and self._began_as_change(following, self._time(c)))
-        ):
-            return None
-        held = self._held_rival(following, value, c.event.trust) or self._held_behind(
-            following, value
-        )
-        if held is None and not self._began_as_change(following, self._time(c), restated=True):
-            held = self._held_rival(following, value, c.event.trust, restated=True)
-        return held[0] if held is not None else None
-
-    def _earlier_than_rival(self, c: Candidate, following: Fact, rival: Fact) -> Decision:
-        reason = "an earlier statement of the value held in conflict: it came first"
-        open_set = self._open_set(following.id)
-        if open_set is not None:
-            # `following` is held for its source when it is less trusted than the value it
-            # is now held against (as in order), else the two are values in conflict.
-            trust = max(rival.trust, c.event.trust, key=lambda t: t.rank)
-            held_for_trust = following.trust.yields_to(trust)
-            kind = ConflictKind.QUARANTINE if held_for_trust else ConflictKind.CONFLICT
-            if open_set.kind is not kind:
-                self._revise_conflict(open_set, reason, kind=kind)
-        self._revise(following, "hold", reason, status=FactStatus.CANDIDATE)
-        first = self._revise(
-            rival,
-            "hold",
-            reason,
-            status=FactStatus.ACTIVE,
-            valid_from=min(rival.valid_from, self._time(c)),
-        )
-        self._follow_identity_sets(following, first)
-        return self._reinforce(first, c, reason)
-
-    def _first_of_competing_creates(
-        self, c: Candidate, base: Fact | None, following: Fact, value: dict[str, Any]
-    ) -> bool:
-        """An undated create with a different value is held against the value before it, which
-        stays the active one: in order, `following` (an undated create: `_began_as_change`)
-        would have been held against this claim, whatever this claim's own action (a change
-        of nothing known is filed as new, then contested the same way). So when the earlier
-        claim arrives second, the facts swap places instead of becoming history. Two claims
-        dated to the same instant are ordered by their words and treated alike."""
-        return (
-            (c.claim.valid_from is None or self._time(c) == following.valid_from)
-            and base is None
-            and following.status is FactStatus.ACTIVE
-            and (following.supersedes_id is None or self._ended_before(following))
-            and not self._began_as_change(following, self._time(c), restated=True, by=c.event.trust)
-            and self._held_only_for_source(following, c.event.trust, value)
-        )
-
-    def _held_only_for_source(self, following: Fact, trust: Trust, value: dict[str, Any]) -> bool:
-        """Whether `following` holds nothing in a value conflict, and what it holds in
-        quarantine is from sources that yield to `trust`, none of `value`
-        (`_held_only_behind`): in world order it was held against the value of that trust
-        before `following` (`_hand_over_held`)."""
-        held = [
-            cs for cs in self._sets_holding(following.id) if cs.kind is not ConflictKind.IDENTITY
-        ]
-        return all(cs.kind is ConflictKind.QUARANTINE for cs in held) and (
-            not held or self._held_only_behind(following, trust, value)
-        )
-
-    def _ended_before(self, fact: Fact) -> bool:
-        """Whether the version `fact` replaced had ended (its stated end) before `fact` began:
-        then `fact` followed it without replacing anything, as a first value does."""
-        before = self.s.facts.get(fact.supersedes_id or "")
-        return (
-            before is not None
-            and before.valid_to is not None
-            and (before.valid_to < fact.valid_from)
-        )
-
-    def _earlier_create(
-        self,
-        c: Candidate,
-        following: Fact,
-        ident: Identity,
-        value: dict[str, Any],
-        ended: Fact | None = None,
-    ) -> Decision:
-        """The claim is the value `following` is held against. When a version `ended`
-        before the claim's date, the claim follows it in its place."""
-        reason = "different value"
-        # A less trusted first value that `following` held, dated before this change: in
-        # order the change replaced it (`_held_first_value`).
-        first = None if ended is not None else self._held_first_value(c, following)
-        self._revise(
-            following,
-            "hold",
-            "an earlier, different value arrived late: held in conflict as if it came second",
-            status=FactStatus.CANDIDATE,
-            supersedes_id=None,
-        )
-        links = {} if ended is None else {"supersedes_id": ended.id}
-        fact = self._new_fact(c, FactKind.STATE, ident, value, **links)
-        if c.claim.action is ClaimAction.SUPERSEDE:
-            # In order it came first and changed nothing known: marked as such
-            # (`_state_without_head`), so that the value it replaced is judged against it.
-            fact = fact.model_copy(update={"unpaired_change": True})
-        self._create(fact, f"the earlier of two competing values ({reason})", self._query_text(c))
-        self._hand_over_held(following, fact)
-        if first is not None:
-            self._replaced_first_value(first, fact, self._time(c))
-        if ended is not None:
-            self._revise(
-                ended, "link", "a later-arriving version follows it", superseded_by=fact.id
-            )
-        key = ident.key
-        self._open_conflict(key, (fact.id, following.id), ConflictKind.CONFLICT, reason)
-        self._follow_identity_sets(following, fact)
-        return Decision(Outcome.CONFLICT, fact.id, reason)
-
     def _carry_forward_from(self, inserted: Fact, later: list[Fact], renamed: bool) -> None:
         """Versions that carried keys forward are recomputed from the version filed before
         them, so late arrival ends in the same values as arrival in order. `renamed`: the
@@ -468,56 +342,6 @@ class LateArrivals(LateTrust):
         before = [v for v in versions if timeline.position(v) < timeline.position(base)]
         returns = any(values_equal(v.value, value) for v in before)
         return not returns and not values_equal(value, base.value)
-
-    def _contested_first(
-        self, c: Candidate, base: Fact | None, following: Fact, value: dict[str, Any]
-    ) -> ConflictSet | None:
-        """`following`, the first version, is an undated create held in a value conflict with
-        one candidate of a third value, both dated after this claim (`following` may share
-        its instant, placed after it by its words): in world order this claim came first,
-        `following` was held against it and the candidate, a third distinct value,
-        reclassified them (`WorkingSet._reclassify`)."""
-        if (
-            base is not None
-            or following.status is not FactStatus.ACTIVE
-            or following.supersedes_id is not None
-            or self._began_as_change(following, self._time(c), restated=True)
-        ):
-            return None
-        cs = self._open_set(following.id)
-        if cs is None or cs.kind is not ConflictKind.CONFLICT or len(cs.member_ids) != 2:
-            return None
-        members = [self.s.facts[m] for m in cs.member_ids]
-        t = self._time(c)
-        if any(
-            m.pinned
-            or m.valid_from < t
-            or (m.valid_from == t and m.id != following.id)
-            or (m.value is not None and values_equal(m.value, value))
-            or (m.id != following.id and m.status is not FactStatus.CANDIDATE)
-            for m in members
-        ):
-            return None
-        return cs
-
-    def _earlier_than_contested(
-        self,
-        c: Candidate,
-        following: Fact,
-        cs: ConflictSet,
-        ident: Identity,
-        value: dict[str, Any],
-    ) -> Decision:
-        reason = "a third distinct value: the statements are kept as dated events"
-        fact = self._new_fact(c, FactKind.STATE, ident, value)
-        if c.claim.action is ClaimAction.SUPERSEDE:
-            fact = fact.model_copy(update={"unpaired_change": True})  # as `_earlier_create`
-        for member_id in cs.member_ids:
-            self._as_event(self.s.facts[member_id], reason)
-        self._close_as_events(cs, reason)
-        self._create(fact, "the earliest of three competing values", self._query_text(c))
-        self._follow_identity_sets(following, fact)
-        return Decision(Outcome.CREATED, fact.id, reason)
 
     def _replaced_create(self, c: Candidate, base: Fact | None, following: Fact) -> bool:
         """`following`, the first version, is an undated create that a later change replaced

@@ -35,14 +35,13 @@ from distill.core.models import (
     Trust,
 )
 from distill.core.passes import Decision
+from distill.core.support import Support, supported_by
 from distill.core.working import (
     CONFLICT_MAX_MEMBERS,
     Candidate,
     Identity,
-    Support,
     WorkingSet,
     stated_on,
-    supported_by,
 )
 
 

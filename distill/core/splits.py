@@ -30,7 +30,8 @@ from distill.core.models import (
 )
 from distill.core.passes import Decision
 from distill.core.rivals import Rivals
-from distill.core.working import Candidate, Identity, Support, held_until, supported_by
+from distill.core.support import Support, held_until, supported_by
+from distill.core.working import Candidate, Identity
 
 
 class Splits(Rivals):

@@ -38,8 +38,9 @@ from distill.core.models import (
     Trust,
 )
 from distill.core.passes import Decision
+from distill.core.support import held_until, said_order
 from distill.core.trust_order import TrustOrder
-from distill.core.working import Candidate, Identity, held_until, said_order
+from distill.core.working import Candidate, Identity
 
 
 class LateTrust(TrustOrder):

@@ -34,7 +34,8 @@ from distill.core.models import (
 )
 from distill.core.passes import Decision
 from distill.core.splits import Splits
-from distill.core.working import Candidate, Identity, Support, held_until, said_order
+from distill.core.support import Support, held_until, said_order
+from distill.core.working import Candidate, Identity
 
 
 class TrustOrder(Splits):

@@ -8,7 +8,7 @@ previous one did. Nothing here reads or writes storage.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -56,6 +56,7 @@ from distill.core.plan import (
     ReviseFact,
 )
 from distill.core.recall import recall_text
+from distill.core.support import Support, first_said, support_of
 
 # A conflict set holds at most this many members; a further distinct value reclassifies the
 # candidates as event facts ("the user said X on date D") instead of growing the set forever
@@ -83,26 +84,6 @@ class Candidate:
             return identity_text(claim.predicate), identity_text(claim.predicate, claim.value)
         recall = recall_text(claim.predicate, claim.value, claim.text or "")
         return (recall,) if recall else ()
-
-
-@dataclass(frozen=True)
-class Support:
-    """One event that supports a fact, when and how far it is believed, and how its claim
-    was stated: as a change (`supersede`), and dated by its own `valid_from` (`at` is then
-    that date). In world order either makes a different value replace the one before it
-    (dated: when it is later), where an undated `create` is held against it."""
-
-    event_id: str
-    at: datetime
-    trust: Trust
-    supersede: bool = False
-    dated: bool = False
-    until: datetime | None = None  # the end its claim stated (`valid_to`), if any
-
-
-def support_of(event_id: str, at: datetime, trust: Trust, claim: Claim) -> Support:
-    supersede = claim.action is ClaimAction.SUPERSEDE
-    return Support(event_id, at, trust, supersede, claim.valid_from is not None, claim.valid_to)
 
 
 @dataclass
@@ -559,39 +540,6 @@ class WorkingSet:
                 ),
             )
         )
-
-
-def supported_by(support: list[Support], fact: Fact) -> dict[str, Any]:
-    """The provenance fields of a version backed by exactly these supporting events."""
-    if not support:
-        return {}
-    trust = max((s.trust for s in support), key=lambda r: r.rank)
-    freshest = max((s.trust.rank, s.at) for s in support)[1]
-    ordered = [e for e in fact.source_event_ids if e in {s.event_id for s in support}]
-    return {
-        "source_event_ids": tuple(ordered),
-        "reinforcement_count": len(ordered) - 1,
-        "last_reinforced_at": freshest,
-        "trust": trust,
-    }
-
-
-def said_order(support: Support) -> tuple[datetime, bool, int]:
-    """Statements in world time; of one instant, a change first, then the most trusted: of
-    statements made together, a change is what replaced the value before
-    (`Adjudicator._state`), and the most trusted is what the value met the attribute with."""
-    return support.at, not support.supersede, -support.trust.rank
-
-
-def first_said(supports: Sequence[Support]) -> Support:
-    """The earliest of `supports` (`said_order`)."""
-    return min(supports, key=said_order)
-
-
-def held_until(held: Sequence[Support]) -> datetime | None:
-    """The end of a candidate held for its sources (in quarantine): the latest end they
-    stated (one that states none says nothing of it), as restating it there leaves it."""
-    return max((s.until for s in held if s.until is not None), default=None)
 
 
 def stated_on(text: str, when: datetime) -> str:

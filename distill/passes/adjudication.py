@@ -35,8 +35,9 @@ from distill.core.identity import (
 from distill.core.models import ConflictKind, ConflictStatus, Event, Fact, FactKind, FactStatus
 from distill.core.passes import Context, PassResult, Scope
 from distill.core.plan import Rejection
+from distill.core.support import Support, support_of
 from distill.core.votes import Policies
-from distill.core.working import Candidate, Snapshot, Support, support_of
+from distill.core.working import Candidate, Snapshot
 from distill.ports import Store, Vector
 
 # A claim under a new predicate is judged against at most this many of the subject's active

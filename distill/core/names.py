@@ -6,9 +6,10 @@ so the signal that decides "same attribute?" must not depend on the value. Embed
 two-word name are weak at it (the local model puts `bike_count` 0.44 from `bikes_owned` and
 0.05 from `older_sister_name` / `younger_sister_name`), while the words say most of it:
 
-* spelling, abbreviation, number and a few synonyms are folded (`favourite`/`preferred` →
-  `favorite`, `dob` → `date birth`, `kids` → `child`, `num`/`number`/`owned` → `count`), and
-  filler that names no attribute is dropped (`my`, `current`, `of`, `user`);
+* spelling, abbreviation, number, verb forms and a few synonyms are folded (`favourite`/
+  `preferred` → `favorite`, `dob` → `date birth`, `kids` → `child`, `num`/`number`/`owned`
+  → `count`, `swimming` → `swim`), and filler that names no attribute is dropped (`my`,
+  `current`, `of`, `user`);
 * two names with the same folded words are the same attribute, in any order
   (`name_of_pet` / `pet_name`);
 * names that share a word and differ only by words that turn one attribute into another
@@ -231,11 +232,20 @@ def singular(word: str) -> str:
     return word
 
 
+# A consonant doubled before "-ing" or "-ed" (`running`, `swimming`, `planned`), kept single
+# in the word's other forms; "ll", "ss" and "zz" belong to the word itself (`falling`,
+# `dressed`, `buzzing`). English spelling's rule, as the Porter stemmer writes it.
+_UNDOUBLED = frozenset("bcdfghjkmnpqrtvwx")
+
+
 def stem(word: str) -> str:
-    """Verb and noun forms of one word: `invoicing` / `invoice`, `lives` / `living`."""
+    """Verb and noun forms of one word: `invoicing` / `invoice`, `lives` / `living`,
+    `running` / `run`."""
     for suffix in ("ing", "ed"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             word = word[: -len(suffix)]
+            if word[-1] == word[-2] and word[-1] in _UNDOUBLED:
+                return word[:-1]
             break
     return word[:-1] if word.endswith("e") and len(word) > 3 else word
 

@@ -37,6 +37,9 @@ Value = dict[str, Any] | None
         pytest.param("bike_count", "bikes_owned", id="plural-and-owned-is-count"),
         pytest.param("favorite_color", "preferred_color", id="synonym"),
         pytest.param("invoice_language", "invoicing_language", id="verb-and-noun-stem"),
+        pytest.param("swim_day", "swimming_day", id="doubled-consonant-before-ing"),
+        pytest.param("run_pace", "running_pace", id="doubled-consonant-n"),
+        pytest.param("scanned_documents", "scan_documents", id="doubled-consonant-before-ed"),
         pytest.param("name_of_pet", "pet_name", id="word-order-and-filler"),
         pytest.param("dob", "date_of_birth", id="abbreviation"),
         pytest.param("num_kids", "number_of_children", id="abbreviation-and-plural"),
@@ -49,6 +52,14 @@ def test_names_with_the_same_folded_words_are_the_same(a: str, b: str) -> None:
     assert found.relation is NameRelation.SAME, found
     assert found.only_a == found.only_b == frozenset()
     assert found.shared
+
+
+def test_a_doubled_l_s_or_z_belongs_to_the_word() -> None:
+    """Only the consonant that "-ing" or "-ed" doubled is undone: `falling` is `fall`, not
+    `fal`, so it meets `fall_risk` and not a word `fal`."""
+    assert compare_names("falling_risk", "fall_risk").relation is NameRelation.SAME
+    assert compare_names("dressed_size", "dress_size").relation is NameRelation.SAME
+    assert compare_names("swimming_day", "swim_day").shared == {"swim", "day"}
 
 
 @pytest.mark.parametrize(

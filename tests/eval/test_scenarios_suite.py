@@ -121,11 +121,11 @@ def test_the_case_file_places_predicates_at_the_distance_it_says(
     """A6 through the test embedder: within the threshold the alias is learned; the same
     case with the pair placed just outside fails on exactly that."""
     old = {"predicate": "running_pace", "value": {"min_per_km": 5.5}}
-    new = {"predicate": "run_pace", "value": {"min_per_km": 5.0}}
+    new = {"predicate": "jogging_pace", "value": {"min_per_km": 5.0}}
     pair = {
         "distance": placed_at,
         "a": ["running_pace", old["value"]],
-        "b": ["run_pace", new["value"]],
+        "b": ["jogging_pace", new["value"]],
     }
     semantic = case(
         "semantic",
@@ -133,7 +133,7 @@ def test_the_case_file_places_predicates_at_the_distance_it_says(
         {"do": "consolidate"},
         {"do": "add", "at": 60, "claim": new},
         {"do": "consolidate"},
-        {"check": "report", "aliases": [["run_pace", "running_pace"]]},
+        {"check": "report", "aliases": [["jogging_pace", "running_pace"]]},
         section="A",
         scenario=6,
         memory={"vectors": [pair]},
@@ -143,7 +143,7 @@ def test_the_case_file_places_predicates_at_the_distance_it_says(
     if verdict == FAILED:
         assert result.reason == (
             "step 5 (report): report last: learned aliases is [], "
-            "expected [['run_pace', 'running_pace']]"
+            "expected [['jogging_pace', 'running_pace']]"
         )
 
 

@@ -480,7 +480,7 @@ def test_impossible_settings_fail_at_construction(bad: dict[str, int]) -> None:
 # -- end to end ----------------------------------------------------------------------------------
 
 OLD = ("running_pace", {"min_per_km": 5.5})
-NEW = ("run_pace", {"min_per_km": 5.5})
+NEW = ("jogging_pace", {"min_per_km": 5.5})
 
 
 def paraphrase_server(scale: float = 3.0) -> Any:
@@ -546,7 +546,7 @@ def test_an_uncalibrated_server_model_keeps_the_paraphrase_apart_and_says_why(
         consolidate_two_paces(mem)
         predicates: Sequence[str | None] = sorted(str(f.predicate) for f in mem.facts(subject="u1"))
 
-    assert predicates == ["run_pace", "running_pace"]
+    assert predicates == ["jogging_pace", "running_pace"]
     [warning] = [r.getMessage() for r in caplog.records if client.model_id in r.getMessage()]
     assert "--embedder openai --model test-embed --base-url" in warning
 

@@ -311,7 +311,7 @@ def test_alias_repeat_of_the_same_value_reinforces(
 
 # -- A6 ----------------------------------------------------------------------------------------
 PACE_OLD = ("running_pace", {"min_per_km": 5.5})
-PACE_NEW = ("run_pace", {"min_per_km": 5.0})
+PACE_NEW = ("jogging_pace", {"min_per_km": 5.0})
 
 
 @pytest.mark.parametrize("threshold", [THRESHOLD, 0.27])
@@ -326,7 +326,7 @@ def test_predicates_exactly_at_the_threshold_are_one_identity(
     report = mem.consolidate()
 
     aliases = learned_aliases(report)
-    assert [(a["alias"], a["canonical"]) for a in aliases] == [("run_pace", "running_pace")]
+    assert [(a["alias"], a["canonical"]) for a in aliases] == [("jogging_pace", "running_pace")]
     # A different value for the same identity (action create): a conflict.
     assert (report.conflicts, report.created) == (1, 0)
     rows = every_fact(mem)
@@ -351,7 +351,7 @@ def test_predicates_just_above_the_threshold_are_separate(
     assert learned_aliases(report) == []
     assert (report.created, report.conflicts) == (1, 0)
     active = mem.facts(subject=SUBJECT)
-    assert sorted(f.predicate or "" for f in active) == ["run_pace", "running_pace"]
+    assert sorted(f.predicate or "" for f in active) == ["jogging_pace", "running_pace"]
     assert len({f.identity_key for f in active}) == 2
     assert mem.conflicts(subject=SUBJECT) == []
 

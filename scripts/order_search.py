@@ -89,7 +89,11 @@ of one source with two of one instant. Session 46: `--trust` 2 -> 0 once a late 
 of a shared instant reclassifies the conflict after it (`FirstValues._contested_first`);
 `--four 240` 64 -> 62 once a late first value takes back its restatement held against a
 version stated only by creates (`FirstValues._restated_rival`); `--periods`, `--one-name`
-unchanged (0, 0).
+unchanged (0, 0). Session 47: `--four 240` 62 -> 60 once a late first value no longer takes
+back, as its restatement, a return to its value that a change to the held value came
+before (`FirstValues._changed_to_before`); 4 of 840 `--trust` histories failed with a
+first version of that rule that counted a less trusted change too, none with the rule
+kept; `--trust`, `--periods`, `--one-name` unchanged (0, 0, 0).
 """
 
 from __future__ import annotations

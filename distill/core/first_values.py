@@ -55,7 +55,22 @@ class FirstValues(LateTrust):
         )
         if held is None and not self._began_as_change(following, self._time(c), restated=True):
             held = self._held_rival(following, value, c.event.trust, restated=True)
-        return held[0] if held is not None else None
+        if held is None or self._changed_to_before(following, held[0], c.event.trust):
+            return None
+        return held[0]
+
+    def _changed_to_before(self, following: Fact, rival: Fact, trust: Trust) -> bool:
+        """Whether a change to `following`'s value, from a source that does not yield to
+        the late claim's `trust`, was stated no later than `rival` was (a change goes first
+        at one instant: `said_order`): in world order, with the late claim first, that
+        change made `following` current (it adopted the first statement held against the
+        claim: `_adopt`), and `rival` met `following`, not the claim. It returned to the
+        claim's value after `following`, a version of its own (`_now_a_return`, when the
+        claim is filed as history), and restated nothing."""
+        return any(
+            s.supersede and s.at <= rival.valid_from and not s.trust.yields_to(trust)
+            for s in self.s.support.get(following.id, ())
+        )
 
     def _earlier_than_rival(self, c: Candidate, following: Fact, rival: Fact) -> Decision:
         reason = "an earlier statement of the value held in conflict: it came first"

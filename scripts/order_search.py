@@ -93,7 +93,9 @@ unchanged (0, 0). Session 47: `--four 240` 62 -> 60 once a late first value no l
 back, as its restatement, a return to its value that a change to the held value came
 before (`FirstValues._changed_to_before`); 4 of 840 `--trust` histories failed with a
 first version of that rule that counted a less trusted change too, none with the rule
-kept; `--trust`, `--periods`, `--one-name` unchanged (0, 0, 0).
+kept; 56 once a return held against a version that was restated after it splits that
+version when a late first value shows it is a return (`Splits._return_inside`); `--trust`,
+`--periods`, `--one-name` unchanged (0, 0, 0).
 """
 
 from __future__ import annotations

@@ -492,6 +492,16 @@ class Rivals(WorkingSet):
             return
         head = active[0]
         held = self._held_rival(head, older.value)
-        if held is None or held[0].stated is not None or held[0].trust.rank < head.trust.rank:
+        if held is None:  # held, but `head` was restated after it (`_return_inside`)
+            held = self._held_rival(head, older.value, restated=True)
+            if held is None or held[0].stated is not None or held[0].trust.rank < head.trust.rank:
+                return
+            self._return_inside(head, *held)
+            return
+        if held[0].stated is not None or held[0].trust.rank < head.trust.rank:
             return
         self._adopt(None, head, *held, "an older version shows it returns to a value")
+
+    def _return_inside(self, head: Fact, rival: Fact, open_set: ConflictSet) -> None:
+        """A return (`_now_a_return`) held against `head` that `head` restated after
+        (`Splits`, which splits versions)."""

@@ -105,6 +105,43 @@ class Splits(Rivals):
         self._now_a_return(self.s.facts[change.id], ident.key)  # after the link: it may retire
         return Decision(Outcome.HISTORICAL, change.id, reason)
 
+    def _return_inside(self, head: Fact, rival: Fact, open_set: ConflictSet) -> None:
+        """`rival`, held against `head` and now known to return to an older version's value
+        (`Rivals._now_a_return`), was restated by `head` after its date. In world order it
+        replaced `head` from its own date, and each later statement of `head`'s value met it
+        as the version in force and returned to `head`'s value in turn: `head` splits
+        into the part before the return and the restated part after it. Not when a later
+        statement could not displace the return (less trusted), nor one of its instant
+        (ordered against it by words): those are left held."""
+        support = self.s.support.get(head.id, ())
+        later = [s for s in support if s.at > rival.valid_from]
+        if (
+            not later
+            or any(s.at == rival.valid_from for s in support)
+            or any(s.trust.yields_to(rival.trust) for s in later)
+            or head.valid_to is not None
+        ):
+            return
+        early = [s for s in support if s.at < rival.valid_from]
+        reason = "an older version shows it returns to a value, before a restatement"
+        restated_id = self.new_id()
+        self._retire(head, reason, rival.valid_from, rival.id, **supported_by(early, head))
+        self.s.support[head.id] = tuple(early)
+        self._revise(
+            rival,
+            "resolve",
+            reason,
+            status=FactStatus.SUPERSEDED,
+            valid_to=min(s.at for s in later),
+            retired_at=self.now,
+            supersedes_id=head.id,
+            superseded_by=restated_id,
+        )
+        self._settle(open_set, rival.id, reason)
+        restated = self._restate(head, later, restated_id, rival.id, "the value restated after")
+        self._move_later_rivals(head, restated)
+        self._follow_identity_sets(head, restated)
+
     def _hold_restated(self, change: Fact, restated: Fact, c: Candidate) -> None:
         """The restated part of a split whose statements could not displace the change
         (`_restated_by_less_trusted`): in world order each met the change as the version in

@@ -57,6 +57,7 @@ class LateTrust(TrustOrder):
         successor = self.s.facts.get(version.superseded_by or "")
         if successor is not None and successor.status is FactStatus.SUPERSEDED:
             return self._rejoined(was, decision)
+        end = self._end_stated(version)
         if (
             version.trust.rank <= was.trust.rank
             or version.status is not FactStatus.SUPERSEDED
@@ -67,7 +68,7 @@ class LateTrust(TrustOrder):
             or successor.supersedes_id != version.id
             or version.valid_to != successor.valid_from
             or not successor.trust.yields_to(version.trust)
-            or not self._held_only_behind(successor, version.trust, version.value)
+            or not self._held_only_behind(successor, version.trust, version.value, end)
         ):
             return decision
         reason = f"{successor.trust} source may not displace a {version.trust} fact"
@@ -84,7 +85,7 @@ class LateTrust(TrustOrder):
             "hold",
             f"more trusted than the value that replaced it: current again ({reason})",
             status=FactStatus.ACTIVE,
-            valid_to=None,
+            valid_to=end,
             retired_at=None,
             superseded_by=None,
             unpaired_change=successor.unpaired_change,
@@ -94,6 +95,14 @@ class LateTrust(TrustOrder):
         self._open_conflict(key, (current.id, successor.id), ConflictKind.QUARANTINE, reason)
         self._follow_identity_sets(successor, current)
         return decision
+
+    def _end_stated(self, version: Fact) -> datetime | None:
+        """The end `version`'s statements gave it (`held_until`), when none was made from
+        then on: what it holds to once nothing replaces it (as `_stated_end` ends it in
+        order)."""
+        support = self.s.support.get(version.id, ())
+        end = held_until(support)
+        return None if end is None or any(s.at >= end for s in support) else end
 
     def _rejoined(self, was: Fact, decision: Decision) -> Decision:
         """`decision`, after a late statement dated inside `was` made it more trusted than

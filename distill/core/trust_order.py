@@ -18,6 +18,7 @@ find less trusted versions in their place are in `trust_late`.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from distill.core import timeline
@@ -53,12 +54,18 @@ class TrustOrder(Splits):
         return max(then, key=lambda t: t.rank) if then else version.trust
 
     def _held_only_behind(
-        self, fact: Fact, trust: Trust, value: dict[str, Any] | None = None
+        self,
+        fact: Fact,
+        trust: Trust,
+        value: dict[str, Any] | None = None,
+        ended: datetime | None = None,
     ) -> bool:
         """Whether every value held against `fact` (in an open value or quarantine set) is
         from a source that yields to `trust`, none pinned and none of `value` (a
-        restatement of the claim: `_restated_rival`): in world order each would have been
-        held against a value of that trust instead."""
+        restatement of the claim: `_restated_rival`) unless held for its source from
+        `ended` on (after the stated end of the value of that trust, a less trusted
+        restatement is held against it, not merged: `_given_an_end`): in world order each
+        would have been held against a value of that trust instead."""
         for cs in self._sets_holding(fact.id):
             if cs.kind is ConflictKind.IDENTITY:
                 continue
@@ -66,7 +73,16 @@ class TrustOrder(Splits):
             if any(
                 m.pinned
                 or not m.trust.yields_to(trust)
-                or (value is not None and m.value is not None and values_equal(m.value, value))
+                or (
+                    value is not None
+                    and m.value is not None
+                    and values_equal(m.value, value)
+                    and not (
+                        ended is not None
+                        and cs.kind is ConflictKind.QUARANTINE
+                        and m.valid_from >= ended
+                    )
+                )
                 for m in held
             ):
                 return False

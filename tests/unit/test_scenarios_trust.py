@@ -1028,3 +1028,42 @@ def test_a_late_value_never_moves_a_version_a_person_replaced_past_its_end() -> 
 
         values = [(f.value["v"], f.valid_from, f.valid_to) for f in one_value_at_a_time(mem)]
         assert values == [("3", day(10), day(11)), ("5", day(11), day(32)), ("4", day(32), None)]
+
+
+def test_a_late_trusted_period_takes_back_a_change_that_held_a_restatement_of_its_value() -> None:
+    """Found by the hygiene search (seed 994886). A third party's blue of day 1, restated by
+    an untrusted source on day 240; then, in one consolidation, a trusted blue for days 17
+    to 26 and a third party's change to red of day 18. The change, decided first, split
+    the blue: the untrusted restatement after it was held against the red. The trusted
+    period then made the replaced blue more trusted, but the red was left current, since
+    it held a statement of the blue's own value (until session 47: a third party's value
+    replaced a trusted one). In order the red is held against the trusted blue, which ends
+    where the trusted source said, and the untrusted restatement after that end is held
+    against it too: the same facts whichever is decided first."""
+
+    def ending(split: bool) -> list[tuple[str, str, Any, Any, str]]:
+        with fresh_memory(max_distance=0.0) as mem:
+            told = functools.partial(tell, mem)
+            told(240, "untrusted", "blue", "create", None)
+            told(1, "third_party", "blue", "create", None)
+            mem.consolidate()
+            told(240, "trusted", "blue", "create", (17, 26))
+            if split:  # the trusted period decided before the change arrives: in order
+                mem.consolidate()
+            told(18, "third_party", "red", "supersede", None)
+            mem.consolidate()
+            one_value_at_a_time(mem)
+            return sorted(
+                (f.value["v"], f.status.value, f.valid_from, f.valid_to, f.trust.value)
+                for f in mem.facts(subject="alice", include_retired=True)
+            )
+
+    assert (
+        ending(split=False)
+        == ending(split=True)
+        == [
+            ("blue", "active", day(1), day(26), "trusted"),
+            ("blue", "candidate", day(240), None, "untrusted"),
+            ("red", "candidate", day(18), None, "third_party"),
+        ]
+    )

@@ -176,14 +176,15 @@ untrusted restatement held against the red); the trusted period made the replace
 more trusted, but the red stayed current because it held a statement of the blue's own
 value: a third party's value replaced a trusted one. A value of the version's own held for
 its source after the version's stated end no longer stops the take-back, and the version,
-current again, keeps that end (`LateTrust._trust_raised`, `_end_stated`). (28) Seed 997794
-(open): an untrusted 3 for days 22-28, a third party's 4 for days 15-20 and a semi-trusted
-change to 5 of day 37; a person keeps the 3 over the 4 (filed between the 4 and the 5,
-linked to neither); then, late, a trusted change to 5 of day 6 makes the 5 begin on day 6
-across the kept 3: two values at once. The rules that read the next version by its links
-(`_restated_over`, `_replaced_create`) skip the kept 3; guarding them files the late 5 as
-history before the 4, which then replaces a trusted value. What should hold is the late 5
-until the kept 3, with the 4 held against it: not built.
+current again, keeps that end (`LateTrust._trust_raised`, `_end_stated`). (28) Seed 997794:
+an untrusted 3 for days 22-28, a third party's 4 for days 15-20 and a semi-trusted change
+to 5 of day 37; a person keeps the 3 over the 4 (filed between the 4 and the 5, linked to
+neither); then, late, a trusted change to 5 of day 6 made the 5 of day 37 begin on day 6
+(`_restated_over` read it as the next version by its links) across the kept 3: two values
+at once. Guarding that rule alone filed the late 5 as history before the 4, which then
+replaced a trusted value. Now a late first value holds the less trusted versions after it
+until a value a person accepted from an untrusted source, and ends there
+(`FirstValues._held_until_accepted`).
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

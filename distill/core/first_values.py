@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from distill.core import timeline
 from distill.core.identity import values_equal
 from distill.core.models import (
     ClaimAction,
@@ -223,3 +224,68 @@ class FirstValues(LateTrust):
         self._create(fact, "the earliest of three competing values", self._query_text(c))
         self._follow_identity_sets(following, fact)
         return Decision(Outcome.CREATED, fact.id, reason)
+
+    def _held_until_accepted(
+        self, c: Candidate, versions: list[Fact], following: Fact, value: dict[str, Any]
+    ) -> tuple[list[Fact], Fact] | None:
+        """The versions from `following`, the first, to a version a person accepted from an
+        untrusted source (the write gate makes no such version itself), each less trusted
+        than this claim, none pinned, none of its value, holding only what yields to it:
+        in world order this claim came first and each was held against it, until the value
+        the person accepted. With that value; None when not so."""
+        trust, held = c.event.trust, list[Fact]()
+        for version in versions:
+            if timeline.position(version) < timeline.position(following):
+                continue
+            if version.trust is Trust.UNTRUSTED and held:
+                return held, version
+            if (
+                version.pinned
+                or version.trust is Trust.UNTRUSTED
+                or not version.trust.yields_to(trust)
+                or (version.stated is not None and not values_equal(version.stated, version.value))
+                or (version.value is not None and values_equal(version.value, value))
+                or not self._held_only_behind(version, trust, value)
+            ):
+                return None
+            held.append(version)
+        return None
+
+    def _earlier_until_accepted(
+        self,
+        c: Candidate,
+        held: list[Fact],
+        accepted: Fact,
+        ident: Identity,
+        value: dict[str, Any],
+    ) -> Decision:
+        """The claim is a version until the value a person accepted, and the versions
+        before that (`_held_until_accepted`) are held in quarantine against it; what
+        followed one of them follows the accepted value."""
+        trust = max((v.trust for v in held), key=lambda t: t.rank)
+        reason = f"{trust} source may not displace a {c.event.trust} fact"
+        fact = self._new_fact(
+            c,
+            FactKind.STATE,
+            ident,
+            value,
+            status=FactStatus.SUPERSEDED,
+            valid_to=timeline.end_of(c.claim.valid_to, accepted.valid_from),
+            retired_at=self.now,
+            superseded_by=accepted.id,
+        )
+        self._create(fact, "an earlier, more trusted value, until a value a person accepted")
+        ids = {v.id for v in held}
+        for version in held:
+            self._hold_displaced(version, f"an earlier value arrived late: quarantined: {reason}")
+            self._hand_over_held(version, fact)
+            why = f"{version.trust} source may not displace a {c.event.trust} fact"
+            self._open_conflict(ident.key, (fact.id, version.id), ConflictKind.QUARANTINE, why)
+        for other in self._facts_of(ident.key):
+            if other.supersedes_id in ids and other.id != accepted.id:
+                after = accepted.id if accepted.superseded_by == other.id else None
+                self._revise(other, "link", "the version before it was held", supersedes_id=after)
+        self._revise(
+            accepted, "link", "an older version was filed before it", supersedes_id=fact.id
+        )
+        return Decision(Outcome.HISTORICAL, fact.id, reason)

@@ -201,6 +201,8 @@ class LateArrivals(FirstValues):
         at_first = base is None and following.supersedes_id is None
         if at_first and (displaced := self._displaced_by_less_trusted(c, following, value)):
             return self._earlier_trusted(c, displaced, ident, value)
+        if at_first and (until := self._held_until_accepted(c, versions, following, value)):
+            return self._earlier_until_accepted(c, *until, ident, value)
         if base is None and not apart and (restated := self._restated_over(c, following, value)):
             return self._earlier_trusted_restated(c, following, restated)
         if base is None and not apart and (began := self._began_when_adopted(c, following)):

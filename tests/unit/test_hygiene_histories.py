@@ -63,11 +63,11 @@ SEEDS += [984783]
 # Class 27 (found in session 47, present at ea40a23): a late trusted period left current a
 # less trusted change that held a statement of the period's own value.
 SEEDS += [994886]
-# Class 28 (found in session 47, present at ea40a23, open): a late trusted first value ran
+# Class 28 (found in session 47, present at ea40a23): a late trusted first value ran
 # across a value a person kept between two versions that its links skip.
 SEEDS += [997794]
 # Seeds of classes still open (README, Known limits), each a strict xfail.
-OPEN: set[int] = {997794}
+OPEN: set[int] = set()
 
 
 def search() -> ModuleType:

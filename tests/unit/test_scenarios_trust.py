@@ -1067,3 +1067,31 @@ def test_a_late_trusted_period_takes_back_a_change_that_held_a_restatement_of_it
             ("red", "candidate", day(18), None, "third_party"),
         ]
     )
+
+
+def test_a_late_trusted_first_value_holds_until_a_value_a_person_accepted() -> None:
+    """Found by the hygiene search (seed 997794). An untrusted 3 for days 22 to 28 (told on
+    day 15), a third party's 4 for days 15 to 20 (told on day 28) and a semi-trusted change
+    to 5 on day 37: the 3 is held against the 4, and a person keeps the 3, filed between
+    the 4 and the 5 and linked to neither. Then, late, a trusted change to 5 of day 6: the
+    rules that read the next version by its links took the 5 of day 37 for a restatement
+    of it and made it begin on day 6, across the kept 3 (two values at once, until session
+    47). In world order the trusted 5 came first and the third party's 4 was held against
+    it; the person's 3 stands, so the 5 holds until it, and the 5 of day 37 follows it."""
+    with fresh_memory(max_distance=0.0) as mem:
+        told = functools.partial(tell, mem)
+        told(15, "untrusted", "3", "supersede", (22, 28))
+        told(28, "third_party", "4", "supersede", (15, 20))
+        told(37, "semi_trusted", "5", "supersede", None)
+        mem.consolidate()
+        (held,) = mem.conflicts(subject="alice")
+        kept = next(m for m in held.member_ids if mem.fact(m).value == {"v": "3"})
+        mem.resolve_conflict(held.id, keep=kept)
+        told(6, "trusted", "5", "supersede", None)
+        mem.consolidate()
+
+        values = [(f.value["v"], f.valid_from, f.valid_to) for f in one_value_at_a_time(mem)]
+        assert values == [("5", day(6), day(22)), ("3", day(22), day(28)), ("5", day(37), None)]
+        assert open_sets(mem) == Counter(
+            {("quarantine", ("{'v': '4'}:candidate", "{'v': '5'}:superseded")): 1}
+        )

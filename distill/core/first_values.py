@@ -264,17 +264,8 @@ class FirstValues(LateTrust):
         followed one of them follows the accepted value."""
         trust = max((v.trust for v in held), key=lambda t: t.rank)
         reason = f"{trust} source may not displace a {c.event.trust} fact"
-        fact = self._new_fact(
-            c,
-            FactKind.STATE,
-            ident,
-            value,
-            status=FactStatus.SUPERSEDED,
-            valid_to=timeline.end_of(c.claim.valid_to, accepted.valid_from),
-            retired_at=self.now,
-            superseded_by=accepted.id,
-        )
-        self._create(fact, "an earlier, more trusted value, until a value a person accepted")
+        why = "an earlier, more trusted value, until a value a person accepted"
+        fact = self._filed_before(c, ident, value, accepted, why)
         ids = {v.id for v in held}
         for version in held:
             self._hold_displaced(version, f"an earlier value arrived late: quarantined: {reason}")
@@ -285,7 +276,23 @@ class FirstValues(LateTrust):
             if other.supersedes_id in ids and other.id != accepted.id:
                 after = accepted.id if accepted.superseded_by == other.id else None
                 self._revise(other, "link", "the version before it was held", supersedes_id=after)
-        self._revise(
-            accepted, "link", "an older version was filed before it", supersedes_id=fact.id
-        )
         return Decision(Outcome.HISTORICAL, fact.id, reason)
+
+    def _filed_before(
+        self, c: Candidate, ident: Identity, value: dict[str, Any], after: Fact, reason: str
+    ) -> Fact:
+        """The claim as a version of its own that `after` replaced: until `after` began (or
+        the end the claim stated, if earlier), linked both ways."""
+        fact = self._new_fact(
+            c,
+            FactKind.STATE,
+            ident,
+            value,
+            status=FactStatus.SUPERSEDED,
+            valid_to=timeline.end_of(c.claim.valid_to, after.valid_from),
+            retired_at=self.now,
+            superseded_by=after.id,
+        )
+        self._create(fact, reason)
+        self._revise(after, "link", "an older version was filed before it", supersedes_id=fact.id)
+        return fact

@@ -404,18 +404,7 @@ class LateArrivals(FirstValues):
         # Until the next version: one a person kept may stand between `following` and `successor`.
         later = [v for v in versions if v.id != following.id and at < timeline.position(v)]
         after = later[0] if later else successor
-        fact = self._new_fact(
-            c,
-            FactKind.STATE,
-            ident,
-            value,
-            status=FactStatus.SUPERSEDED,
-            valid_to=timeline.end_of(c.claim.valid_to, after.valid_from),
-            retired_at=self.now,
-            superseded_by=after.id,
-        )
-        self._create(fact, "an older state that arrived late")
-        self._revise(after, "link", "an older version was filed before it", supersedes_id=fact.id)
+        fact = self._filed_before(c, ident, value, after, "an older state that arrived late")
         before = [v for v in later if timeline.position(v) < timeline.position(successor)]
         if before and successor.supersedes_id == following.id:
             why = "the version before it was held"

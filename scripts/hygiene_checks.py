@@ -184,7 +184,7 @@ neither); then, late, a trusted change to 5 of day 6 made the 5 of day 37 begin 
 at once. Guarding that rule alone filed the late 5 as history before the 4, which then
 replaced a trusted value. Now a late first value holds the less trusted versions after it
 until a value a person accepted from an untrusted source, and ends there
-(`FirstValues._held_until_accepted`). (29, open) `--minutes 25 --start 1025661` at 008b35a,
+(`FirstValues._held_until_accepted`). (29) `--minutes 25 --start 1025661` at 008b35a,
 16,873 histories, 1 violation (present at ea40a23). Seed 1026335, minimised: a third
 party's 5 of day 5; then, in one consolidation, a semi-trusted change to 3 for day 10
 only, a trusted 5 for days 8-15 and a trusted 3 of day 31. Decided in the order told, the
@@ -192,8 +192,9 @@ change replaces the 5 for its day and the trusted 3 follows after a gap; the tru
 period, decided last, makes the 5 more trusted, but neither take-back applies
 (`_trust_raised`: the change is no longer current; `_rejoined`: what follows it is not
 the 5 restated), so a semi-trusted value replaced a trusted one. In order the change is
-held against the 5, the 5 holds to its stated end, and the trusted 3 adopts the held 3.
-Not built: the take-back for a change that ended on its own.
+held against the 5, the 5 holds to its stated end, and the trusted 3 adopts the held 3;
+so it does now (`LateTrust._adopted_after`), the change left as the later version's
+empty receipt.
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

@@ -56,7 +56,10 @@ class LateTrust(TrustOrder):
         version = self.s.facts[was.id]
         successor = self.s.facts.get(version.superseded_by or "")
         if successor is not None and successor.status is FactStatus.SUPERSEDED:
-            return self._rejoined(was, decision)
+            decision = self._rejoined(was, decision)
+            if self.s.facts[was.id] == version:  # not a restatement after the change
+                self._adopted_after(was)
+            return decision
         end = self._end_stated(version)
         if (
             version.trust.rank <= was.trust.rank
@@ -95,6 +98,67 @@ class LateTrust(TrustOrder):
         self._open_conflict(key, (current.id, successor.id), ConflictKind.QUARANTINE, reason)
         self._follow_identity_sets(successor, current)
         return decision
+
+    def _adopted_after(self, was: Fact) -> None:
+        """After a late statement dated inside `was` made it more trusted than the less
+        trusted change that replaced it, a change that ended on its own (a stated end) and
+        whose value a later version took up after a gap, neither a restatement of the
+        version (`_rejoined`). In world order the change met the more trusted value and was
+        held in quarantine; the value held to its own stated end (or that later version),
+        and the later version adopted the held change (`Rivals._adopt`: from its own date,
+        the change being less trusted). So the version ends there, the later version
+        replaces it and takes the change's statements in, and the change is its receipt,
+        empty (`timeline.overruled`). Not when a pin, an open set of the change's or a value
+        the version holds in conflict is involved."""
+        version = self.s.facts[was.id]
+        change = self._next_of(version)
+        later = self._next_of(change, after_a_gap=True) if change is not None else None
+        if (
+            change is None
+            or later is None
+            or version.trust.rank <= was.trust.rank
+            or any(f.pinned for f in (version, change, later))
+            or not values_equal(change.value, later.value)
+            or not change.trust.yields_to(version.trust)
+            or later.trust.yields_to(version.trust)
+            or self._open_set(change.id) is not None
+            or not self._held_only_behind(version, version.trust)
+        ):
+            return
+        reason = f"{change.trust} source may not displace a {version.trust} fact"
+        self._revise(
+            version,
+            "link",
+            f"an earlier, more trusted statement arrived late: the change was held ({reason})",
+            valid_to=timeline.end_of(self._end_stated(version), later.valid_from),
+            superseded_by=later.id,
+        )
+        self._revise(
+            change,
+            "merge",
+            f"held against the more trusted value, then taken in by a later version ({reason})",
+            valid_to=change.valid_from,
+            superseded_by=later.id,
+        )
+        sources = (*change.source_event_ids, *later.source_event_ids)
+        _, freshest = timeline.freshest(
+            (change.trust.rank, change.last_reinforced_at),
+            (later.trust.rank, later.last_reinforced_at),
+        )
+        self._revise(
+            later,
+            "merge",
+            f"the value it restates, held against a more trusted one before ({reason})",
+            supersedes_id=version.id,
+            source_event_ids=sources,
+            reinforcement_count=len(sources) - 1,
+            last_reinforced_at=freshest,
+            trust=max(change.trust, later.trust, key=lambda t: t.rank),
+        )
+        support = (*self.s.support.get(change.id, ()), *self.s.support.get(later.id, ()))
+        if support:
+            self.s.support[later.id] = support
+            self.s.support[change.id] = ()
 
     def _end_stated(self, version: Fact) -> datetime | None:
         """The end `version`'s statements gave it (`held_until`), when none was made from

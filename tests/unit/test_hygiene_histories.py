@@ -66,11 +66,11 @@ SEEDS += [994886]
 # Class 28 (found in session 47, present at ea40a23): a late trusted first value ran
 # across a value a person kept between two versions that its links skip.
 SEEDS += [997794]
-# Class 29 (found in session 47, present at ea40a23, open): a late trusted period over a
-# less trusted change that ended on its own, then followed by the change's value.
+# Class 29 (found in session 47, present at ea40a23): a late trusted period over a less
+# trusted change that ended on its own, then followed by the change's value.
 SEEDS += [1026335]
 # Seeds of classes still open (README, Known limits), each a strict xfail.
-OPEN: set[int] = {1026335}
+OPEN: set[int] = set()
 
 
 def search() -> ModuleType:

@@ -1095,3 +1095,43 @@ def test_a_late_trusted_first_value_holds_until_a_value_a_person_accepted() -> N
         assert open_sets(mem) == Counter(
             {("quarantine", ("{'v': '4'}:candidate", "{'v': '5'}:superseded")): 1}
         )
+
+
+def test_a_late_trusted_period_holds_a_less_trusted_change_that_ended_inside_it() -> None:
+    """Found by the hygiene search (seed 1026335). A third party's 5 of day 5; then, in one
+    consolidation, a semi-trusted change to 3 for day 10 only, a trusted 5 for days 8 to
+    15 and a trusted 3 of day 31. Decided in the order they were told, the change replaced
+    the 5 for its day and the trusted 3 followed after a gap; the trusted period, decided
+    last, made the 5 more trusted but left the change a version after it (until session
+    47: a semi-trusted value replaced a trusted one), since what followed the change was
+    not the 5 restated. In order the change is held against the trusted 5, which holds to
+    its stated end, and the trusted 3 takes the held 3 in: the same versions, with the
+    same statements, whichever is decided first."""
+
+    def ending(split: bool) -> list[tuple[str, Any, Any, str, int]]:
+        with fresh_memory(max_distance=0.0) as mem:
+            told = functools.partial(tell, mem)
+            told(5, "third_party", "5", "supersede", None)
+            mem.consolidate()
+            if split:  # the trusted period decided before the change: in order
+                told(34, "trusted", "5", "create", (8, 15))
+                mem.consolidate()
+            told(9, "semi_trusted", "3", "supersede", (10, 11))
+            if not split:
+                told(34, "trusted", "5", "create", (8, 15))
+            told(31, "trusted", "3", "create", None)
+            mem.consolidate()
+            assert mem.conflicts(subject="alice") == []
+            return [
+                (f.value["v"], f.valid_from, f.valid_to, f.trust.value, len(f.source_event_ids))
+                for f in one_value_at_a_time(mem)
+            ]
+
+    assert (
+        ending(split=False)
+        == ending(split=True)
+        == [
+            ("5", day(5), day(15), "trusted", 2),
+            ("3", day(31), None, "trusted", 2),
+        ]
+    )

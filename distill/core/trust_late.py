@@ -110,20 +110,11 @@ class LateTrust(TrustOrder):
         replaces it and takes the change's statements in, and the change is its receipt,
         empty (`timeline.overruled`). Not when a pin, an open set of the change's or a value
         the version holds in conflict is involved."""
-        version = self.s.facts[was.id]
-        change = self._next_of(version)
-        later = self._next_of(change, after_a_gap=True) if change is not None else None
-        if (
-            change is None
-            or later is None
-            or version.trust.rank <= was.trust.rank
-            or any(f.pinned for f in (version, change, later))
-            or not values_equal(change.value, later.value)
-            or not change.trust.yields_to(version.trust)
-            or later.trust.yields_to(version.trust)
-            or self._open_set(change.id) is not None
-            or not self._held_only_behind(version, version.trust)
-        ):
+        found = self._after_the_change(was)
+        if found is None:
+            return
+        version, change, later = found
+        if not values_equal(change.value, later.value) or later.trust.yields_to(version.trust):
             return
         reason = f"{change.trust} source may not displace a {version.trust} fact"
         self._revise(
@@ -140,25 +131,51 @@ class LateTrust(TrustOrder):
             valid_to=change.valid_from,
             superseded_by=later.id,
         )
-        sources = (*change.source_event_ids, *later.source_event_ids)
+        why = f"the value it restates, held against a more trusted one before ({reason})"
+        self._take_in(later, change, why, supersedes_id=version.id)
+        self.s.support[change.id] = ()
+
+    def _after_the_change(self, was: Fact) -> tuple[Fact, Fact, Fact] | None:
+        """`was` as it is now, the less trusted change that replaced it and the version
+        after that change (after a gap too), when a late statement made `was` more trusted
+        than the change and no pin, open set of the change's or value `was` holds in
+        conflict stands in the way (`_rejoined`, `_adopted_after`)."""
+        version = self.s.facts[was.id]
+        change = self._next_of(version)
+        after = self._next_of(change, after_a_gap=True) if change is not None else None
+        if (
+            change is None
+            or after is None
+            or version.trust.rank <= was.trust.rank
+            or any(f.pinned for f in (version, change, after))
+            or not change.trust.yields_to(version.trust)
+            or self._open_set(change.id) is not None
+            or not self._held_only_behind(version, version.trust)
+        ):
+            return None
+        return version, change, after
+
+    def _take_in(self, into: Fact, taken: Fact, reason: str, **changes: Any) -> None:
+        """`into` takes the statements of `taken` in (their sources, freshness, trust and
+        support), with `changes`."""
+        sources = (*taken.source_event_ids, *into.source_event_ids)
         _, freshest = timeline.freshest(
-            (change.trust.rank, change.last_reinforced_at),
-            (later.trust.rank, later.last_reinforced_at),
+            (taken.trust.rank, taken.last_reinforced_at),
+            (into.trust.rank, into.last_reinforced_at),
         )
         self._revise(
-            later,
+            into,
             "merge",
-            f"the value it restates, held against a more trusted one before ({reason})",
-            supersedes_id=version.id,
+            reason,
             source_event_ids=sources,
             reinforcement_count=len(sources) - 1,
             last_reinforced_at=freshest,
-            trust=max(change.trust, later.trust, key=lambda t: t.rank),
+            trust=max(taken.trust, into.trust, key=lambda t: t.rank),
+            **changes,
         )
-        support = (*self.s.support.get(change.id, ()), *self.s.support.get(later.id, ()))
+        support = (*self.s.support.get(taken.id, ()), *self.s.support.get(into.id, ()))
         if support:
-            self.s.support[later.id] = support
-            self.s.support[change.id] = ()
+            self.s.support[into.id] = support
 
     def _end_stated(self, version: Fact) -> datetime | None:
         """The end `version`'s statements gave it (`held_until`), when none was made from
@@ -179,28 +196,13 @@ class LateTrust(TrustOrder):
         (`timeline.overruled` leaves it out of the chain), and what the version held for
         its sources the restatement holds. Not when a person's pin, an open set of the
         change's or a value the version holds in conflict is involved."""
-        version = self.s.facts[was.id]
-        change = self._next_of(version)
-        restated = self._next_of(change, after_a_gap=True) if change is not None else None
-        if (
-            change is None
-            or restated is None
-            or version.trust.rank <= was.trust.rank
-            or any(f.pinned for f in (version, change, restated))
-            or not values_equal(version.value, restated.value)
-            or not change.trust.yields_to(version.trust)
-            or self._open_set(change.id) is not None
-            or not self._held_only_behind(version, version.trust)
-        ):
+        found = self._after_the_change(was)
+        if found is None or not values_equal(found[0].value, found[2].value):
             return decision
+        version, change, restated = found
         reason = f"{change.trust} source may not displace a {version.trust} fact"
         self._hold_displaced(
             change, f"an earlier, more trusted statement arrived late: quarantined: {reason}"
-        )
-        sources = (*version.source_event_ids, *restated.source_event_ids)
-        _, freshest = timeline.freshest(
-            (version.trust.rank, version.last_reinforced_at),
-            (restated.trust.rank, restated.last_reinforced_at),
         )
         self._revise(
             version,
@@ -209,21 +211,14 @@ class LateTrust(TrustOrder):
             valid_to=version.valid_from,
             superseded_by=restated.id,
         )
-        self._revise(
+        self._take_in(
             restated,
-            "merge",
+            version,
             f"the version it restates, once the change between them was held ({reason})",
             valid_from=version.valid_from,
             supersedes_id=version.id,
             unpaired_change=version.unpaired_change,
-            source_event_ids=sources,
-            reinforcement_count=len(sources) - 1,
-            last_reinforced_at=freshest,
-            trust=max(version.trust, restated.trust, key=lambda t: t.rank),
         )
-        support = (*self.s.support.get(version.id, ()), *self.s.support.get(restated.id, ()))
-        if support:
-            self.s.support[restated.id] = support
         key = version.identity_key
         self._hand_over_held(version, self.s.facts[restated.id])
         self._open_conflict(key, (restated.id, change.id), ConflictKind.QUARANTINE, reason)

@@ -194,13 +194,17 @@ period, decided last, makes the 5 more trusted, but neither take-back applies
 the 5 restated), so a semi-trusted value replaced a trusted one. In order the change is
 held against the 5, the 5 holds to its stated end, and the trusted 3 adopts the held 3;
 so it does now (`LateTrust._adopted_after`), the change left as the later version's
-empty receipt. (30, open) `--minutes 14 --start 1042534` at 402be35, 8,043 histories, 1
-violation (present at ea40a23). Seed 1047906, minimised: `bike_count` 3 (trusted change of
-day 14) and `bike_class_count` 5 (trusted change of day 35), joined by the identity judge;
-a person retracts the current 5; a trusted 4 of "now" becomes current; then, late, a third
-party's 3 for days 26-35 and a trusted change to 4 of day 21. The change is filed from day
-21 with no end, superseded by the retracted version, beside the current 4: two values at
-once. Cross-name identity, a retraction and a late change together; not fixed.
+empty receipt. (30) `--minutes 14 --start 1042534` at 402be35, 8,043 histories, 1
+violation (present at ea40a23; closed in session 48). Seed 1047906, minimised: `bike_count`
+3 (trusted change of day 14) and `bike_class_count` 5 (trusted change of day 35), joined
+by the identity judge; a person retracts the current 5; a trusted 4 of "now" becomes
+current; then, late, a third party's 3 for days 26-35 and a trusted change to 4 of day 21.
+The 3 splits at the change and the third party's part is held against it
+(`Splits._hold_restated`); the change takes that part's successor, the retracted 5, which
+the snapshot does not hold (it loads no retracted fact), so it was given no end, beside the
+current 4. The names play no part: one name shows it (test_late_edges.py). The change now
+ends where the part ended, which is where the retracted version began (a retraction
+revives nothing before it) or the old value's stated end if that came first.
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

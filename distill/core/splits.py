@@ -147,9 +147,16 @@ class Splits(Rivals):
         (`_restated_by_less_trusted`): in world order each met the change as the version in
         force and was held in quarantine against it. The change takes the part's place: its
         status, its successor, and an end that is its own stated one or that successor's
-        start."""
+        start. A successor a person retracted since is not in the snapshot: the part ended
+        where it began (a retraction revives nothing before it), or at the version's stated
+        end if that came first, and the change ends there too, never after."""
         reason = "restated only by less trusted sources: held against the change"
         following = self.s.facts.get(restated.superseded_by or "")
+        next_start: datetime | None = None
+        if following is not None:
+            next_start = following.valid_from
+        elif restated.superseded_by:
+            next_start = restated.valid_to
         self._revise(
             restated,
             "hold",
@@ -165,9 +172,7 @@ class Splits(Rivals):
             "link",
             reason,
             status=restated.status,
-            valid_to=timeline.end_of(
-                c.claim.valid_to, following.valid_from if following is not None else None
-            ),
+            valid_to=timeline.end_of(c.claim.valid_to, next_start),
             superseded_by=restated.superseded_by,
             retired_at=restated.retired_at,
         )

@@ -69,12 +69,12 @@ SEEDS += [997794]
 # Class 29 (found in session 47, present at ea40a23): a late trusted period over a less
 # trusted change that ended on its own, then followed by the change's value.
 SEEDS += [1026335]
-# Class 30 (found in session 47, present at ea40a23, open): after a person retracted a
-# current value whose identity a judge had joined to another name, a late change was filed
-# with no end before the retracted version, beside the value current after the retraction.
+# Class 30 (found in session 47, present at ea40a23, closed in 48): after a person retracted
+# a current value, a late change that split the version before it, restated there only by a
+# less trusted source, was left with no end beside the value current after the retraction.
 SEEDS += [1047906]
 # Seeds of classes still open (README, Known limits), each a strict xfail.
-OPEN: set[int] = {1047906}
+OPEN: set[int] = set()
 
 
 def search() -> ModuleType:

@@ -279,3 +279,36 @@ def test_an_identity_set_follows_the_state_version_not_a_dated_event_of_its_name
     adjudicator = Adjudicator(snapshot, at(10), lambda: "x")
     adjudicator._sets_follow_the_current()
     assert snapshot.conflicts[held.id].member_ids == ("now", other.id)
+
+
+def test_a_late_change_before_a_retracted_version_ends_where_that_version_began() -> None:
+    """`3` on day 14 and `5` on day 35; a person retracts `5`; `4` on day 200 is current;
+    then, in one run, a third party's `3` for days 26 to 35 (a restatement of the `3`) and
+    a trusted change to `4` on day 21. The `3` splits at the change, and the third party's
+    part is held against it; the change took that part's successor, a version the person
+    had retracted and the snapshot does not hold, so it was left with no end, beside the
+    current `4` (the hygiene search's class 30, seed 1047906, across two names a judge had
+    joined). It ends where the retracted version began, as the `3` did."""
+
+    def told(i: int, when: int, value: str, trust: str, action: str, period: Any = None) -> Claim:
+        stated = (at(period[0]), at(period[1])) if period else None
+        return Claim(f"e{i}", "alice", at(when), "gp", value, action, trust, period=stated)
+
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, [told(0, 14, "3", "trusted", "supersede")], [0])
+        ingest(mem, [told(1, 35, "5", "trusted", "supersede")], [0])
+        (five,) = mem.facts(subject="alice")
+        mem.retract(five.id, "wrong")
+        ingest(mem, [told(2, 200, "4", "trusted", "create")], [0])
+        for claim in (
+            told(3, 6, "3", "third_party", "supersede", period=(26, 35)),
+            told(4, 21, "4", "trusted", "supersede"),
+        ):
+            mem.add_event(**claim.event())
+        assert mem.consolidate().errors == []
+        facts = mem.facts(subject="alice", include_retired=True)
+        one_value_at_a_time(facts)
+        change = next(f for f in facts if f.valid_from == at(21))
+        assert (change.value, change.valid_to) == ({"v": "4"}, at(35))
+        (current,) = mem.facts(subject="alice")
+        assert (current.value, current.valid_from) == ({"v": "4"}, at(200))

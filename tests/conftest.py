@@ -3,11 +3,16 @@ deterministic hashing embedder (tests that need the real model say so with `mode
 
 Processes the tests start (`distill`, `python -m distill`) run the code of this checkout:
 `pytest_configure` puts it first on `PYTHONPATH`, which they inherit. Without it they would
-import whichever checkout the package was installed from in editable mode.
+import whichever checkout the package was installed from in editable mode. It also compiles
+the checkout's modules once, as installing a package does: an editable install leaves them
+as source, and where `PYTHONDONTWRITEBYTECODE` is set (this project's CI machines) every
+process the tests start compiled about 145 modules again, 0.3 s of a `distill facts` that
+takes 0.86 s (0.63 s compiled; measured 2026-12-06, 2 cores).
 """
 
 from __future__ import annotations
 
+import compileall
 import itertools
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -31,6 +36,9 @@ CHECKOUT = Path(__file__).resolve().parents[1]
 def pytest_configure(config: pytest.Config) -> None:
     paths = [str(CHECKOUT), *filter(None, [os.environ.get("PYTHONPATH")])]
     os.environ["PYTHONPATH"] = os.pathsep.join(paths)
+    if not hasattr(config, "workerinput"):  # once, before pytest-xdist's workers start
+        for folder in ("distill", "scripts", "bench", "tests"):
+            compileall.compile_dir(CHECKOUT / folder, quiet=1)
 
 
 class FakeClock:

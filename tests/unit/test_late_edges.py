@@ -43,6 +43,13 @@ def said(
     )  # fmt: skip
 
 
+def told_gp(i: int, when: int, value: str, trust: str, action: str, period: Any = None) -> Claim:
+    """Claim `e<i>` about `gp` on day `when`, from a source of `trust`; `period`: the days
+    (from, to) it states its value held."""
+    stated = (at(period[0]), at(period[1])) if period else None
+    return Claim(f"e{i}", "alice", at(when), "gp", value, action, trust, period=stated)
+
+
 def test_a_late_change_leaves_a_persons_resolution_as_it_is() -> None:
     """`a` then `b` (held); a person keeps `b`; a change restates `b` on day 3; then a change
     to `x` dated day 2 arrives. The person's decision stands: `b` ran from day 1 to the
@@ -239,18 +246,14 @@ def test_an_untrusted_statement_past_a_stated_end_is_held_not_made_current() -> 
     value made current beside `4` (the hygiene search's class 9). It is held in quarantine
     against the trusted version, as when each claim is consolidated as it comes."""
 
-    def told(i: int, when: int, value: str, trust: str, action: str, period: Any = None) -> Claim:
-        stated = (at(period[0]), at(period[1])) if period else None
-        return Claim(f"e{i}", "alice", at(when), "gp", value, action, trust, period=stated)
-
     with fresh_memory(max_distance=0.0) as mem:
-        ingest(mem, [told(0, 31, "3", "trusted", "supersede")], [0])
-        ingest(mem, [told(1, 12, "4", "trusted", "supersede")], [0])
+        ingest(mem, [told_gp(0, 31, "3", "trusted", "supersede")], [0])
+        ingest(mem, [told_gp(1, 12, "4", "trusted", "supersede")], [0])
         (three,) = mem.facts(subject="alice")
         mem.retract(three.id, "wrong")
         for claim in (
-            told(2, 18, "3", "trusted", "create", period=(3, 8)),
-            told(3, 13, "3", "untrusted", "supersede"),
+            told_gp(2, 18, "3", "trusted", "create", period=(3, 8)),
+            told_gp(3, 13, "3", "untrusted", "supersede"),
         ):
             mem.add_event(**claim.event())
         assert mem.consolidate().errors == []
@@ -290,19 +293,15 @@ def test_a_late_change_before_a_retracted_version_ends_where_that_version_began(
     current `4` (the hygiene search's class 30, seed 1047906, across two names a judge had
     joined). It ends where the retracted version began, as the `3` did."""
 
-    def told(i: int, when: int, value: str, trust: str, action: str, period: Any = None) -> Claim:
-        stated = (at(period[0]), at(period[1])) if period else None
-        return Claim(f"e{i}", "alice", at(when), "gp", value, action, trust, period=stated)
-
     with fresh_memory(max_distance=0.0) as mem:
-        ingest(mem, [told(0, 14, "3", "trusted", "supersede")], [0])
-        ingest(mem, [told(1, 35, "5", "trusted", "supersede")], [0])
+        ingest(mem, [told_gp(0, 14, "3", "trusted", "supersede")], [0])
+        ingest(mem, [told_gp(1, 35, "5", "trusted", "supersede")], [0])
         (five,) = mem.facts(subject="alice")
         mem.retract(five.id, "wrong")
-        ingest(mem, [told(2, 200, "4", "trusted", "create")], [0])
+        ingest(mem, [told_gp(2, 200, "4", "trusted", "create")], [0])
         for claim in (
-            told(3, 6, "3", "third_party", "supersede", period=(26, 35)),
-            told(4, 21, "4", "trusted", "supersede"),
+            told_gp(3, 6, "3", "third_party", "supersede", period=(26, 35)),
+            told_gp(4, 21, "4", "trusted", "supersede"),
         ):
             mem.add_event(**claim.event())
         assert mem.consolidate().errors == []

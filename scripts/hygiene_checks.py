@@ -204,7 +204,9 @@ The 3 splits at the change and the third party's part is held against it
 the snapshot does not hold (it loads no retracted fact), so it was given no end, beside the
 current 4. The names play no part: one name shows it (test_late_edges.py). The change now
 ends where the part ended, which is where the retracted version began (a retraction
-revives nothing before it) or the old value's stated end if that came first.
+revives nothing before it) or the old value's stated end if that came first. Then
+`--minutes 22 --start 1050577` at 133d4d0 (session 48, with that fix): 11,551 histories,
+0.
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

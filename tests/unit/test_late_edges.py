@@ -12,10 +12,11 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from distill import Memory
 from distill.adapters.llm.fake import FakeLLM
 from distill.core.adjudicate import Adjudicator
 from distill.core.identity import identity_key
-from distill.core.models import ConflictKind, ConflictStatus, FactKind, FactStatus, Trust
+from distill.core.models import ConflictKind, ConflictStatus, Fact, FactKind, FactStatus, Trust
 from distill.core.working import Snapshot
 from tests.factories import make_conflict, make_fact
 from tests.unit.test_properties import (
@@ -48,6 +49,17 @@ def told_gp(i: int, when: int, value: str, trust: str, action: str, period: Any 
     (from, to) it states its value held."""
     stated = (at(period[0]), at(period[1])) if period else None
     return Claim(f"e{i}", "alice", at(when), "gp", value, action, trust, period=stated)
+
+
+def in_one_run(mem: Memory, *claims: Claim) -> list[Fact]:
+    """Add `claims` and consolidate them in one run (no job fails): every fact of alice's
+    after it, checked for one value at a time."""
+    for claim in claims:
+        mem.add_event(**claim.event())
+    assert mem.consolidate().errors == []
+    facts = mem.facts(subject="alice", include_retired=True)
+    one_value_at_a_time(facts)
+    return facts
 
 
 def test_a_late_change_leaves_a_persons_resolution_as_it_is() -> None:
@@ -251,14 +263,11 @@ def test_an_untrusted_statement_past_a_stated_end_is_held_not_made_current() -> 
         ingest(mem, [told_gp(1, 12, "4", "trusted", "supersede")], [0])
         (three,) = mem.facts(subject="alice")
         mem.retract(three.id, "wrong")
-        for claim in (
+        facts = in_one_run(
+            mem,
             told_gp(2, 18, "3", "trusted", "create", period=(3, 8)),
             told_gp(3, 13, "3", "untrusted", "supersede"),
-        ):
-            mem.add_event(**claim.event())
-        assert mem.consolidate().errors == []
-        facts = mem.facts(subject="alice", include_retired=True)
-        one_value_at_a_time(facts)
+        )
         assert mem.facts(subject="alice") == []
         (held,) = [f for f in facts if f.trust is Trust.UNTRUSTED]
         assert held.status is FactStatus.CANDIDATE
@@ -299,14 +308,11 @@ def test_a_late_change_before_a_retracted_version_ends_where_that_version_began(
         (five,) = mem.facts(subject="alice")
         mem.retract(five.id, "wrong")
         ingest(mem, [told_gp(2, 200, "4", "trusted", "create")], [0])
-        for claim in (
+        facts = in_one_run(
+            mem,
             told_gp(3, 6, "3", "third_party", "supersede", period=(26, 35)),
             told_gp(4, 21, "4", "trusted", "supersede"),
-        ):
-            mem.add_event(**claim.event())
-        assert mem.consolidate().errors == []
-        facts = mem.facts(subject="alice", include_retired=True)
-        one_value_at_a_time(facts)
+        )
         change = next(f for f in facts if f.valid_from == at(21))
         assert (change.value, change.valid_to) == ({"v": "4"}, at(35))
         (current,) = mem.facts(subject="alice")

@@ -256,6 +256,8 @@ class Adjudicator(LateArrivals):
             return self._over_less_trusted(c, head, ident, new_value, at)
         if supersedes:
             later = self._restated_after(head, at)
+            if later and self._adoption_undone(head, at, later):
+                return self._late(c, timeline.chain(self._facts_of(key), key), at, ident)
             if later:
                 return self._change_inside(c, head, later, ident, new_value)
             rival = self._held_rival(head, new_value, c.event.trust)

@@ -99,11 +99,18 @@ def validate(plan: Plan, project: str, subject: str | None) -> None:
 
 def _check_closing(action: ReviseConflict) -> None:
     """An open set names nobody as its closer; a set a plan closes names who did, and only a
-    person's pass names a person, so a person's decision is never mistaken for a claim's."""
+    person's pass names a person, so a person's decision is never mistaken for a claim's.
+    Only a claim's resolution is reopened by what a later claim shows
+    (`Splits._adoption_undone`): a person's or the judge's stands."""
     before, after = action.before, action.after
     if after.status is ConflictStatus.OPEN:
         if after.resolved_by is not None:
             raise IntegrityViolation(f"conflict {after.id} is open and names a closer")
+        if before.status is not ConflictStatus.OPEN and before.resolved_by is not Resolver.CLAIM:
+            raise IntegrityViolation(
+                f"conflict {after.id} was closed by a {before.resolved_by or 'pass'}: the "
+                f"{action.pass_name} pass may not reopen it"
+            )
         return
     if before.status is not ConflictStatus.OPEN:
         return

@@ -28,6 +28,7 @@ from distill.core.models import (
     Trust,
 )
 from distill.core.passes import Decision
+from distill.core.support import said_order
 from distill.core.trust_late import LateTrust
 from distill.core.working import Candidate, Identity
 
@@ -54,8 +55,12 @@ class FirstValues(LateTrust):
         held = self._held_rival(following, value, c.event.trust) or self._held_behind(
             following, value
         )
-        if held is None and not self._began_as_change(following, self._time(c), restated=True):
+        if held is None:  # restated after the candidate, by creates until a change to it
             held = self._held_rival(following, value, c.event.trust, restated=True)
+            if held is not None and self._began_as_change(
+                following, self._time(c), restated=True, until=timeline.position(held[0])
+            ):
+                return None
         if held is None or self._changed_to_before(following, held[0], c.event.trust):
             return None
         return held[0]
@@ -84,15 +89,28 @@ class FirstValues(LateTrust):
             kind = ConflictKind.QUARANTINE if held_for_trust else ConflictKind.CONFLICT
             if open_set.kind is not kind:
                 self._revise_conflict(open_set, reason, kind=kind)
-        self._revise(following, "hold", reason, status=FactStatus.CANDIDATE)
-        first = self._revise(
-            rival,
-            "hold",
-            reason,
-            status=FactStatus.ACTIVE,
-            valid_from=min(rival.valid_from, self._time(c)),
+        # A change to `following`'s value said after the candidate adopted nothing in
+        # order (the candidate had restated the claim's value since): from it, `following`'s
+        # statements are a version of their own after the claim's.
+        stated = self.s.support.get(following.id, ())
+        after = timeline.position(rival)
+        words = timeline.position(following).stated
+        change = min(
+            (s for s in stated if (s.supersede or s.dated) and after < timeline.At(s.at, words)),
+            key=said_order,
+            default=None,
         )
-        self._follow_identity_sets(following, first)
+        start = min(rival.valid_from, self._time(c))
+        if change is None:
+            self._revise(following, "hold", reason, status=FactStatus.CANDIDATE)
+            first = current = self._revise(
+                rival, "hold", reason, status=FactStatus.ACTIVE, valid_from=start
+            )
+        else:
+            held = [s for s in stated if said_order(s) < said_order(change)]
+            current = self._held_before_change(following, held, rival, reason)
+            first = self._revise(self.s.facts[rival.id], "retime", reason, valid_from=start)
+        self._follow_identity_sets(following, current)
         return self._reinforce(first, c, reason)
 
     def _first_of_competing_creates(

@@ -169,6 +169,9 @@ class LateArrivals(FirstValues):
                 return self._held_first_inside(c, versions, at, ident, base, following, value)
             return self._conflict(c, base, ident, value, "different value")
         if base is not None and later:
+            if self._adoption_undone(base, at, later):
+                key = ident.key
+                return self._late(c, timeline.chain(self._facts_of(key), key), at, ident)
             return self._change_inside(c, base, later, ident, value, following)
         stated_end = c.claim.valid_to
         apart = stated_end is not None and stated_end < following.valid_from

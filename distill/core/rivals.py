@@ -35,7 +35,7 @@ from distill.core.models import (
     Trust,
 )
 from distill.core.passes import Decision
-from distill.core.support import Support, supported_by
+from distill.core.support import Support, held_until, supported_by
 from distill.core.working import (
     CONFLICT_MAX_MEMBERS,
     Candidate,
@@ -410,6 +410,63 @@ class Rivals(WorkingSet):
             self._reinforce(adopted, c, reason)
         self._follow_identity_sets(head, adopted)
         return self.s.facts[rival.id]
+
+    def _held_before_change(
+        self, version: Fact, held: list[Support], before: Fact, reason: str
+    ) -> Fact:
+        """`version`, a value held against `before` and then made current by a change, when
+        `before` was restated or replaced between the two in world time: the change met
+        that and adopted nothing (`_held_rival`). The `held` statements (the creates, and
+        any restatement of them before the change) are a candidate again, its other
+        statements a version of their own after `before`, from the change; a set that held
+        `version` (not with `before`: that is their contest) holds that version instead,
+        which in order a value said after the change met. Returns the new version."""
+        after = [s for s in self.s.support.get(version.id, ()) if s not in held]
+        following = self.s.facts.get(version.superseded_by or "")
+        moved = [cs for cs in self._sets_holding(version.id) if before.id not in cs.member_ids]
+        changed_id = self.new_id()
+        self._revise(
+            before,
+            "retire",
+            reason,
+            status=FactStatus.SUPERSEDED,
+            valid_to=min(s.at for s in after),
+            retired_at=before.retired_at or self.now,
+            superseded_by=changed_id,
+            unpaired_change=False,
+        )
+        changed = version.model_copy(
+            update={
+                "id": changed_id,
+                "valid_from": min(s.at for s in after),
+                "recorded_at": self.now,
+                "supersedes_id": before.id,
+                "stated": None,
+                **supported_by(after, version),
+            }
+        )
+        self._revise(
+            version,
+            "hold",
+            reason,
+            status=FactStatus.CANDIDATE,
+            valid_from=min(s.at for s in held),
+            valid_to=held_until(held),
+            supersedes_id=None,
+            superseded_by=None,
+            retired_at=None,
+            unpaired_change=False,
+            **supported_by(held, version),
+        )
+        self.s.support[version.id] = tuple(held)
+        self._create(changed, reason, vector_from=version.id)
+        self.s.support[changed_id] = tuple(after)
+        if following is not None and following.supersedes_id == version.id:
+            self._revise(following, "link", reason, supersedes_id=changed_id)
+        for cs in moved:
+            members = tuple(changed_id if m == version.id else m for m in cs.member_ids)
+            self._revise_conflict(cs, "held against the change", member_ids=members)
+        return changed
 
     def _given_an_end(self, version: Fact, end: datetime, until: datetime | None) -> None:
         """The current version, which held until `until`, given an earlier stated `end`: its

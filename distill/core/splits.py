@@ -11,6 +11,11 @@ splits in three: the part before the change, the change, and the restated part
 * a value held against the version, of the late change's own value and dated before the
   restatement, is what the change adopts, as it would have in order, or what restated the
   change (`_held_for_change`).
+
+A version that a change made of a held value (`Rivals._adopt`) is not split: a claim dated
+between the held value and that change shows the change never adopted it, and the adoption
+is undone before the claim is decided (`_adoption_undone`). Only a claim's: a person's
+decision is never undone, and the one validator refuses a plan that reopens one.
 """
 
 from __future__ import annotations
@@ -23,14 +28,16 @@ from distill.core.identity import values_equal
 from distill.core.models import (
     ConflictKind,
     ConflictSet,
+    ConflictStatus,
     Fact,
     FactKind,
     FactStatus,
     Outcome,
+    Resolver,
 )
 from distill.core.passes import Decision
 from distill.core.rivals import Rivals
-from distill.core.support import Support, held_until, supported_by
+from distill.core.support import Support, held_until, said_order, supported_by
 from distill.core.working import Candidate, Identity
 
 
@@ -104,6 +111,78 @@ class Splits(Rivals):
             )
         self._now_a_return(self.s.facts[change.id], ident.key)  # after the link: it may retire
         return Decision(Outcome.HISTORICAL, change.id, reason)
+
+    def _adoption_undone(self, version: Fact, at: timeline.At, later: list[Support]) -> bool:
+        """Whether a claim at `at`, inside `version` and before its `later` statements, shows
+        that a change never adopted the value held against the version before it, and if
+        so, undoes the adoption (the caller decides the claim again, against the versions
+        as they now stand).
+
+        `version` began as a value held in conflict against the version before it: creates
+        of another value, and a change to it that made it current (`Rivals._adopt`,
+        resolving the set; or, arriving first, `LateArrivals._adopted_by_next`, where no
+        set was opened). A claim dated after the creates and before the change came between
+        them in world order: the change met a version restated or replaced since the value
+        was held, did not adopt it (`Rivals._held_rival`), and began a version of its own.
+        So it is now: the creates are a held candidate again, in their set (reopened, or
+        opened as in order), and the change and what followed it are a new version after
+        the one before. Never a set a person resolved: their decision stands."""
+        before = self.s.facts.get(version.supersedes_id or "")
+        if before is None or before.superseded_by != version.id or version.pinned:
+            return False
+        # The creates, all before the claim; the first statement after it is the change.
+        stated = sorted(self.s.support.get(version.id, ()), key=said_order)
+        held = [s for s in stated if s not in later]
+        change = min(later, key=said_order)
+        if (
+            not held
+            or not (change.supersede or change.dated)
+            or any(s.supersede or s.dated for s in held)
+            or any(at < timeline.At(s.at, timeline.position(version).stated) for s in held)
+        ):
+            return False
+        if before.id not in self.s.support and len(before.source_event_ids) == 1:
+            self.s.support[before.id] = (self._first_support(before),)
+        said_before = self.s.support.get(before.id, ())
+        if (
+            not said_before
+            or before.valid_to != version.valid_from
+            or any(s.until is not None for s in said_before)  # it may have ended by itself
+        ):
+            return False
+        resolved = [
+            cs
+            for cs in self.s.conflicts.values()
+            if cs.status is ConflictStatus.RESOLVED and cs.kept_fact_id == version.id
+        ]
+        if resolved:  # a claim's resolution of the two of them, and nobody pinned either
+            cs = resolved[0]
+            if (
+                len(resolved) > 1
+                or cs.resolved_by is not Resolver.CLAIM
+                or cs.kind is not ConflictKind.CONFLICT
+                or before.id not in cs.member_ids
+                or any(self.s.facts[m].pinned for m in cs.member_ids if m in self.s.facts)
+            ):
+                return False
+        elif before.pinned or len({s.trust for s in (*said_before, *held)}) > 1:
+            return False  # with no set, only when one source's trust made the creates held
+        reason = "a claim between a held value and the change to it: the change adopted nothing"
+        if resolved:
+            self._revise_conflict(
+                resolved[0],
+                reason,
+                status=ConflictStatus.OPEN,
+                resolved_at=None,
+                kept_fact_id=None,
+                resolved_by=None,
+            )
+        else:
+            self._open_conflict(
+                before.identity_key, (before.id, version.id), ConflictKind.CONFLICT, reason
+            )
+        self._held_before_change(version, held, before, reason)
+        return True
 
     def _return_inside(self, head: Fact, rival: Fact, open_set: ConflictSet) -> None:
         """`rival`, held against `head` and now known to return to an older version's value

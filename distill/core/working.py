@@ -401,20 +401,31 @@ class WorkingSet:
         return first_said(supports)
 
     def _began_as_change(
-        self, fact: Fact, before: datetime, *, restated: bool = False, by: Trust | None = None
+        self,
+        fact: Fact,
+        before: datetime,
+        *,
+        restated: bool = False,
+        by: Trust | None = None,
+        until: timeline.At | None = None,
     ) -> bool:
         """Whether `fact`'s earliest statement in world time (`_first_said`) would have
         replaced a value of time `before` in world order (`Support`): a change, or dated
         later by its own date; with `restated`, any of its statements (a create held against
-        that value is made current by a later change to it: `Rivals._adopt`); when that
-        value is from a source of trust `by`, none from a source that yields to it (held
-        against the value, it replaces and adopts nothing). By its own record (a change
-        keeps what it `stated`) when its statements were not loaded."""
+        that value is made current by a later change to it: `Rivals._adopt`), or any said
+        before position `until` (a restatement of the value there came first: a change
+        after it adopts nothing); when that value is from a source of trust `by`, none from
+        a source that yields to it (held against the value, it replaces and adopts nothing).
+        By its own record (a change keeps what it `stated`) when its statements were not
+        loaded."""
         supports = self.s.support.get(fact.id)
         if not supports:
             return fact.stated is not None
         if by is not None:  # what yields to that value would have been held against it
             supports = tuple(s for s in supports if not s.trust.yields_to(by))
+        if until is not None:
+            stated = timeline.position(fact).stated
+            supports = tuple(s for s in supports if timeline.At(s.at, stated) < until)
         if not restated and supports:
             supports = (first_said(supports),)
         return any(s.supersede or (s.dated and s.at > before) for s in supports)

@@ -150,7 +150,14 @@ class Adjudication:
         )
         support = _support(store, project, facts, earliest)
         known = {f.predicate for f in facts.values() if f.kind is FactKind.STATE}
-        conflicts = {c.id: c for c in store.open_conflicts_for(project, subject, sorted(keys))}
+        # Open sets, and the resolved ones that kept a fact the claims may re-read: a claim
+        # dated before a claim's resolution may show it never happened, and one before a
+        # person's leaves it as it is (`Splits._adoption_undone`).
+        conflicts = {
+            c.id: c
+            for c in store.conflicts_for(project, subject, sorted(keys))
+            if c.status is ConflictStatus.OPEN or c.kept_fact_id in facts
+        }
         if any(identity_texts_of(c) for c in candidates):
             # Identity sets name no one identity: the subject's open ones, whatever they hold.
             for cs in store.conflicts(project, subject, ConflictStatus.OPEN):

@@ -19,6 +19,7 @@ from distill.core.models import (
     FactKind,
     FactStatus,
     JobStatus,
+    Resolver,
 )
 from distill.core.plan import (
     Action,
@@ -597,15 +598,15 @@ def test_conflicts_open_revise_and_list(store: Store) -> None:
     store.apply(plan_of(CreateFact(a, "x"), CreateFact(b, "y"), OpenConflict(cs, "z")), None, [])
     store.apply(plan_of(OpenConflict(other, "z")), None, [])
     assert store.conflict(cs.project, cs.id) == cs
-    assert store.open_conflicts_for(PROJECT, SUBJECT, ["bike_count|{}"]) == [cs]
-    assert store.open_conflicts_for(PROJECT, SUBJECT, ["home_city|{}"]) == []
+    assert store.conflicts_for(PROJECT, SUBJECT, ["bike_count|{}"]) == [cs]
+    assert store.conflicts_for(PROJECT, SUBJECT, ["home_city|{}"]) == []
 
     resolved = cs.model_copy(
         update={"status": ConflictStatus.RESOLVED, "resolved_at": at(5), "kept_fact_id": a.id}
     )
     store.apply(plan_of(ReviseConflict(cs, resolved, "kept a")), None, [])
     assert store.conflict(cs.project, cs.id) == resolved
-    assert store.open_conflicts_for(PROJECT, SUBJECT, ["bike_count|{}"]) == []
+    assert store.conflicts_for(PROJECT, SUBJECT, ["bike_count|{}"]) == [resolved]
 
     stale = cs.model_copy(update={"member_ids": (a.id, b.id, "c")})
     with pytest.raises(IntegrityViolation, match=f"conflict set {cs.id} changed since it was read"):
@@ -617,6 +618,35 @@ def test_conflicts_open_revise_and_list(store: Store) -> None:
     assert store.conflicts("other", None, None) == []
     with pytest.raises(NotFound):
         store.conflict(PROJECT, "nope")
+
+
+def test_the_resolved_sets_are_read_with_the_open_ones(store: Store) -> None:
+    """A later claim re-reads what resolved a set (`Splits._adoption_undone`):
+    `conflicts_for` returns the resolved sets beside the open ones, oldest first, and never
+    one a third value turned into events."""
+    a = make_fact()
+    b = make_fact(value={"count": 4}, status=FactStatus.CANDIDATE)
+    sets = {
+        who: make_conflict(
+            [a.id, b.id],
+            created_at=at(i),
+            status=ConflictStatus.OPEN if who is None else ConflictStatus.RESOLVED,
+            resolved_at=None if who is None else at(9),
+            kept_fact_id=None if who is None else b.id,
+            resolved_by=who,
+        )
+        for i, who in enumerate([Resolver.PERSON, Resolver.CLAIM, None, Resolver.MODEL])
+    }
+    events = make_conflict(
+        [a.id, b.id],
+        status=ConflictStatus.RECLASSIFIED,
+        resolved_at=at(9),
+        resolved_by=Resolver.CLAIM,
+    )
+    opened = [OpenConflict(cs, "z") for cs in (*sets.values(), events)]
+    store.apply(plan_of(CreateFact(a, "x"), CreateFact(b, "y"), *opened), None, [])
+    found = store.conflicts_for(PROJECT, SUBJECT, ["bike_count|{}"])
+    assert found == list(sets.values())
 
 
 def test_identity_sets_hold_two_active_facts_of_two_identities(store: Store) -> None:

@@ -9,8 +9,11 @@ Claims are about one person's `gp`; `hours` states a period from the claim's day
 
 from __future__ import annotations
 
+import itertools
 from datetime import datetime, timedelta
 from typing import Any
+
+import pytest
 
 from distill import Memory
 from distill.adapters.llm.fake import FakeLLM
@@ -26,6 +29,7 @@ from tests.unit.test_properties import (
     fresh_memory,
     ingest,
     one_value_at_a_time,
+    same_final_facts,
 )
 
 
@@ -317,3 +321,59 @@ def test_a_late_change_before_a_retracted_version_ends_where_that_version_began(
         assert (change.value, change.valid_to) == ({"v": "4"}, at(35))
         (current,) = mem.facts(subject="alice")
         assert (current.value, current.valid_from) == ({"v": "4"}, at(200))
+
+
+def adopted(restated_by: str = "supersede") -> list[Claim]:
+    """`a`; `b` held against it; `a` restated (by `restated_by`); a change to `b`."""
+    return [
+        said(0, 0, "a", "create"),
+        said(1, 1, "b", "create"),
+        said(2, 2, "a", restated_by),
+        said(3, 3, "b", "supersede"),
+    ]
+
+
+ADOPTED = adopted()
+
+
+@pytest.mark.parametrize("restated_by", ["supersede", "create"])
+def test_a_change_after_a_restatement_adopts_nothing_in_any_order(restated_by: str) -> None:
+    """`a`, then `b` held against it, `a` restated on day 2, a change to `b` on day 3. In
+    world order the change met a value restated since `b` was held and began a version of
+    its own: `a` runs to day 3 and `b` of day 1 is still held. It ends so in every order
+    (invariant 8): when the restatement arrives after the change adopted the held `b`
+    (`Splits._adoption_undone`: after a claim resolved the set, or when the change came
+    first and no set was opened), and when `a` of day 0 arrives last, after `b` was current
+    and the restatement held against it (`FirstValues._earlier_than_rival`)."""
+    claims = adopted(restated_by)
+    for order in itertools.permutations(range(len(claims))):
+        same_final_facts(claims, list(order))
+    for order in ([0, 1, 3, 2], [0, 3, 1, 2], [1, 2, 3, 0]):
+        with fresh_memory(max_distance=0.0) as mem:
+            ingest(mem, claims, order)
+            (cs,) = mem.conflicts(subject="alice", status=ConflictStatus.OPEN)
+            members = sorted((mem.fact(m).value["v"], mem.fact(m).status) for m in cs.member_ids)
+            assert members == [("a", FactStatus.SUPERSEDED), ("b", FactStatus.CANDIDATE)]
+            (current,) = mem.facts(subject="alice")
+            assert (current.value, current.valid_from) == ({"v": "b"}, at(3))
+
+
+def test_a_late_change_undoes_an_adoption_before_a_later_version() -> None:
+    """As above with a change to `x` on day 2 in place of the restatement, and a change to
+    `c` on day 4 after it: `x` runs from day 2 to the change to `b`, which the `c` ends,
+    and `b` of day 1 is still held against `a`."""
+    claims = [*ADOPTED[:2], said(2, 2, "x", "supersede"), ADOPTED[3], said(4, 4, "c", "supersede")]
+    same_final_facts(claims, [0, 1, 3, 4, 2])
+
+
+def test_a_late_restatement_leaves_an_adoption_a_person_made() -> None:
+    """A person keeps the held `b` before the change to it arrives: their decision stands
+    when the restatement of `a` comes late; `b` is not held again and no set reopens."""
+    with fresh_memory(max_distance=0.0) as mem:
+        ingest(mem, ADOPTED, [0, 1])
+        (cs,) = mem.conflicts(subject="alice")
+        b = next(m for m in cs.member_ids if mem.fact(m).value == {"v": "b"})
+        mem.resolve_conflict(cs.id, keep=b)
+        ingest(mem, ADOPTED, [3, 2])
+        assert mem.fact(b).status is not FactStatus.CANDIDATE
+        assert mem.conflicts(subject="alice", status=ConflictStatus.OPEN) == []

@@ -70,6 +70,31 @@ def test_an_open_set_names_no_closer() -> None:
         validate(reopened, PROJECT, SUBJECT)
 
 
+def reopening(resolver: Resolver) -> Plan:
+    """A plan of the adjudicator's that reopens a set `resolver` closed."""
+    [action] = closing(resolver, "adjudicate").actions
+    assert isinstance(action, ReviseConflict)
+    closed = action.after
+    reopened = closed.model_copy(
+        update={
+            "status": ConflictStatus.OPEN,
+            "resolved_at": None,
+            "kept_fact_id": None,
+            "resolved_by": None,
+        }
+    )
+    return Plan([ReviseConflict(closed, reopened, "a later claim", "adjudicate")])
+
+
+def test_only_a_claims_resolution_is_reopened() -> None:
+    """A later claim may show that a claim's resolution never happened, and reopen the set
+    (`Splits._adoption_undone`); a person's decision and the judge's stand."""
+    validate(reopening(Resolver.CLAIM), PROJECT, SUBJECT)
+    for resolver in (Resolver.PERSON, Resolver.MODEL):
+        with pytest.raises(IntegrityViolation, match=f"closed by a {resolver.value}"):
+            validate(reopening(resolver), PROJECT, SUBJECT)
+
+
 def test_the_table_says_who_closed_a_set_and_which_member_was_kept() -> None:
     acme = make_fact(id="f1", value={"v": "Acme"}, text="employer is Acme")
     globex = make_fact(id="f2", value={"v": "Globex"}, text="employer is Globex")

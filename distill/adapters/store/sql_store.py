@@ -208,13 +208,11 @@ class SqlStore(SqlCortex, SqlJobs):
         found = self._read("aliases_for", params)
         return {r["alias"]: rows.alias_from_row(r, self.codec) for r in found}
 
-    def open_conflicts_for(
-        self, project: str, subject: str, keys: Sequence[str]
-    ) -> list[ConflictSet]:
+    def conflicts_for(self, project: str, subject: str, keys: Sequence[str]) -> list[ConflictSet]:
         if not keys:
             return []
         params = {"project": project, "subject": subject, "keys": self._array(keys)}
-        found = self._read("open_conflicts_for", params)
+        found = self._read("conflicts_for", params)
         return [rows.conflict_from_row(r, self.codec) for r in found]
 
     def seen_claims(self, event_ids: Sequence[str]) -> set[tuple[str, str]]:

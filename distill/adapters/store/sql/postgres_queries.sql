@@ -617,9 +617,12 @@ SELECT id FROM conflicts
 WHERE project = %(project)s AND id BETWEEN %(low)s AND %(high)s
 ORDER BY id LIMIT %(limit)s;
 
--- name: open_conflicts_for
+-- name: conflicts_for
+-- The open and the resolved sets of these identities: a later claim may show that a claim's
+-- resolution never should have been, and must see that a person's is theirs.
 SELECT * FROM conflicts
-WHERE project = %(project)s AND subject = %(subject)s AND status = 'open'
+WHERE project = %(project)s AND subject = %(subject)s
+  AND status IN ('open', 'resolved')
   AND identity_key = ANY(%(keys)s::text[])
 ORDER BY created_at, id;
 

@@ -569,9 +569,12 @@ SELECT id FROM conflicts
 WHERE project = :project AND id BETWEEN :low AND :high
 ORDER BY id LIMIT :limit;
 
--- name: open_conflicts_for
+-- name: conflicts_for
+-- The open and the resolved sets of these identities: a later claim may show that a claim's
+-- resolution never should have been, and must see that a person's is theirs.
 SELECT * FROM conflicts
-WHERE project = :project AND subject = :subject AND status = 'open'
+WHERE project = :project AND subject = :subject
+  AND status IN ('open', 'resolved')
   AND identity_key IN (SELECT value FROM json_each(:keys))
 ORDER BY created_at, id;
 

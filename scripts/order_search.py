@@ -95,7 +95,18 @@ before (`FirstValues._changed_to_before`); 4 of 840 `--trust` histories failed w
 first version of that rule that counted a less trusted change too, none with the rule
 kept; 56 once a return held against a version that was restated after it splits that
 version when a late first value shows it is a return (`Splits._return_inside`); `--trust`,
-`--periods`, `--one-name` unchanged (0, 0, 0).
+`--periods`, `--one-name` unchanged (0, 0, 0). Session 49: `--four 240` 56 -> 52 once a late
+claim between a held value and the change that adopted it undoes the adoption, whether a
+claim resolved the set or no set was opened (`Splits._adoption_undone`; a person's
+resolution stands: the store now reads resolved sets, and the validator refuses to reopen
+one); 50 once a late first value whose held restatement came before a change to the
+current value leaves that change a version of its own (`FirstValues._earlier_than_rival`);
+`--four 40 --seed 1` 11 -> 8; `--trust`, `--periods`, `--one-name` unchanged (0, 0, 0). No
+history that agreed before disagrees now. Of the 50, the two left with two values
+(`a b a b`, the last `b` a create, `a` of day 0 arriving last) need a fact deleted: before
+`a` arrives, the last `b` returned to a `b` version and began a version of its own; in world
+order it repeated the `b` held against `a`, one fact where arrival made two, and a fact once
+written is never deleted.
 """
 
 from __future__ import annotations

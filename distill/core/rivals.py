@@ -445,20 +445,9 @@ class Rivals(WorkingSet):
                 **supported_by(after, version),
             }
         )
-        self._revise(
-            version,
-            "hold",
-            reason,
-            status=FactStatus.CANDIDATE,
-            valid_from=min(s.at for s in held),
-            valid_to=held_until(held),
-            supersedes_id=None,
-            superseded_by=None,
-            retired_at=None,
-            unpaired_change=False,
-            **supported_by(held, version),
-        )
         self.s.support[version.id] = tuple(held)
+        start = min(s.at for s in held)
+        self._hold_displaced(version, reason, valid_from=start, **supported_by(held, version))
         self._create(changed, reason, vector_from=version.id)
         self.s.support[changed_id] = tuple(after)
         if following is not None and following.supersedes_id == version.id:
@@ -467,6 +456,23 @@ class Rivals(WorkingSet):
             members = tuple(changed_id if m == version.id else m for m in cs.member_ids)
             self._revise_conflict(cs, "held against the change", member_ids=members)
         return changed
+
+    def _hold_displaced(self, version: Fact, reason: str, **changes: Any) -> None:
+        """A version that, in world order, could not have displaced the value before it: a
+        candidate, with the end its sources stated (`changes`: more of its fields, such as
+        the statements it keeps)."""
+        self._revise(
+            version,
+            "hold",
+            reason,
+            status=FactStatus.CANDIDATE,
+            valid_to=held_until(self.s.support.get(version.id, ())),
+            supersedes_id=None,
+            superseded_by=None,
+            retired_at=None,
+            unpaired_change=False,
+            **changes,
+        )
 
     def _given_an_end(self, version: Fact, end: datetime, until: datetime | None) -> None:
         """The current version, which held until `until`, given an earlier stated `end`: its

@@ -35,7 +35,7 @@ from distill.core.models import (
 )
 from distill.core.passes import Decision
 from distill.core.splits import Splits
-from distill.core.support import Support, held_until, said_order
+from distill.core.support import Support, said_order
 from distill.core.working import Candidate, Identity
 
 
@@ -289,21 +289,6 @@ class TrustOrder(Splits):
         ):
             return None
         return following
-
-    def _hold_displaced(self, version: Fact, reason: str) -> None:
-        """A version that, in world order, could not have displaced the value before it: a
-        candidate, with the end its sources stated."""
-        self._revise(
-            version,
-            "hold",
-            reason,
-            status=FactStatus.CANDIDATE,
-            valid_to=held_until(self.s.support.get(version.id, ())),
-            supersedes_id=None,
-            superseded_by=None,
-            retired_at=None,
-            unpaired_change=False,
-        )
 
     def _held_alone_after(self, key: str, fact: Fact) -> tuple[Fact, ConflictSet] | None:
         """An untrusted claim of this identity held alone (nothing was known when it came)

@@ -81,22 +81,29 @@ class FirstValues(LateTrust):
     def _earlier_than_rival(self, c: Candidate, following: Fact, rival: Fact) -> Decision:
         reason = "an earlier statement of the value held in conflict: it came first"
         open_set = self._open_set(following.id)
+        trust = max(rival.trust, c.event.trust, key=lambda t: t.rank)
         if open_set is not None:
             # `following` is held for its source when it is less trusted than the value it
             # is now held against (as in order), else the two are values in conflict.
-            trust = max(rival.trust, c.event.trust, key=lambda t: t.rank)
             held_for_trust = following.trust.yields_to(trust)
             kind = ConflictKind.QUARANTINE if held_for_trust else ConflictKind.CONFLICT
             if open_set.kind is not kind:
                 self._revise_conflict(open_set, reason, kind=kind)
-        # A change to `following`'s value said after the candidate adopted nothing in
-        # order (the candidate had restated the claim's value since): from it, `following`'s
-        # statements are a version of their own after the claim's.
+        # A change to `following`'s value said after the candidate, from a source that could
+        # replace the value made current, adopted nothing in order (the candidate had
+        # restated that value since): from it, `following`'s statements are a version of
+        # their own after the claim's.
         stated = self.s.support.get(following.id, ())
         after = timeline.position(rival)
         words = timeline.position(following).stated
         change = min(
-            (s for s in stated if (s.supersede or s.dated) and after < timeline.At(s.at, words)),
+            (
+                s
+                for s in stated
+                if (s.supersede or s.dated)
+                and after < timeline.At(s.at, words)
+                and not s.trust.yields_to(trust)
+            ),
             key=said_order,
             default=None,
         )

@@ -141,13 +141,13 @@ class Splits(Rivals):
             or any(at < timeline.At(s.at, timeline.position(version).stated) for s in held)
         ):
             return False
-        if before.id not in self.s.support and len(before.source_event_ids) == 1:
-            self.s.support[before.id] = (self._first_support(before),)
+        # `before` ended where the adoption began, not by an end of its own (its statements
+        # are loaded with the version's: `passes.adjudication._support`).
         said_before = self.s.support.get(before.id, ())
         if (
             not said_before
             or before.valid_to != version.valid_from
-            or any(s.until is not None for s in said_before)  # it may have ended by itself
+            or any(s.until is not None for s in said_before)
         ):
             return False
         resolved = [
@@ -165,8 +165,12 @@ class Splits(Rivals):
                 or any(self.s.facts[m].pinned for m in cs.member_ids if m in self.s.facts)
             ):
                 return False
-        elif before.pinned or len({s.trust for s in (*said_before, *held)}) > 1:
-            return False  # with no set, only when one source's trust made the creates held
+        elif (
+            before.pinned
+            or len({s.trust for s in (*said_before, *held)}) > 1
+            or self._returned_to(version, before)
+        ):
+            return False  # with no set: only creates one source's trust held, not a return
         reason = "a claim between a held value and the change to it: the change adopted nothing"
         if resolved:
             self._revise_conflict(
@@ -183,6 +187,16 @@ class Splits(Rivals):
             )
         self._held_before_change(version, held, before, reason)
         return True
+
+    def _returned_to(self, version: Fact, before: Fact) -> bool:
+        """Whether a version earlier than `before` had `version`'s value: a create of it
+        after `before` was a return (`Adjudicator._state`), not a value held against it."""
+        key = before.identity_key or ""
+        at = timeline.position(before)
+        return any(
+            timeline.position(v) < at and values_equal(v.value, version.value)
+            for v in timeline.chain(self._facts_of(key), key)
+        )
 
     def _return_inside(self, head: Fact, rival: Fact, open_set: ConflictSet) -> None:
         """`rival`, held against `head` and now known to return to an older version's value

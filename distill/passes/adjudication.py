@@ -203,15 +203,29 @@ def _support(
     """When, how far and how each reinforced version's (or held candidate's) supporting
     events were believed; and how each live version a claim of the job is dated no later
     than was first stated (a late claim is decided by it: `LateArrivals._began_as_change`);
-    and what ended each version that ended after the job's earliest claim (a stated end, or
-    the next version: `WorkingSet._stated_end`). Read from their observations; a job whose
-    claims all come after what is known reads no more."""
+    and what ended each version that ended after the job's earliest claim, or before a
+    reinforced version restated after it (a stated end, or the next version:
+    `WorkingSet._stated_end`). Read from their observations; a job whose claims all come
+    after what is known reads no more."""
+    # A version restated after the job's earliest claim may be a held value that a change
+    # adopted, which that claim undoes (`Splits._adoption_undone`) if the version before
+    # it ended where the adoption began, not by an end of its own.
+    adopted_from = {
+        f.supersedes_id
+        for f in facts.values()
+        if f.kind is FactKind.STATE
+        and f.status is not FactStatus.RETRACTED
+        and f.reinforcement_count
+        and earliest is not None
+        and earliest < f.last_reinforced_at
+    }
     chosen = [
         f
         for f in facts.values()
         if f.kind is FactKind.STATE
         and (
             (f.status is not FactStatus.RETRACTED and f.reinforcement_count)
+            or f.id in adopted_from
             or (f.live and earliest is not None and earliest <= f.valid_from)
             or (
                 f.status is FactStatus.SUPERSEDED

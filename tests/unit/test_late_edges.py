@@ -377,3 +377,28 @@ def test_a_late_restatement_leaves_an_adoption_a_person_made() -> None:
         ingest(mem, ADOPTED, [3, 2])
         assert mem.fact(b).status is not FactStatus.CANDIDATE
         assert mem.conflicts(subject="alice", status=ConflictStatus.OPEN) == []
+
+
+def test_a_late_claim_undoes_no_adoption_that_never_was() -> None:
+    """Three histories where the late claim falls between a create and a change of the
+    version's value, and nothing was adopted (session 49's review): the create returned to
+    an older value (in order it replaced the current one by itself); the version before
+    ended by its own stated end; the change came from a source that could not replace the
+    value a late first value made current. Each ends as in world order."""
+    returned = [
+        said(0, 0, "b", "create"),
+        said(1, 1, "a", "supersede"),
+        said(2, 2, "b", "create"),
+        said(3, 3, "a", "supersede"),
+        said(4, 4, "b", "supersede"),
+    ]
+    same_final_facts(returned, [0, 1, 2, 4, 3])
+    ended = [said(0, 0, "a", "create", hours=24), *ADOPTED[1:]]
+    same_final_facts(ended, [0, 1, 3, 2])
+    less_trusted_change = [
+        said(0, 0, "b", "create"),
+        said(1, 1, "b", "create", trust="semi_trusted"),
+        said(2, 2, "c", "create"),
+        said(3, 3, "c", "supersede", trust="semi_trusted"),
+    ]
+    same_final_facts(less_trusted_change, [2, 3, 1, 0])

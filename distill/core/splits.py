@@ -148,6 +148,7 @@ class Splits(Rivals):
             not said_before
             or before.valid_to != version.valid_from
             or any(s.until is not None for s in said_before)
+            or change.trust.yields_to(before.trust)  # it could not have replaced `before`
         ):
             return False
         resolved = [

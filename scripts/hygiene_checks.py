@@ -206,7 +206,15 @@ current 4. The names play no part: one name shows it (test_late_edges.py). The c
 ends where the part ended, which is where the retracted version began (a retraction
 revives nothing before it) or the old value's stated end if that came first. Then
 `--minutes 22 --start 1050577` at 133d4d0 (session 48, with that fix): 11,551 histories,
-0; `--minutes 15 --start 1062128` at 3e9a9a1: 8,941 histories, 0.
+0; `--minutes 15 --start 1062128` at 3e9a9a1: 8,941 histories, 0; `--minutes 30 --start
+1071069` at c326d92: 24,345 histories, 0. (31) `--minutes 25 --start 1095414` at 11938d3,
+session 49's first version of its adoption rules: 21,396 histories, 3 violations, all
+"untrusted never served", made by that version (closed in 8a069fa). Seed 1104145: a late
+trusted first value (`FirstValues._earlier_than_rival`) split the version after it at
+any change said after the value it made current, here an untrusted one, which became the
+current version; it splits only at a change from a source that could replace that value
+now. The same seeds at 1e1e00d (`--histories 10698 --start 1095414` and `--start 1106112`,
+side by side): 21,396 histories, 0.
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

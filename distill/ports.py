@@ -460,9 +460,7 @@ class Store(ScheduleStore, Protocol):
 
     def aliases(self, project: str, predicates: Sequence[str]) -> dict[str, Alias]: ...
     def conflicts_for(self, project: str, subject: str, keys: Sequence[str]) -> list[ConflictSet]:
-        """The open and the resolved conflict sets of these identities, oldest first: a later
-        claim may show that a claim's resolution never should have been, and must see that
-        a person's is theirs (`Splits._adoption_undone`)."""
+        """The open and resolved sets of these names, oldest first (`_adoption_undone`)."""
         ...
 
     def seen_claims(self, event_ids: Sequence[str]) -> set[tuple[str, str]]:

@@ -107,14 +107,14 @@ class FirstValues(LateTrust):
             key=said_order,
             default=None,
         )
+        held = [s for s in stated if change and said_order(s) < said_order(change)]
         start = min(rival.valid_from, self._time(c))
-        if change is None:
+        if change is None or not held:
             self._revise(following, "hold", reason, status=FactStatus.CANDIDATE)
             first = current = self._revise(
                 rival, "hold", reason, status=FactStatus.ACTIVE, valid_from=start
             )
         else:
-            held = [s for s in stated if said_order(s) < said_order(change)]
             current = self._held_before_change(following, held, rival, reason)
             first = self._revise(self.s.facts[rival.id], "retime", reason, valid_from=start)
         self._follow_identity_sets(following, current)

@@ -425,12 +425,13 @@ class Rivals(WorkingSet):
         following = self.s.facts.get(version.superseded_by or "")
         moved = [cs for cs in self._sets_holding(version.id) if before.id not in cs.member_ids]
         changed_id = self.new_id()
+        changed_from = min(s.at for s in after)
         self._revise(
             before,
             "retire",
             reason,
             status=FactStatus.SUPERSEDED,
-            valid_to=min(s.at for s in after),
+            valid_to=changed_from,
             retired_at=before.retired_at or self.now,
             superseded_by=changed_id,
             unpaired_change=False,
@@ -438,7 +439,7 @@ class Rivals(WorkingSet):
         changed = version.model_copy(
             update={
                 "id": changed_id,
-                "valid_from": min(s.at for s in after),
+                "valid_from": changed_from,
                 "recorded_at": self.now,
                 "supersedes_id": before.id,
                 "stated": None,

@@ -516,6 +516,10 @@ class Memory(Hygiene, Rulebook, Deriving, Cortex, Backpressure):
             names = sorted({f.predicate for f in members.values() if f.predicate})
             versions = self._versions(members.get(keep or ""))
             active = [f for f in versions if f.status is FactStatus.ACTIVE]
+            others = self.store.conflicts(project, conflict.subject, ConflictStatus.OPEN)
+            # The other sets' members too: one of them may hold a member this decides.
+            shared = {m for o in others for m in o.member_ids} - set(members)
+            members |= {f.id: f for f in self.store.facts_by_ids(project, sorted(shared))}
             plan = resolve.resolve_conflict(
                 conflict,
                 members,
@@ -525,7 +529,7 @@ class Memory(Hygiene, Rulebook, Deriving, Cortex, Backpressure):
                 aliases={
                     a: x.canonical for a, x in self.store.aliases(conflict.project, names).items()
                 },
-                others=self.store.conflicts(project, conflict.subject, ConflictStatus.OPEN),
+                others=others,
                 history=versions,
             )
             self._apply(plan, conflict.project, conflict.subject)

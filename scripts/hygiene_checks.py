@@ -231,7 +231,7 @@ from datetime import datetime
 from typing import Any
 
 from distill import Memory
-from distill.core.models import ConflictKind, Fact, FactKind, FactStatus
+from distill.core.models import ConflictKind, Fact, FactKind, FactStatus, Resolver
 
 AUTOMATIC = {"consolidate", "replay", "dedupe", "prune", "summarise", "judge", "judge_identities"}
 AUTOMATIC |= {"derive"}
@@ -267,6 +267,9 @@ def check_state(mem: Memory, facts: dict[str, Fact]) -> None:
                 raise Violation("one active fact", f"{other} and {f.id}: {f.identity_key}")
     one_value_at_a_time(facts.values())
     for cs in mem.conflicts(status="open"):
+        for m in cs.member_ids:  # a value turned down, or retracted, is no question
+            if m in facts and turned_down(mem, facts[m]):
+                raise Violation("live open sets", f"open {cs.kind} set holds {m}, turned down")
         # A value set may hold the version a late claim was held against (history a person
         # decides about); an identity set asks about current versions, memories have none.
         if cs.kind is ConflictKind.IDENTITY or cs.identity_key is None:
@@ -280,6 +283,21 @@ def check_state(mem: Memory, facts: dict[str, Fact]) -> None:
                     raise Violation(
                         "live open sets", f"open identity set holds {m}, held back for {current}"
                     )
+
+
+def turned_down(mem: Memory, fact: Fact) -> bool:
+    """Retracted, or a candidate retired never true (a decision that did not keep it): a
+    value nobody holds. A version of one instant, or one filed into history with an empty
+    interval, is never true too, and a set may still weigh a late claim against it."""
+    if fact.status is FactStatus.RETRACTED:
+        return True
+    if fact.status is not FactStatus.SUPERSEDED or not fact.never_true:
+        return False
+    held, retired = FactStatus.CANDIDATE.value, FactStatus.SUPERSEDED.value
+    return any(
+        (e.before or {}).get("status") == held and (e.after or {}).get("status") == retired
+        for e in mem.store.audit_for(fact.project, fact.id)
+    )
 
 
 def one_value_at_a_time(facts: Any) -> None:
@@ -386,6 +404,20 @@ def check_step(
                 and not (f.valid_to is not None and f.valid_to in stated_ends(f, events))
             ):
                 raise Violation("less trusted displaces nothing", f"{line(f)} by {line(by)}")
+        # A value a person kept is never held again by a rule (an identity set's decision
+        # is about a name: its kept fact may be held against a value said since).
+        for cs in mem.conflicts(status="resolved"):
+            kept = facts.get(cs.kept_fact_id or "")
+            was = before.get(cs.kept_fact_id or "")
+            if (
+                cs.resolved_by is not Resolver.CLAIM
+                and cs.kind is not ConflictKind.IDENTITY
+                and kept is not None
+                and kept.status is FactStatus.CANDIDATE
+                and was is not None
+                and was.status is not FactStatus.CANDIDATE
+            ):
+                raise Violation("decisions stand", f"{kind} held {line(kept)}, kept in {cs.id}")
     for i, f in facts.items():
         if i in before and before[i].value != f.value:
             raise Violation("a value never changes", f"{kind}: {line(before[i])} → {line(f)}")

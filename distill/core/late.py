@@ -361,6 +361,7 @@ class LateArrivals(FirstValues):
                 self.s.facts[following.superseded_by], following.valid_from, restated=True
             )
             and not following.pinned
+            and not self._kept_by_decision(following.id)
             and not self._began_as_change(following, self._time(c), restated=True, by=c.event.trust)
             and self._open_set(following.id) is None
             and following.trust.rank <= c.event.trust.rank

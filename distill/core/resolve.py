@@ -56,7 +56,9 @@ def resolve_conflict(
     Any other kept fact becomes current from its own `valid_from`: a version still true then
     ends there, and one that began later gets an empty interval, as `current` does. Keeping
     the older version instead (the held claim was wrong) leaves it history and the current
-    fact current.
+    fact current. A member kept that is no longer live (an older version, or a value a
+    decision turned down since) changes no version either: only the held candidates are
+    turned down.
 
     An identity set (two predicates that may name one attribute) resolved by keeping one
     member says they are one: the other is superseded by it and its predicate is learned as
@@ -73,7 +75,9 @@ def resolve_conflict(
     identity set whose resolution would retire a fact that an open value conflict or
     quarantine set holds, or holds a rival value for, is refused: that set's candidates stand
     against that fact's attribute, and moving them to another would make one set span two
-    attributes. Resolve that set first.
+    attributes. Resolve that set first. A value or quarantine set among `others` that
+    held a candidate this turns down goes on without it, or is closed when it holds no
+    candidate then (`_follow`): no open set weighs a value nobody holds.
     """
     if conflict.status is not ConflictStatus.OPEN:
         raise AlreadyResolved(f"conflict {conflict.id} is already {conflict.status}")
@@ -102,7 +106,7 @@ def resolve_conflict(
     losers = [f for f in involved.values() if f.live and f.id != keep]
     if later is not None and current is not None:  # filed into history: the present stays
         losers = [f for f in losers if f.id != current.id]
-    if kept is None:  # only the held candidates are retracted
+    if kept is None or not kept.live:  # only the held candidates are turned down
         losers = [f for f in losers if f.status is FactStatus.CANDIDATE]
     overlapped = _overlapped(kept, history, {f.id for f in losers}) if kept and kept.live else []
     if kept is not None and later is not None:  # only the version it falls inside ends
@@ -201,17 +205,14 @@ def resolve_conflict(
                 )
                 said = f"{reason}: '{fact.predicate}' means '{kept.predicate}'"
                 plan.add(LearnAlias(alias, said, pass_name))
-    closed = conflict.model_copy(
-        update={
-            "status": ConflictStatus.RESOLVED,
-            "resolved_at": now,
-            "kept_fact_id": keep,
-            "resolved_by": resolver,
-        }
-    )
-    plan.add(ReviseConflict(conflict, closed, reason, pass_name))
+    plan.add(ReviseConflict(conflict, _closed(conflict, keep, now, resolver), reason, pass_name))
+    # The candidates turned down were never true: a set that held them against another
+    # version has its question answered for them.
+    rejected = {f.id for f in losers if f.status is FactStatus.CANDIDATE}
     for other in others:
-        moved = _follow(other, conflict, {f.id for f in losers}, kept, now, resolver)
+        moved = _follow(
+            other, conflict, {f.id for f in losers}, rejected, members, kept, now, resolver
+        )
         if moved is not None:
             plan.add(ReviseConflict(other, moved, _followed(reason, moved, kept), pass_name))
     return plan
@@ -231,22 +232,39 @@ def _follow(
     other: ConflictSet,
     resolved: ConflictSet,
     retired: set[str],
+    rejected: set[str],
+    members: Mapping[str, Fact],
     kept: Fact | None,
     now: datetime,
     resolver: Resolver,
 ) -> ConflictSet | None:
-    """`other` once `resolved` retired `retired` in favour of `kept`: an open identity set
-    holding a retired fact holds the kept one instead, or is closed (by `resolver`, whose
-    decision answered it) when that leaves it one member; None when it is not touched.
-    With `kept` None the retired facts were retracted: the set goes on without them, and
-    one left with a single member is closed with nothing kept (whether two names are one
-    attribute is no question once one of them holds nothing)."""
-    if (
-        other.id == resolved.id
-        or other.status is not ConflictStatus.OPEN
-        or other.kind is not ConflictKind.IDENTITY
-        or not retired & set(other.member_ids)
-    ):
+    """`other` once `resolved` retired `retired` in favour of `kept`; None when it is not
+    touched. Whatever changes, a set it closes is closed by `resolver`, whose decision
+    answered it.
+
+    An open identity set holding a retired fact holds the kept one instead, or is closed
+    when that leaves it one member. With `kept` None the retired facts were retracted: the
+    set goes on without them, and one left with a single member is closed with nothing
+    kept (whether two names are one attribute is no question once one of them holds
+    nothing).
+
+    An open value or quarantine set holding a `rejected` candidate (turned down: never
+    true) goes on without it while it still holds a candidate (`members` has the facts of
+    the sets it shares); otherwise its question is answered, and the set is closed keeping
+    the version it held them against, if it holds one still served."""
+    if other.id == resolved.id or other.status is not ConflictStatus.OPEN:
+        return None
+    if other.kind is not ConflictKind.IDENTITY:
+        if not rejected & set(other.member_ids):
+            return None
+        held = tuple(m for m in other.member_ids if m not in rejected)
+        still = [members.get(m) for m in held if m not in retired]
+        # (a member whose fact was not loaded may be a candidate: the set stays open)
+        if any(f is None or (f.status is FactStatus.CANDIDATE and f is not kept) for f in still):
+            return other.model_copy(update={"member_ids": held})
+        served = [f.id for f in still if f is not None and f.live]
+        return _closed(other, served[0] if len(served) == 1 else None, now, resolver)
+    if not retired & set(other.member_ids):
         return None
     instead = () if kept is None else (kept.id,)
     held = tuple(
@@ -254,13 +272,19 @@ def _follow(
     )
     if len(held) > 1:
         return other.model_copy(update={"member_ids": held})
+    return _closed(other, kept.id if kept is not None else None, now, resolver)
+
+
+def _closed(
+    conflict: ConflictSet, kept: str | None, now: datetime, resolver: Resolver
+) -> ConflictSet:
     closed = {
         "status": ConflictStatus.RESOLVED,
         "resolved_at": now,
-        "kept_fact_id": kept.id if kept is not None else None,
+        "kept_fact_id": kept,
         "resolved_by": resolver,
     }
-    return other.model_copy(update=closed)
+    return conflict.model_copy(update=closed)
 
 
 def held_elsewhere(

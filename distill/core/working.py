@@ -308,6 +308,19 @@ class WorkingSet:
                 return cs
         return None
 
+    def _kept_by_decision(self, fact_id: str) -> bool:
+        """Whether a person kept `fact_id` as the value of a value conflict or quarantine
+        set (the snapshot holds the resolved sets whose kept fact it loads): no claim's rule
+        makes it a candidate again. A set closed with no closer named counts as a decision;
+        an identity set's decides a name, not a value."""
+        return any(
+            cs.status is ConflictStatus.RESOLVED
+            and cs.kind is not ConflictKind.IDENTITY
+            and cs.kept_fact_id == fact_id
+            and cs.resolved_by is not Resolver.CLAIM
+            for cs in self.s.conflicts.values()
+        )
+
     def _sets_holding(self, fact_id: str) -> list[ConflictSet]:
         """The open conflict sets of any kind holding `fact_id`, in the snapshot's order."""
         return [self.s.conflicts[i] for i in self._open_index()[0].get(fact_id, ())]

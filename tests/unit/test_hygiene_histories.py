@@ -77,12 +77,20 @@ SEEDS += [1047906]
 # split the version after it at an untrusted change (`FirstValues._earlier_than_rival`),
 # which became the current version.
 SEEDS += [1104145]
-# Class 32 (found in session 49, present at c326d92, open): after a person resolves a
-# quarantine set and then a value set of one name, no version of it is active, its
-# receipts run in a circle, and an open identity set still holds a superseded version.
+# Class 32 (found in session 49, present at c326d92, closed in 50): a person turned down
+# a candidate that a value set also held, which stayed open over it; keeping it there then
+# retired the current version for a fact never true (test_shared_candidates.py).
 SEEDS += [1313915]
+# Class 33 (found in session 50, present at 5886763): a late trusted value held again a
+# value a person had kept (`LateArrivals._replaced_create`); then the current version ran
+# across the kept one.
+SEEDS += [1318351]
+# Class 34 (found in session 50, present at 5886763): a late change split a value a person
+# had kept and held its part after the change in quarantine for its source; a late trusted
+# restatement then left the less trusted change current.
+SEEDS += [1319028]
 # Seeds of classes still open (README, Known limits), each a strict xfail.
-OPEN: set[int] = {1313915}
+OPEN: set[int] = set()
 
 
 def search() -> ModuleType:

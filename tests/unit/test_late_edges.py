@@ -402,3 +402,60 @@ def test_a_late_claim_undoes_no_adoption_that_never_was() -> None:
         said(3, 3, "c", "supersede", trust="semi_trusted"),
     ]
     same_final_facts(less_trusted_change, [2, 3, 1, 0])
+
+
+def test_a_late_trusted_value_leaves_a_value_a_person_kept_history() -> None:
+    """A trusted `a` of day 34; an untrusted `b` for days 18-19, held, kept by a person (it
+    is history before `a`); then, late, a trusted create of `a` on day 15. It is history
+    before the kept `b`: the person's `b` is not held again in a set of its own (hygiene
+    class 33, seed 1318351, where `a`'s version then ran across it)."""
+    with fresh_memory() as mem:
+        in_one_run(
+            mem, told_gp(0, 34, "a", "trusted", "supersede"),
+            told_gp(1, 9, "b", "untrusted", "supersede", period=(18, 19)),
+        )  # fmt: skip
+        (held,) = mem.conflicts(subject="alice")
+        (b,) = held.member_ids
+        mem.resolve_conflict(held.id, keep=b)
+
+        facts = in_one_run(mem, told_gp(2, 15, "a", "trusted", "create"))
+
+        assert mem.fact(b).status is FactStatus.SUPERSEDED
+        assert (mem.fact(b).valid_from, mem.fact(b).valid_to) == (at(18), at(19))
+        assert mem.conflicts(subject="alice") == []
+        early = [f for f in facts if f.valid_from == at(15)]
+        assert [(f.value, f.valid_to, f.superseded_by) for f in early] == [({"v": "a"}, at(18), b)]
+
+
+def test_a_late_change_leaves_a_value_a_person_kept_served_after_it() -> None:
+    """An untrusted `a` of day 29, held, kept by a person; then, late, a semi-trusted
+    create of `a` on day 3 and a semi-trusted change to `b` for days 8-9. The change splits
+    `a`; the part after it is the value the person accepted, served again after `b` ended,
+    not held in quarantine for its source. A trusted `a` of day 7 then arriving holds `b`
+    instead, as in world order (hygiene class 34, seed 1319028, where `b` stayed current
+    over the trusted `a`)."""
+    with fresh_memory() as mem:
+        in_one_run(mem, told_gp(0, 29, "a", "untrusted", "create"))
+        (held,) = mem.conflicts(subject="alice")
+        mem.resolve_conflict(held.id, keep=held.member_ids[0])
+
+        facts = in_one_run(
+            mem, told_gp(1, 3, "a", "semi_trusted", "create"),
+            told_gp(2, 6, "b", "semi_trusted", "supersede", period=(8, 9)),
+        )  # fmt: skip
+
+        assert mem.conflicts(subject="alice") == []
+        served = [(f.value, f.valid_from, f.valid_to) for f in facts if f.live]
+        assert served == [({"v": "a"}, at(29), None)]
+
+        facts = in_one_run(mem, told_gp(3, 7, "a", "trusted", "create"))
+
+        (current,) = [f for f in facts if f.status is FactStatus.ACTIVE]
+        assert (current.value, current.valid_from, current.trust) == (
+            {"v": "a"},
+            at(3),
+            Trust.TRUSTED,
+        )
+        (quarantine,) = mem.conflicts(subject="alice")
+        assert quarantine.kind is ConflictKind.QUARANTINE
+        assert [mem.fact(m).value for m in quarantine.member_ids if m != current.id] == [{"v": "b"}]

@@ -541,8 +541,8 @@ def _would_change_a_pinned_fact(mem: Memory, conflict: ConflictSet, keep: str | 
         for f in mem.facts(subject=conflict.subject, include_retired=True)
         if f.identity_key == kept.identity_key and f.kind is FactKind.STATE
     ]
-    if not kept.live:  # a retired member kept stays history: nothing else changes
-        return any(f.pinned and f.live and f.id != keep for f in members)
+    if not kept.live:  # a retired member kept stays history: only candidates are turned down
+        return any(f.pinned and f.status is FactStatus.CANDIDATE for f in members)
     current = [f for f in history if f.status is FactStatus.ACTIVE]
     # Held against an older version, or ended before the current one began: filed before it.
     into_history = (

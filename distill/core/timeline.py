@@ -59,11 +59,13 @@ def overruled(fact: Fact, known: dict[str, Fact]) -> bool:
     empty interval by a version that began at another instant. It is history of a decision,
     not of the world: a late claim is never filed against it. (The earlier of two versions
     of one instant is empty too, but its successor begins at that instant and sorts after
-    it: it stays. One that does not sort before its successor was set aside by a person.)"""
+    it: it stays. One that does not sort before its successor was set aside by a person.)
+    A successor not `known` was retracted since (no snapshot loads a retracted fact): the
+    version stays set aside, for a retraction revives nothing before it."""
     if fact.status is not FactStatus.SUPERSEDED or not fact.never_true:
         return False
     successor = known.get(fact.superseded_by or "")
-    return successor is not None and (
+    return successor is None or (
         successor.valid_from != fact.valid_from or not position(fact) < position(successor)
     )
 

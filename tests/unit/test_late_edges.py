@@ -459,3 +459,27 @@ def test_a_late_change_leaves_a_value_a_person_kept_served_after_it() -> None:
         (quarantine,) = mem.conflicts(subject="alice")
         assert quarantine.kind is ConflictKind.QUARANTINE
         assert [mem.fact(m).value for m in quarantine.member_ids if m != current.id] == [{"v": "b"}]
+
+
+def test_a_value_turned_down_for_a_value_retracted_since_holds_nothing() -> None:
+    """A semi-trusted `a` of day 11 held against a trusted `b` of day 12; a person keeps
+    `b` (the `a` was never true), then retracts it. A trusted `a` for days 14-22 and a third
+    party's `c` of day 13 then arrive: the `c` is not held against the turned-down `a`, whose
+    successor the rules no longer see; it is history before the trusted `a` (hygiene class
+    35, seed 1321793, where an open set held the turned-down value)."""
+    with fresh_memory() as mem:
+        in_one_run(mem, told_gp(0, 11, "a", "semi_trusted", "create"))
+        in_one_run(mem, told_gp(1, 12, "b", "trusted", "create"))
+        (held,) = mem.conflicts(subject="alice")
+        b = next(m for m in held.member_ids if mem.fact(m).value == {"v": "b"})
+        mem.resolve_conflict(held.id, keep=b)
+        mem.retract(b, "wrong")
+
+        facts = in_one_run(
+            mem, told_gp(2, 10, "a", "trusted", "supersede", period=(14, 23)),
+            told_gp(3, 13, "c", "third_party", "create"),
+        )  # fmt: skip
+
+        assert mem.conflicts(subject="alice") == []
+        (c,) = [f for f in facts if f.value == {"v": "c"}]
+        assert (c.status, c.valid_from, c.valid_to) == (FactStatus.SUPERSEDED, at(13), at(14))

@@ -133,6 +133,7 @@ class FirstValues(LateTrust):
             (c.claim.valid_from is None or self._time(c) == following.valid_from)
             and base is None
             and following.status is FactStatus.ACTIVE
+            and not self._kept_by_decision(following.id)
             and (following.supersedes_id is None or self._ended_before(following))
             and not self._began_as_change(following, self._time(c), restated=True, by=c.event.trust)
             and self._held_only_for_source(following, c.event.trust, value)

@@ -231,7 +231,8 @@ class LateTrust(TrustOrder):
         """In order, this claim came before `following` (the first version, or the one after
         a less trusted first value the claim held: `_held_first_inside`), and none of the
         versions from it to the current one could have displaced it: each from a less
-        trusted source, each replacing the one before where it ended, none pinned, each
+        trusted source, each replacing the one before where it ended, none pinned or kept by
+        a person (`_kept_by_decision`), each
         holding only what yields to the claim (`_held_only_behind`). Each would have been
         quarantined against it, with the value it would have had then (a change carries the
         claim's unstated keys forward): those values, distinct from each other and from the
@@ -243,7 +244,10 @@ class LateTrust(TrustOrder):
             version = self._next_of(version)
         trust = c.event.trust
         if chain[-1].status is not FactStatus.ACTIVE or any(
-            v.pinned or v.trust.rank >= trust.rank or not self._held_only_behind(v, trust, value)
+            v.pinned
+            or self._kept_by_decision(v.id)  # a person's choice, as a pin is
+            or v.trust.rank >= trust.rank
+            or not self._held_only_behind(v, trust, value)
             for v in chain
         ):
             return []

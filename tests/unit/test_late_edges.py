@@ -483,3 +483,29 @@ def test_a_value_turned_down_for_a_value_retracted_since_holds_nothing() -> None
         assert mem.conflicts(subject="alice") == []
         (c,) = [f for f in facts if f.value == {"v": "c"}]
         assert (c.status, c.valid_from, c.valid_to) == (FactStatus.SUPERSEDED, at(13), at(14))
+
+
+@pytest.mark.parametrize("changed_since", [False, True])
+def test_a_late_trusted_first_value_is_history_before_a_value_a_person_kept(
+    changed_since: bool,
+) -> None:
+    """An untrusted `a` of day 5, held, kept by a person (and, with `changed_since`, then
+    changed to a semi-trusted `c` on day 8); then, late, a trusted create of `b` on day 1.
+    In order `a` would have been held in quarantine against `b`; but the person kept it, as
+    a pin keeps a fact: `b` is history before it and no set opens."""
+    with fresh_memory() as mem:
+        in_one_run(mem, told_gp(0, 5, "a", "untrusted", "create"))
+        (held,) = mem.conflicts(subject="alice")
+        (a,) = held.member_ids
+        mem.resolve_conflict(held.id, keep=a)
+        if changed_since:
+            in_one_run(mem, told_gp(1, 8, "c", "semi_trusted", "supersede"))
+
+        facts = in_one_run(mem, told_gp(2, 1, "b", "trusted", "create"))
+
+        assert mem.fact(a).status is (FactStatus.SUPERSEDED if changed_since else FactStatus.ACTIVE)
+        assert mem.conflicts(subject="alice") == []
+        (b,) = [f for f in facts if f.value == {"v": "b"}]
+        assert (b.status, b.valid_from, b.valid_to, b.superseded_by) == (
+            FactStatus.SUPERSEDED, at(1), at(5), a,
+        )  # fmt: skip

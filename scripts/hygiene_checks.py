@@ -13,7 +13,9 @@ After every step (`check_step`), the first violation ending the history:
 - an automatic step (consolidation, a pass) leaves a pinned fact as it was; makes no fact
   active that only untrusted statements back, unless a person accepted them (the write
   gate); and retires no current fact for a successor less trusted than it (derive excepted:
-  votes count alike; summarise too: a summary consumes, it contradicts nothing);
+  votes count alike; summarise too: a summary consumes, it contradicts nothing); and holds
+  no value a person kept as a candidate again (a value or quarantine set's decision: an
+  identity set's decides a name);
 - a fact's value never changes in place (DESIGN invariant 7: a changed value is a new
   version, never a reinforcement);
 - a dry run writes nothing (facts, sets, audit trail, jobs);
@@ -22,7 +24,8 @@ After every step (`check_step`), the first violation ending the history:
 - no job fails, no consolidation, dedupe or prune reports an error, no step raises;
 - events are never changed;
 - an open identity set and an open set of memories hold only live facts (a value or
-  quarantine set may hold the version a late claim was held against, by design).
+  quarantine set may hold the version a late claim was held against, by design), and no
+  open set holds a value turned down (retracted, or a candidate a decision did not keep).
 
 Measured 2026-12-04, 40 minutes at 34a05f1, seeds 0 to 29,794: 29,795 histories, 730,155
 steps (the open-set check then counted without ending a history, and counted value sets
@@ -219,7 +222,28 @@ histories, 0; `--minutes 17 --start 1300000`, 14,939 histories, 1 violation (32,
 present at c326d92): seed 1313915, after a person resolves a quarantine set and then a
 value set of `bike_class_count` (steps 15 and 16), no version of it is active, the
 receipts of three versions run in a circle (each superseded by the next), and an open
-identity set still holds one of them, superseded ("live open sets"). Not yet minimised.
+identity set still holds one of them, superseded ("live open sets"). Minimised in session
+50 (tests/unit/test_shared_candidates.py): a trusted value held both in a value set against
+the current version and in a quarantine set against a less trusted earlier one; the person
+kept the earlier one in the quarantine set, which turned the trusted value down (never
+true), and the value set stayed open over it; keeping it there then retired the current
+version for a fact never true. A set that shares a candidate a decision turns down now goes
+on without it or closes keeping the version it was held against, and keeping a member no
+longer live turns down only the held candidates. The "live open sets" check now also ends a
+history at an open set holding a value turned down, and a new one, "decisions stand", at an
+automatic step that holds a value a person kept as a candidate again. With both, `--minutes
+14` from 1314939 and from 1200000 at the first of those fixes found three more classes in
+the first run (none in the second), each present at 5886763 and fixed in session 50: (33)
+seed 1318351, a late trusted create before a value a person kept filed as history made it a
+candidate again (`LateArrivals._replaced_create` takes a kept candidate's successor for a
+change; it now leaves what a person kept), and the current version then ran across the kept
+one; (34) seed 1319028, a late less trusted change split a value a person had kept (an
+untrusted one) and held the part after the change in quarantine for its source, so that a
+late trusted restatement left the change current over it (a person's keep now counts as
+accepting the version's statements: `Splits._restatements_yield`); (35) seed 1321793, a
+third party's late claim was held in a quarantine set against a value a person had turned
+down for one retracted since: `timeline.overruled` did not set aside a version never true
+whose successor it could not see (no snapshot loads a retracted fact). RESULTS
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

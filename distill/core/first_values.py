@@ -48,6 +48,7 @@ class FirstValues(LateTrust):
         if (
             base is not None
             or following.status is not FactStatus.ACTIVE
+            or self._kept_by_decision(following.id)
             or following.supersedes_id is not None
             or (not less_trusted and self._began_as_change(following, self._time(c)))
         ):

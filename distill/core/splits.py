@@ -99,7 +99,7 @@ class Splits(Rivals):
         self._move_later_rivals(version, self.s.facts[restated_id])
         self._move_later_rivals(version, self.s.facts[change.id])
         tail = restated_id
-        if self._restatements_yield(c, version, later):
+        if _restated_by_less_trusted(c, later):
             self._hold_restated(self.s.facts[change.id], self.s.facts[restated_id], c)
             tail = change.id
         if following is not None:
@@ -285,14 +285,8 @@ class Splits(Rivals):
             following is None
             and version.status is FactStatus.ACTIVE
             and version.valid_to is None
-            and self._restatements_yield(c, version, later)
+            and _restated_by_less_trusted(c, later)
         )
-
-    def _restatements_yield(self, c: Candidate, version: Fact, later: list[Support]) -> bool:
-        """Whether the restatements after the change could not displace it
-        (`_restated_by_less_trusted`) and no person kept `version`: the value a person
-        accepted is not held again for its sources (`WorkingSet._kept_by_decision`)."""
-        return _restated_by_less_trusted(c, later) and not self._kept_by_decision(version.id)
 
     def _change_over_less_trusted(
         self,

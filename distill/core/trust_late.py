@@ -67,6 +67,7 @@ class LateTrust(TrustOrder):
             or successor is None
             or successor.status is not FactStatus.ACTIVE
             or successor.pinned
+            or self._kept_by_decision(successor.id)
             or version.pinned
             or successor.supersedes_id != version.id
             or version.valid_to != successor.valid_from
@@ -336,6 +337,7 @@ class LateTrust(TrustOrder):
             or not following.trust.yields_to(c.event.trust)
             or not values_equal(restated.value, value)
             or following.pinned
+            or self._kept_by_decision(following.id)
             or restated.pinned
             or self._open_set(following.id) is not None
         ):

@@ -107,7 +107,8 @@ class TrustOrder(Splits):
         late), so the two end alike in any order (DESIGN invariant 8)."""
         rank = c.event.trust.rank
         return (
-            (head.supersedes_id is None or self._less_trusted_before(c, head) is not None)
+            not self._kept_by_decision(head.id)  # a person's choice is held by nothing
+            and (head.supersedes_id is None or self._less_trusted_before(c, head) is not None)
             and (
                 self._open_set(head.id) is None
                 or self._held_restating(c, head) is not None

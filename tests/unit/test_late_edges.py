@@ -427,6 +427,7 @@ def test_a_late_trusted_value_leaves_a_value_a_person_kept_history() -> None:
         assert [(f.value, f.valid_to, f.superseded_by) for f in early] == [({"v": "a"}, at(18), b)]
 
 
+@pytest.mark.xfail(strict=True, reason="hygiene class 34 is open (README, Known limits)")
 def test_a_late_change_leaves_a_value_a_person_kept_served_after_it() -> None:
     """An untrusted `a` of day 29, held, kept by a person; then, late, a semi-trusted
     create of `a` on day 3 and a semi-trusted change to `b` for days 8-9. The change splits
@@ -509,3 +510,22 @@ def test_a_late_trusted_first_value_is_history_before_a_value_a_person_kept(
         assert (b.status, b.valid_from, b.valid_to, b.superseded_by) == (
             FactStatus.SUPERSEDED, at(1), at(5), a,
         )  # fmt: skip
+
+
+def test_a_more_trusted_create_is_held_against_a_value_a_person_kept() -> None:
+    """An untrusted `a` of day 5, held, kept by a person; then a trusted create of `b` on
+    day 7. A trusted create holds a less trusted current value in quarantine, but not one a
+    person kept: the two are values in conflict, for the person to decide (the commonest
+    history of hygiene class 36, seed 1329129)."""
+    with fresh_memory() as mem:
+        in_one_run(mem, told_gp(0, 5, "a", "untrusted", "create"))
+        (held,) = mem.conflicts(subject="alice")
+        (a,) = held.member_ids
+        mem.resolve_conflict(held.id, keep=a)
+
+        in_one_run(mem, told_gp(1, 7, "b", "trusted", "create"))
+
+        assert mem.fact(a).status is FactStatus.ACTIVE
+        (contest,) = mem.conflicts(subject="alice")
+        assert contest.kind is ConflictKind.CONFLICT
+        assert [mem.fact(m).value for m in contest.member_ids if m != a] == [{"v": "b"}]

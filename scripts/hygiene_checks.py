@@ -231,19 +231,32 @@ version for a fact never true. A set that shares a candidate a decision turns do
 on without it or closes keeping the version it was held against, and keeping a member no
 longer live turns down only the held candidates. The "live open sets" check now also ends a
 history at an open set holding a value turned down, and a new one, "decisions stand", at an
-automatic step that holds a value a person kept as a candidate again. With both, `--minutes
-14` from 1314939 and from 1200000 at the first of those fixes found three more classes in
-the first run (none in the second), each present at 5886763 and fixed in session 50: (33)
-seed 1318351, a late trusted create before a value a person kept filed as history made it a
-candidate again (`LateArrivals._replaced_create` takes a kept candidate's successor for a
-change; it now leaves what a person kept), and the current version then ran across the kept
-one; (34) seed 1319028, a late less trusted change split a value a person had kept (an
-untrusted one) and held the part after the change in quarantine for its source, so that a
-late trusted restatement left the change current over it (a person's keep now counts as
-accepting the version's statements: `Splits._restatements_yield`); (35) seed 1321793, a
-third party's late claim was held in a quarantine set against a value a person had turned
-down for one retracted since: `timeline.overruled` did not set aside a version never true
-whose successor it could not see (no snapshot loads a retracted fact). RESULTS
+automatic step that holds a value a person kept as a candidate again. With the first,
+`--minutes 14 --start 1314939` on the class-32 fix (before 7578e19) found three more
+classes among 12,436 histories (33, 34, 35 below) and the same from 1200000 none among
+12,490; the second found a fourth (36) at c6e1cd7. Each was present at 5886763. (33) seed
+1318351, a late
+trusted create before a value a person kept filed as history made it a candidate again
+(`LateArrivals._replaced_create` took a kept candidate's successor for a change), and the
+current version then ran across the kept one; (35) seed 1321793, a third party's late claim
+was held in a quarantine set against a value a person had turned down for one retracted
+since: `timeline.overruled` did not set aside a version never true whose successor it could
+not see (no snapshot loads a retracted fact); (36) at c6e1cd7 `--histories 12436 --start
+1314939` and `--minutes 16 --start 1327375` found 236 and 256 histories (of 12,436 and
+12,951) where a claim's rule held a value a person kept: a more trusted create held it in
+quarantine (`TrustOrder._held_back_by_less_trusted`, seed 1329129), and four late-claim
+rules did (seeds 1327744, 1327587, 1328382, 1328462); each now leaves a value a person kept
+(`WorkingSet._kept_by_decision`), and each guard is the one a seed needs (removing it fails
+that seed). (34, open) seed 1319028: a late less trusted change split a value a person had
+kept from an untrusted source and held the part after the change in quarantine for its
+source; a late trusted restatement then left the change current ("less trusted displaces
+nothing"). Not holding that part serves statements consolidated after the person's decision
+that nobody accepted (seed 1330743, "untrusted never served"), and the store does not record
+which statements the person saw. At db5c421: `--minutes 12 --start 1314939`, 11,108
+histories, 1 violation (seed 1319028, 34); `--minutes 12 --start 1340326`, 11,128 histories,
+5 violations, each present at 5886763 and open, not minimised: "decisions stand" (3, seed
+1341788), "less trusted displaces nothing" (1347999), "live open sets" (a value turned down
+held by a set consolidation opened, 1343713).
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

@@ -107,14 +107,14 @@ class TrustOrder(Splits):
         late), so the two end alike in any order (DESIGN invariant 8)."""
         rank = c.event.trust.rank
         return (
-            not self._kept_by_decision(head.id)  # a person's choice is held by nothing
-            and (head.supersedes_id is None or self._less_trusted_before(c, head) is not None)
+            (head.supersedes_id is None or self._less_trusted_before(c, head) is not None)
             and (
                 self._open_set(head.id) is None
                 or self._held_restating(c, head) is not None
                 or self._held_for_less_trust(c, head)
             )
             and (rank > head.trust.rank or rank > self._trust_then(head, at).rank)
+            and not self._kept_by_decision(head.id)  # a person's choice is held by nothing
         )
 
     def _less_trusted_before(self, c: Candidate, head: Fact) -> list[Fact] | None:

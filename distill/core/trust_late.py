@@ -233,8 +233,8 @@ class LateTrust(TrustOrder):
         a less trusted first value the claim held: `_held_first_inside`), and none of the
         versions from it to the current one could have displaced it: each from a less
         trusted source, each replacing the one before where it ended, none pinned or kept by
-        a person (`_kept_by_decision`), each
-        holding only what yields to the claim (`_held_only_behind`). Each would have been
+        a person (`_kept_by_decision`), each holding only what yields to the claim
+        (`_held_only_behind`). Each would have been
         quarantined against it, with the value it would have had then (a change carries the
         claim's unstated keys forward): those values, distinct from each other and from the
         claim's (a repeat would have reinforced the one held). Empty when not so."""

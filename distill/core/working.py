@@ -309,10 +309,11 @@ class WorkingSet:
         return None
 
     def _kept_by_decision(self, fact_id: str) -> bool:
-        """Whether a person kept `fact_id` as the value of a value conflict or quarantine
-        set (the snapshot holds the resolved sets whose kept fact it loads): no claim's rule
-        makes it a candidate again. A set closed with no closer named counts as a decision;
-        an identity set's decides a name, not a value."""
+        """Whether a person (or the judge, whose verdict is applied as theirs) kept
+        `fact_id` as the value of a value conflict or quarantine set (the snapshot holds
+        the resolved sets whose kept fact it loads): as with a pin, no claim's rule makes it
+        a candidate again. A set closed with no closer named counts as a decision; an
+        identity set's decides a name, not a value."""
         return any(
             cs.status is ConflictStatus.RESOLVED
             and cs.kind is not ConflictKind.IDENTITY

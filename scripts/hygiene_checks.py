@@ -254,9 +254,12 @@ nothing"). Not holding that part serves statements consolidated after the person
 that nobody accepted (seed 1330743, "untrusted never served"), and the store does not record
 which statements the person saw. At db5c421: `--minutes 12 --start 1314939`, 11,108
 histories, 1 violation (seed 1319028, 34); `--minutes 12 --start 1340326`, 11,128 histories,
-5 violations, each present at 5886763 and open, not minimised: "decisions stand" (3, seed
-1341788), "less trusted displaces nothing" (1347999), "live open sets" (a value turned down
-held by a set consolidation opened, 1343713).
+5 violations, each present at 5886763: "decisions stand" (3, seed 1341788) and "less
+trusted displaces nothing" (1347999), open and not minimised; "live open sets" (1343713),
+fixed at the session's end: a person kept a pinned value over one of the same instant whose
+words sort before it, and `timeline.overruled` took the turned-down value for the earlier
+of two versions of one instant, so a late claim was held against it; such a version now
+counts only when its successor names it (`supersedes_id`).
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

@@ -58,15 +58,20 @@ def overruled(fact: Fact, known: dict[str, Fact]) -> bool:
     candidate not kept, a current fact replaced by an earlier kept one): superseded with an
     empty interval by a version that began at another instant. It is history of a decision,
     not of the world: a late claim is never filed against it. (The earlier of two versions
-    of one instant is empty too, but its successor begins at that instant and sorts after
-    it: it stays. One that does not sort before its successor was set aside by a person.)
-    A successor not `known` was retracted since (no snapshot loads a retracted fact): the
-    version stays set aside, for a retraction revives nothing before it."""
+    of one instant is empty too, but its successor begins at that instant, sorts after it
+    and names it as the version it followed: it stays. One that does not sort before its
+    successor, or that its successor does not name, was set aside by a person, even at the
+    same instant.) A successor not `known` was retracted since (no snapshot loads a
+    retracted fact): the version stays set aside, for a retraction revives nothing before
+    it."""
     if fact.status is not FactStatus.SUPERSEDED or not fact.never_true:
         return False
     successor = known.get(fact.superseded_by or "")
-    return successor is None or (
-        successor.valid_from != fact.valid_from or not position(fact) < position(successor)
+    return (
+        successor is None
+        or successor.valid_from != fact.valid_from
+        or not position(fact) < position(successor)
+        or successor.supersedes_id != fact.id
     )
 
 

@@ -529,3 +529,22 @@ def test_a_more_trusted_create_is_held_against_a_value_a_person_kept() -> None:
         (contest,) = mem.conflicts(subject="alice")
         assert contest.kind is ConflictKind.CONFLICT
         assert [mem.fact(m).value for m in contest.member_ids if m != a] == [{"v": "b"}]
+
+
+def test_a_value_turned_down_at_the_kept_ones_instant_holds_nothing() -> None:
+    """A pinned `b` of day 26 and a trusted `a` of the same day, held against it; a person
+    keeps `b` (the `a` was never true, and its words sort before `b`'s, as the earlier of two
+    versions of one instant would). A semi-trusted `b` for days 0-6 then arrives: it is not
+    held against the turned-down `a`, which no version follows (hygiene seed 1343713)."""
+    with fresh_memory() as mem:
+        in_one_run(mem, told_gp(0, 26, "b", "trusted", "create"))
+        (b,) = [f.id for f in mem.facts(subject="alice")]
+        mem.pin(b)
+        in_one_run(mem, told_gp(1, 26, "a", "trusted", "create"))
+        (held,) = mem.conflicts(subject="alice")
+        mem.resolve_conflict(held.id, keep=b)
+
+        facts = in_one_run(mem, told_gp(2, 36, "b", "semi_trusted", "supersede", period=(0, 6)))
+
+        assert mem.conflicts(subject="alice") == []
+        assert [f.id for f in facts if f.live] == [b]

@@ -94,8 +94,8 @@ def test_a_candidate_a_person_rejects_leaves_the_other_set_it_was_held_in(
     if keep_the_three:  # filed where it falls: before the 4
         assert facts[3].status is FactStatus.SUPERSEDED
         assert (facts[3].valid_from, facts[3].valid_to) == (
-            facts[4].valid_from - timedelta(days=11),
-            facts[4].valid_from,
+            T0 + timedelta(days=14),
+            T0 + timedelta(days=25),
         )
     else:
         assert facts[3].status is FactStatus.RETRACTED

@@ -17,7 +17,8 @@ rules it would have met then), so these decisions read trust as the claim would 
 * a change held against a trusted create of a late value's value, dated between them: it
   replaced the late value, and the create is a return (`_held_change_after`);
 * a replaced version a late statement makes more trusted than what replaced it
-  (`_trust_raised`), or than a change between it and its own restatement (`_rejoined`).
+  (`_trust_raised`), or than a change between it and its own restatement (`_rejoined`),
+  the change's restatement (`_adopted_after`) or a third value (`_held_before_next`).
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ class LateTrust(TrustOrder):
             decision = self._rejoined(was, decision)
             if self.s.facts[was.id] == version:  # not a restatement after the change
                 self._adopted_after(was)
+            if self.s.facts[was.id] == version:
+                self._held_before_next(was)
             return decision
         end = self._end_stated(version)
         if (
@@ -136,11 +139,46 @@ class LateTrust(TrustOrder):
         self._take_in(later, change, why, supersedes_id=version.id)
         self.s.support[change.id] = ()
 
+    def _held_before_next(self, was: Fact) -> None:
+        """After a late statement dated inside `was` made it more trusted than the less
+        trusted change that replaced it, a change replaced in turn by a third value, from a
+        source that does not yield to the version's. In world order the change met the more
+        trusted value and was held in quarantine against it; the value held until that
+        third value replaced it (or to its own stated end, before). So the change is held,
+        and the version ends there and is what the third value replaced. Not when a pin, a
+        change a person kept or an open set of the change's is involved
+        (`_after_the_change`)."""
+        found = self._after_the_change(was)
+        if found is None:
+            return
+        version, change, later = found
+        if (
+            later.value is None
+            or any(values_equal(later.value, f.value) for f in (version, change) if f.value)
+            or later.trust.yields_to(version.trust)
+        ):
+            return
+        reason = f"{change.trust} source may not displace a {version.trust} fact"
+        self._hold_displaced(
+            change, f"an earlier, more trusted statement arrived late: quarantined: {reason}"
+        )
+        self._revise(
+            version,
+            "link",
+            f"an earlier, more trusted statement arrived late: the change was held ({reason})",
+            valid_to=timeline.end_of(self._end_stated(version), later.valid_from),
+            superseded_by=later.id,
+        )
+        why = f"the version before the held change ({reason})"
+        self._revise(later, "link", why, supersedes_id=version.id)
+        key = version.identity_key
+        self._open_conflict(key, (version.id, change.id), ConflictKind.QUARANTINE, reason)
+
     def _after_the_change(self, was: Fact) -> tuple[Fact, Fact, Fact] | None:
         """`was` as it is now, the less trusted change that replaced it and the version
         after that change (after a gap too), when a late statement made `was` more trusted
-        than the change and no pin, open set of the change's or value `was` holds in
-        conflict stands in the way (`_rejoined`, `_adopted_after`)."""
+        than the change and no pin, change a person kept, open set of the change's or value
+        `was` holds in conflict stands in the way (`_rejoined`, `_adopted_after`)."""
         version = self.s.facts[was.id]
         change = self._next_of(version)
         after = self._next_of(change, after_a_gap=True) if change is not None else None
@@ -149,6 +187,7 @@ class LateTrust(TrustOrder):
             or after is None
             or version.trust.rank <= was.trust.rank
             or any(f.pinned for f in (version, change, after))
+            or self._kept_by_decision(change.id)  # a person's choice, as a pin is
             or not change.trust.yields_to(version.trust)
             or self._open_set(change.id) is not None
             or not self._held_only_behind(version, version.trust)

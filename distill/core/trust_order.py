@@ -119,10 +119,10 @@ class TrustOrder(Splits):
 
     def _less_trusted_before(self, c: Candidate, head: Fact) -> list[Fact] | None:
         """The versions before `head`, back to the attribute's first, when each is from a
-        source less trusted than the claim's, replaced where it ended, not pinned and
-        holding only what yields to the claim: in world order the claim would have held
-        each of them as it holds a less trusted first value (`_over_less_trusted`). None
-        when not so, or when one was not loaded."""
+        source less trusted than the claim's, replaced where it ended, not pinned nor kept
+        by a person, and holding only what yields to the claim: in world order the claim
+        would have held each of them as it holds a less trusted first value
+        (`_over_less_trusted`). None when not so, or when one was not loaded."""
         before: list[Fact] = []
         version = head
         while version.supersedes_id is not None:
@@ -131,6 +131,7 @@ class TrustOrder(Splits):
                 previous is None
                 or self._next_of(previous) is not version
                 or previous.pinned
+                or self._kept_by_decision(previous.id)  # a person's choice, as a pin is
                 or previous.trust.rank >= c.event.trust.rank
                 or not self._held_only_behind(previous, c.event.trust)
             ):

@@ -531,6 +531,71 @@ def test_a_more_trusted_create_is_held_against_a_value_a_person_kept() -> None:
         assert [mem.fact(m).value for m in contest.member_ids if m != a] == [{"v": "b"}]
 
 
+def test_a_more_trusted_create_holds_no_version_before_a_value_a_person_kept() -> None:
+    """An untrusted `a` of day 10, held, kept by a person; then, in one run, a third party's
+    change to `b` on day 19 and a trusted create of `c` on day 32. A trusted create holds
+    the less trusted versions before it in quarantine, back to the first, but not a value a
+    person kept: `b` replaced the kept `a` and stays current, and `c` is held against it as
+    a value in conflict, as when the two arrive one run apart (hygiene seed 1341788, where
+    the kept `a` was made a candidate again)."""
+    for together in (True, False):
+        with fresh_memory() as mem:
+            in_one_run(mem, told_gp(0, 10, "a", "untrusted", "supersede"))
+            (held,) = mem.conflicts(subject="alice")
+            (a,) = held.member_ids
+            mem.resolve_conflict(held.id, keep=a)
+            claims = [
+                told_gp(1, 32, "c", "trusted", "create"),
+                told_gp(2, 19, "b", "third_party", "supersede"),
+            ]
+            if together:
+                in_one_run(mem, *claims)
+            else:
+                for claim in claims:
+                    in_one_run(mem, claim)
+
+            kept = mem.fact(a)
+            assert (kept.status, kept.valid_from, kept.valid_to) == (
+                FactStatus.SUPERSEDED, at(10), at(19),
+            )  # fmt: skip
+            assert mem.fact(kept.superseded_by or "").value == {"v": "b"}
+            (contest,) = mem.conflicts(subject="alice")
+            assert contest.kind is ConflictKind.CONFLICT
+            assert sorted(mem.fact(m).value["v"] for m in contest.member_ids) == ["b", "c"]
+
+
+def test_a_late_more_trusted_restatement_leaves_a_change_a_person_kept() -> None:
+    """An untrusted `a` of day 23, held, kept by a person; a third party's create of `b` on
+    day 34, held in conflict with it; then, late, a third party's `b` of day 0 (the first
+    value: `a` changed it and `b` of day 34 returned to it) and a semi-trusted restatement
+    of `b` on day 20. The restatement makes `b` more trusted than the change to `a`, which
+    in world order would have been held against it; but a person kept `a`, so it stays the
+    version between the two `b`s, in one run or two (hygiene seed 1352351, where `a` was
+    held in quarantine again)."""
+    for together in (True, False):
+        with fresh_memory() as mem:
+            in_one_run(mem, told_gp(0, 23, "a", "untrusted", "create"))
+            (held,) = mem.conflicts(subject="alice")
+            (a,) = held.member_ids
+            mem.resolve_conflict(held.id, keep=a)
+            in_one_run(mem, told_gp(1, 34, "b", "third_party", "create"))
+            late = [
+                told_gp(2, 0, "b", "third_party", "supersede"),
+                told_gp(3, 20, "b", "semi_trusted", "supersede"),
+            ]
+            for run in [late] if together else [[claim] for claim in late]:
+                facts = in_one_run(mem, *run)
+
+            kept = mem.fact(a)
+            assert (kept.status, kept.valid_from, kept.valid_to) == (
+                FactStatus.SUPERSEDED, at(23), at(34),
+            )  # fmt: skip
+            assert mem.conflicts(subject="alice") == []
+            assert [(f.value["v"], f.valid_from) for f in facts if f.id != a] == [
+                ("b", at(0)), ("b", at(34)),
+            ]  # fmt: skip
+
+
 def test_a_value_turned_down_at_the_kept_ones_instant_holds_nothing() -> None:
     """A pinned `b` of day 26 and a trusted `a` of the same day, held against it; a person
     keeps `b` (the `a` was never true, and its words sort before `b`'s, as the earlier of two

@@ -1,0 +1,67 @@
+"""A late statement that makes a replaced version more trusted than the change after it.
+
+In world order a less trusted change that meets a more trusted value is held in quarantine
+against it. When the statement that made the value more trusted arrives after the change,
+the change had already replaced the value, and perhaps been replaced in turn; the rules in
+`core/trust_late.py` (`LateTrust._trust_raised` and the three after it) put the state where
+world order would have: here, for a change replaced by a third value (hygiene seed 1347999).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from distill.core.models import ConflictKind, FactStatus
+from tests.unit.test_late_edges import at, in_one_run, told_gp
+from tests.unit.test_properties import Claim, fresh_memory
+
+
+def three_claims() -> list[Claim]:
+    """A semi-trusted `a` for days 19-27 (said on day 38), a third party's change to `b` on
+    day 25, the person's `c` for days 30-39 (said on day 34)."""
+    return [
+        told_gp(1, 38, "a", "semi_trusted", "create", period=(19, 27)),
+        told_gp(2, 25, "b", "third_party", "supersede"),
+        told_gp(3, 34, "c", "trusted", "create", period=(30, 39)),
+    ]
+
+
+@pytest.mark.parametrize("first", ["third_party", "kept"])
+def test_a_change_replaced_by_a_third_value_is_held_once_the_value_it_met_is_more_trusted(
+    first: str,
+) -> None:
+    """`a` from day 2 (a third party's, or an untrusted one a person kept), then the three
+    claims of `three_claims` in every order, one run or one run each. In world order `b`
+    met `a` stated by a semi-trusted source and was held in quarantine against it; `a`
+    held to its stated end, day 27, and `c` followed it. Until session 51, when `b` came
+    before the semi-trusted `a`, `b` stayed a version between `a` and `c`, a less trusted
+    change displacing a more trusted value."""
+    claims = three_claims()
+    for order in itertools.permutations(range(3)):
+        for together in (True, False):
+            with fresh_memory() as mem:
+                if first == "kept":
+                    in_one_run(mem, told_gp(0, 2, "a", "untrusted", "supersede"))
+                    (held,) = mem.conflicts(subject="alice")
+                    mem.resolve_conflict(held.id, keep=held.member_ids[0])
+                else:
+                    in_one_run(mem, told_gp(0, 2, "a", "third_party", "supersede"))
+                arriving = [claims[i] for i in order]
+                for run in [arriving] if together else [[claim] for claim in arriving]:
+                    facts = in_one_run(mem, *run)
+
+                case = (order, together)
+                got = sorted((f.value["v"], f.status, f.valid_from, f.valid_to) for f in facts)
+                assert got == [
+                    ("a", FactStatus.SUPERSEDED, at(2), at(27)),
+                    ("b", FactStatus.CANDIDATE, at(25), None),
+                    ("c", FactStatus.ACTIVE, at(30), at(39)),
+                ], case
+                by_value = {f.value["v"]: f for f in facts}
+                assert by_value["a"].superseded_by == by_value["c"].id, case
+                assert by_value["c"].supersedes_id == by_value["a"].id, case
+                (quarantine,) = mem.conflicts(subject="alice")
+                assert quarantine.kind is ConflictKind.QUARANTINE, case
+                assert set(quarantine.member_ids) == {by_value["a"].id, by_value["b"].id}, case

@@ -205,7 +205,9 @@ def resolve_conflict(
                 )
                 said = f"{reason}: '{fact.predicate}' means '{kept.predicate}'"
                 plan.add(LearnAlias(alias, said, pass_name))
-    plan.add(ReviseConflict(conflict, _closed(conflict, keep, now, resolver), reason, pass_name))
+    accepted = kept.source_event_ids if kept is not None else ()
+    closed = _closed(conflict, keep, now, resolver, accepted)
+    plan.add(ReviseConflict(conflict, closed, reason, pass_name))
     # The candidates turned down were never true: a set that held them against another
     # version has its question answered for them.
     rejected = {f.id for f in losers if f.status is FactStatus.CANDIDATE}
@@ -276,13 +278,18 @@ def _follow(
 
 
 def _closed(
-    conflict: ConflictSet, kept: str | None, now: datetime, resolver: Resolver
+    conflict: ConflictSet,
+    kept: str | None,
+    now: datetime,
+    resolver: Resolver,
+    accepted: tuple[str, ...] = (),
 ) -> ConflictSet:
     closed = {
         "status": ConflictStatus.RESOLVED,
         "resolved_at": now,
         "kept_fact_id": kept,
         "resolved_by": resolver,
+        "accepted_event_ids": accepted,
     }
     return conflict.model_copy(update=closed)
 

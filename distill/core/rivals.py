@@ -550,21 +550,33 @@ class Rivals(WorkingSet):
     def _now_a_return(self, older: Fact, key: str) -> None:
         """A value held in conflict against the current version that this older version
         also had: in order it would have been a return to it (`Adjudicator._state`), so it
-        replaces the current version, from its own date."""
+        replaces the current version, from its own date. Not when the statements that
+        give it that date are less trusted than the current version (`_first_trust`): in
+        order they could not have replaced it."""
         active = [f for f in self._facts_of(key) if f.status is FactStatus.ACTIVE]
         if len(active) != 1 or active[0].pinned or older.value is None:
             return
         head = active[0]
         held = self._held_rival(head, older.value)
-        if held is None:  # held, but `head` was restated after it (`_return_inside`)
+        restated = held is None  # held, but `head` was restated after it (`_return_inside`)
+        if restated:
             held = self._held_rival(head, older.value, restated=True)
-            if held is None or held[0].stated is not None or held[0].trust.rank < head.trust.rank:
-                return
+        if (
+            held is None
+            or held[0].stated is not None
+            or self._first_trust(held[0]).rank < head.trust.rank
+        ):
+            return
+        if restated:
             self._return_inside(head, *held)
             return
-        if held[0].stated is not None or held[0].trust.rank < head.trust.rank:
-            return
         self._adopt(None, head, *held, "an older version shows it returns to a value")
+
+    def _first_trust(self, fact: Fact) -> Trust:
+        """The trust of `fact`'s statements dated at its start, which it begins from (its
+        trust now when the snapshot loaded none of them)."""
+        first = [s.trust for s in self.s.support.get(fact.id, ()) if s.at <= fact.valid_from]
+        return max(first, key=lambda t: t.rank) if first else fact.trust
 
     def _return_inside(self, head: Fact, rival: Fact, open_set: ConflictSet) -> None:
         """A return (`_now_a_return`) held against `head` that `head` restated after

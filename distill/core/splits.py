@@ -99,7 +99,7 @@ class Splits(Rivals):
         self._move_later_rivals(version, self.s.facts[restated_id])
         self._move_later_rivals(version, self.s.facts[change.id])
         tail = restated_id
-        if _restated_by_less_trusted(c, later):
+        if self._restated_by_less_trusted(c, later):
             self._hold_restated(self.s.facts[change.id], self.s.facts[restated_id], c)
             tail = change.id
         if following is not None:
@@ -274,6 +274,18 @@ class Splits(Rivals):
             change.identity_key, (change.id, restated.id), ConflictKind.QUARANTINE, reason
         )
 
+    def _restated_by_less_trusted(self, c: Candidate, later: list[Support]) -> bool:
+        """Whether, in world order, every restatement after the change `c` met it as the
+        value in force and could not displace it: all from sources less trusted than the
+        change's (or untrusted), none a statement a person accepted (`_accepted`: they kept
+        the value it stated). A stated end of the change does not free them: after it the
+        change is still the version in force, and a less trusted value stated then is held
+        against it, as the in-order path holds it (`Adjudicator._state`)."""
+        if not all(s.trust.yields_to(c.event.trust) for s in later):
+            return False
+        accepted = self._accepted()
+        return not any(s.event_id in accepted for s in later)
+
     def _only_less_trusted(
         self, c: Candidate, version: Fact, later: list[Support], following: Fact | None
     ) -> bool:
@@ -285,7 +297,7 @@ class Splits(Rivals):
             following is None
             and version.status is FactStatus.ACTIVE
             and version.valid_to is None
-            and _restated_by_less_trusted(c, later)
+            and self._restated_by_less_trusted(c, later)
         )
 
     def _change_over_less_trusted(
@@ -385,12 +397,3 @@ class Splits(Rivals):
         self._create(restated, reason, vector_from=version.id if active else None)
         self.s.support[restated_id] = tuple(later)
         return restated
-
-
-def _restated_by_less_trusted(c: Candidate, later: list[Support]) -> bool:
-    """Whether, in world order, every restatement after the change `c` met it as the value
-    in force and could not displace it: all from sources less trusted than the change's (or
-    untrusted). A stated end of the change does not free them: after it the change is still
-    the version in force, and a less trusted value stated then is held against it, as the
-    in-order path holds it (`Adjudicator._state`)."""
-    return all(s.trust.yields_to(c.event.trust) for s in later)

@@ -322,6 +322,20 @@ class WorkingSet:
             for cs in self.s.conflicts.values()
         )
 
+    def _accepted(self) -> set[str]:
+        """The statements a person (or the judge) accepted by keeping a fact from a value
+        conflict or quarantine set (`ConflictSet.accepted_event_ids`), in the sets the
+        snapshot holds: served whatever their sources' trust, in any fact that carries
+        them."""
+        return {
+            event_id
+            for cs in self.s.conflicts.values()
+            if cs.status is ConflictStatus.RESOLVED
+            and cs.kind is not ConflictKind.IDENTITY
+            and cs.resolved_by is not Resolver.CLAIM
+            for event_id in cs.accepted_event_ids
+        }
+
     def _sets_holding(self, fact_id: str) -> list[ConflictSet]:
         """The open conflict sets of any kind holding `fact_id`, in the snapshot's order."""
         return [self.s.conflicts[i] for i in self._open_index()[0].get(fact_id, ())]

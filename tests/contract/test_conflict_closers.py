@@ -75,7 +75,12 @@ def test_each_closer_is_recorded_and_a_migrated_store_names_the_same(
         "model": (ConflictKind.IDENTITY, ConflictStatus.RESOLVED, Resolver.MODEL),
         "open": (ConflictKind.CONFLICT, ConflictStatus.OPEN, None),
     }
-    sets = now.conflicts(subject=None, status=None)
+    # Which statements a person accepted is recorded from schema 23 (SQLite; 20 on
+    # PostgreSQL) on: a set resolved before it records none.
+    sets = [
+        c.model_copy(update={"accepted_event_ids": ()})
+        for c in now.conflicts(subject=None, status=None)
+    ]
     now.close()
 
     old = new_database("old")

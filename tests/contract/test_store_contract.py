@@ -46,6 +46,7 @@ from tests.factories import (
     make_fact,
     make_memory,
     make_observation,
+    new_id,
     unit_vector,
 )
 
@@ -621,9 +622,10 @@ def test_conflicts_open_revise_and_list(store: Store) -> None:
 
 
 def test_the_resolved_sets_are_read_with_the_open_ones(store: Store) -> None:
-    """A later claim re-reads what resolved a set (`Splits._adoption_undone`):
-    `conflicts_for` returns the resolved sets beside the open ones, oldest first, and never
-    one a third value turned into events."""
+    """A later claim re-reads what resolved a set (`Splits._adoption_undone`), and the
+    statements the person accepted (`Splits._restated_by_less_trusted`): `conflicts_for`
+    returns the resolved sets beside the open ones, oldest first, and never one a third
+    value turned into events."""
     a = make_fact()
     b = make_fact(value={"count": 4}, status=FactStatus.CANDIDATE)
     sets = {
@@ -634,6 +636,7 @@ def test_the_resolved_sets_are_read_with_the_open_ones(store: Store) -> None:
             resolved_at=None if who is None else at(9),
             kept_fact_id=None if who is None else b.id,
             resolved_by=who,
+            accepted_event_ids=(new_id(), new_id()) if who is Resolver.PERSON else (),
         )
         for i, who in enumerate([Resolver.PERSON, Resolver.CLAIM, None, Resolver.MODEL])
     }

@@ -427,41 +427,6 @@ def test_a_late_trusted_value_leaves_a_value_a_person_kept_history() -> None:
         assert [(f.value, f.valid_to, f.superseded_by) for f in early] == [({"v": "a"}, at(18), b)]
 
 
-@pytest.mark.xfail(strict=True, reason="hygiene class 34 is open (README, Known limits)")
-def test_a_late_change_leaves_a_value_a_person_kept_served_after_it() -> None:
-    """An untrusted `a` of day 29, held, kept by a person; then, late, a semi-trusted
-    create of `a` on day 3 and a semi-trusted change to `b` for days 8-9. The change splits
-    `a`; the part after it is the value the person accepted, served again after `b` ended,
-    not held in quarantine for its source. A trusted `a` of day 7 then arriving holds `b`
-    instead, as in world order (hygiene class 34, seed 1319028, where `b` stayed current
-    over the trusted `a`)."""
-    with fresh_memory() as mem:
-        in_one_run(mem, told_gp(0, 29, "a", "untrusted", "create"))
-        (held,) = mem.conflicts(subject="alice")
-        mem.resolve_conflict(held.id, keep=held.member_ids[0])
-
-        facts = in_one_run(
-            mem, told_gp(1, 3, "a", "semi_trusted", "create"),
-            told_gp(2, 6, "b", "semi_trusted", "supersede", period=(8, 9)),
-        )  # fmt: skip
-
-        assert mem.conflicts(subject="alice") == []
-        served = [(f.value, f.valid_from, f.valid_to) for f in facts if f.live]
-        assert served == [({"v": "a"}, at(29), None)]
-
-        facts = in_one_run(mem, told_gp(3, 7, "a", "trusted", "create"))
-
-        (current,) = [f for f in facts if f.status is FactStatus.ACTIVE]
-        assert (current.value, current.valid_from, current.trust) == (
-            {"v": "a"},
-            at(3),
-            Trust.TRUSTED,
-        )
-        (quarantine,) = mem.conflicts(subject="alice")
-        assert quarantine.kind is ConflictKind.QUARANTINE
-        assert [mem.fact(m).value for m in quarantine.member_ids if m != current.id] == [{"v": "b"}]
-
-
 def test_a_value_turned_down_for_a_value_retracted_since_holds_nothing() -> None:
     """A semi-trusted `a` of day 11 held against a trusted `b` of day 12; a person keeps
     `b` (the `a` was never true), then retracts it. A trusted `a` for days 14-22 and a third
@@ -613,3 +578,29 @@ def test_a_value_turned_down_at_the_kept_ones_instant_holds_nothing() -> None:
 
         assert mem.conflicts(subject="alice") == []
         assert [f.id for f in facts if f.live] == [b]
+
+
+def test_a_return_dated_by_a_less_trusted_statement_does_not_replace_the_current_value() -> None:
+    """The person's `a` on day 245; then, late, a third party's change to `a` on day 39 and
+    the person's change to `b` on day 38 (`b` is current, `a` held in conflict against it,
+    dated from the third party's day 39); then a third party's `a` of day 9, before `b`.
+    In order `a` on day 9 makes the held `a` a return to it, but the statement that dates
+    that return is the third party's, which could not replace the person's `b`: the held
+    `a` stays held (hygiene seed 1361083, where it replaced `b` from day 39)."""
+    with fresh_memory() as mem:
+        in_one_run(mem, told_gp(0, 245, "a", "trusted", "create"))
+        in_one_run(
+            mem, told_gp(1, 39, "a", "third_party", "supersede"),
+            told_gp(2, 38, "b", "trusted", "supersede"),
+        )  # fmt: skip
+        (held,) = mem.conflicts(subject="alice")
+
+        facts = in_one_run(mem, told_gp(3, 9, "a", "third_party", "create"))
+
+        (current,) = [f for f in facts if f.status is FactStatus.ACTIVE]
+        assert (current.value, current.valid_from) == ({"v": "b"}, at(38))
+        assert [cs.id for cs in mem.conflicts(subject="alice")] == [held.id]
+        first = [f for f in facts if f.valid_from == at(9)]
+        assert [(f.value, f.valid_to, f.superseded_by) for f in first] == [
+            ({"v": "a"}, at(38), current.id)
+        ]

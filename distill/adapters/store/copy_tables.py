@@ -178,6 +178,7 @@ TABLES: tuple[Table, ...] = (
             "resolved_at": K.TIME,
             "kept_fact_id": K.ID,
             "resolved_by": K.TEXT,
+            "accepted_event_ids": K.JSON,
         },
     ),
     Table(

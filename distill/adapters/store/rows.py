@@ -321,6 +321,9 @@ def conflict_params(conflict: ConflictSet, c: Codec) -> Params:
         "resolved_at": c.time(conflict.resolved_at),
         "kept_fact_id": c.id(conflict.kept_fact_id),
         "resolved_by": _text(conflict.resolved_by),
+        "accepted_event_ids": dumps(list(conflict.accepted_event_ids))
+        if conflict.accepted_event_ids
+        else None,
     }
 
 
@@ -338,6 +341,7 @@ def conflict_from_row(row: Row, c: Codec) -> ConflictSet:
         resolved_at=c.read_time(row["resolved_at"]),
         kept_fact_id=c.read_id(row["kept_fact_id"]),
         resolved_by=row["resolved_by"],
+        accepted_event_ids=tuple(loads(row["accepted_event_ids"]) or ()),
     )
 
 

@@ -593,10 +593,11 @@ GROUP BY status;
 -- name: insert_conflict
 INSERT INTO conflicts (
     id, project, subject, identity_key, kind, status, member_ids, reason, created_at,
-    resolved_at, kept_fact_id, resolved_by
+    resolved_at, kept_fact_id, resolved_by, accepted_event_ids
 ) VALUES (
     %(id)s, %(project)s, %(subject)s, %(identity_key)s, %(kind)s, %(status)s, %(member_ids)s,
-    %(reason)s, %(created_at)s, %(resolved_at)s, %(kept_fact_id)s, %(resolved_by)s
+    %(reason)s, %(created_at)s, %(resolved_at)s, %(kept_fact_id)s, %(resolved_by)s,
+    %(accepted_event_ids)s
 );
 
 -- name: update_conflict
@@ -604,7 +605,7 @@ UPDATE conflicts SET
     identity_key = %(identity_key)s, kind = %(kind)s, status = %(status)s,
     member_ids = %(member_ids)s, reason = %(reason)s, created_at = %(created_at)s,
     resolved_at = %(resolved_at)s, kept_fact_id = %(kept_fact_id)s,
-    resolved_by = %(resolved_by)s
+    resolved_by = %(resolved_by)s, accepted_event_ids = %(accepted_event_ids)s
 WHERE id = %(id)s;
 
 -- name: conflict_by_id
@@ -889,7 +890,7 @@ LIMIT %(limit)s;
 
 -- name: copy_read_conflicts
 SELECT id, project, subject, identity_key, kind, status, member_ids, reason, created_at,
-       resolved_at, kept_fact_id, resolved_by
+       resolved_at, kept_fact_id, resolved_by, accepted_event_ids
 FROM conflicts
 WHERE %(after_id)s::text IS NULL OR id > %(after_id)s
 ORDER BY id

@@ -546,17 +546,18 @@ GROUP BY status;
 -- name: insert_conflict
 INSERT INTO conflicts (
     id, project, subject, identity_key, kind, status, member_ids, reason, created_at,
-    resolved_at, kept_fact_id, resolved_by
+    resolved_at, kept_fact_id, resolved_by, accepted_event_ids
 ) VALUES (
     :id, :project, :subject, :identity_key, :kind, :status, :member_ids, :reason, :created_at,
-    :resolved_at, :kept_fact_id, :resolved_by
+    :resolved_at, :kept_fact_id, :resolved_by, :accepted_event_ids
 );
 
 -- name: update_conflict
 UPDATE conflicts SET
     identity_key = :identity_key, kind = :kind, status = :status, member_ids = :member_ids,
     reason = :reason, created_at = :created_at, resolved_at = :resolved_at,
-    kept_fact_id = :kept_fact_id, resolved_by = :resolved_by
+    kept_fact_id = :kept_fact_id, resolved_by = :resolved_by,
+    accepted_event_ids = :accepted_event_ids
 WHERE id = :id;
 
 -- name: conflict_by_id
@@ -822,7 +823,7 @@ LIMIT :limit;
 
 -- name: copy_read_conflicts
 SELECT id, project, subject, identity_key, kind, status, member_ids, reason, created_at,
-       resolved_at, kept_fact_id, resolved_by
+       resolved_at, kept_fact_id, resolved_by, accepted_event_ids
 FROM conflicts
 WHERE :after_id IS NULL OR id > :after_id
 ORDER BY id

@@ -247,19 +247,30 @@ not see (no snapshot loads a retracted fact); (36) at c6e1cd7 `--histories 12436
 quarantine (`TrustOrder._held_back_by_less_trusted`, seed 1329129), and four late-claim
 rules did (seeds 1327744, 1327587, 1328382, 1328462); each now leaves a value a person kept
 (`WorkingSet._kept_by_decision`), and each guard is the one a seed needs (removing it fails
-that seed). (34, open) seed 1319028: a late less trusted change split a value a person had
-kept from an untrusted source and held the part after the change in quarantine for its
-source; a late trusted restatement then left the change current ("less trusted displaces
-nothing"). Not holding that part serves statements consolidated after the person's decision
-that nobody accepted (seed 1330743, "untrusted never served"), and the store does not record
-which statements the person saw. At db5c421: `--minutes 12 --start 1314939`, 11,108
-histories, 1 violation (seed 1319028, 34); `--minutes 12 --start 1340326`, 11,128 histories,
-5 violations, each present at 5886763: "decisions stand" (3, seed 1341788) and "less
-trusted displaces nothing" (1347999), open and not minimised; "live open sets" (1343713),
-fixed at the session's end: a person kept a pinned value over one of the same instant whose
-words sort before it, and `timeline.overruled` took the turned-down value for the earlier
-of two versions of one instant, so a late claim was held against it; such a version now
-counts only when its successor names it (`supersedes_id`).
+that seed). (34) seed 1319028: a late less trusted change split a value a person had kept
+from an untrusted source and held the part after the change in quarantine for its source; a
+late trusted restatement then left the change current ("less trusted displaces nothing").
+Not holding any such part serves statements consolidated after the person's decision that
+nobody accepted (seed 1330743, "untrusted never served"); closed in session 51, when a
+resolved set began to record the statements the person accepted (`accepted_event_ids`,
+schema 23) and a split part holding one of them is not held for its source. At db5c421:
+`--minutes 12 --start 1314939`, 11,108 histories, 1 violation (seed 1319028, 34);
+`--minutes 12 --start 1340326`, 11,128 histories, 5 violations, each present at 5886763:
+"decisions stand" (3, seed 1341788) and "less trusted displaces nothing" (1347999), both
+closed in session 51 (a trusted create's walk back over less trusted versions stops at a
+value a person kept, `TrustOrder._less_trusted_before`; so does a late restatement's hold
+of the change after a version, `LateTrust._after_the_change`, seed 1352351; a change
+replaced by a third value is held once a late statement makes the value it replaced more
+trusted, `LateTrust._held_before_next`); "live open sets" (1343713), fixed at the end of
+session 50: a person kept a pinned value over one of the same instant whose words sort
+before it, and `timeline.overruled` took the turned-down value for the earlier of two
+versions of one instant, so a late claim was held against it; such a version now counts
+only when its successor names it (`supersedes_id`). (37) Session 51, `--minutes 15 --start
+1356276` (10,564 histories, on the tree before `_held_before_next`): 1 violation, seed
+1361083, present at e85e674: a value held in conflict, dated by a third party's statement,
+was made a return to an older value and replaced the person's current value from that date
+("less trusted displaces nothing"); `Rivals._now_a_return` now reads the trust of the
+statements that date it (`_first_trust`).
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

@@ -390,10 +390,14 @@ class Rivals(WorkingSet):
         and the set is resolved in its favour. The change and the rival end as one version,
         as they do when the change comes first and the rival restates it. A candidate held
         for its source (less trusted than `head`) begins with the change: its own date could
-        not have displaced `head` (the write gate), the change's can."""
-        start = rival.valid_from if c is None else min(rival.valid_from, self._time(c))
-        if c is not None and rival.trust.yields_to(head.trust):
-            start = max(self._time(c), head.valid_from)
+        not have displaced `head` (the write gate), the change's can. So does one whose
+        statements until the change are all less trusted than `head`; otherwise it begins
+        with the first of its statements that could have displaced `head`."""
+        start = rival.valid_from
+        if c is not None:
+            able = self._could_replace_from(rival, head)
+            start = max(self._time(c), head.valid_from) if able is None else able
+            start = min(start, self._time(c))
         self._retire(head, reason, start, rival.id)
         adopted = self._revise(
             rival,
@@ -571,6 +575,17 @@ class Rivals(WorkingSet):
             self._return_inside(head, *held)
             return
         self._adopt(None, head, *held, "an older version shows it returns to a value")
+
+    def _could_replace_from(self, rival: Fact, head: Fact) -> datetime | None:
+        """When the first of `rival`'s statements from a source that does not yield to
+        `head`'s was made: what, in world order, could have replaced `head` with its value
+        (the write gate holds the others). None when no statement of it could (by its trust
+        now, when the snapshot loaded none of its statements)."""
+        support = self.s.support.get(rival.id, ())
+        if not support:
+            return None if rival.trust.yields_to(head.trust) else rival.valid_from
+        able = [s.at for s in support if not s.trust.yields_to(head.trust)]
+        return min(able) if able else None
 
     def _first_trust(self, fact: Fact) -> Trust:
         """The trust of `fact`'s statements dated at its start, which it begins from (its

@@ -73,6 +73,9 @@ class Splits(Rivals):
             "supersedes_id": version.id,
             "superseded_by": restated_id,
         }
+        if held is not None:  # from its first statement that could replace the version
+            able = self._could_replace_from(held[0], version)
+            ended["valid_from"] = t if able is None else min(able, t)
         change = (
             self._new_fact(c, FactKind.STATE, ident, value, **ended) if held is None else held[0]
         )
@@ -80,7 +83,7 @@ class Splits(Rivals):
         self._retire(
             version,
             reason,
-            min(change.valid_from, t),
+            ended.get("valid_from", min(change.valid_from, t)),
             change.id,
             retired_at=version.retired_at or self.now,
             **supported_by(early, version),

@@ -604,3 +604,43 @@ def test_a_return_dated_by_a_less_trusted_statement_does_not_replace_the_current
         assert [(f.value, f.valid_to, f.superseded_by) for f in first] == [
             ({"v": "a"}, at(38), current.id)
         ]
+
+
+@pytest.mark.parametrize("restated", [False, True])
+def test_a_held_value_a_change_adopts_begins_where_it_could_have_replaced(restated: bool) -> None:
+    """A semi-trusted 5 of day 7; an untrusted 3 of day 23, held for its source, and a
+    semi-trusted create of 3 on day 28, which restates it (one candidate, in conflict with
+    the 5); then a semi-trusted change to 3 for days 30-34 (said on day 11) and a third
+    party's change to 4 on day 23. The change adopts the held 3 from day 28, its first
+    statement that could replace the 5 (the untrusted one of day 23 could not), so the
+    third party's 4 meets the 5 and is held against it, as in world order (hygiene seed
+    1374707, where the 3 began on day 23 and the 4 split it). With `restated`, an untrusted
+    restatement of the 5 for days 30-34 makes the change one inside it (3 sorts before 5
+    at their common instant: `Splits._change_inside`); that restatement is held against
+    the 3."""
+    first = [
+        told_gp(0, 7, "5", "semi_trusted", "supersede"),
+        told_gp(1, 28, "3", "semi_trusted", "create"),
+        told_gp(2, 23, "3", "untrusted", "create"),
+    ]
+    if restated:
+        first.append(told_gp(5, 34, "5", "untrusted", "supersede", period=(30, 34)))
+    late = [
+        told_gp(3, 11, "3", "semi_trusted", "create", period=(30, 34)),
+        told_gp(4, 23, "4", "third_party", "supersede"),
+    ]
+    for runs in ([first, late], [[c] for c in sorted(first + late, key=lambda c: c.when)]):
+        with fresh_memory() as mem:
+            for run in runs:
+                facts = in_one_run(mem, *run)
+
+            got = sorted((f.value["v"], f.status, f.valid_from, f.valid_to) for f in facts)
+            held_5 = [("5", FactStatus.CANDIDATE, at(30), at(34))] if restated else []
+            assert got == [
+                ("3", FactStatus.ACTIVE, at(28), at(34)),
+                ("4", FactStatus.CANDIDATE, at(23), None),
+                *held_5,
+                ("5", FactStatus.SUPERSEDED, at(7), at(28)),
+            ]
+            sets = mem.conflicts(subject="alice")
+            assert [cs.kind for cs in sets] == [ConflictKind.QUARANTINE] * (1 + restated)

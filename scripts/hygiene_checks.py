@@ -270,7 +270,16 @@ only when its successor names it (`supersedes_id`). (37) Session 51, `--minutes 
 1361083, present at e85e674: a value held in conflict, dated by a third party's statement,
 was made a return to an older value and replaced the person's current value from that date
 ("less trusted displaces nothing"); `Rivals._now_a_return` now reads the trust of the
-statements that date it (`_first_trust`).
+statements that date it (`_first_trust`). (38) `--minutes 12 --start 1366840` at 264dafe
+(10,605 histories): 2 violations, both present at e85e674. Seed 1374707 ("less trusted
+displaces nothing"): a change adopted a value held in conflict from its first statement, an
+untrusted one that could not have replaced the current value (`Rivals._adopt` and
+`Splits._change_inside` now begin it with its first statement that could,
+`_could_replace_from`). Seed 1375924 ("decisions stand"): a person kept a value that began
+at the instant of the current one, which was turned down, and the kept value named it as the
+version it followed, so `timeline.overruled` took it for the earlier of two versions of one
+instant and a late trusted first value held it again (`resolve._turned_down`: the kept
+value follows the version before it).
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

@@ -181,10 +181,13 @@ def resolve_conflict(
         plan.add(ReviseFact(kept, after, "resolve", f"{reason}: kept, until {later.id}", pass_name))
     elif kept is not None and kept.status is FactStatus.CANDIDATE:
         previous = [f for f in losers if f.status is FactStatus.ACTIVE]
+        before = previous[0].id if previous else kept.supersedes_id
+        if previous and _end(previous[0], kept) == previous[0].valid_from:
+            before = _turned_down(previous[0], kept, overlapped, history, plan, reason, pass_name)
         after = kept.model_copy(
             update={
                 "status": FactStatus.ACTIVE,
-                "supersedes_id": previous[0].id if previous else kept.supersedes_id,
+                "supersedes_id": before,
                 "unpaired_change": kept.unpaired_change or carried,
             }
         )
@@ -357,6 +360,36 @@ def _overlapped(kept: Fact, history: Sequence[Fact], retired: set[str]) -> list[
         and (f.valid_to is None or f.valid_to > kept.valid_from)
         and not f.never_true
     ]
+
+
+def _turned_down(
+    current: Fact,
+    kept: Fact,
+    overlapped: Sequence[Fact],
+    history: Sequence[Fact],
+    plan: Plan,
+    reason: str,
+    pass_name: str,
+) -> str | None:
+    """The version the kept fact follows when it began no later than `current`, which it
+    replaces: `current` is left with an empty interval, a value turned down, not a version
+    (`timeline.overruled` tells it from the earlier of two versions of one instant because
+    no version names it). The kept fact follows the version true when it began
+    (`overlapped`), or the one `current` followed and that ended where both began, which
+    is linked to it."""
+    if overlapped:
+        return overlapped[0].id
+    prior = next((f for f in history if f.id == current.supersedes_id), None)
+    if (
+        prior is None
+        or prior.status is not FactStatus.SUPERSEDED
+        or prior.superseded_by != current.id
+        or prior.valid_to != kept.valid_from
+    ):
+        return None
+    after = prior.model_copy(update={"superseded_by": kept.id})
+    plan.add(ReviseFact(prior, after, "link", f"{reason}: followed by {kept.id}", pass_name))
+    return prior.id
 
 
 def _end(old: Fact, kept: Fact) -> datetime:

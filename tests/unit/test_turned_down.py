@@ -1,0 +1,76 @@
+"""A current value a person replaces with one that began no later is turned down.
+
+Keeping a held value that began at the instant the current one began (or before) leaves the
+current one an empty interval: it was never true, a value turned down, as a candidate not
+kept is. The earlier of two versions of one instant also has an empty interval, and the
+rules tell the two apart by whether the next version names it (`timeline.overruled`); so
+the kept value follows the version before the one it turned down, never that one (hygiene
+seed 1375924, where a late trusted first value took the turned-down value for a version
+and held it in quarantine again).
+"""
+
+from __future__ import annotations
+
+from distill.core.models import FactStatus, Trust
+from tests.unit.test_late_edges import at, in_one_run, told_gp
+from tests.unit.test_properties import fresh_memory
+
+
+def test_a_value_kept_at_the_current_ones_instant_turns_it_down_for_good() -> None:
+    """An untrusted 4 for days 13-17, a third party's 5 of day 3 and a semi-trusted 3 of
+    day 13: the 3 is current and holds the other two for their sources. A person keeps the
+    3 over the 5, then the 4 over the 3 (the 3 is turned down). A late trusted 4 of day 1
+    then restates the kept 4 from day 1; the 3 stays turned down, in no set."""
+    with fresh_memory() as mem:
+        in_one_run(
+            mem,
+            told_gp(0, 1, "4", "untrusted", "supersede", period=(13, 17)),
+            told_gp(1, 3, "5", "third_party", "supersede"),
+            told_gp(2, 13, "3", "semi_trusted", "create"),
+        )
+
+        def value(fact_id: str) -> str:
+            return str((mem.fact(fact_id).value or {})["v"])
+
+        sets = mem.conflicts(subject="alice")
+        over_5 = next(cs for cs in sets if "5" in map(value, cs.member_ids))
+        over_4 = next(cs for cs in sets if "4" in map(value, cs.member_ids))
+        three = next(m for m in over_5.member_ids if value(m) == "3")
+        four = next(m for m in over_4.member_ids if value(m) == "4")
+        mem.resolve_conflict(over_5.id, keep=three)
+        mem.resolve_conflict(over_4.id, keep=four)
+
+        turned = mem.fact(three)
+        assert (turned.status, turned.valid_from, turned.valid_to) == (
+            FactStatus.SUPERSEDED, at(13), at(13),
+        )  # fmt: skip
+        assert mem.fact(four).supersedes_id != three  # no version names it
+
+        facts = in_one_run(mem, told_gp(3, 1, "4", "trusted", "create"))
+
+        assert mem.fact(three) == turned
+        assert mem.conflicts(subject="alice") == []
+        (current,) = [f for f in facts if f.live]
+        assert (current.id, current.valid_from, current.valid_to, current.trust) == (
+            four, at(1), at(17), Trust.TRUSTED,
+        )  # fmt: skip
+
+
+def test_the_kept_value_follows_the_version_before_the_one_it_turned_down() -> None:
+    """A trusted `a` of day 0, a trusted change to `b` on day 5 and an untrusted `c` of day
+    5, held against `b`. Keeping `c` turns `b` down (they began together): `a` ends where
+    `c` begins and `c` follows it, both ways."""
+    with fresh_memory() as mem:
+        in_one_run(mem, told_gp(0, 0, "a", "trusted", "create"))
+        in_one_run(mem, told_gp(1, 5, "b", "trusted", "supersede"))
+        in_one_run(mem, told_gp(2, 5, "c", "untrusted", "supersede"))
+        (held,) = mem.conflicts(subject="alice")
+        (c,) = [m for m in held.member_ids if mem.fact(m).value == {"v": "c"}]
+
+        mem.resolve_conflict(held.id, keep=c)
+
+        facts = {str((f.value or {})["v"]): f for f in mem.facts("alice", include_retired=True)}
+        a, b, kept = facts["a"], facts["b"], facts["c"]
+        assert (b.valid_from, b.valid_to, b.superseded_by) == (at(5), at(5), kept.id)
+        assert (a.valid_to, a.superseded_by) == (at(5), kept.id)
+        assert (kept.status, kept.supersedes_id) == (FactStatus.ACTIVE, a.id)

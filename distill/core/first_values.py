@@ -257,7 +257,8 @@ class FirstValues(LateTrust):
     ) -> tuple[list[Fact], Fact] | None:
         """The versions from `following`, the first, to a version a person accepted from an
         untrusted source (the write gate makes no such version itself), each less trusted
-        than this claim, none pinned, none of its value, holding only what yields to it:
+        than this claim, none pinned or kept by a person, none of its value, holding only
+        what yields to it:
         in world order this claim came first and each was held against it, until the value
         the person accepted. With that value; None when not so."""
         trust, held = c.event.trust, list[Fact]()
@@ -268,6 +269,7 @@ class FirstValues(LateTrust):
                 return held, version
             if (
                 version.pinned
+                or self._kept_by_decision(version.id)  # a person's choice, as a pin is
                 or version.trust is Trust.UNTRUSTED
                 or not version.trust.yields_to(trust)
                 or (version.stated is not None and not values_equal(version.stated, version.value))

@@ -351,10 +351,11 @@ class ConflictSet(BaseModel):
     # None while open, and for a set closed before schema 21 that its audit trail does not
     # name a closer for.
     resolved_by: Resolver | None = None
-    # The statements of the kept fact when the set was resolved by keeping it: what the
-    # person (or the judge) saw and accepted, whatever their sources' trust. A statement
+    # The statements of the kept fact when the set was resolved by making it current: what
+    # the person (or the judge) saw and accepted, whatever their sources' trust. A statement
     # consolidated after the decision is not among them. Empty when nothing was kept, when
-    # another set's resolution closed this one, and for a set closed before schema 23.
+    # the kept fact was current already or filed into history, when another set's
+    # resolution closed this one, and for a set closed before schema 23.
     accepted_event_ids: tuple[str, ...] = ()
 
 

@@ -208,7 +208,10 @@ def resolve_conflict(
                 )
                 said = f"{reason}: '{fact.predicate}' means '{kept.predicate}'"
                 plan.add(LearnAlias(alias, said, pass_name))
-    accepted = kept.source_event_ids if kept is not None else ()
+    # What the person accepted: the statements of a held value they made current. Keeping
+    # the current value, or filing a held one into history, serves no held statement.
+    made_current = kept is not None and kept.status is FactStatus.CANDIDATE and later is None
+    accepted = kept.source_event_ids if kept is not None and made_current else ()
     closed = _closed(conflict, keep, now, resolver, accepted)
     plan.add(ReviseConflict(conflict, closed, reason, pass_name))
     # The candidates turned down were never true: a set that held them against another

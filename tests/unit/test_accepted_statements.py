@@ -91,3 +91,31 @@ def test_a_statement_consolidated_after_a_decision_is_not_accepted() -> None:
         (quarantine,) = mem.conflicts(subject="alice")
         assert quarantine.kind is ConflictKind.QUARANTINE
         assert after.id in quarantine.member_ids
+
+
+def test_keeping_the_current_value_accepts_none_of_its_statements() -> None:
+    """A trusted 4 of day 3, a trusted create of 3 on day 13 (held in conflict with it) and
+    an untrusted restatement of 4 for days 19-29; a person keeps the 4, which was current
+    already: they chose a value, and accepted no statement held for its source. A trusted
+    change to 5 on day 14 then splits the 4: the part after it, which only the untrusted
+    restatement backs, is held against the 5, not served (seed 1380931, where the first
+    version of the record counted the current value's statements as accepted)."""
+    with fresh_memory() as mem:
+        in_one_run(
+            mem, told_gp(0, 3, "4", "trusted", "create"),
+            told_gp(1, 13, "3", "trusted", "create"),
+            told_gp(2, 40, "4", "untrusted", "supersede", period=(19, 29)),
+        )  # fmt: skip
+        (held,) = mem.conflicts(subject="alice")
+        (four,) = [m for m in held.member_ids if mem.fact(m).value == {"v": "4"}]
+        assert mem.fact(four).status is FactStatus.ACTIVE
+        mem.resolve_conflict(held.id, keep=four)
+        (resolved,) = mem.conflicts(subject="alice", status=ConflictStatus.RESOLVED)
+        assert resolved.accepted_event_ids == ()
+
+        facts = in_one_run(mem, told_gp(3, 14, "5", "trusted", "supersede"))
+
+        (current,) = [f for f in facts if f.status is FactStatus.ACTIVE]
+        assert (current.value, current.valid_from) == ({"v": "5"}, at(14))
+        untrusted = [f for f in facts if f.trust is Trust.UNTRUSTED]
+        assert [(f.status, f.valid_from) for f in untrusted] == [(FactStatus.CANDIDATE, at(19))]

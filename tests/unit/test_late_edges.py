@@ -644,3 +644,33 @@ def test_a_held_value_a_change_adopts_begins_where_it_could_have_replaced(restat
             ]
             sets = mem.conflicts(subject="alice")
             assert [cs.kind for cs in sets] == [ConflictKind.QUARANTINE] * (1 + restated)
+
+
+def test_a_late_trusted_first_value_holds_no_value_a_person_kept_before_another() -> None:
+    """An untrusted 5 of day 245 and an untrusted 3 of day 34, each held alone; a person
+    keeps the 5, then the 3 (filed into history before the 5), which a third party then
+    restates on day 35. A late trusted 4 for days 26-30 is history before the 3: it does
+    not hold the 3 in quarantine as a less trusted version until the value a person
+    accepted (`FirstValues._held_until_accepted`), since a person kept the 3 too (hygiene
+    seed 1380248)."""
+    with fresh_memory() as mem:
+        in_one_run(mem, told_gp(0, 245, "5", "untrusted", "create"))
+        in_one_run(mem, told_gp(1, 34, "3", "untrusted", "create"))
+        for value in ("5", "3"):
+            (held,) = [
+                cs
+                for cs in mem.conflicts(subject="alice")
+                if mem.fact(cs.member_ids[0]).value == {"v": value}
+            ]
+            mem.resolve_conflict(held.id, keep=held.member_ids[0])
+        in_one_run(mem, told_gp(2, 35, "3", "third_party", "supersede"))
+
+        facts = in_one_run(mem, told_gp(3, 1, "4", "trusted", "supersede", period=(26, 30)))
+
+        assert mem.conflicts(subject="alice") == []
+        chain = sorted((f.valid_from, f.value, f.status) for f in facts)
+        assert chain == [
+            (at(26), {"v": "4"}, FactStatus.SUPERSEDED),
+            (at(34), {"v": "3"}, FactStatus.SUPERSEDED),
+            (at(245), {"v": "5"}, FactStatus.ACTIVE),
+        ]

@@ -121,13 +121,7 @@ class LateTrust(TrustOrder):
         if not values_equal(change.value, later.value) or later.trust.yields_to(version.trust):
             return
         reason = f"{change.trust} source may not displace a {version.trust} fact"
-        self._revise(
-            version,
-            "link",
-            f"an earlier, more trusted statement arrived late: the change was held ({reason})",
-            valid_to=timeline.end_of(self._end_stated(version), later.valid_from),
-            superseded_by=later.id,
-        )
+        self._replaced_after_held(version, later, reason)
         self._revise(
             change,
             "merge",
@@ -138,6 +132,18 @@ class LateTrust(TrustOrder):
         why = f"the value it restates, held against a more trusted one before ({reason})"
         self._take_in(later, change, why, supersedes_id=version.id)
         self.s.support[change.id] = ()
+
+    def _replaced_after_held(self, version: Fact, later: Fact, reason: str) -> None:
+        """`version` ends where `later` begins (or at its own stated end, before), and
+        `later` replaced it: the change between them was held (`_adopted_after`,
+        `_held_before_next`)."""
+        self._revise(
+            version,
+            "link",
+            f"an earlier, more trusted statement arrived late: the change was held ({reason})",
+            valid_to=timeline.end_of(self._end_stated(version), later.valid_from),
+            superseded_by=later.id,
+        )
 
     def _held_before_next(self, was: Fact) -> None:
         """After a late statement dated inside `was` made it more trusted than the less
@@ -162,13 +168,7 @@ class LateTrust(TrustOrder):
         self._hold_displaced(
             change, f"an earlier, more trusted statement arrived late: quarantined: {reason}"
         )
-        self._revise(
-            version,
-            "link",
-            f"an earlier, more trusted statement arrived late: the change was held ({reason})",
-            valid_to=timeline.end_of(self._end_stated(version), later.valid_from),
-            superseded_by=later.id,
-        )
+        self._replaced_after_held(version, later, reason)
         why = f"the version before the held change ({reason})"
         self._revise(later, "link", why, supersedes_id=version.id)
         key = version.identity_key

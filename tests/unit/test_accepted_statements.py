@@ -11,7 +11,7 @@ schema 23); hygiene class 34 (seed 1319028) and seed 1330743 are the two sides.
 from __future__ import annotations
 
 from distill.core.models import ConflictKind, ConflictStatus, FactStatus, Trust
-from tests.unit.test_late_edges import at, in_one_run, told_gp
+from tests.unit.test_late_edges import at, in_one_run, kept_alone, told_gp
 from tests.unit.test_properties import fresh_memory
 
 
@@ -42,9 +42,7 @@ def test_a_late_change_leaves_a_value_a_person_kept_served_after_it() -> None:
     instead, as in world order (hygiene class 34, seed 1319028, where `b` stayed current
     over the trusted `a`)."""
     with fresh_memory() as mem:
-        in_one_run(mem, told_gp(0, 29, "a", "untrusted", "create"))
-        (held,) = mem.conflicts(subject="alice")
-        mem.resolve_conflict(held.id, keep=held.member_ids[0])
+        kept_alone(mem, told_gp(0, 29, "a", "untrusted", "create"))
 
         facts = in_one_run(
             mem, told_gp(1, 3, "a", "semi_trusted", "create"),
@@ -75,10 +73,7 @@ def test_a_statement_consolidated_after_a_decision_is_not_accepted() -> None:
     nobody accepted: it is held in quarantine against `b` for its source, not served
     (seed 1330743, which a fix that took every part of a kept value for accepted broke)."""
     with fresh_memory() as mem:
-        in_one_run(mem, told_gp(0, 29, "a", "untrusted", "create"))
-        (held,) = mem.conflicts(subject="alice")
-        (a,) = held.member_ids
-        mem.resolve_conflict(held.id, keep=a)
+        a = kept_alone(mem, told_gp(0, 29, "a", "untrusted", "create"))
         in_one_run(mem, told_gp(1, 40, "a", "untrusted", "supersede"))
 
         facts = in_one_run(mem, told_gp(2, 30, "b", "semi_trusted", "supersede", period=(35, 36)))

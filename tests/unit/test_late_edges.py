@@ -66,6 +66,16 @@ def in_one_run(mem: Memory, *claims: Claim) -> list[Fact]:
     return facts
 
 
+def kept_alone(mem: Memory, claim: Claim) -> str:
+    """Consolidate `claim`, a value held alone in quarantine for its source, and keep it as
+    a person would: its fact's id."""
+    in_one_run(mem, claim)
+    (held,) = mem.conflicts(subject="alice")
+    (kept,) = held.member_ids
+    mem.resolve_conflict(held.id, keep=kept)
+    return kept
+
+
 def test_a_late_change_leaves_a_persons_resolution_as_it_is() -> None:
     """`a` then `b` (held); a person keeps `b`; a change restates `b` on day 3; then a change
     to `x` dated day 2 arrives. The person's decision stands: `b` ran from day 1 to the
@@ -460,10 +470,7 @@ def test_a_late_trusted_first_value_is_history_before_a_value_a_person_kept(
     In order `a` would have been held in quarantine against `b`; but the person kept it, as
     a pin keeps a fact: `b` is history before it and no set opens."""
     with fresh_memory() as mem:
-        in_one_run(mem, told_gp(0, 5, "a", "untrusted", "create"))
-        (held,) = mem.conflicts(subject="alice")
-        (a,) = held.member_ids
-        mem.resolve_conflict(held.id, keep=a)
+        a = kept_alone(mem, told_gp(0, 5, "a", "untrusted", "create"))
         if changed_since:
             in_one_run(mem, told_gp(1, 8, "c", "semi_trusted", "supersede"))
 
@@ -483,10 +490,7 @@ def test_a_more_trusted_create_is_held_against_a_value_a_person_kept() -> None:
     person kept: the two are values in conflict, for the person to decide (the commonest
     history of hygiene class 36, seed 1329129)."""
     with fresh_memory() as mem:
-        in_one_run(mem, told_gp(0, 5, "a", "untrusted", "create"))
-        (held,) = mem.conflicts(subject="alice")
-        (a,) = held.member_ids
-        mem.resolve_conflict(held.id, keep=a)
+        a = kept_alone(mem, told_gp(0, 5, "a", "untrusted", "create"))
 
         in_one_run(mem, told_gp(1, 7, "b", "trusted", "create"))
 
@@ -505,10 +509,7 @@ def test_a_more_trusted_create_holds_no_version_before_a_value_a_person_kept() -
     the kept `a` was made a candidate again)."""
     for together in (True, False):
         with fresh_memory() as mem:
-            in_one_run(mem, told_gp(0, 10, "a", "untrusted", "supersede"))
-            (held,) = mem.conflicts(subject="alice")
-            (a,) = held.member_ids
-            mem.resolve_conflict(held.id, keep=a)
+            a = kept_alone(mem, told_gp(0, 10, "a", "untrusted", "supersede"))
             claims = [
                 told_gp(1, 32, "c", "trusted", "create"),
                 told_gp(2, 19, "b", "third_party", "supersede"),
@@ -539,10 +540,7 @@ def test_a_late_more_trusted_restatement_leaves_a_change_a_person_kept() -> None
     held in quarantine again)."""
     for together in (True, False):
         with fresh_memory() as mem:
-            in_one_run(mem, told_gp(0, 23, "a", "untrusted", "create"))
-            (held,) = mem.conflicts(subject="alice")
-            (a,) = held.member_ids
-            mem.resolve_conflict(held.id, keep=a)
+            a = kept_alone(mem, told_gp(0, 23, "a", "untrusted", "create"))
             in_one_run(mem, told_gp(1, 34, "b", "third_party", "create"))
             late = [
                 told_gp(2, 0, "b", "third_party", "supersede"),

@@ -14,7 +14,7 @@ import itertools
 import pytest
 
 from distill.core.models import ConflictKind, FactStatus
-from tests.unit.test_late_edges import at, in_one_run, told_gp
+from tests.unit.test_late_edges import at, in_one_run, kept_alone, told_gp
 from tests.unit.test_properties import Claim, fresh_memory
 
 
@@ -43,9 +43,7 @@ def test_a_change_replaced_by_a_third_value_is_held_once_the_value_it_met_is_mor
         for together in (True, False):
             with fresh_memory() as mem:
                 if first == "kept":
-                    in_one_run(mem, told_gp(0, 2, "a", "untrusted", "supersede"))
-                    (held,) = mem.conflicts(subject="alice")
-                    mem.resolve_conflict(held.id, keep=held.member_ids[0])
+                    kept_alone(mem, told_gp(0, 2, "a", "untrusted", "supersede"))
                 else:
                     in_one_run(mem, told_gp(0, 2, "a", "third_party", "supersede"))
                 arriving = [claims[i] for i in order]

@@ -286,7 +286,14 @@ person kept, as a less trusted version before a value a person accepted
 (`FirstValues._held_until_accepted` now stops at it). Seed 1380931 ("untrusted never
 served", made this session): the set recorded as accepted the statements of the current
 value a person kept, so the untrusted part a later split left of it was served; only a held
-value a person makes current records them now, as the check counts acceptance.
+value a person makes current records them now, as the check counts acceptance. (40, one
+open) `--minutes 12 --start 1386887` and `--minutes 12 --start 1500000` at ca0347c (10,741
+and 10,630 histories): one violation each, both present at e85e674. Seed 1393942 ("less
+trusted displaces nothing"): a late statement made a version more trusted than the chain of
+less trusted versions after it, up to the current one, and only a current successor could
+be held (`LateTrust._trust_raised` now holds the whole chain, `_yielding_to`). Seed 1505468
+("live open sets", open, not minimised past eight steps): replaying every job left a value
+set open over a value a person had turned down.
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

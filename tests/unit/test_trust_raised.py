@@ -4,7 +4,8 @@ In world order a less trusted change that meets a more trusted value is held in 
 against it. When the statement that made the value more trusted arrives after the change,
 the change had already replaced the value, and perhaps been replaced in turn; the rules in
 `core/trust_late.py` (`LateTrust._trust_raised` and the three after it) put the state where
-world order would have: here, for a change replaced by a third value (hygiene seed 1347999).
+world order would have: here, for a change replaced by a third value (hygiene seed 1347999),
+and for a chain of less trusted versions up to the current one (1393942).
 """
 
 from __future__ import annotations
@@ -63,3 +64,32 @@ def test_a_change_replaced_by_a_third_value_is_held_once_the_value_it_met_is_mor
                 (quarantine,) = mem.conflicts(subject="alice")
                 assert quarantine.kind is ConflictKind.QUARANTINE, case
                 assert set(quarantine.member_ids) == {by_value["a"].id, by_value["b"].id}, case
+
+
+def test_a_version_made_more_trusted_holds_every_less_trusted_version_after_it() -> None:
+    """A third party's `a` of day 12; then a third party's change to `c` on day 24, the
+    person's `a` for days 6-16 (said on day 25) and a third party's change to `b` on day 15.
+    The person's statement makes `a` trusted from day 6: in world order `b` met it and was
+    held, and so was `c`, stated after `a`'s end but with `a` still the version in force.
+    Both are held against `a`, current again to its stated end, in one run or in said
+    order (hygiene seed 1393942, where `b` stayed a version displacing the trusted `a`)."""
+    first = told_gp(0, 12, "a", "third_party", "create")
+    rest = [
+        told_gp(1, 24, "c", "third_party", "supersede"),
+        told_gp(2, 25, "a", "trusted", "create", period=(6, 16)),
+        told_gp(3, 15, "b", "third_party", "supersede"),
+    ]
+    said = sorted([first, *rest], key=lambda c: c.when)
+    for runs in ([[first], rest], [[claim] for claim in said]):
+        with fresh_memory() as mem:
+            for run in runs:
+                facts = in_one_run(mem, *run)
+
+            got = sorted((f.value["v"], f.status, f.valid_from, f.valid_to) for f in facts)
+            assert got == [
+                ("a", FactStatus.ACTIVE, at(6), at(16)),
+                ("b", FactStatus.CANDIDATE, at(15), None),
+                ("c", FactStatus.CANDIDATE, at(24), None),
+            ], runs
+            sets = mem.conflicts(subject="alice")
+            assert [cs.kind for cs in sets] == [ConflictKind.QUARANTINE] * 2

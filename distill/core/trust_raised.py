@@ -1,0 +1,287 @@
+"""A replaced version that a late statement makes more trusted than what replaced it.
+
+In world order a less trusted change that meets a more trusted value is held in quarantine
+against it (`Adjudicator._state`), also after that value's stated end, while it is still
+the version in force. When the statement that makes the value more trusted arrives after
+the change, the change has replaced the value, and may have been replaced in turn; these
+rules put the state where world order would have (`_trust_raised`):
+
+* the less trusted versions after it, up to the current one, are held, and it is current
+  again (`_yielding_to`);
+* a change followed by a restatement of the version's value is held, and the restatement
+  takes the version in (`_rejoined`);
+* a change whose value a later version restates after a gap: the version ends where that
+  one begins, which takes the change in (`_adopted_after`);
+* a change followed by a more trusted third value: the change is held, and the version
+  ends where that value begins (`_held_before_next`).
+
+None of them moves a pinned fact or a value a person kept (`WorkingSet._kept_by_decision`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from distill.core import timeline
+from distill.core.identity import values_equal
+from distill.core.models import ConflictKind, Fact, FactStatus
+from distill.core.passes import Decision
+from distill.core.support import held_until
+from distill.core.trust_order import TrustOrder
+
+
+class RaisedTrust(TrustOrder):
+    """A replaced version made more trusted late (module doc)."""
+
+    def _trust_raised(self, was: Fact, decision: Decision) -> Decision:
+        """`decision`, after a late statement dated inside `was`, a replaced version, made it
+        more trusted: the less trusted versions that replaced it, up to the current one,
+        could not have in world order (after the version's stated end, too: it was still
+        the version in force, `Adjudicator._state`). Each is held in quarantine against
+        the version, which is current again and holds what they held. Not when a person's
+        pin or choice, or a value that could displace the version, is involved; a change
+        followed by a restatement of either value or by a more trusted third one goes to
+        the rules after it."""
+        version = self.s.facts[was.id]
+        successor = self.s.facts.get(version.superseded_by or "")
+        if successor is not None and successor.status is FactStatus.SUPERSEDED:
+            decision = self._rejoined(was, decision)
+            if self.s.facts[was.id] == version:  # not a restatement after the change
+                self._adopted_after(was)
+            if self.s.facts[was.id] == version:
+                self._held_before_next(was)
+            if self.s.facts[was.id] != version:
+                return decision
+        end = self._end_stated(version)
+        chain = self._yielding_to(version, was, end)
+        if chain is None:
+            return decision
+        for held in chain:  # all held before the version is current again (one active)
+            why = f"{held.trust} source may not displace a {version.trust} fact"
+            how = f"an earlier, more trusted statement arrived late: quarantined: {why}"
+            if held.status is FactStatus.ACTIVE:
+                self._revise(
+                    held,
+                    "hold",
+                    how,
+                    status=FactStatus.CANDIDATE,
+                    supersedes_id=None,
+                    unpaired_change=False,
+                )
+            else:
+                self._hold_displaced(held, how)
+        reason = f"{chain[-1].trust} source may not displace a {version.trust} fact"
+        current = self._revise(
+            version,
+            "hold",
+            f"more trusted than the value that replaced it: current again ({reason})",
+            status=FactStatus.ACTIVE,
+            valid_to=end,
+            retired_at=None,
+            superseded_by=None,
+            unpaired_change=chain[-1].unpaired_change,
+        )
+        key = version.identity_key
+        for held in chain:
+            why = f"{held.trust} source may not displace a {version.trust} fact"
+            self._hand_over_held(held, current)
+            self._open_conflict(key, (current.id, held.id), ConflictKind.QUARANTINE, why)
+        self._follow_identity_sets(chain[-1], current)
+        return decision
+
+    def _yielding_to(self, version: Fact, was: Fact, end: datetime | None) -> list[Fact] | None:
+        """The versions after `version`, each replacing the one before where it ended, to
+        the current one, when a late statement made `version` more trusted than `was` and
+        each of them is from a source that yields to it, of another value, not pinned or
+        kept by a person, holding only what yields to it (`_held_only_behind`). None when
+        not so."""
+        if (
+            version.trust.rank <= was.trust.rank
+            or version.status is not FactStatus.SUPERSEDED
+            or version.pinned
+        ):
+            return None
+        chain: list[Fact] = []
+        following = self._next_of(version)
+        while following is not None:
+            chain.append(following)
+            if following.status is FactStatus.ACTIVE:
+                break
+            following = self._next_of(following)
+        if (
+            not chain
+            or chain[-1].status is not FactStatus.ACTIVE
+            or any(
+                v.pinned
+                or self._kept_by_decision(v.id)
+                or not v.trust.yields_to(version.trust)
+                or (v.value is not None and values_equal(v.value, version.value or {}))
+                or not self._held_only_behind(v, version.trust, version.value, end)
+                for v in chain
+            )
+        ):
+            return None
+        return chain
+
+    def _adopted_after(self, was: Fact) -> None:
+        """After a late statement dated inside `was` made it more trusted than the less
+        trusted change that replaced it, a change that ended on its own (a stated end) and
+        whose value a later version took up after a gap, neither a restatement of the
+        version (`_rejoined`). In world order the change met the more trusted value and was
+        held in quarantine; the value held to its own stated end (or that later version),
+        and the later version adopted the held change (`Rivals._adopt`: from its own date,
+        the change being less trusted). So the version ends there, the later version
+        replaces it and takes the change's statements in, and the change is its receipt,
+        empty (`timeline.overruled`). Not when a pin, an open set of the change's or a value
+        the version holds in conflict is involved."""
+        found = self._after_the_change(was)
+        if found is None:
+            return
+        version, change, later = found
+        if not values_equal(change.value, later.value) or later.trust.yields_to(version.trust):
+            return
+        reason = f"{change.trust} source may not displace a {version.trust} fact"
+        self._replaced_after_held(version, later, reason)
+        self._revise(
+            change,
+            "merge",
+            f"held against the more trusted value, then taken in by a later version ({reason})",
+            valid_to=change.valid_from,
+            superseded_by=later.id,
+        )
+        why = f"the value it restates, held against a more trusted one before ({reason})"
+        self._take_in(later, change, why, supersedes_id=version.id)
+        self.s.support[change.id] = ()
+
+    def _replaced_after_held(self, version: Fact, later: Fact, reason: str) -> None:
+        """`version` ends where `later` begins (or at its own stated end, before), and
+        `later` replaced it: the change between them was held (`_adopted_after`,
+        `_held_before_next`)."""
+        self._revise(
+            version,
+            "link",
+            f"an earlier, more trusted statement arrived late: the change was held ({reason})",
+            valid_to=timeline.end_of(self._end_stated(version), later.valid_from),
+            superseded_by=later.id,
+        )
+
+    def _held_before_next(self, was: Fact) -> None:
+        """After a late statement dated inside `was` made it more trusted than the less
+        trusted change that replaced it, a change replaced in turn by a third value, from a
+        source that does not yield to the version's. In world order the change met the more
+        trusted value and was held in quarantine against it; the value held until that
+        third value replaced it (or to its own stated end, before). So the change is held,
+        and the version ends there and is what the third value replaced. Not when a pin, a
+        change a person kept or an open set of the change's is involved
+        (`_after_the_change`)."""
+        found = self._after_the_change(was)
+        if found is None:
+            return
+        version, change, later = found
+        if (
+            later.value is None
+            or any(values_equal(later.value, f.value) for f in (version, change) if f.value)
+            or later.trust.yields_to(version.trust)
+        ):
+            return
+        reason = f"{change.trust} source may not displace a {version.trust} fact"
+        self._hold_displaced(
+            change, f"an earlier, more trusted statement arrived late: quarantined: {reason}"
+        )
+        self._replaced_after_held(version, later, reason)
+        why = f"the version before the held change ({reason})"
+        self._revise(later, "link", why, supersedes_id=version.id)
+        key = version.identity_key
+        self._open_conflict(key, (version.id, change.id), ConflictKind.QUARANTINE, reason)
+
+    def _after_the_change(self, was: Fact) -> tuple[Fact, Fact, Fact] | None:
+        """`was` as it is now, the less trusted change that replaced it and the version
+        after that change (after a gap too), when a late statement made `was` more trusted
+        than the change and no pin, change a person kept, open set of the change's or value
+        `was` holds in conflict stands in the way (`_rejoined`, `_adopted_after`)."""
+        version = self.s.facts[was.id]
+        change = self._next_of(version)
+        after = self._next_of(change, after_a_gap=True) if change is not None else None
+        if (
+            change is None
+            or after is None
+            or version.trust.rank <= was.trust.rank
+            or any(f.pinned for f in (version, change, after))
+            or self._kept_by_decision(change.id)  # a person's choice, as a pin is
+            or not change.trust.yields_to(version.trust)
+            or self._open_set(change.id) is not None
+            or not self._held_only_behind(version, version.trust)
+        ):
+            return None
+        return version, change, after
+
+    def _take_in(self, into: Fact, taken: Fact, reason: str, **changes: Any) -> None:
+        """`into` takes the statements of `taken` in (their sources, freshness, trust and
+        support), with `changes`."""
+        sources = (*taken.source_event_ids, *into.source_event_ids)
+        _, freshest = timeline.freshest(
+            (taken.trust.rank, taken.last_reinforced_at),
+            (into.trust.rank, into.last_reinforced_at),
+        )
+        self._revise(
+            into,
+            "merge",
+            reason,
+            source_event_ids=sources,
+            reinforcement_count=len(sources) - 1,
+            last_reinforced_at=freshest,
+            trust=max(taken.trust, into.trust, key=lambda t: t.rank),
+            **changes,
+        )
+        support = (*self.s.support.get(taken.id, ()), *self.s.support.get(into.id, ()))
+        if support:
+            self.s.support[into.id] = support
+
+    def _end_stated(self, version: Fact) -> datetime | None:
+        """The end `version`'s statements gave it (`held_until`), when none was made from
+        then on: what it holds to once nothing replaces it (as `_stated_end` ends it in
+        order)."""
+        support = self.s.support.get(version.id, ())
+        end = held_until(support)
+        return None if end is None or any(s.at >= end for s in support) else end
+
+    def _rejoined(self, was: Fact, decision: Decision) -> Decision:
+        """`decision`, after a late statement dated inside `was` made it more trusted than
+        the less trusted version that replaced it, itself replaced by a restatement of
+        `was`'s value (a split: `Splits._change_inside`; after the change's stated end, or
+        where it ended). In world order that change met the
+        more trusted value and was held in quarantine; the value went on, restated. So the
+        change is held, and the restatement takes the version in: it begins where the
+        version began and carries its evidence, and the version is its receipt, empty
+        (`timeline.overruled` leaves it out of the chain), and what the version held for
+        its sources the restatement holds. Not when a person's pin, an open set of the
+        change's or a value the version holds in conflict is involved."""
+        found = self._after_the_change(was)
+        if found is None or not values_equal(found[0].value, found[2].value):
+            return decision
+        version, change, restated = found
+        reason = f"{change.trust} source may not displace a {version.trust} fact"
+        self._hold_displaced(
+            change, f"an earlier, more trusted statement arrived late: quarantined: {reason}"
+        )
+        self._revise(
+            version,
+            "merge",
+            "one version with its restatement: the change between them was held",
+            valid_to=version.valid_from,
+            superseded_by=restated.id,
+        )
+        self._take_in(
+            restated,
+            version,
+            f"the version it restates, once the change between them was held ({reason})",
+            valid_from=version.valid_from,
+            supersedes_id=version.id,
+            unpaired_change=version.unpaired_change,
+        )
+        key = version.identity_key
+        self._hand_over_held(version, self.s.facts[restated.id])
+        self._open_conflict(key, (restated.id, change.id), ConflictKind.QUARANTINE, reason)
+        self._follow_identity_sets(version, self.s.facts[restated.id])
+        return decision

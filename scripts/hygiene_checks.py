@@ -293,7 +293,12 @@ trusted displaces nothing"): a late statement made a version more trusted than t
 less trusted versions after it, up to the current one, and only a current successor could
 be held (`LateTrust._trust_raised` now holds the whole chain, `_yielding_to`). Seed 1505468
 ("live open sets", open, not minimised past eight steps): replaying every job left a value
-set open over a value a person had turned down.
+set open over a value a person had turned down. (41, open) The session's last runs, at
+4759b26: `--minutes 10 --start 1397628` (9,353 histories) found 1 (seed 1405180, present at
+e85e674, minimised to five steps: a trusted 3 of day 29, then in one run a trusted 3 for
+days 13-14, a semi-trusted 3 of day 3 and a semi-trusted change to 5 for days 11-17; the
+part of 3 before the change ends trusted and the semi-trusted 5 replaces it); `--minutes
+10 --start 1510630` (9,426) found none.
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

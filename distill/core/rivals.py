@@ -395,9 +395,8 @@ class Rivals(WorkingSet):
         with the first of its statements that could have displaced `head`."""
         start = rival.valid_from
         if c is not None:
-            able = self._could_replace_from(rival, head)
-            start = max(self._time(c), head.valid_from) if able is None else able
-            start = min(start, self._time(c))
+            able, t = self._could_replace_from(rival, head), self._time(c)
+            start = max(t, head.valid_from) if able is None else min(able, t)
         self._retire(head, reason, start, rival.id)
         adopted = self._revise(
             rival,

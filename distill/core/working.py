@@ -8,7 +8,7 @@ previous one did. Nothing here reads or writes storage.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -308,33 +308,29 @@ class WorkingSet:
                 return cs
         return None
 
-    def _kept_by_decision(self, fact_id: str) -> bool:
-        """Whether a person (or the judge, whose verdict is applied as theirs) kept
-        `fact_id` as the value of a value conflict or quarantine set (the snapshot holds
-        the resolved sets whose kept fact it loads): as with a pin, no claim's rule makes it
-        a candidate again. A set closed with no closer named counts as a decision; an
-        identity set's decides a name, not a value."""
-        return any(
-            cs.status is ConflictStatus.RESOLVED
-            and cs.kind is not ConflictKind.IDENTITY
-            and cs.kept_fact_id == fact_id
-            and cs.resolved_by is not Resolver.CLAIM
-            for cs in self.s.conflicts.values()
-        )
-
-    def _accepted(self) -> set[str]:
-        """The statements a person (or the judge) accepted by keeping a fact from a value
-        conflict or quarantine set (`ConflictSet.accepted_event_ids`), in the sets the
-        snapshot holds: served whatever their sources' trust, in any fact that carries
-        them."""
-        return {
-            event_id
+    def _value_decisions(self) -> Iterator[ConflictSet]:
+        """The value conflict and quarantine sets the snapshot holds that a person (or the
+        judge, whose verdict is applied as theirs) resolved. A set closed with no closer
+        named counts as a decision; an identity set's decides a name, not a value."""
+        return (
+            cs
             for cs in self.s.conflicts.values()
             if cs.status is ConflictStatus.RESOLVED
             and cs.kind is not ConflictKind.IDENTITY
             and cs.resolved_by is not Resolver.CLAIM
-            for event_id in cs.accepted_event_ids
-        }
+        )
+
+    def _kept_by_decision(self, fact_id: str) -> bool:
+        """Whether `fact_id` is the value a decision kept (`_value_decisions`; the snapshot
+        holds the resolved sets whose kept fact it loads): as with a pin, no claim's rule
+        makes it a candidate again."""
+        return any(cs.kept_fact_id == fact_id for cs in self._value_decisions())
+
+    def _accepted(self) -> set[str]:
+        """The statements a decision accepted by making a held value current
+        (`ConflictSet.accepted_event_ids`): served whatever their sources' trust, in any
+        fact that carries them."""
+        return {e for cs in self._value_decisions() for e in cs.accepted_event_ids}
 
     def _sets_holding(self, fact_id: str) -> list[ConflictSet]:
         """The open conflict sets of any kind holding `fact_id`, in the snapshot's order."""

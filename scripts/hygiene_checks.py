@@ -286,19 +286,26 @@ person kept, as a less trusted version before a value a person accepted
 (`FirstValues._held_until_accepted` now stops at it). Seed 1380931 ("untrusted never
 served", made this session): the set recorded as accepted the statements of the current
 value a person kept, so the untrusted part a later split left of it was served; only a held
-value a person makes current records them now, as the check counts acceptance. (40, one
-open) `--minutes 12 --start 1386887` and `--minutes 12 --start 1500000` at ca0347c (10,741
+value a person makes current records them now, as the check counts acceptance. (40)
+`--minutes 12 --start 1386887` and `--minutes 12 --start 1500000` at ca0347c (10,741
 and 10,630 histories): one violation each, both present at e85e674. Seed 1393942 ("less
 trusted displaces nothing"): a late statement made a version more trusted than the chain of
 less trusted versions after it, up to the current one, and only a current successor could
 be held (`LateTrust._trust_raised` now holds the whole chain, `_yielding_to`). Seed 1505468
-("live open sets", open, not minimised past eight steps): replaying every job left a value
-set open over a value a person had turned down. (41, open) The session's last runs, at
-4759b26: `--minutes 10 --start 1397628` (9,353 histories) found 1 (seed 1405180, present at
-e85e674, minimised to five steps: a trusted 3 of day 29, then in one run a trusted 3 for
-days 13-14, a semi-trusted 3 of day 3 and a semi-trusted change to 5 for days 11-17; the
-part of 3 before the change ends trusted and the semi-trusted 5 replaces it); `--minutes
-10 --start 1510630` (9,426) found none.
+("live open sets", minimised to eight steps in session 52; the replay was only the run of
+the last claim): an untrusted 4 a person kept, then a third party's 5 dated after it, held
+against it, then a semi-trusted change to 5 at the 4's instant, filed before the next
+version: it turned the 4 down, and the held 5 stayed in a set open against it. In world
+order the held 5 restated the change; it is now the filed version
+(`LateArrivals._held_after`, session 52). (41) The session's last runs, at 4759b26:
+`--minutes 10 --start 1397628` (9,353 histories) found 1 (seed 1405180, present at e85e674,
+minimised to five steps: a trusted 3 of day 29, then in one run a trusted 3 for days 13-14,
+a semi-trusted 3 of day 3 and a semi-trusted change to 5 for days 11-17; the part of 3
+before the change ended trusted and the semi-trusted 5 replaced it); `--minutes 10 --start
+1510630` (9,426) found none. Session 52: the restatement of day 13 ended the version, whose
+statements dated after that end (the trusted one of day 29) became a version of their own,
+but the version still counted them among its statements for the rest of the run, and the
+change's split read their trust (`Rivals._given_an_end` now leaves it only its own).
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

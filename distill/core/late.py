@@ -6,6 +6,7 @@ the final state is the one arrival in order would have given (DESIGN invariant 8
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from distill.core import timeline
@@ -19,6 +20,7 @@ from distill.core.identity import (
 from distill.core.models import (
     ClaimAction,
     ConflictKind,
+    ConflictSet,
     Fact,
     FactKind,
     FactStatus,
@@ -282,20 +284,25 @@ class LateArrivals(FirstValues):
         following: Fact,
         value: dict[str, Any],
     ) -> Decision:
-        """File the claim as a version of its own between `base` and `following`."""
+        """File the claim as a version of its own between `base` and `following`: one that
+        a value held against `base` since restated (`_held_after`) is that value's."""
         t, stated_end = at.time, c.claim.valid_to
-        fact = self._new_fact(
-            c,
-            FactKind.STATE,
-            ident,
-            value,
-            status=FactStatus.SUPERSEDED,
-            valid_to=timeline.end_of(stated_end, following.valid_from),
-            retired_at=self.now,
-            supersedes_id=base.id if base else None,
-            superseded_by=following.id,
-        )
-        self._create(fact, "an older state that arrived late")
+        version: dict[str, Any] = {
+            "status": FactStatus.SUPERSEDED,
+            "valid_to": timeline.end_of(stated_end, following.valid_from),
+            "retired_at": self.now,
+            "supersedes_id": base.id if base else None,
+            "superseded_by": following.id,
+        }
+        held = self._held_after(base, at, version["valid_to"], value) if base else None
+        if held is None:
+            fact = self._new_fact(c, FactKind.STATE, ident, value, **version)
+            self._create(fact, "an older state that arrived late")
+        else:  # in order the claim replaced `base`, and the held value restated it
+            reason = "an older state that arrived late, restated by a value held since"
+            fact = self._revise(held[0], "resolve", reason, valid_from=t, **version)
+            self._settle(held[1], fact.id, reason)
+            self._reinforce(fact, c, reason)
         if base is not None:
             self._revise(
                 base,
@@ -313,6 +320,37 @@ class LateArrivals(FirstValues):
         self._carry_forward_from(fact, [v for v in versions if at < timeline.position(v)], renamed)
         self._now_a_return(fact, ident.key)
         return Decision(Outcome.HISTORICAL, fact.id, "older state filed into history")
+
+    def _held_after(
+        self, base: Fact, at: timeline.At, end: datetime | None, value: dict[str, Any]
+    ) -> tuple[Fact, ConflictSet] | None:
+        """A candidate of a late change's `value`, held alone against `base` (a value
+        conflict or quarantine of the two, neither pinned, open-ended), every statement of
+        it after the change's position `at` and before `end`, where the change's version
+        ends: in world order the change replaced `base` first and the candidate's
+        statements restated it, as any source's statement of the value in force does."""
+        cs = self._open_set(base.id)
+        if (
+            cs is None
+            or cs.kind not in (ConflictKind.CONFLICT, ConflictKind.QUARANTINE)
+            or cs.identity_key != base.identity_key
+            or len(cs.member_ids) != 2
+            or base.pinned
+        ):
+            return None
+        [held] = [self.s.facts[m] for m in cs.member_ids if m != base.id]
+        said = self.s.support.get(held.id, ())
+        if (
+            held.status is not FactStatus.CANDIDATE
+            or held.pinned
+            or held.valid_to is not None
+            or not values_equal(held.value, value)
+            or not at < timeline.position(held)
+            or not said
+            or any(end is not None and s.at >= end for s in said)
+        ):
+            return None
+        return held, cs
 
     def _carry_forward_from(self, inserted: Fact, later: list[Fact], renamed: bool) -> None:
         """Versions that carried keys forward are recomputed from the version filed before

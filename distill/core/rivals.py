@@ -519,6 +519,7 @@ class Rivals(WorkingSet):
             return
         reason = "the value was stated again after its stated end"
         self._retire(version, reason, end, restated_id, **supported_by(early, version))
+        self.s.support[version.id] = tuple(early)  # the later ones are the restated part's
         restated = version.model_copy(
             update={
                 "id": restated_id,

@@ -142,17 +142,20 @@ SEEDS += [1375924]
 SEEDS += [1380248, 1380931]
 # Found by session 51's last runs (at ca0347c, both present at e85e674): a late statement
 # made a version more trusted than a chain of less trusted versions after it, and only the
-# last could be held (1393942: `LateTrust._trust_raised` holds the chain); and, open, a
-# replay of every job left a value set open over a value a person had turned down
-# (1505468, "live open sets").
+# last could be held (1393942: `LateTrust._trust_raised` holds the chain); and a late
+# change filed between a value a person kept and the next version, at the kept value's
+# instant, left a statement of its own value held against the kept one, now turned down
+# ("live open sets"; 1505468: the held value restated the change, `_held_after`,
+# tests/unit/test_late_change_restated.py).
 SEEDS += [1393942, 1505468]
-# Found by session 51's final runs (at 4759b26, present at e85e674), open: a trusted 3 of
-# day 29, then in one run a trusted 3 for days 13-14, a semi-trusted 3 of day 3 and a
-# semi-trusted change to 5 for days 11-17; the first part of 3 ends trusted, replaced by
-# the semi-trusted 5 (1405180, "less trusted displaces nothing", minimised, not fixed).
+# Found by session 51's final runs (at 4759b26, present at e85e674): a trusted 3 of day
+# 29, then in one run a trusted 3 for days 13-14, a semi-trusted 3 of day 3 and a
+# semi-trusted change to 5 for days 11-17; the first part of 3 ended trusted, replaced by
+# the semi-trusted 5 (1405180: a version given an end kept the statements of the version
+# restated after it, `Rivals._given_an_end`; tests/unit/test_restated_after_end.py).
 SEEDS += [1405180]
 # Seeds of classes still open (README, Known limits), each a strict xfail.
-OPEN: set[int] = {1505468, 1405180}
+OPEN: set[int] = set()
 
 
 def search() -> ModuleType:

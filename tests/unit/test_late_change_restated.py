@@ -1,0 +1,44 @@
+"""A late change filed into history that a value held since restated.
+
+A change dated inside an older version, before the next one, arrived after a statement of
+its own value dated after it that was held against that version. In world order the change
+replaced the version first and the statement restated the change, reinforcing it, so no set
+is left open: the held value is the filed version, from the change's date
+(`LateArrivals._held_after`). Hygiene seed 1505468: the change was filed beside the held
+value, which stayed in a set open against a value the change had turned down.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from distill.core.models import ConflictStatus, FactStatus
+from tests.unit.test_late_edges import at, in_one_run, kept_alone, told_gp
+from tests.unit.test_properties import fresh_memory
+
+
+@pytest.mark.parametrize("held_first", [True, False])
+def test_a_held_value_restating_a_late_change_joins_it(held_first: bool) -> None:
+    """A semi-trusted `c` for days 14-17 (said on day 6) and an untrusted `a` of day 12,
+    which a person keeps. Then a third party's `b` of day 13 and a semi-trusted change to
+    `b` on day 12, in either order: the change replaces `a` at once (a turned-down value),
+    the third party restates it, and `b` holds until `c` begins, with both statements."""
+    held = told_gp(2, 13, "b", "third_party", "create")
+    change = told_gp(3, 12, "b", "semi_trusted", "supersede")
+    with fresh_memory() as mem:
+        in_one_run(mem, told_gp(0, 6, "c", "semi_trusted", "supersede", period=(14, 17)))
+        kept_alone(mem, told_gp(1, 12, "a", "untrusted", "create"))
+        for claim in (held, change) if held_first else (change, held):
+            facts = in_one_run(mem, claim)
+        sets = mem.conflicts(subject="alice", status=None)
+
+    got = sorted((f.valid_from, f.valid_to, f.value["v"], f.status) for f in facts)
+    assert got == [
+        (at(12), at(12), "a", FactStatus.SUPERSEDED),
+        (at(12), at(14), "b", FactStatus.SUPERSEDED),
+        (at(14), at(17), "c", FactStatus.ACTIVE),
+    ]
+    by_value = {f.value["v"]: f for f in facts}
+    assert by_value["b"].reinforcement_count == 1  # the change and the third party's
+    assert by_value["b"].superseded_by == by_value["c"].id
+    assert all(cs.status is not ConflictStatus.OPEN for cs in sets), sets

@@ -306,6 +306,18 @@ before the change ended trusted and the semi-trusted 5 replaced it); `--minutes 
 statements dated after that end (the trusted one of day 29) became a version of their own,
 but the version still counted them among its statements for the rest of the run, and the
 change's split read their trust (`Rivals._given_an_end` now leaves it only its own).
+(42) Session 52, at 21ec34a: `--minutes 12 --start 1524764` (9,446 histories) found none;
+`--minutes 12 --start 1406981` (9,393) found 1, seed 1411524 ("less trusted displaces
+nothing", present at e85e674, minimised to six steps): a third party's 5 from day 9 and its
+5 for days 30-36, then in one run a semi-trusted 3 for days 27-35 and a trusted 5 of day
+19. The 3 replaced the third party's 5, whose 5 of day 30 was held against it; the late
+trusted 5 made the version more trusted, but the held restatement of its own value kept
+`RaisedTrust._trust_raised` from holding the 3. In world order that statement restated the
+trusted version: the version takes it in now (`_take_in_restatements`). `--minutes 10
+--start 1534210` (8,650) found 1, seed 1538916 ("live open sets", present at e85e674,
+minimised to eight steps): a person kept a held value, which turned down a version that
+began after it, and a third party's statement held against that version stayed in a set
+open over it; the set holds the kept value instead (`resolve._held_against_kept`).
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

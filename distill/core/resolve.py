@@ -221,9 +221,47 @@ def resolve_conflict(
         moved = _follow(
             other, conflict, {f.id for f in losers}, rejected, members, kept, now, resolver
         )
+        said = _followed(reason, moved, kept) if moved is not None else ""
+        if kept is not None and later is None and overlapped:
+            held = _held_against_kept(moved or other, overlapped, kept, members)
+            if held is not None:
+                moved, said = held, f"{reason}: {kept.id} holds where its members were said"
         if moved is not None:
-            plan.add(ReviseConflict(other, moved, _followed(reason, moved, kept), pass_name))
+            plan.add(ReviseConflict(other, moved, said, pass_name))
     return plan
+
+
+def _held_against_kept(
+    other: ConflictSet, overlapped: Sequence[Fact], kept: Fact, members: Mapping[str, Fact]
+) -> ConflictSet | None:
+    """An open value or quarantine set that holds candidates against one of the versions
+    the kept fact now overlaps (`_overlapped`: it ends where the kept fact begins), every
+    candidate dated from then on: in world order each met the kept fact as the version in
+    force, so the set holds it in that version's place (a quarantine only while each
+    candidate's source yields to it: else a value conflict, theirs to decide). None when
+    not so: a candidate dated before stays held against the version it met."""
+    ended = {f.id for f in overlapped}
+    if (
+        other.status is not ConflictStatus.OPEN
+        or other.kind is ConflictKind.IDENTITY
+        or kept.id in other.member_ids
+        or len(ended & set(other.member_ids)) != 1
+    ):
+        return None
+    held = [members.get(m) for m in other.member_ids if m not in ended]
+    if not held or any(
+        f is None or f.status is not FactStatus.CANDIDATE or f.valid_from < kept.valid_from
+        for f in held
+    ):
+        return None
+    yields = all(f.trust.yields_to(kept.trust) for f in held if f is not None)
+    kind = ConflictKind.QUARANTINE if other.kind is ConflictKind.QUARANTINE and yields else None
+    return other.model_copy(
+        update={
+            "member_ids": tuple(kept.id if m in ended else m for m in other.member_ids),
+            "kind": kind or ConflictKind.CONFLICT,
+        }
+    )
 
 
 def _followed(reason: str, moved: ConflictSet, kept: Fact | None) -> str:

@@ -59,13 +59,16 @@ class TrustOrder(Splits):
         trust: Trust,
         value: dict[str, Any] | None = None,
         ended: datetime | None = None,
+        restating_from: datetime | None = None,
     ) -> bool:
         """Whether every value held against `fact` (in an open value or quarantine set) is
         from a source that yields to `trust`, none pinned and none of `value` (a
         restatement of the claim: `_restated_rival`) unless held for its source from
         `ended` on (after the stated end of the value of that trust, a less trusted
-        restatement is held against it, not merged: `_given_an_end`): in world order each
-        would have been held against a value of that trust instead."""
+        restatement is held against it, not merged: `_given_an_end`), or dated from
+        `restating_from` to `ended` (it restated a version of that value in force then,
+        which takes it in: `RaisedTrust._take_in_restatements`): in world order each would
+        have been held against a value of that trust instead."""
         for cs in self._sets_holding(fact.id):
             if cs.kind is ConflictKind.IDENTITY:
                 continue
@@ -82,11 +85,21 @@ class TrustOrder(Splits):
                         and cs.kind is ConflictKind.QUARANTINE
                         and m.valid_from >= ended
                     )
+                    and not self._restating(m, restating_from, ended)
                 )
                 for m in held
             ):
                 return False
         return True
+
+    @staticmethod
+    def _restating(held: Fact, start: datetime | None, end: datetime | None) -> bool:
+        """Whether `held` is dated from `start` (none: never) to `end` (none: open)."""
+        return (
+            start is not None
+            and start <= held.valid_from
+            and (end is None or held.valid_from < end)
+        )
 
     def _hand_over_held(self, old: Fact, new: Fact) -> None:
         """What was held against `old` (`_held_only_behind` `new`'s trust) is held against

@@ -85,10 +85,52 @@ class RaisedTrust(TrustOrder):
         key = version.identity_key
         for held in chain:
             why = f"{held.trust} source may not displace a {version.trust} fact"
+            self._take_in_restatements(held, current, end)
             self._hand_over_held(held, current)
             self._open_conflict(key, (current.id, held.id), ConflictKind.QUARANTINE, why)
         self._follow_identity_sets(chain[-1], current)
         return decision
+
+    def _take_in_restatements(self, held: Fact, current: Fact, end: datetime | None) -> None:
+        """Candidates of `current`'s value held against `held`, a version now held against
+        `current`, dated inside `current` (before `end`, its stated end, if any): in world
+        order `current` was the version in force when they were said, and they restated
+        it. `current` takes each in (`_take_in`), which leaves it an empty receipt, and
+        each set it was in holds the others, or is settled for `current` when none is
+        left."""
+        reason = "a restatement of the value in force then, held against a less trusted value"
+        for cs in self._sets_holding(held.id):
+            if cs.kind is ConflictKind.IDENTITY:
+                continue
+            restating = [
+                self.s.facts[m]
+                for m in cs.member_ids
+                if m != held.id
+                and values_equal(self.s.facts[m].value, current.value)
+                and self._restating(self.s.facts[m], current.valid_from, end)
+            ]
+            for m in restating:
+                self._take_in(self.s.facts[current.id], m, reason)
+                self._revise(
+                    m,
+                    "merge",
+                    reason,
+                    status=FactStatus.SUPERSEDED,
+                    valid_to=m.valid_from,
+                    superseded_by=current.id,
+                    retired_at=self.now,
+                )
+                self.s.support[m.id] = ()
+            if not restating:
+                continue
+            left = tuple(m for m in cs.member_ids if m not in {f.id for f in restating})
+            if left == (held.id,):
+                self._revise_conflict(
+                    cs, reason, member_ids=(current.id, *[f.id for f in restating])
+                )
+                self._settle(self.s.conflicts[cs.id], current.id, reason)
+            else:
+                self._revise_conflict(cs, reason, member_ids=left)
 
     def _yielding_to(self, version: Fact, was: Fact, end: datetime | None) -> list[Fact] | None:
         """The versions after `version`, each replacing the one before where it ended, to
@@ -117,7 +159,9 @@ class RaisedTrust(TrustOrder):
                 or self._kept_by_decision(v.id)
                 or not v.trust.yields_to(version.trust)
                 or (v.value is not None and values_equal(v.value, version.value or {}))
-                or not self._held_only_behind(v, version.trust, version.value, end)
+                or not self._held_only_behind(
+                    v, version.trust, version.value, end, restating_from=version.valid_from
+                )
                 for v in chain
             )
         ):

@@ -6,12 +6,13 @@ kept is. The earlier of two versions of one instant also has an empty interval, 
 rules tell the two apart by whether the next version names it (`timeline.overruled`); so
 the kept value follows the version before the one it turned down, never that one (hygiene
 seed 1375924, where a late trusted first value took the turned-down value for a version
-and held it in quarantine again).
+and held it in quarantine again). A version after the kept value's start is turned down
+too, and what it held from then on is held against the kept value (seed 1538916).
 """
 
 from __future__ import annotations
 
-from distill.core.models import FactStatus, Trust
+from distill.core.models import ConflictKind, Fact, FactStatus, Trust
 from tests.unit.test_late_edges import at, in_one_run, told_gp
 from tests.unit.test_properties import fresh_memory
 
@@ -74,3 +75,41 @@ def test_the_kept_value_follows_the_version_before_the_one_it_turned_down() -> N
         assert (b.valid_from, b.valid_to, b.superseded_by) == (at(5), at(5), kept.id)
         assert (a.valid_to, a.superseded_by) == (at(5), kept.id)
         assert (kept.status, kept.supersedes_id) == (FactStatus.ACTIVE, a.id)
+
+
+def test_what_a_version_turned_down_held_is_held_against_the_kept_value() -> None:
+    """The person's `a` of day 40 holds a semi-trusted `r` of day 13 and `g` of day 14. A
+    late semi-trusted `a` of day 5 makes `g` a version before the person's `a`, and a third
+    party's `a` for days 21-28 is held against `g`. A person then keeps `r`, current from
+    day 13: `g`, which began after it, is turned down, and the third party's `a`, said
+    while `r` held, is held against `r` (hygiene seed 1538916: it stayed held against `g`,
+    a set open over a value no longer a version)."""
+    with fresh_memory() as mem:
+        in_one_run(
+            mem,
+            told_gp(0, 40, "a", "trusted", "create"),
+            told_gp(1, 13, "r", "semi_trusted", "supersede"),
+            told_gp(2, 14, "g", "semi_trusted", "supersede"),
+        )
+        in_one_run(
+            mem,
+            told_gp(3, 5, "a", "semi_trusted", "create"),
+            told_gp(4, 41, "a", "third_party", "supersede", period=(21, 28)),
+        )
+
+        def named(value: str) -> Fact:
+            (fact,) = [
+                f for f in mem.facts("alice", include_retired=True) if f.value == {"v": value}
+            ]
+            return fact
+
+        over_r = next(cs for cs in mem.conflicts(subject="alice") if named("r").id in cs.member_ids)
+        mem.resolve_conflict(over_r.id, keep=named("r").id)
+
+        g = named("g")
+        assert (g.valid_from, g.valid_to) == (at(14), at(14))  # turned down
+        (held,) = mem.conflicts(subject="alice")
+        assert held.kind is ConflictKind.QUARANTINE
+        (third_party,) = [m for m in held.member_ids if m != named("r").id]
+        assert set(held.member_ids) == {named("r").id, third_party}
+        assert mem.fact(third_party).valid_from == at(21)

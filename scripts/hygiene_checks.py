@@ -25,7 +25,8 @@ After every step (`check_step`), the first violation ending the history:
 - events are never changed;
 - an open identity set and an open set of memories hold only live facts (a value or
   quarantine set may hold the version a late claim was held against, by design), and no
-  open set holds a value turned down (retracted, or a candidate a decision did not keep).
+  open set holds a value turned down (retracted, a candidate a decision did not keep, or a
+  version a person's decision emptied).
 
 Measured 2026-12-04, 40 minutes at 34a05f1, seeds 0 to 29,794: 29,795 histories, 730,155
 steps (the open-set check then counted without ending a history, and counted value sets
@@ -318,6 +319,23 @@ trusted version: the version takes it in now (`_take_in_restatements`). `--minut
 minimised to eight steps): a person kept a held value, which turned down a version that
 began after it, and a third party's statement held against that version stayed in a set
 open over it; the set holds the kept value instead (`resolve._held_against_kept`).
+(43) At 621fc5b: `--minutes 12 --start 1542860` (11,162 histories) found none; `--minutes
+12 --start 1416374` found 2, both present at 2721841. Seed 1420998 ("untrusted never
+served", minimised to eight steps): an untrusted value held in a value conflict against a
+pinned version (the pin, not trust, held it) followed the version once it was unpinned and
+a trusted restatement gave it an end; a value whose source yields to the version's is held
+after the end, as in order (`Rivals._held_after_end`). Seed 1419327 ("live open sets",
+nine steps): the check's own mistake. A person kept an untrusted 3 into history; a late
+trusted 5 of its instant, whose words sort after it, emptied it (the earlier of two
+versions of one instant), and a third party's 4 of that instant stayed held against it, as
+in world order. The check counted any candidate once retired as turned down; it now counts
+a candidate retired never true, or a version a person's decision emptied (`turned_down`).
+With the check refined, seed 1505468 (class 40) no longer counts at 2721841 either; its fix
+stands on its own (the held value restated the change in world order). The refined check
+counts one more shape, which seed 1538916's full history reached: a person kept a value
+over the current one, and a set holding the current one against a value said after the
+kept one began stayed open over it; such a set now holds the kept value too, for the
+current version a decision replaces as for those it overlaps (`_held_against_kept`).
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 
@@ -384,18 +402,26 @@ def check_state(mem: Memory, facts: dict[str, Fact]) -> None:
 
 
 def turned_down(mem: Memory, fact: Fact) -> bool:
-    """Retracted, or a candidate retired never true (a decision that did not keep it): a
-    value nobody holds. A version of one instant, or one filed into history with an empty
-    interval, is never true too, and a set may still weigh a late claim against it."""
+    """Retracted, or retired never true by a decision: a candidate not kept, or a version a
+    person's decision emptied (a kept value began before it): a value nobody holds. A
+    version of one instant, or one filed into history with an empty interval, is never
+    true too, and a set may still weigh a late claim against it, also when it was a
+    candidate a person kept into history that a later claim of its instant emptied (seed
+    1419327: the earlier of two versions of one instant, until session 52 counted here)."""
     if fact.status is FactStatus.RETRACTED:
         return True
     if fact.status is not FactStatus.SUPERSEDED or not fact.never_true:
         return False
     held, retired = FactStatus.CANDIDATE.value, FactStatus.SUPERSEDED.value
-    return any(
-        (e.before or {}).get("status") == held and (e.after or {}).get("status") == retired
-        for e in mem.store.audit_for(fact.project, fact.id)
-    )
+    for e in mem.store.audit_for(fact.project, fact.id):
+        before, after = e.before or {}, e.after or {}
+        emptied = after.get("valid_to") is not None and (
+            datetime.fromisoformat(str(after["valid_to"])) <= fact.valid_from
+        )
+        not_kept = before.get("status") == held and after.get("status") == retired
+        if emptied and (not_kept or e.pass_name == "api"):
+            return True
+    return False
 
 
 def one_value_at_a_time(facts: Any) -> None:

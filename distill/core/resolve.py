@@ -217,13 +217,15 @@ def resolve_conflict(
     # The candidates turned down were never true: a set that held them against another
     # version has its question answered for them.
     rejected = {f.id for f in losers if f.status is FactStatus.CANDIDATE}
+    # The versions that end where the kept fact begins (a current one it replaced, too).
+    replaced = [*overlapped, *(f for f in losers if f.status is FactStatus.ACTIVE)]
     for other in others:
         moved = _follow(
             other, conflict, {f.id for f in losers}, rejected, members, kept, now, resolver
         )
         said = _followed(reason, moved, kept) if moved is not None else ""
-        if kept is not None and later is None and overlapped:
-            held = _held_against_kept(moved or other, overlapped, kept, members)
+        if kept is not None and later is None and replaced:
+            held = _held_against_kept(moved or other, replaced, kept, members)
             if held is not None:
                 moved, said = held, f"{reason}: {kept.id} holds where its members were said"
         if moved is not None:
@@ -232,15 +234,16 @@ def resolve_conflict(
 
 
 def _held_against_kept(
-    other: ConflictSet, overlapped: Sequence[Fact], kept: Fact, members: Mapping[str, Fact]
+    other: ConflictSet, versions: Sequence[Fact], kept: Fact, members: Mapping[str, Fact]
 ) -> ConflictSet | None:
-    """An open value or quarantine set that holds candidates against one of the versions
-    the kept fact now overlaps (`_overlapped`: it ends where the kept fact begins), every
-    candidate dated from then on: in world order each met the kept fact as the version in
-    force, so the set holds it in that version's place (a quarantine only while each
-    candidate's source yields to it: else a value conflict, theirs to decide). None when
-    not so: a candidate dated before stays held against the version it met."""
-    ended = {f.id for f in overlapped}
+    """An open value or quarantine set that holds candidates against one of the `versions`
+    that now end where the kept fact begins (the current one it replaced, those it
+    overlaps: `_overlapped`), every candidate dated from then on: in world order each met
+    the kept fact as the version in force, so the set holds it in that version's place (a
+    quarantine only while each candidate's source yields to it: else a value conflict,
+    theirs to decide). None when not so: a candidate dated before stays held against the
+    version it met."""
+    ended = {f.id for f in versions}
     if (
         other.status is not ConflictStatus.OPEN
         or other.kind is ConflictKind.IDENTITY

@@ -538,7 +538,10 @@ class Rivals(WorkingSet):
     def _held_after_end(self, head: Fact, end: datetime) -> None:
         """A different value held against `head` in a conflict set of the two of them, dated
         from `head`'s new stated end on: the two were never true at once, so in order it
-        would have followed `head`. It does now, and the set is resolved for it."""
+        would have followed `head`. It does now, and the set is resolved for it. Not one
+        whose source yields to `head`'s (held against it in a value conflict only because
+        `head` was pinned then): after a stated end the version is still the one in force,
+        and such a value is held against it in order (`Adjudicator._state`)."""
         open_set = self._open_set(head.id)
         if (
             open_set is None
@@ -548,7 +551,12 @@ class Rivals(WorkingSet):
         ):
             return
         [rival] = [self.s.facts[m] for m in open_set.member_ids if m != head.id]
-        if rival.status is FactStatus.CANDIDATE and not rival.pinned and rival.valid_from >= end:
+        if (
+            rival.status is FactStatus.CANDIDATE
+            and not rival.pinned
+            and rival.valid_from >= end
+            and not rival.trust.yields_to(head.trust)
+        ):
             self._adopt(None, head, rival, open_set, "it began after the value held ended")
 
     def _now_a_return(self, older: Fact, key: str) -> None:

@@ -7,7 +7,8 @@ the change, the change has replaced the value, and may have been replaced in tur
 rules put the state where world order would have (`_trust_raised`):
 
 * the less trusted versions after it, up to the current one, are held, and it is current
-  again (`_yielding_to`);
+  again (`_yielding_to`), taking in the statements of its value held against them
+  (`_take_in_restatements`);
 * a change followed by a restatement of the version's value is held, and the restatement
   takes the version in (`_rejoined`);
 * a change whose value a later version restates after a gap: the version ends where that
@@ -109,6 +110,8 @@ class RaisedTrust(TrustOrder):
                 and values_equal(self.s.facts[m].value, current.value)
                 and self._restating(self.s.facts[m], current.valid_from, end)
             ]
+            if not restating:
+                continue
             for m in restating:
                 self._take_in(self.s.facts[current.id], m, reason)
                 self._revise(
@@ -121,13 +124,10 @@ class RaisedTrust(TrustOrder):
                     retired_at=self.now,
                 )
                 self.s.support[m.id] = ()
-            if not restating:
-                continue
-            left = tuple(m for m in cs.member_ids if m not in {f.id for f in restating})
-            if left == (held.id,):
-                self._revise_conflict(
-                    cs, reason, member_ids=(current.id, *[f.id for f in restating])
-                )
+            taken = tuple(f.id for f in restating)
+            left = tuple(m for m in cs.member_ids if m not in taken)
+            if left == (held.id,):  # nothing else held: answered, for `current`
+                self._revise_conflict(cs, reason, member_ids=(current.id, *taken))
                 self._settle(self.s.conflicts[cs.id], current.id, reason)
             else:
                 self._revise_conflict(cs, reason, member_ids=left)

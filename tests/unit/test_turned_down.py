@@ -113,3 +113,27 @@ def test_what_a_version_turned_down_held_is_held_against_the_kept_value() -> Non
         (third_party,) = [m for m in held.member_ids if m != named("r").id]
         assert set(held.member_ids) == {named("r").id, third_party}
         assert mem.fact(third_party).valid_from == at(21)
+
+
+def test_what_the_replaced_version_held_after_the_kept_value_began_is_held_against_it() -> None:
+    """The person's `c` of day 10 holds an untrusted `k` of day 12 and a third party's `r`
+    of day 15 in two sets. A person keeps `k`, current from day 12: `r`, said while `k`
+    held, is held against `k` now, in a value conflict (a third party's source does not
+    yield to an untrusted one; the person decides), not against `c` (hygiene seed 1538916,
+    whose `c` the decision turned down)."""
+    with fresh_memory() as mem:
+        (c,) = in_one_run(mem, told_gp(0, 10, "c", "trusted", "create"))
+        in_one_run(mem, told_gp(1, 12, "k", "untrusted", "supersede"))
+        in_one_run(mem, told_gp(2, 15, "r", "third_party", "supersede"))
+        sets = mem.conflicts(subject="alice")
+        (over_k,) = [
+            cs for cs in sets if any(mem.fact(m).value == {"v": "k"} for m in cs.member_ids)
+        ]
+        (k,) = [m for m in over_k.member_ids if m != c.id]
+
+        mem.resolve_conflict(over_k.id, keep=k)
+
+        (held,) = mem.conflicts(subject="alice")
+        assert held.kind is ConflictKind.CONFLICT
+        assert k in held.member_ids and c.id not in held.member_ids
+        assert (mem.fact(c.id).valid_to, mem.fact(k).status) == (at(12), FactStatus.ACTIVE)

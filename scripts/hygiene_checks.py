@@ -336,6 +336,17 @@ counts one more shape, which seed 1538916's full history reached: a person kept 
 over the current one, and a set holding the current one against a value said after the
 kept one began stayed open over it; such a set now holds the kept value too, for the
 current version a decision replaces as for those it overlaps (`_held_against_kept`).
+(44) The refined check's first runs, at e9b7fb2: `--minutes 12 --start 1554022` (11,399
+histories) found 4 and `--minutes 12 --start 1425000` (11,550) found 7, all "live open
+sets" after a person's decision, present at 2721841 (where the check did not count them):
+a version the decision turned down stayed in a set holding a value said before the kept
+one began (seed 1560854, six steps) or inside a kept value filed into history (seed
+1425121). A version a decision turns down passes what it held to the kept value; one it
+ends passes what was said inside the kept value's interval, current or filed into history
+(`_held_against_kept`). The same ranges again with that rule found 1 (seed 1561424, nine
+steps): the kept value, filed into history, turned down a version whose held value was of
+the instant the kept one ends (its words sorting before the next version's); a turned-down
+version's set passes to the kept value whether it is current or history now.
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

@@ -106,7 +106,10 @@ history that agreed before disagrees now. Of the 50, the two left with two value
 (`a b a b`, the last `b` a create, `a` of day 0 arriving last) need a fact deleted: before
 `a` arrives, the last `b` returned to a `b` version and began a version of its own; in world
 order it repeated the `b` held against `a`, one fact where arrival made two, and a fact once
-written is never deleted.
+written is never deleted. Session 52: `--four 240` 50 -> 48 at 21ec34a (a version given an
+end keeps only its own statements, `Rivals._given_an_end`; a late change filed into history
+is the value held against the version before it that restated it, `_held_after`); `--four
+40 --seed 1` 8, `--trust`, `--periods`, `--one-name` unchanged (0, 0, 0).
 """
 
 from __future__ import annotations

@@ -168,7 +168,7 @@ def resolve_conflict(
         said = f"{reason}: {kept.id} holds from {kept.valid_from.isoformat()}"
         plan.add(ReviseFact(fact, after, "retime", said, pass_name))
     if kept is not None and later is not None:
-        end = later.valid_from if kept.valid_to is None else min(kept.valid_to, later.valid_from)
+        end = _kept_until(kept, later)
         after = kept.model_copy(
             update={
                 "status": FactStatus.SUPERSEDED,
@@ -224,8 +224,8 @@ def resolve_conflict(
             other, conflict, {f.id for f in losers}, rejected, members, kept, now, resolver
         )
         said = _followed(reason, moved, kept) if moved is not None else ""
-        if kept is not None and later is None and replaced:
-            held = _held_against_kept(moved or other, replaced, kept, members)
+        if kept is not None and replaced:
+            held = _held_against_kept(moved or other, replaced, kept, later, members)
             if held is not None:
                 moved, said = held, f"{reason}: {kept.id} holds where its members were said"
         if moved is not None:
@@ -234,37 +234,63 @@ def resolve_conflict(
 
 
 def _held_against_kept(
-    other: ConflictSet, versions: Sequence[Fact], kept: Fact, members: Mapping[str, Fact]
+    other: ConflictSet,
+    versions: Sequence[Fact],
+    kept: Fact,
+    later: Fact | None,
+    members: Mapping[str, Fact],
 ) -> ConflictSet | None:
     """An open value or quarantine set that holds candidates against one of the `versions`
     that now end where the kept fact begins (the current one it replaced, those it
-    overlaps: `_overlapped`), every candidate dated from then on: in world order each met
-    the kept fact as the version in force, so the set holds it in that version's place (a
-    quarantine only while each candidate's source yields to it: else a value conflict,
-    theirs to decide). None when not so: a candidate dated before stays held against the
-    version it met."""
-    ended = {f.id for f in versions}
+    overlaps: `_overlapped`), when every candidate is dated inside the kept fact's
+    interval (to `later`, the version it is filed before, if any): in world order each met
+    the kept fact as the version in force, so the set holds it in that version's place. So
+    too when the decision turned that version down (it began no earlier than the kept
+    fact): a value nobody holds holds nothing, and its question passes to the kept value
+    (seed 1561424: a value of the instant the kept one ends, whose words sort before the
+    next version's, met the kept one). A quarantine only while each candidate's source
+    yields to the kept fact's; else a value conflict, theirs to decide. None otherwise: a
+    candidate dated before stays held against the version it met."""
+    ended = [f for f in versions if f.id in other.member_ids]
     if (
         other.status is not ConflictStatus.OPEN
         or other.kind is ConflictKind.IDENTITY
         or kept.id in other.member_ids
-        or len(ended & set(other.member_ids)) != 1
+        or len(ended) != 1
     ):
         return None
-    held = [members.get(m) for m in other.member_ids if m not in ended]
-    if not held or any(
-        f is None or f.status is not FactStatus.CANDIDATE or f.valid_from < kept.valid_from
+    held = [members.get(m) for m in other.member_ids if m != ended[0].id]
+    until = kept.valid_to if later is None else _kept_until(kept, later)
+    inside = all(
+        f is not None
+        and kept.valid_from <= f.valid_from
+        and (until is None or f.valid_from < until)
         for f in held
-    ):
+    )
+    turned_down = kept.valid_from <= ended[0].valid_from
+    if not held or any(f is None or f.status is not FactStatus.CANDIDATE for f in held):
         return None
-    yields = all(f.trust.yields_to(kept.trust) for f in held if f is not None)
-    kind = ConflictKind.QUARANTINE if other.kind is ConflictKind.QUARANTINE and yields else None
+    if not (inside or turned_down):
+        return None
+    trusts = [f.trust for f in held if f is not None]
+    quarantined = other.kind is ConflictKind.QUARANTINE and all(
+        t.yields_to(kept.trust) for t in trusts
+    )
+    source = max(trusts, key=lambda t: t.rank)
     return other.model_copy(
         update={
-            "member_ids": tuple(kept.id if m in ended else m for m in other.member_ids),
-            "kind": kind or ConflictKind.CONFLICT,
+            "member_ids": tuple(kept.id if m == ended[0].id else m for m in other.member_ids),
+            "kind": ConflictKind.QUARANTINE if quarantined else ConflictKind.CONFLICT,
+            "reason": f"{source} source may not displace a {kept.trust} fact"
+            if quarantined
+            else "different value",
         }
     )
+
+
+def _kept_until(kept: Fact, later: Fact) -> datetime:
+    """Where a kept candidate filed into history before `later` ends."""
+    return later.valid_from if kept.valid_to is None else min(kept.valid_to, later.valid_from)
 
 
 def _followed(reason: str, moved: ConflictSet, kept: Fact | None) -> str:

@@ -137,3 +137,95 @@ def test_what_the_replaced_version_held_after_the_kept_value_began_is_held_again
         assert held.kind is ConflictKind.CONFLICT
         assert k in held.member_ids and c.id not in held.member_ids
         assert (mem.fact(c.id).valid_to, mem.fact(k).status) == (at(12), FactStatus.ACTIVE)
+
+
+def test_a_version_a_decision_turned_down_passes_what_it_held_to_the_kept_value() -> None:
+    """A semi-trusted `a` of day 40 holds a third party's `c` of day 17 and its change to
+    `b` on day 2. A person keeps `c`: `a`, which began after it, is turned down, and `b`,
+    dated before `c`, was held against `a` alone. A value nobody holds holds nothing: `b`
+    is held against the kept `c`, in a value conflict (a third party's source against a
+    third party's), for the person to decide (hygiene seed 1560854)."""
+    with fresh_memory() as mem:
+        (a,) = in_one_run(mem, told_gp(0, 40, "a", "semi_trusted", "create"))
+        in_one_run(
+            mem,
+            told_gp(1, 17, "c", "third_party", "create"),
+            told_gp(2, 2, "b", "third_party", "supersede"),
+        )
+        sets = mem.conflicts(subject="alice")
+        (over_c,) = [
+            cs for cs in sets if any(mem.fact(m).value == {"v": "c"} for m in cs.member_ids)
+        ]
+        (c,) = [m for m in over_c.member_ids if m != a.id]
+
+        mem.resolve_conflict(over_c.id, keep=c)
+
+        assert (mem.fact(a.id).valid_from, mem.fact(a.id).valid_to) == (at(40), at(40))
+        (held,) = mem.conflicts(subject="alice")
+        (b,) = [m for m in held.member_ids if m != c]
+        assert (held.kind, set(held.member_ids)) == (ConflictKind.CONFLICT, {c, b})
+        assert mem.fact(b).value == {"v": "b"}
+
+
+def test_a_version_a_value_kept_into_history_overlaps_passes_on_what_was_said_inside_it() -> None:
+    """The person's `a` of day 4, restated on day 12, holds a semi-trusted `b` of day 4 and
+    an untrusted `c` of day 23; the person's change to `b` on day 32 replaces `a`. A
+    person then keeps the held `b`, which is filed into history from day 4 to day 32 and
+    turns `a` down; `c`, said inside that interval, is held against the kept `b` in
+    quarantine (hygiene seed 1425121, where it stayed held against the turned-down `a`)."""
+    with fresh_memory() as mem:
+        in_one_run(
+            mem,
+            told_gp(0, 4, "a", "trusted", "create"),
+            told_gp(4, 12, "a", "trusted", "create"),
+            told_gp(1, 4, "b", "semi_trusted", "create"),
+            told_gp(2, 32, "b", "trusted", "supersede"),
+            told_gp(3, 23, "c", "untrusted", "supersede"),
+        )
+        sets = mem.conflicts(subject="alice")
+        facts = mem.facts("alice", include_retired=True)
+        (held_b,) = [f.id for f in facts if f.value == {"v": "b"} and f.status.value == "candidate"]
+        (over_b,) = [cs for cs in sets if held_b in cs.member_ids]
+
+        mem.resolve_conflict(over_b.id, keep=held_b)
+
+        kept = mem.fact(held_b)
+        assert (kept.status, kept.valid_from, kept.valid_to) == (
+            FactStatus.SUPERSEDED, at(4), at(32),
+        )  # fmt: skip
+        (held,) = mem.conflicts(subject="alice")
+        assert held.kind is ConflictKind.QUARANTINE
+        (c,) = [m for m in held.member_ids if m != held_b]
+        assert set(held.member_ids) == {held_b, c} and mem.fact(c).value == {"v": "c"}
+
+
+def test_a_value_of_the_instant_a_kept_value_ends_is_held_against_it() -> None:
+    """An untrusted `g` of day 5, held alone, and the person's `g` for days 22-30; then
+    the person's change to `r` on day 5 and a semi-trusted change to `b` on day 22, which
+    meets `r` (its words sort before the person's `g` of that instant) and is held. A
+    person keeps the untrusted `g`: it is filed into history from day 5 to day 22 and turns
+    `r` down, and `b` is held against the kept `g` in a value conflict (seed 1561424)."""
+    with fresh_memory() as mem:
+        in_one_run(
+            mem,
+            told_gp(0, 5, "g", "untrusted", "supersede"),
+            told_gp(1, 23, "g", "trusted", "create", period=(22, 30)),
+        )
+        in_one_run(
+            mem,
+            told_gp(2, 5, "r", "trusted", "supersede"),
+            told_gp(3, 22, "b", "semi_trusted", "supersede"),
+        )
+        sets = mem.conflicts(subject="alice")
+        (alone,) = [cs for cs in sets if len(cs.member_ids) == 1]
+        (g,) = alone.member_ids
+
+        mem.resolve_conflict(alone.id, keep=g)
+
+        (r,) = [f for f in mem.facts("alice", include_retired=True) if f.value == {"v": "r"}]
+        assert (r.valid_from, r.valid_to) == (at(5), at(5))
+        assert (mem.fact(g).valid_from, mem.fact(g).valid_to) == (at(5), at(22))
+        (held,) = mem.conflicts(subject="alice")
+        (b,) = [m for m in held.member_ids if m != g]
+        assert (held.kind, set(held.member_ids)) == (ConflictKind.CONFLICT, {g, b})
+        assert mem.fact(b).value == {"v": "b"}

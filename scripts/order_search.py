@@ -109,7 +109,9 @@ order it repeated the `b` held against `a`, one fact where arrival made two, and
 written is never deleted. Session 52: `--four 240` 50 -> 48 at 21ec34a (a version given an
 end keeps only its own statements, `Rivals._given_an_end`; a late change filed into history
 is the value held against the version before it that restated it, `_held_after`); `--four
-40 --seed 1` 8, `--trust`, `--periods`, `--one-name` unchanged (0, 0, 0).
+40 --seed 1` 8, `--trust`, `--periods`, `--one-name` unchanged (0, 0, 0); the two that now
+agree are `a:create@0 b:supersede@1 b:create@2 c:supersede@3` and its form with `a` a
+change, and no history that agreed at 2721841 disagrees now.
 """
 
 from __future__ import annotations

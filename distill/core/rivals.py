@@ -493,13 +493,13 @@ class Rivals(WorkingSet):
             self._held_after_end(version, end)
             return
         early = [s for s in support if s.at < end]
+        self.s.support[version.id] = tuple(early)  # the later ones are the restated part's
         restated_id = self.new_id()
         said = max((s.trust for s in later), key=lambda trust: trust.rank)
         held = max((s.trust for s in early), key=lambda trust: trust.rank, default=said)
         if said.yields_to(held):
             reason = f"{said} source may not displace a {held} fact"
             self._revise(version, "retime", reason, **supported_by(early, version))
-            self.s.support[version.id] = tuple(early)
             quarantined = version.model_copy(
                 update={
                     "id": restated_id,
@@ -519,7 +519,6 @@ class Rivals(WorkingSet):
             return
         reason = "the value was stated again after its stated end"
         self._retire(version, reason, end, restated_id, **supported_by(early, version))
-        self.s.support[version.id] = tuple(early)  # the later ones are the restated part's
         restated = version.model_copy(
             update={
                 "id": restated_id,
@@ -536,12 +535,11 @@ class Rivals(WorkingSet):
         self._follow_identity_sets(version, restated)
 
     def _held_after_end(self, head: Fact, end: datetime) -> None:
-        """A different value held against `head` in a conflict set of the two of them, dated
-        from `head`'s new stated end on: the two were never true at once, so in order it
-        would have followed `head`. It does now, and the set is resolved for it. Not one
-        whose source yields to `head`'s (held against it in a value conflict only because
-        `head` was pinned then): after a stated end the version is still the one in force,
-        and such a value is held against it in order (`Adjudicator._state`)."""
+        """A different value held against `head` in a value conflict of the two, dated from
+        `head`'s new stated end on: never true at once, in order it would have followed
+        `head`; it does now, the set resolved for it. Not one whose source yields to
+        `head`'s (held in a value conflict only for a pin, since lifted): after a stated end
+        the version is still in force, and holds it in order (`Adjudicator._state`)."""
         open_set = self._open_set(head.id)
         if (
             open_set is None
@@ -551,12 +549,8 @@ class Rivals(WorkingSet):
         ):
             return
         [rival] = [self.s.facts[m] for m in open_set.member_ids if m != head.id]
-        if (
-            rival.status is FactStatus.CANDIDATE
-            and not rival.pinned
-            and rival.valid_from >= end
-            and not rival.trust.yields_to(head.trust)
-        ):
+        free = rival.status is FactStatus.CANDIDATE and not rival.pinned
+        if free and rival.valid_from >= end and not rival.trust.yields_to(head.trust):
             self._adopt(None, head, rival, open_set, "it began after the value held ended")
 
     def _now_a_return(self, older: Fact, key: str) -> None:

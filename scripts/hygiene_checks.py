@@ -320,7 +320,7 @@ minimised to eight steps): a person kept a held value, which turned down a versi
 began after it, and a third party's statement held against that version stayed in a set
 open over it; the set holds the kept value instead (`resolve._held_against_kept`).
 (43) At 621fc5b: `--minutes 12 --start 1542860` (11,162 histories) found none; `--minutes
-12 --start 1416374` found 2, both present at 2721841. Seed 1420998 ("untrusted never
+12 --start 1416374` (11,145) found 2, both present at 2721841. Seed 1420998 ("untrusted never
 served", minimised to eight steps): an untrusted value held in a value conflict against a
 pinned version (the pin, not trust, held it) followed the version once it was unpinned and
 a trusted restatement gave it an end; a value whose source yields to the version's is held
@@ -346,7 +346,9 @@ ends passes what was said inside the kept value's interval, current or filed int
 (`_held_against_kept`). The same ranges again with that rule found 1 (seed 1561424, nine
 steps): the kept value, filed into history, turned down a version whose held value was of
 the instant the kept one ends (its words sorting before the next version's); a turned-down
-version's set passes to the kept value whether it is current or history now.
+version's set passes to the kept value whether it is current or history now. At 5d60f36:
+`--minutes 10 --start 1565421` (8,179 histories) found none; at a842cb2, the session's
+final rules: `--minutes 8 --start 1573600` (4,432) found none.
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

@@ -259,20 +259,18 @@ def _held_against_kept(
         or len(ended) != 1
     ):
         return None
-    held = [members.get(m) for m in other.member_ids if m != ended[0].id]
+    loaded = [members.get(m) for m in other.member_ids if m != ended[0].id]
+    held = [f for f in loaded if f is not None and f.status is FactStatus.CANDIDATE]
+    if not held or len(held) != len(loaded):
+        return None
     until = kept.valid_to if later is None else _kept_until(kept, later)
     inside = all(
-        f is not None
-        and kept.valid_from <= f.valid_from
-        and (until is None or f.valid_from < until)
-        for f in held
+        kept.valid_from <= f.valid_from and (until is None or f.valid_from < until) for f in held
     )
     turned_down = kept.valid_from <= ended[0].valid_from
-    if not held or any(f is None or f.status is not FactStatus.CANDIDATE for f in held):
-        return None
     if not (inside or turned_down):
         return None
-    trusts = [f.trust for f in held if f is not None]
+    trusts = [f.trust for f in held]
     quarantined = other.kind is ConflictKind.QUARANTINE and all(
         t.yields_to(kept.trust) for t in trusts
     )

@@ -244,7 +244,9 @@ class Adjudicator(LateArrivals):
         # that raised its trust had not been made yet (`_change_inside` files the claim).
         less = c.event.trust.rank < head.trust.rank
         met = self._trust_then(head, at) if less else head.trust
-        if c.event.trust.yields_to(met):
+        # After its stated end the head is displaced by nothing: a less trusted value then
+        # follows it (an untrusted one is held whatever it meets).
+        if c.event.trust.yields_to(met) and not (ended and c.event.trust is not Trust.UNTRUSTED):
             open_set = self._open_set(head.id)
             repeated = self._repeat_held(c, open_set, new_value) if open_set else None
             if repeated is not None:

@@ -107,15 +107,17 @@ class LateArrivals(FirstValues):
         around = [f for f in (base, following) if f is not None]
         trust = c.event.trust
         # In order, the version in force at t (`base`) is what this claim would have met: a
-        # less trusted claim is held against it. Before the first version there is none: the
-        # claim came first (untrusted: held alone), and that version's first create from a
-        # more trusted source held it in quarantine (`_over_less_trusted`, also when an
-        # earlier statement of it was held in conflict with the claim: `_held_restating`; a
-        # change would have replaced it).
+        # less trusted claim is held against it, unless `base` had ended by then (a gap: it
+        # displaced nothing). Before the first version there is none: the claim came first
+        # (untrusted: held alone), and that version's first create from a more trusted
+        # source held it in quarantine (`_over_less_trusted`, also when an earlier statement
+        # of it was held in conflict with the claim: `_held_restating`; a change would have
+        # replaced it), unless the claim had ended by then.
         held_against = base
         if (
             base is None
             and trust is not Trust.UNTRUSTED
+            and not (c.claim.valid_to is not None and c.claim.valid_to <= following.valid_from)
             and self._held_by_a_create(following, t, trust)
             and not values_equal(value, following.value)
         ):
@@ -123,6 +125,8 @@ class LateArrivals(FirstValues):
         # What `base` was when the claim's instant came: a later statement that raised its
         # trust had not been made yet.
         met = self._trust_then(base, at) if held_against is base and base else None
+        if held_against is base and gap and trust is not Trust.UNTRUSTED:
+            held_against = None
         if trust is Trust.UNTRUSTED or (
             held_against is not None and trust.yields_to(met or held_against.trust)
         ):
@@ -235,7 +239,7 @@ class LateArrivals(FirstValues):
             return self._earlier_than_contested(c, following, contested, ident, value)
         if self._replaced_create(c, base, following):
             return self._before_replaced_create(c, versions, at, following, ident, value)
-        after = [] if base is None or gap else self._displaced_by_less_trusted(c, following, value)
+        after = [] if base is None else self._displaced_by_less_trusted(c, following, value)
         if base is not None and after:
             return self._inside_over_less_trusted(c, base, after, ident, value)
         return self._historical(c, versions, at, ident, base, following, value)

@@ -35,7 +35,7 @@ from distill.core.models import (
     Trust,
 )
 from distill.core.passes import Decision
-from distill.core.support import Support, held_until, supported_by
+from distill.core.support import Support, held_until, own_end, supported_by
 from distill.core.working import (
     CONFLICT_MAX_MEMBERS,
     Candidate,
@@ -481,10 +481,11 @@ class Rivals(WorkingSet):
     def _given_an_end(self, version: Fact, end: datetime, until: datetime | None) -> None:
         """The current version, which held until `until`, given an earlier stated `end`: its
         statements dated from that end on restated the value after a gap, so they are a
-        version of their own, to `until` (as in order, where a value stated after the end of
-        the one in force is a return to it), unless their sources could not have replaced
-        the version's (then they are held in quarantine against it, as in order); else a
-        value held against it from that end on follows it (`_held_after_end`)."""
+        version of their own, to `until` or the end they stated (as in order, where a value
+        stated after the end of the one in force is a return to it, whatever its source's
+        trust), unless all are untrusted (then they are held in quarantine against it, as in
+        order); else a value held against it from that end on follows it
+        (`_held_after_end`)."""
         if version.status is not FactStatus.ACTIVE:
             return
         support = self.s.support.get(version.id, ())
@@ -495,62 +496,52 @@ class Rivals(WorkingSet):
         early = [s for s in support if s.at < end]
         self.s.support[version.id] = tuple(early)  # the later ones are the restated part's
         restated_id = self.new_id()
-        said = max((s.trust for s in later), key=lambda trust: trust.rank)
-        held = max((s.trust for s in early), key=lambda trust: trust.rank, default=said)
-        if said.yields_to(held):
-            reason = f"{said} source may not displace a {held} fact"
+        # Restated only by an untrusted source, which could not have made it current: held
+        # in quarantine against it, as in order; any other follows the gap.
+        held = all(s.trust is Trust.UNTRUSTED for s in later)
+        if held:
+            reason = "untrusted source"
             self._revise(version, "retime", reason, **supported_by(early, version))
-            quarantined = version.model_copy(
-                update={
-                    "id": restated_id,
-                    "status": FactStatus.CANDIDATE,
-                    "valid_from": min(s.at for s in later),
-                    "valid_to": until,
-                    "recorded_at": self.now,
-                    "supersedes_id": None,
-                    "unpaired_change": False,
-                    **supported_by(later, version),
-                }
-            )
-            self._create(quarantined, f"quarantined: {reason}", vector_from=version.id)
-            self.s.support[restated_id] = tuple(later)
-            members = (version.id, restated_id)
-            self._open_conflict(version.identity_key, members, ConflictKind.QUARANTINE, reason)
-            return
-        reason = "the value was stated again after its stated end"
-        self._retire(version, reason, end, restated_id, **supported_by(early, version))
+        else:
+            reason = "the value was stated again after its stated end"
+            self._retire(version, reason, end, restated_id, **supported_by(early, version))
         restated = version.model_copy(
             update={
                 "id": restated_id,
+                "status": FactStatus.CANDIDATE if held else version.status,
                 "valid_from": min(s.at for s in later),
-                "valid_to": until,
+                "valid_to": until if held or until else own_end(later),
                 "recorded_at": self.now,
-                "supersedes_id": version.id,
+                "supersedes_id": None if held else version.id,
                 "unpaired_change": False,
                 **supported_by(later, version),
             }
         )
-        self._create(restated, reason, vector_from=version.id)
+        self._create(restated, f"quarantined: {reason}" if held else reason, vector_from=version.id)
         self.s.support[restated_id] = tuple(later)
-        self._follow_identity_sets(version, restated)
+        if held:
+            members = (version.id, restated_id)
+            self._open_conflict(version.identity_key, members, ConflictKind.QUARANTINE, reason)
+        else:
+            self._follow_identity_sets(version, restated)
 
     def _held_after_end(self, head: Fact, end: datetime) -> None:
-        """A different value held against `head` in a value conflict of the two, dated from
-        `head`'s new stated end on: never true at once, in order it would have followed
-        `head`; it does now, the set resolved for it. Not one whose source yields to
-        `head`'s (held in a value conflict only for a pin, since lifted): after a stated end
-        the version is still in force, and holds it in order (`Adjudicator._state`)."""
+        """A different value held against `head` in a set of the two (a value conflict, or
+        a quarantine for its source), dated from `head`'s new stated end on: never true at
+        once, in order it would have followed `head`, displacing nothing; it does now, the
+        set resolved for it. Not an untrusted one (held in a value conflict only for a pin,
+        since lifted): in order it is held whatever it meets (`Adjudicator._state`)."""
         open_set = self._open_set(head.id)
         if (
             open_set is None
-            or open_set.kind is not ConflictKind.CONFLICT
+            or open_set.kind not in (ConflictKind.CONFLICT, ConflictKind.QUARANTINE)
             or open_set.identity_key != head.identity_key
             or len(open_set.member_ids) != 2
         ):
             return
         [rival] = [self.s.facts[m] for m in open_set.member_ids if m != head.id]
         free = rival.status is FactStatus.CANDIDATE and not rival.pinned
-        if free and rival.valid_from >= end and not rival.trust.yields_to(head.trust):
+        if free and rival.valid_from >= end and rival.trust is not Trust.UNTRUSTED:
             self._adopt(None, head, rival, open_set, "it began after the value held ended")
 
     def _now_a_return(self, older: Fact, key: str) -> None:

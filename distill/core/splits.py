@@ -34,10 +34,11 @@ from distill.core.models import (
     FactStatus,
     Outcome,
     Resolver,
+    Trust,
 )
 from distill.core.passes import Decision
 from distill.core.rivals import Rivals
-from distill.core.support import Support, held_until, said_order, supported_by
+from distill.core.support import Support, held_until, own_end, said_order, supported_by
 from distill.core.working import Candidate, Identity
 
 
@@ -56,9 +57,13 @@ class Splits(Rivals):
         """A change dated inside a version, before some of that version's restatements,
         arrived late: in world time the value changed at t and was restated afterwards. The
         version splits into the part before t and a restated part from the first later
-        statement; the change sits between them, as it would had everything come in order."""
+        statement; the change sits between them, as it would had everything come in order.
+        Less trusted restatements inside the change's stated period, when others come after
+        it, are held against the change; the others restate the value after it ended."""
         t = self._time(c)
-        later_ids = {s.event_id for s in later}
+        inside = self._inside_the_change(c, later)
+        later = [s for s in later if s not in inside]
+        later_ids = {s.event_id for s in [*later, *inside]}
         early = [s for s in self.s.support[version.id] if s.event_id not in later_ids]
         restart = min(s.at for s in later)
         held = self._held_for_change(version, early, restart, value)
@@ -112,8 +117,49 @@ class Splits(Rivals):
                 "an older version was split before it",
                 supersedes_id=tail,
             )
+        if inside:
+            self._hold_inside(version, self.s.facts[change.id], inside)
         self._now_a_return(self.s.facts[change.id], ident.key)  # after the link: it may retire
         return Decision(Outcome.HISTORICAL, change.id, reason)
+
+    def _inside_the_change(self, c: Candidate, later: list[Support]) -> list[Support]:
+        """The restatements of a split version dated inside the late change's stated
+        period, when all could not displace it (`_restated_by_less_trusted`) and some that
+        could be a version after its end come after it: in world order the first met the
+        change in force and were held, the others followed its end. Else none."""
+        end = c.claim.valid_to
+        if end is None:
+            return []
+        inside = [s for s in later if s.at < end]
+        beyond = [s for s in later if s.at >= end]
+        if not inside or not any(s.trust is not Trust.UNTRUSTED for s in beyond):
+            return []
+        return inside if self._restated_by_less_trusted(c, inside) else []
+
+    def _hold_inside(self, version: Fact, change: Fact, inside: list[Support]) -> None:
+        """A candidate of `version`'s value, of its `inside` statements, held in quarantine
+        against `change` (`_inside_the_change`)."""
+        held_id = self.new_id()
+        reason = "restated only by less trusted sources inside it: held against the change"
+        held = version.model_copy(
+            update={
+                "id": held_id,
+                "status": FactStatus.CANDIDATE,
+                "valid_from": min(s.at for s in inside),
+                "valid_to": held_until(inside),
+                "recorded_at": self.now,
+                "retired_at": None,
+                "supersedes_id": None,
+                "superseded_by": None,
+                "unpaired_change": False,
+                "stated": None,
+                **supported_by(inside, version),
+            }
+        )
+        self._create(held, reason, vector_from=version.id)
+        self.s.support[held_id] = tuple(inside)
+        key = change.identity_key
+        self._open_conflict(key, (change.id, held_id), ConflictKind.QUARANTINE, reason)
 
     def _adoption_undone(self, version: Fact, at: timeline.At, later: list[Support]) -> bool:
         """Whether a claim at `at`, inside `version` and before its `later` statements, shows
@@ -281,10 +327,13 @@ class Splits(Rivals):
         """Whether, in world order, every restatement after the change `c` met it as the
         value in force and could not displace it: all from sources less trusted than the
         change's (or untrusted), none a statement a person accepted (`_accepted`: they kept
-        the value it stated). A stated end of the change does not free them: after it the
-        change is still the version in force, and a less trusted value stated then is held
-        against it, as the in-order path holds it (`Adjudicator._state`)."""
+        the value it stated). Not when all came from the change's stated end on, none
+        untrusted: then the change had ended, they displaced nothing and follow it, as in
+        order (`Adjudicator._state`; a mix is split first, `_inside_the_change`)."""
         if not all(s.trust.yields_to(c.event.trust) for s in later):
+            return False
+        end = c.claim.valid_to
+        if end is not None and all(s.at >= end and s.trust is not Trust.UNTRUSTED for s in later):
             return False
         accepted = self._accepted()
         return not any(s.event_id in accepted for s in later)
@@ -294,8 +343,8 @@ class Splits(Rivals):
     ) -> bool:
         """Whether every restatement after the change is from a source less trusted than
         the change's (`_restated_by_less_trusted`), the version the current one and
-        open-ended: in world order each restatement met the change as the version in force,
-        before its stated end or after it, and could not displace it."""
+        open-ended: in world order each restatement met the change as the version in force
+        and could not displace it."""
         return (
             following is None
             and version.status is FactStatus.ACTIVE
@@ -374,8 +423,8 @@ class Splits(Rivals):
         a new fact, `restated_id`, after fact `after`. A restatement at the instant the
         version ended keeps the empty interval [t, t); one after a stated end that came
         before it holds until the next version in world time, if the version had one (its
-        receipt need not be that version: it may be one a person retracted since); the mark
-        (`unpaired_change`) stays with it."""
+        receipt need not be that version: it may be one a person retracted since), else to
+        the end its own statements gave it; the mark (`unpaired_change`) stays with it."""
         restart = min(s.at for s in later)
         ends = version.valid_to if version.valid_to and version.valid_to >= restart else None
         if ends is None and version.status is FactStatus.SUPERSEDED and version.identity_key:
@@ -385,6 +434,8 @@ class Splits(Rivals):
                 (v for v in versions if v.id != version.id and at < timeline.position(v)), None
             )
             ends = following.valid_from if following is not None else None
+        if ends is None:  # open: to the end its own statements gave it, if any
+            ends = own_end(later)
         restated = version.model_copy(
             update={
                 "id": restated_id,

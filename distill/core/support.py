@@ -70,3 +70,10 @@ def held_until(held: Sequence[Support]) -> datetime | None:
     """The end of a candidate held for its sources (in quarantine): the latest end they
     stated (one that states none says nothing of it), as restating it there leaves it."""
     return max((s.until for s in held if s.until is not None), default=None)
+
+
+def own_end(said: Sequence[Support]) -> datetime | None:
+    """The end `said` give a version of their own: the latest stated by one as trusted as
+    the most trusted of them (a less trusted statement ends nothing: `WorkingSet._reinforce`)."""
+    top = max((s.trust.rank for s in said), default=0)
+    return held_until([s for s in said if s.trust.rank >= top])

@@ -38,7 +38,7 @@ from distill.core.models import (
     Trust,
 )
 from distill.core.passes import Decision
-from distill.core.support import held_until, said_order
+from distill.core.support import held_until, own_end, said_order, supported_by
 from distill.core.trust_raised import RaisedTrust
 from distill.core.working import Candidate, Identity
 
@@ -52,7 +52,9 @@ class LateTrust(RaisedTrust):
         """In order, this claim came before `following` (the first version, or the one after
         a less trusted first value the claim held: `_held_first_inside`), and none of the
         versions from it to the current one could have displaced it: each from a less
-        trusted source, each replacing the one before where it ended, none pinned or kept by
+        trusted source, each replacing the one before where it ended or after a gap (the
+        claim was in force there), none begun after the claim's own stated end (that one
+        displaced nothing), none pinned or kept by
         a person (`_kept_by_decision`), each holding only what yields to the claim
         (`_held_only_behind`). Each would have been
         quarantined against it, with the value it would have had then (a change carries the
@@ -60,10 +62,13 @@ class LateTrust(RaisedTrust):
         claim's (a repeat would have reinforced the one held). Empty when not so."""
         chain: list[Fact] = []
         version: Fact | None = following
-        while version is not None:
+        while version is not None:  # across a gap too: the claim was in force there
             chain.append(version)
-            version = self._next_of(version)
+            version = self._next_of(version, after_a_gap=True)
         trust = c.event.trust
+        end = c.claim.valid_to
+        if end is not None and any(v.valid_from >= end for v in chain):
+            return []
         if chain[-1].status is not FactStatus.ACTIVE or any(
             v.pinned
             or self._kept_by_decision(v.id)  # a person's choice, as a pin is
@@ -86,14 +91,16 @@ class LateTrust(RaisedTrust):
         ident: Identity,
         value: dict[str, Any],
     ) -> Decision:
-        """A late claim inside `base`, before versions none of which could have displaced it
-        (`_displaced_by_less_trusted`): it replaces `base` from its date and is current, the
-        versions after it held against it (`_earlier_trusted`)."""
+        """A late claim inside `base` (or after its stated end), before versions none of
+        which could have displaced it (`_displaced_by_less_trusted`): it replaces `base` from
+        its date and is current, the versions after it held against it (`_earlier_trusted`)."""
         decision = self._earlier_trusted(c, held, ident, value)
         fact = self.s.facts[decision.fact_id or ""]
         reason = "a later-arriving version began inside it"
         t = self._time(c)
-        self._revise(self.s.facts[base.id], "link", reason, valid_to=t, superseded_by=fact.id)
+        base = self.s.facts[base.id]  # ended at t, or at its own stated end before it (a gap)
+        end = timeline.end_of(base.valid_to, t)
+        self._revise(base, "link", reason, valid_to=end, superseded_by=fact.id)
         self._revise(fact, "link", reason, supersedes_id=base.id, unpaired_change=False)
         return Decision(Outcome.SUPERSEDED, fact.id, reason)
 
@@ -337,7 +344,40 @@ class LateTrust(RaisedTrust):
             why = f"{version.trust} source may not displace a {c.event.trust} fact"
             self._open_conflict(ident.key, (fact.id, version.id), ConflictKind.QUARANTINE, why)
         self._follow_identity_sets(held[-1][0], fact)
+        if c.claim.valid_to is not None:
+            self._beyond_the_end(self.s.facts[fact.id], self.s.facts[held[-1][0].id])
         return Decision(Outcome.CREATED, fact.id, reason)
+
+    def _beyond_the_end(self, fact: Fact, held: Fact) -> None:
+        """`held`, the last version a late claim with a stated end holds, restated from
+        that end on: in world order those statements came after the claim's value had
+        ended, displaced nothing, and began a version after it (an untrusted one is held
+        still). The version follows `fact` from the first of them; `held` keeps the rest."""
+        end, support = fact.valid_to, self.s.support.get(held.id, ())
+        beyond = [s for s in support if end is not None and s.at >= end]
+        inside = [s for s in support if s not in beyond]
+        if not beyond or not inside or all(s.trust is Trust.UNTRUSTED for s in beyond):
+            return
+        reason = "restated after the end of the value that held it"
+        self.s.support[held.id] = tuple(inside)
+        until = held_until(inside)
+        self._revise(held, "retime", reason, valid_to=until, **supported_by(inside, held))
+        follower = held.model_copy(
+            update={
+                "id": self.new_id(),
+                "status": fact.status,
+                "valid_from": min(s.at for s in beyond),
+                "valid_to": own_end(beyond),
+                "recorded_at": self.now,
+                "supersedes_id": fact.id,
+                "unpaired_change": False,
+                "stated": None,
+                **supported_by(beyond, held),
+            }
+        )
+        self._retire(fact, reason, follower.valid_from, follower.id)
+        self._create(follower, reason, vector_from=held.id)
+        self.s.support[follower.id] = tuple(beyond)
 
     def _held_behind(
         self, following: Fact, value: dict[str, Any]

@@ -64,8 +64,8 @@ class TrustOrder(Splits):
         """Whether every value held against `fact` (in an open value or quarantine set) is
         from a source that yields to `trust`, none pinned and none of `value` (a
         restatement of the claim: `_restated_rival`) unless held for its source from
-        `ended` on (after the stated end of the value of that trust, a less trusted
-        restatement is held against it, not merged: `_given_an_end`), or dated from
+        `ended` on (after the stated end of the value of that trust: not a restatement of
+        it), or dated from
         `restating_from` to `ended` (it restated a version of that value in force then,
         which takes it in: `RaisedTrust._take_in_restatements`): in world order each would
         have been held against a value of that trust instead."""
@@ -291,7 +291,8 @@ class TrustOrder(Splits):
 
     def _next_of(self, version: Fact, *, after_a_gap: bool = False) -> Fact | None:
         """The version that replaced `version` where it ended (or, `after_a_gap`, after its
-        stated end), linked both ways."""
+        stated end, no other version in the gap: one a person kept there is linked to
+        neither), linked both ways."""
         following = self.s.facts.get(version.superseded_by or "")
         if (
             version.status is not FactStatus.SUPERSEDED
@@ -300,9 +301,16 @@ class TrustOrder(Splits):
             or following.supersedes_id != version.id
             or version.valid_to is None
             or version.valid_to > following.valid_from
-            or (version.valid_to < following.valid_from and not after_a_gap)
         ):
             return None
+        if version.valid_to < following.valid_from:
+            gap = (version.valid_to, following.valid_from)
+            if not after_a_gap or any(
+                f.status in (FactStatus.ACTIVE, FactStatus.SUPERSEDED)
+                and gap[0] <= f.valid_from < gap[1]
+                for f in self._facts_of(version.identity_key or "")
+            ):
+                return None
         return following
 
     def _held_alone_after(self, key: str, fact: Fact) -> tuple[Fact, ConflictSet] | None:

@@ -1,14 +1,16 @@
 """A replaced version that a late statement makes more trusted than what replaced it.
 
 In world order a less trusted change that meets a more trusted value is held in quarantine
-against it (`Adjudicator._state`), also after that value's stated end, while it is still
-the version in force. When the statement that makes the value more trusted arrives after
+against it (`Adjudicator._state`); one dated from that value's stated end on displaces
+nothing and follows it. When the statement that makes the value more trusted arrives after
 the change, the change has replaced the value, and may have been replaced in turn; these
 rules put the state where world order would have (`_trust_raised`):
 
-* the less trusted versions after it, up to the current one, are held, and it is current
-  again (`_yielding_to`), taking in the statements of its value held against them
-  (`_take_in_restatements`);
+* the less trusted versions after it, up to the current one or to the first that began
+  after its stated end, are held, and it is current again or followed by that one
+  (`_yielding_to`), taking in the statements of its value held against them
+  (`_take_in_restatements`); an end only a less trusted statement gave it ends nothing
+  (`_end_stated`);
 * a change followed by a restatement of the version's value is held, and the restatement
   takes the version in (`_rejoined`);
 * a change whose value a later version restates after a gap: the version ends where that
@@ -38,9 +40,10 @@ class RaisedTrust(TrustOrder):
     def _trust_raised(self, was: Fact, decision: Decision) -> Decision:
         """`decision`, after a late statement dated inside `was`, a replaced version, made it
         more trusted: the less trusted versions that replaced it, up to the current one,
-        could not have in world order (after the version's stated end, too: it was still
-        the version in force, `Adjudicator._state`). Each is held in quarantine against
-        the version, which is current again and holds what they held. Not when a person's
+        could not have in world order (`Adjudicator._state`). Each is held in quarantine
+        against the version, which is current again and holds what they held; or, when a
+        later one began after the version's stated end, that one follows the version (it
+        displaced nothing, in order as now). Not when a person's
         pin or choice, or a value that could displace the version, is involved; a change
         followed by a restatement of either value or by a more trusted third one goes to
         the rules after it."""
@@ -55,9 +58,10 @@ class RaisedTrust(TrustOrder):
             if self.s.facts[was.id] != version:
                 return decision
         end = self._end_stated(version)
-        chain = self._yielding_to(version, was, end)
-        if chain is None:
+        found = self._yielding_to(version, was, end)
+        if found is None:
             return decision
+        chain, after = found
         for held in chain:  # all held before the version is current again (one active)
             why = f"{held.trust} source may not displace a {version.trust} fact"
             how = f"an earlier, more trusted statement arrived late: quarantined: {why}"
@@ -73,16 +77,26 @@ class RaisedTrust(TrustOrder):
             else:
                 self._hold_displaced(held, how)
         reason = f"{chain[-1].trust} source may not displace a {version.trust} fact"
-        current = self._revise(
-            version,
-            "hold",
-            f"more trusted than the value that replaced it: current again ({reason})",
-            status=FactStatus.ACTIVE,
-            valid_to=end,
-            retired_at=None,
-            superseded_by=None,
-            unpaired_change=chain[-1].unpaired_change,
-        )
+        if after:  # it ended before them: the first follows it, and it is not current
+            current = self._revise(
+                version,
+                "link",
+                f"more trusted than the value that replaced it ({reason})",
+                valid_to=end,
+                superseded_by=after.id,
+            )
+            self._revise(after, "link", "the version it follows", supersedes_id=version.id)
+        else:
+            current = self._revise(
+                version,
+                "hold",
+                f"more trusted than the value that replaced it: current again ({reason})",
+                status=FactStatus.ACTIVE,
+                valid_to=end,
+                retired_at=None,
+                superseded_by=None,
+                unpaired_change=chain[-1].unpaired_change,
+            )
         key = version.identity_key
         for held in chain:
             why = f"{held.trust} source may not displace a {version.trust} fact"
@@ -132,12 +146,15 @@ class RaisedTrust(TrustOrder):
             else:
                 self._revise_conflict(cs, reason, member_ids=left)
 
-    def _yielding_to(self, version: Fact, was: Fact, end: datetime | None) -> list[Fact] | None:
+    def _yielding_to(
+        self, version: Fact, was: Fact, end: datetime | None
+    ) -> tuple[list[Fact], Fact | None] | None:
         """The versions after `version`, each replacing the one before where it ended, to
-        the current one, when a late statement made `version` more trusted than `was` and
-        each of them is from a source that yields to it, of another value, not pinned or
-        kept by a person, holding only what yields to it (`_held_only_behind`). None when
-        not so."""
+        the current one, when a late statement made `version` more trusted than `was`: those
+        that began before `end`, its stated end, each from a source that yields to it, of
+        another value, not pinned or kept by a person, holding only what yields to it
+        (`_held_only_behind`); and the first that began from `end` on, if any (it follows
+        `version`, displacing nothing). None when not so."""
         if (
             version.trust.rank <= was.trust.rank
             or version.status is not FactStatus.SUPERSEDED
@@ -145,15 +162,18 @@ class RaisedTrust(TrustOrder):
         ):
             return None
         chain: list[Fact] = []
-        following = self._next_of(version)
+        following = self._next_of(version, after_a_gap=True)  # its old end may be void now
         while following is not None:
             chain.append(following)
             if following.status is FactStatus.ACTIVE:
                 break
             following = self._next_of(following)
+        after = next((v for v in chain if end is not None and v.valid_from >= end), None)
+        if after is not None:
+            chain = chain[: chain.index(after)]
         if (
             not chain
-            or chain[-1].status is not FactStatus.ACTIVE
+            or (after is None and chain[-1].status is not FactStatus.ACTIVE)
             or any(
                 v.pinned
                 or self._kept_by_decision(v.id)
@@ -166,7 +186,7 @@ class RaisedTrust(TrustOrder):
             )
         ):
             return None
-        return chain
+        return chain, after
 
     def _adopted_after(self, was: Fact) -> None:
         """After a late statement dated inside `was` made it more trusted than the less
@@ -285,9 +305,10 @@ class RaisedTrust(TrustOrder):
     def _end_stated(self, version: Fact) -> datetime | None:
         """The end `version`'s statements gave it (`held_until`), when none was made from
         then on: what it holds to once nothing replaces it (as `_stated_end` ends it in
-        order)."""
+        order). Only a statement as trusted as the version now is ends it: one made while it
+        was less trusted ends nothing once a late statement raised it."""
         support = self.s.support.get(version.id, ())
-        end = held_until(support)
+        end = held_until([s for s in support if not s.trust.yields_to(version.trust)])
         return None if end is None or any(s.at >= end for s in support) else end
 
     def _rejoined(self, was: Fact, decision: Decision) -> Decision:

@@ -171,6 +171,12 @@ class WorkingSet:
         # (an untrusted or less trusted restatement supports the value, and ends nothing).
         end = None if c.event.trust.yields_to(fact.trust) else c.claim.valid_to
         start = min(fact.valid_from, valid_from or fact.valid_from)
+        until = self._stated_end(fact, end, start)
+        raised = trust.rank > fact.trust.rank and fact.status is not FactStatus.SUPERSEDED
+        if raised and until and not self._kept_by_decision(fact.id):
+            # Made more trusted: an end only a less trusted source stated ends nothing now
+            # (one a person kept stands, as their decision does).
+            until = self._end_kept(fact, trust, end)
         self._revise(
             fact,
             "reinforce",
@@ -180,7 +186,7 @@ class WorkingSet:
             last_reinforced_at=when,
             trust=trust,
             valid_from=start,
-            valid_to=self._stated_end(fact, end, start),
+            valid_to=until,
         )
         if fact.id not in self.s.support and len(fact.source_event_ids) == 1:
             # A version of one statement, not loaded (the job's claims came after it began):
@@ -191,6 +197,13 @@ class WorkingSet:
         if end is not None and (fact.valid_to is None or end < fact.valid_to):
             self._given_an_end(self.s.facts[fact.id], end, fact.valid_to)
         return Decision(Outcome.REINFORCED, fact.id, reason)
+
+    def _end_kept(self, fact: Fact, trust: Trust, end: datetime | None) -> datetime | None:
+        """The end of `fact`, current, once a statement of `trust` that states `end` (or none)
+        supports it: the latest end stated by a source that could change it at that trust."""
+        supports = self.s.support.get(fact.id) or (self._first_support(fact),)
+        ends = [s.until for s in supports if s.until and not s.trust.yields_to(trust)]
+        return max([*ends, *([end] if end else [])], default=None)
 
     def _given_an_end(self, version: Fact, end: datetime, until: datetime | None) -> None:
         """What a stated `end`, earlier than the `until` the current `version` held to, does

@@ -699,14 +699,14 @@ def test_a_stated_end_stops_at_the_next_version_not_at_a_retracted_receipt(mem: 
 def test_keeping_a_held_claim_that_ended_before_the_current_fact_leaves_it_current(
     mem: Memory,
 ) -> None:
-    """Green from day 7. A less trusted red stated for days 3-6 is held against green (it
-    may not displace it), and a person keeps red: red was true on days 3-6 and green is
-    still current, since the two never met (green used to get an empty interval, and red,
-    ended, left nothing current)."""
+    """Green from day 7. An untrusted red stated for days 3-6 is held against green (it is
+    never served unless a person says so), and a person keeps red: red was true on days 3-6
+    and green is still current, since the two never met (green used to get an empty
+    interval, and red, ended, left nothing current)."""
     said(mem, at(days=7), {"colour": "green"}, "create")
     mem.consolidate()
     period = {"valid_from": at(days=3), "valid_to": at(days=6)}
-    said(mem, at(days=3), {"colour": "red"}, "create", "semi_trusted", **period)
+    said(mem, at(days=3), {"colour": "red"}, "create", "untrusted", **period)
     mem.consolidate()
     (held,) = mem.conflicts(subject="alice")
     red = one(mem.facts(subject="alice", include_retired=True), {"colour": "red"})
@@ -717,6 +717,25 @@ def test_keeping_a_held_claim_that_ended_before_the_current_fact_leaves_it_curre
     assert values_as_of(mem, at(days=8)) == [{"colour": "green"}]
     green = one(mem.facts(subject="alice", include_retired=True), {"colour": "green"})
     assert mem.fact(red.id).superseded_by == green.id
+
+
+def test_a_less_trusted_value_that_ended_before_the_current_one_is_history(
+    mem: Memory,
+) -> None:
+    """Green from day 7, then a semi-trusted red stated for days 3-6: in world order red
+    came first and had ended when green began, so green displaced nothing and nothing was
+    held. Late, red is filed into history before green, with no question for a person
+    (until session 53 it was held against green)."""
+    said(mem, at(days=7), {"colour": "green"}, "create")
+    mem.consolidate()
+    period = {"valid_from": at(days=3), "valid_to": at(days=6)}
+    said(mem, at(days=3), {"colour": "red"}, "create", "semi_trusted", **period)
+    mem.consolidate()
+
+    assert mem.conflicts(subject="alice") == []
+    assert [f.value for f in mem.facts(subject="alice")] == [{"colour": "green"}]
+    assert values_as_of(mem, at(days=4)) == [{"colour": "red"}]
+    assert values_as_of(mem, at(days=6)) == []
 
 
 def test_a_restatement_earlier_in_the_job_is_split_by_a_change_dated_before_it(

@@ -124,7 +124,10 @@ value held for its source follows a version given an end before it and a late tr
 value in a gap holds the less trusted versions after it; 82 once a late first value that
 ended before a trusted create is history; 74 once a late trusted value holds the less
 trusted versions after it across their gaps; 64 once what was said after a late trusted
-value's own end, or a split change's, follows it. `--trust`,
+value's own end, or a split change's, follows it; 58 once a version as trusted after an
+end made void met the version in force (a create held in conflict, a change replacing
+it); 50 once what follows a gap is a first value again, which a more trusted create
+holds. `--trust`,
 `--periods`, `--one-name`, `--four 240` and `--four 40 --seed 1` unchanged (0, 0, 0, 48,
 8).
 """

@@ -115,7 +115,7 @@ class LateArrivals(FirstValues):
         # replaced it), unless the claim had ended by then.
         held_against = base
         if (
-            base is None
+            (base is None or gap)  # the first value, or the first since `base` ended
             and trust is not Trust.UNTRUSTED
             and not (c.claim.valid_to is not None and c.claim.valid_to <= following.valid_from)
             and self._held_by_a_create(following, t, trust)

@@ -131,15 +131,23 @@ class TrustOrder(Splits):
         )
 
     def _less_trusted_before(self, c: Candidate, head: Fact) -> list[Fact] | None:
-        """The versions before `head`, back to the attribute's first, when each is from a
-        source less trusted than the claim's, replaced where it ended, not pinned nor kept
-        by a person, and holding only what yields to the claim: in world order the claim
-        would have held each of them as it holds a less trusted first value
+        """The versions before `head`, back to the attribute's first (or to the first since
+        a version ended with a gap after it: what follows a gap is a first value again),
+        when each is from a source less trusted than the claim's, replaced where it ended,
+        not pinned nor kept by a person, and holding only what yields to the claim: in world
+        order the claim would have held each of them as it holds a less trusted first value
         (`_over_less_trusted`). None when not so, or when one was not loaded."""
         before: list[Fact] = []
         version = head
         while version.supersedes_id is not None:
             previous = self.s.facts.get(version.supersedes_id)
+            if (
+                previous is not None
+                and previous.valid_to is not None
+                and previous.valid_to < version.valid_from
+                and self._next_of(previous, after_a_gap=True) is version
+            ):
+                return before  # `version` is the first value since `previous` ended
             if (
                 previous is None
                 or self._next_of(previous) is not version
@@ -215,6 +223,11 @@ class TrustOrder(Splits):
         kind = ConflictKind.CONFLICT if restated else ConflictKind.QUARANTINE
         restating = self._held_restating(c, head) if following is None else None
         before = (self._less_trusted_before(c, head) or []) if following is None else []
+        # The version that ended before the first of them, with a gap (`_less_trusted_before`).
+        first = before[-1] if before else head
+        ended = self.s.facts.get(first.supersedes_id or "")
+        if ended is None or ended.valid_to is None or ended.valid_to >= first.valid_from:
+            ended = None
         if following is None:
             self._revise(
                 head,
@@ -240,6 +253,9 @@ class TrustOrder(Splits):
             return self._reinforce(fact, c, "a more trusted value", valid_from=at.time)
         if following is None:
             fact = self._new_fact(c, FactKind.STATE, ident, value)
+            if ended is not None:  # what follows its gap now
+                fact = fact.model_copy(update={"supersedes_id": ended.id})
+                self._revise(ended, "link", "the value after its gap", superseded_by=fact.id)
             self._create(fact, "a more trusted value", self._query_text(c))
             decision = Decision(Outcome.CREATED, fact.id, reason)
         else:  # the change that replaced `head` only restated the claim

@@ -60,6 +60,8 @@ class RaisedTrust(TrustOrder):
         end = self._end_stated(version)
         found = self._yielding_to(version, was, end)
         if found is None:
+            if version.trust.rank > was.trust.rank:
+                self._end_voided(version, end)
             return decision
         chain, after = found
         for held in chain:  # all held before the version is current again (one active)
@@ -187,6 +189,47 @@ class RaisedTrust(TrustOrder):
         ):
             return None
         return chain, after
+
+    def _end_voided(self, version: Fact, end: datetime | None) -> None:
+        """`version`, whose stated end a late statement made void (`_end_stated`: a less
+        trusted source gave it), followed after that old end by a version as trusted: in
+        world order that one met `version` in force. A change (or a value dated by its own
+        date, or the same value again) replaced it where it began; a `create` of another
+        value was held in conflict against it, which is current again. Not across a pin, a
+        person's choice or a set the follower holds."""
+        follower = self._next_of(version, after_a_gap=True)
+        old = version.valid_to
+        if (
+            follower is None
+            or old is None
+            or old >= follower.valid_from
+            or (end is not None and end <= follower.valid_from)
+            or follower.trust is not version.trust
+            or any(f.pinned or self._kept_by_decision(f.id) for f in (version, follower))
+            or self._sets_holding(follower.id)
+        ):
+            return
+        reason = "in force until the next version: a less trusted source stated its end"
+        if (
+            follower.status is not FactStatus.ACTIVE
+            or values_equal(follower.value or {}, version.value or {})
+            or self._began_as_change(follower, version.valid_from)
+        ):
+            self._revise(version, "retime", reason, valid_to=follower.valid_from)
+            return
+        why = "a different value, said while the version was in force"
+        self._revise(follower, "hold", why, status=FactStatus.CANDIDATE, supersedes_id=None)
+        current = self._revise(
+            version,
+            "hold",
+            reason,
+            status=FactStatus.ACTIVE,
+            valid_to=end,
+            retired_at=None,
+            superseded_by=None,
+        )
+        key = version.identity_key
+        self._open_conflict(key, (current.id, follower.id), ConflictKind.CONFLICT, why)
 
     def _adopted_after(self, was: Fact) -> None:
         """After a late statement dated inside `was` made it more trusted than the less

@@ -349,6 +349,16 @@ the instant the kept one ends (its words sorting before the next version's); a t
 version's set passes to the kept value whether it is current or history now. At 5d60f36:
 `--minutes 10 --start 1565421` (8,179 histories) found none; at a842cb2, the session's
 final rules: `--minutes 8 --start 1573600` (4,432) found none.
+(45) Session 53 changed what a stated end does against trust (a less trusted value dated
+after a more trusted version's end follows it; a late statement that makes a version more
+trusted voids an end only a less trusted one gave it). The first run of those rules,
+`--minutes 12 --start 1586292` on the uncommitted tree (8,569 histories), found 1, made
+by them ("one value at a time", seed 1589450, seven steps): a semi-trusted 4 for days 0-2
+was replaced by a semi-trusted 3 of day 31, with an untrusted 5 of day 2 that a person
+kept between them, linked to neither; a late trusted 4 of day 1 voided the 4's end and
+walked across the gap to the 3, past the kept 5, making the 4 current over it. A gap is
+crossed only when no version lies in it (`TrustOrder._next_of`). Then `--minutes 10
+--start 1594861` at 9e7ab7c (7,202 histories) found none.
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

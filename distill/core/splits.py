@@ -139,27 +139,46 @@ class Splits(Rivals):
     def _hold_inside(self, version: Fact, change: Fact, inside: list[Support]) -> None:
         """A candidate of `version`'s value, of its `inside` statements, held in quarantine
         against `change` (`_inside_the_change`)."""
-        held_id = self.new_id()
         reason = "restated only by less trusted sources inside it: held against the change"
-        held = version.model_copy(
+        held = self._new_part(
+            version,
+            inside,
+            reason,
+            version.id,
+            status=FactStatus.CANDIDATE,
+            valid_to=held_until(inside),
+            retired_at=None,
+            supersedes_id=None,
+            superseded_by=None,
+        )
+        key = change.identity_key
+        self._open_conflict(key, (change.id, held.id), ConflictKind.QUARANTINE, reason)
+
+    def _new_part(
+        self,
+        version: Fact,
+        said: list[Support],
+        reason: str,
+        vector_from: str | None,
+        **update: Any,
+    ) -> Fact:
+        """A new fact for the part of `version` that `said`, some of its statements, stand
+        for: from the first of them, with their provenance and `update`; created, with its
+        statements on record."""
+        part = version.model_copy(
             update={
-                "id": held_id,
-                "status": FactStatus.CANDIDATE,
-                "valid_from": min(s.at for s in inside),
-                "valid_to": held_until(inside),
+                "id": self.new_id(),
+                "valid_from": min(s.at for s in said),
                 "recorded_at": self.now,
-                "retired_at": None,
-                "supersedes_id": None,
-                "superseded_by": None,
-                "unpaired_change": False,
                 "stated": None,
-                **supported_by(inside, version),
+                "unpaired_change": False,
+                **supported_by(said, version),
+                **update,
             }
         )
-        self._create(held, reason, vector_from=version.id)
-        self.s.support[held_id] = tuple(inside)
-        key = change.identity_key
-        self._open_conflict(key, (change.id, held_id), ConflictKind.QUARANTINE, reason)
+        self._create(part, reason, vector_from=vector_from)
+        self.s.support[part.id] = tuple(said)
+        return part
 
     def _adoption_undone(self, version: Fact, at: timeline.At, later: list[Support]) -> bool:
         """Whether a claim at `at`, inside `version` and before its `later` statements, shows
@@ -368,23 +387,12 @@ class Splits(Rivals):
         decision = self._supersede(c, version, ident, value, how, **supported_by(early, version))
         self.s.support[version.id] = tuple(early)
         change = self.s.facts[decision.fact_id or ""]
-        held = version.model_copy(
-            update={
-                "id": self.new_id(),
-                "status": FactStatus.CANDIDATE,
-                "valid_from": min(s.at for s in later),
-                "valid_to": held_until(later),
-                "recorded_at": self.now,
-                "supersedes_id": None,
-                "stated": None,
-                "unpaired_change": False,
-                **supported_by(later, version),
-            }
-        )
-        source = held.trust
+        source = supported_by(later, version)["trust"]
         why = f"{source} source may not displace a {c.event.trust} fact"
-        self._create(held, f"quarantined: {why}")
-        self.s.support[held.id] = tuple(later)
+        update = {"status": FactStatus.CANDIDATE, "valid_to": held_until(later)}
+        held = self._new_part(
+            version, later, f"quarantined: {why}", None, supersedes_id=None, **update
+        )
         self._open_conflict(ident.key, (change.id, held.id), ConflictKind.QUARANTINE, why)
         self._now_a_return(change, ident.key)
         return Decision(Outcome.HISTORICAL, change.id, how)

@@ -362,22 +362,10 @@ class LateTrust(RaisedTrust):
         self.s.support[held.id] = tuple(inside)
         until = held_until(inside)
         self._revise(held, "retime", reason, valid_to=until, **supported_by(inside, held))
-        follower = held.model_copy(
-            update={
-                "id": self.new_id(),
-                "status": fact.status,
-                "valid_from": min(s.at for s in beyond),
-                "valid_to": own_end(beyond),
-                "recorded_at": self.now,
-                "supersedes_id": fact.id,
-                "unpaired_change": False,
-                "stated": None,
-                **supported_by(beyond, held),
-            }
-        )
-        self._retire(fact, reason, follower.valid_from, follower.id)
-        self._create(follower, reason, vector_from=held.id)
-        self.s.support[follower.id] = tuple(beyond)
+        follower_id, status = self.new_id(), fact.status
+        self._retire(fact, reason, min(s.at for s in beyond), follower_id)
+        update = {"id": follower_id, "status": status, "supersedes_id": fact.id}
+        self._new_part(held, beyond, reason, held.id, valid_to=own_end(beyond), **update)
 
     def _held_behind(
         self, following: Fact, value: dict[str, Any]

@@ -358,7 +358,14 @@ was replaced by a semi-trusted 3 of day 31, with an untrusted 5 of day 2 that a 
 kept between them, linked to neither; a late trusted 4 of day 1 voided the 4's end and
 walked across the gap to the 3, past the kept 5, making the 4 current over it. A gap is
 crossed only when no version lies in it (`TrustOrder._next_of`). Then `--minutes 10
---start 1594861` at 9e7ab7c (7,202 histories) found none.
+--start 1594861` at 9e7ab7c (7,202 histories) found none. At 5c7b557 (a value after a gap
+is a first value again): `--minutes 12 --start 1602063` (8,381) found none, and
+`--minutes 12 --start 1444772` (8,319) found 1, made by that rule ("no failed job", seed
+1447309, seven steps): a third party's 3 followed the end of the person's 4, which a
+person then pinned; the person's 5, a create, held the 3 as the first value since the gap
+and linked the pinned 4 to itself, which the validator refused, failing the job on every
+run. A pinned version before the gap keeps the rule from applying (the 5 is held in
+conflict behind the 3, as before).
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

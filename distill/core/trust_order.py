@@ -146,6 +146,7 @@ class TrustOrder(Splits):
                 and previous.valid_to is not None
                 and previous.valid_to < version.valid_from
                 and self._next_of(previous, after_a_gap=True) is version
+                and not previous.pinned  # its receipt changes: a pin keeps it as it is
             ):
                 return before  # `version` is the first value since `previous` ended
             if (

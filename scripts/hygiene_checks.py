@@ -365,7 +365,8 @@ is a first value again): `--minutes 12 --start 1602063` (8,381) found none, and
 person then pinned; the person's 5, a create, held the 3 as the first value since the gap
 and linked the pinned 4 to itself, which the validator refused, failing the job on every
 run. A pinned version before the gap keeps the rule from applying (the 5 is held in
-conflict behind the 3, as before).
+conflict behind the 3, as before). At 852408f, the final rules: `--minutes 10 --start
+1610444` (7,964 histories) and `--minutes 10 --start 1453091` (7,981) found none.
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

@@ -65,10 +65,9 @@ class TrustOrder(Splits):
         from a source that yields to `trust`, none pinned and none of `value` (a
         restatement of the claim: `_restated_rival`) unless held for its source from
         `ended` on (after the stated end of the value of that trust: not a restatement of
-        it), or dated from
-        `restating_from` to `ended` (it restated a version of that value in force then,
-        which takes it in: `RaisedTrust._take_in_restatements`): in world order each would
-        have been held against a value of that trust instead."""
+        it), or dated from `restating_from` to `ended` (it restated a version of that value
+        in force then, which takes it in: `RaisedTrust._take_in_restatements`): in world
+        order each would have been held against a value of that trust instead."""
         for cs in self._sets_holding(fact.id):
             if cs.kind is ConflictKind.IDENTITY:
                 continue

@@ -118,14 +118,14 @@ class TrustOrder(Splits):
         value in quarantine (`_quarantine`, or `_earlier_trusted` when that value came
         late), so the two end alike in any order (DESIGN invariant 8)."""
         rank = c.event.trust.rank
-        return (
-            (head.supersedes_id is None or self._less_trusted_before(c, head) is not None)
+        return (  # the trust comparison first: it ends nearly every in-order create here
+            (rank > head.trust.rank or rank > self._trust_then(head, at).rank)
+            and (head.supersedes_id is None or self._less_trusted_before(c, head) is not None)
             and (
                 self._open_set(head.id) is None
                 or self._held_restating(c, head) is not None
                 or self._held_for_less_trust(c, head)
             )
-            and (rank > head.trust.rank or rank > self._trust_then(head, at).rank)
             and not self._kept_by_decision(head.id)  # a person's choice is held by nothing
         )
 

@@ -56,7 +56,7 @@ from distill.core.plan import (
     ReviseFact,
 )
 from distill.core.recall import recall_text
-from distill.core.support import Support, first_said, support_of
+from distill.core.support import Support, first_said, held_until, support_of
 
 # A conflict set holds at most this many members; a further distinct value reclassifies the
 # candidates as event facts ("the user said X on date D") instead of growing the set forever
@@ -202,8 +202,8 @@ class WorkingSet:
         """The end of `fact`, current, once a statement of `trust` that states `end` (or none)
         supports it: the latest end stated by a source that could change it at that trust."""
         supports = self.s.support.get(fact.id) or (self._first_support(fact),)
-        ends = [s.until for s in supports if s.until and not s.trust.yields_to(trust)]
-        return max([*ends, *([end] if end else [])], default=None)
+        kept = held_until([s for s in supports if not s.trust.yields_to(trust)])
+        return max((e for e in (kept, end) if e is not None), default=None)
 
     def _given_an_end(self, version: Fact, end: datetime, until: datetime | None) -> None:
         """What a stated `end`, earlier than the `until` the current `version` held to, does

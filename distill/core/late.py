@@ -114,9 +114,14 @@ class LateArrivals(FirstValues):
         # of it was held in conflict with the claim: `_held_restating`; a change would have
         # replaced it), unless the claim had ended by then.
         held_against = base
+        # After a gap, `following` may return to a value held before the claim: in order it
+        # was a change (`Adjudicator._state`) and replaced the claim; it held nothing.
+        returns = gap and any(
+            values_equal(v.value, following.value) for v in versions if timeline.position(v) < at
+        )
         if (
-            (base is None or gap)  # the first value, or the first since `base` ended
-            and trust is not Trust.UNTRUSTED
+            (base is None or (gap and not returns))  # the first value, or the first since
+            and trust is not Trust.UNTRUSTED  # `base` ended, unless `following` returns
             and not (c.claim.valid_to is not None and c.claim.valid_to <= following.valid_from)
             and self._held_by_a_create(following, t, trust)
             and not values_equal(value, following.value)
@@ -194,9 +199,13 @@ class LateArrivals(FirstValues):
         ):  # in order it held `base`, the attribute's first, and `following` restated it
             decision = self._over_less_trusted(c, base, ident, value, at, following)
             return self._trust_raised(following, decision)  # what replaced it may not now
+        if (
+            values_equal(value, following.value)
+            and base is None
+            and (change := self._held_change_after(c, following)) is not None
+        ):
+            return self._before_a_return(c, ident, value, change, following)
         if values_equal(value, following.value) and not apart:
-            if base is None and (change := self._held_change_after(c, following)) is not None:
-                return self._before_a_return(c, ident, value, change, following)
             # The next version was already true at t: it starts earlier than we knew.
             if base is not None and not gap:
                 self._revise(base, "retime", "the next version started earlier", valid_to=t)
@@ -224,10 +233,7 @@ class LateArrivals(FirstValues):
         if rival is not None:
             return self._earlier_than_rival(c, following, rival)
         # After a gap the claim is the first value since the one that ended, unless
-        # `following` returns to a value held before it (then it replaced the claim in order).
-        returns = gap and any(
-            values_equal(v.value, following.value) for v in versions if timeline.position(v) < at
-        )
+        # `following` returns to a value held before it (`returns`: it replaced the claim).
         if not returns and self._first_of_competing_creates(
             c, None if gap else base, following, value
         ):

@@ -108,7 +108,9 @@ class LateTrust(RaisedTrust):
         """A change to another value, held in quarantine against `following` (the first
         version, of this claim's value, from a more trusted create), dated after this claim
         and from a source at least as trusted as the claim's: in world order it replaced the
-        claim's value, and `following` returned to it."""
+        claim's value, and `following` returned to it. So does any value but an untrusted
+        one dated from the claim's stated end on: in order it followed the claim's end,
+        displacing nothing, and `following` returned to the claim's value."""
         held = self._held_by_first(following)
         t = self._time(c)
         if (
@@ -116,19 +118,25 @@ class LateTrust(RaisedTrust):
             or held.valid_to is not None
             or not timeline.At(t, c.claim.value) < timeline.position(held)
             or not held.valid_from < following.valid_from
-            or held.trust.yields_to(c.event.trust)
-            or not self._began_as_change(held, t)
         ):
+            return None
+        end = c.claim.valid_to
+        if end is not None and end <= held.valid_from:
+            return held if held.trust is not Trust.UNTRUSTED else None
+        if held.trust.yields_to(c.event.trust) or not self._began_as_change(held, t):
             return None
         return held
 
     def _before_a_return(
         self, c: Candidate, ident: Identity, value: dict[str, Any], change: Fact, following: Fact
     ) -> Decision:
-        """The claim's value until `change` (`_held_change_after`) replaced it, and
-        `following` a return to the value after the change: three versions, as in order."""
+        """The claim's value until `change` (`_held_change_after`) replaced it (or until its
+        own stated end before it), and `following` a return to the value after the change:
+        three versions, as in order."""
         reason = "an earlier value, replaced by the change held against its return"
-        fact = self._create_replaced(c, ident, value, change.valid_from, change.id, reason)
+        until = timeline.end_of(c.claim.valid_to, change.valid_from)
+        assert until is not None
+        fact = self._create_replaced(c, ident, value, until, change.id, reason)
         self._revise(
             change,
             "resolve",

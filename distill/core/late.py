@@ -216,6 +216,12 @@ class LateArrivals(FirstValues):
             if base is not None and not gap:  # held against `base` after t: in order, this
                 self._move_later_rivals(base, self.s.facts[following.id])
             return self._trust_raised(following, decision)
+        if apart and base is None and (held := self._held_first_value(c, following)):
+            # In order the claim replaced the less trusted first value `following` held, and
+            # ended before `following` began: it is the version between the two.
+            self._replaced_first_value(held, following, t)
+            held, following = self.s.facts[held.id], self.s.facts[following.id]
+            return self._historical(c, versions, at, ident, held, following, value)
         at_first = base is None and following.supersedes_id is None
         if at_first and (displaced := self._displaced_by_less_trusted(c, following, value)):
             return self._earlier_trusted(c, displaced, ident, value)

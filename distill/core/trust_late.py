@@ -262,12 +262,13 @@ class LateTrust(RaisedTrust):
     def _held_first_value(self, c: Candidate, following: Fact) -> Fact | None:
         """The less trusted first value that `following`, the first version, holds in
         quarantine (a more trusted create met it: `_over_less_trusted`), dated before this
-        claim, a change of `following`'s value that could displace it: in order that value
-        was current until this change replaced it."""
+        claim, a change that could displace it (of `following`'s value, or any value that
+        ended before `following` began): in order that value was current until this change
+        replaced it. A claim that states when its value began is a change, as in order."""
         held = self._held_by_first(following)
         t = self._time(c)
         if (
-            c.claim.action is not ClaimAction.SUPERSEDE
+            (c.claim.action is not ClaimAction.SUPERSEDE and c.claim.valid_from is None)
             or held is None
             or held.supersedes_id is not None
             or not timeline.position(held) < timeline.At(t, c.claim.value)

@@ -59,7 +59,10 @@ class LateTrust(RaisedTrust):
         (`_held_only_behind`). Each would have been
         quarantined against it, with the value it would have had then (a change carries the
         claim's unstated keys forward): those values, distinct from each other and from the
-        claim's (a repeat would have reinforced the one held). Empty when not so."""
+        claim's (a repeat would have reinforced the one held). The current version may be as
+        trusted as the claim when it began as a `create` after less trusted ones: in order it
+        met the claim in force and was held in conflict against it (`_earlier_trusted`).
+        Empty when not so."""
         chain: list[Fact] = []
         version: Fact | None = following
         while version is not None:  # across a gap too: the claim was in force there
@@ -69,10 +72,16 @@ class LateTrust(RaisedTrust):
         end = c.claim.valid_to
         if end is not None and any(v.valid_from >= end for v in chain):
             return []
-        if chain[-1].status is not FactStatus.ACTIVE or any(
+        last = chain[-1]
+        contested = (
+            len(chain) > 1
+            and last.trust is trust
+            and not self._began_as_change(last, self._time(c))
+        )
+        if last.status is not FactStatus.ACTIVE or any(
             v.pinned
             or self._kept_by_decision(v.id)  # a person's choice, as a pin is
-            or v.trust.rank >= trust.rank
+            or (v.trust.rank >= trust.rank and not (v is last and contested))
             or not self._held_only_behind(v, trust, value)
             for v in chain
         ):
@@ -324,13 +333,13 @@ class LateTrust(RaisedTrust):
         value: dict[str, Any],
     ) -> Decision:
         """The earlier, more trusted value is the active one; each of the versions after it
-        (`_displaced_by_less_trusted`) is held in quarantine against it, with its value then,
-        and what each held is held against the claim's value."""
+        (`_displaced_by_less_trusted`) is held in quarantine against it, with its value then
+        (one as trusted as the claim in a value conflict), and what each held is held
+        against the claim's value."""
         fact = self._new_fact(c, FactKind.STATE, ident, value)
         if c.claim.action is ClaimAction.SUPERSEDE:
             fact = fact.model_copy(update={"unpaired_change": True})  # as `_earlier_create`
-        trust = max((v.trust for v, _ in held), key=lambda t: t.rank)
-        reason = f"{trust} source may not displace a {c.event.trust} fact"
+        kinds = {v.id: self._held_as(v, c.event.trust) for v, _ in held}
         for version, held_value in held:
             update: dict[str, Any] = {"status": FactStatus.CANDIDATE, "unpaired_change": False}
             if version.status is FactStatus.SUPERSEDED:  # a replaced version: its own end
@@ -345,17 +354,27 @@ class LateTrust(RaisedTrust):
                     "value": held_value,
                     "text": fact_text(version.predicate, held_value, version.qualifiers),
                 }
-            why = f"an earlier value arrived late: quarantined: {reason}"
-            self._revise(version, "hold", why, **update)
+            kind, why = kinds[version.id]
+            held_how = "quarantined" if kind is ConflictKind.QUARANTINE else "in conflict"
+            self._revise(
+                version, "hold", f"an earlier value arrived late: {held_how}: {why}", **update
+            )
         self._create(fact, "an earlier, more trusted value", self._query_text(c))
         for version, _ in held:
             self._hand_over_held(version, fact)
-            why = f"{version.trust} source may not displace a {c.event.trust} fact"
-            self._open_conflict(ident.key, (fact.id, version.id), ConflictKind.QUARANTINE, why)
+            self._open_conflict(ident.key, (fact.id, version.id), *kinds[version.id])
         self._follow_identity_sets(held[-1][0], fact)
         if c.claim.valid_to is not None:
             self._beyond_the_end(self.s.facts[fact.id], self.s.facts[held[-1][0].id])
-        return Decision(Outcome.CREATED, fact.id, reason)
+        return Decision(Outcome.CREATED, fact.id, kinds[held[0][0].id][1])
+
+    @staticmethod
+    def _held_as(version: Fact, trust: Trust) -> tuple[ConflictKind, str]:
+        """How a version is held against a late, earlier value of `trust`: in quarantine
+        when less trusted, in a value conflict when as trusted (it met that value)."""
+        if version.trust is trust:
+            return ConflictKind.CONFLICT, "different value"
+        return ConflictKind.QUARANTINE, f"{version.trust} source may not displace a {trust} fact"
 
     def _beyond_the_end(self, fact: Fact, held: Fact) -> None:
         """`held`, the last version a late claim with a stated end holds, restated from

@@ -274,14 +274,14 @@ class TrustOrder(Splits):
         return decision
 
     def _adopting_change(self, c: Candidate, head: Fact, at: timeline.At) -> Support | None:
-        """The first restatement of `head` after the claim, when it is a change from a source
-        that does not yield to the claim's: in world order the claim held `head` in
-        quarantine, and that change adopted it (`Rivals._adopt`). None when `head` holds a
-        set."""
+        """The first restatement of `head` after the claim, when it is a change (or dated
+        by its own start: later than the claim, in order it replaced it) from a source that
+        does not yield to the claim's: in world order the claim held `head` in quarantine,
+        and that change adopted it (`Rivals._adopt`). None when `head` holds a set."""
         later = sorted(self._restated_after(head, at), key=said_order)
         if (
             not later
-            or not later[0].supersede
+            or not (later[0].supersede or later[0].dated)
             or later[0].trust.yields_to(c.event.trust)
             or self._open_set(head.id) is not None
         ):

@@ -180,6 +180,45 @@ def test_a_late_trusted_period_replaces_the_first_value_a_later_create_held() ->
             assert mem.conflicts(subject="alice") == [], order
 
 
+def test_a_dated_trusted_restatement_makes_the_held_first_value_current() -> None:
+    """A third party's `a` of day 0, the person's `b` of day 10 (a `create`), the person's
+    `a` for days 20-25. In order `b` held the third party's `a` in quarantine, and the
+    person's dated `a` replaced `b` on day 20 (a value that states its start is a change)
+    and took in the held statement. Until session 54, with `b` arriving last inside the
+    one version of `a`, `b` was current and `a` held in conflict against it."""
+    claims = said("a:create@0/third_party b:create@10 a:create/period")
+    for order in itertools.permutations(range(3)):
+        with fresh_memory() as mem:
+            ingest(mem, claims, list(order))
+            facts = mem.facts(subject="alice", include_retired=True)
+            got = sorted((f.value["v"], f.status, f.valid_from, f.valid_to) for f in facts)
+            assert got == [
+                ("a", FactStatus.ACTIVE, day(20), day(25)),
+                ("b", FactStatus.SUPERSEDED, day(10), day(20)),
+            ], order
+            assert mem.conflicts(subject="alice") == [], order
+
+
+def test_a_late_trusted_first_value_meets_a_trusted_create_after_less_trusted_ones() -> None:
+    """The person's `a` of day 0, a third party's `b` for days 10-15, the person's `c` of
+    day 20 (a `create`). In order the third party's `b` is held in quarantine against
+    `a`, and the person's `c` met `a` in force: held in a value conflict. Until session
+    54, with `a` arriving last, `c` was current and `a` history, as if the third party's
+    `b` had displaced the person's `a`."""
+    claims = said("a:create@0 b:create/period/third_party c:create@20")
+    for order in itertools.permutations(range(3)):
+        with fresh_memory() as mem:
+            ingest(mem, claims, list(order))
+            facts = {f.value["v"]: f for f in mem.facts(subject="alice", include_retired=True)}
+            sets = {frozenset(cs.member_ids): cs.kind for cs in mem.conflicts(subject="alice")}
+        assert facts["a"].status is FactStatus.ACTIVE, order
+        assert facts["b"].status is facts["c"].status is FactStatus.CANDIDATE, order
+        assert sets == {
+            frozenset((facts["a"].id, facts["b"].id)): ConflictKind.QUARANTINE,
+            frozenset((facts["a"].id, facts["c"].id)): ConflictKind.CONFLICT,
+        }, order
+
+
 # Histories of the search's kind, one or two for each rule session 53 changed: 11 ended
 # differently in some order at its start, the other 3 with a first version of its rules
 # (`--trust-periods --show` lists the classes left).
@@ -214,6 +253,10 @@ HISTORIES = [
     # session 54: a late dated value replaces the less trusted first value a create held
     "a:supersede@0/third_party b:create/period b:create@20",
     "a:create@0/third_party b:create/period/third_party c:create@20",
+    # session 54: a dated trusted restatement adopts the held value, late as in order
+    "a:supersede@0/third_party b:create@10 a:create/period",
+    # session 54: a late trusted first value before a trusted create after less trusted ones
+    "a:supersede@0 b:create/period/third_party c:create@20",
 ]
 
 

@@ -218,7 +218,13 @@ class LateArrivals(FirstValues):
             return self._trust_raised(following, decision)
         if apart and base is None and (held := self._held_first_value(c, following)):
             # In order the claim replaced the less trusted first value `following` held, and
-            # ended before `following` began: it is the version between the two.
+            # ended before `following` began: it is the version between the two (a
+            # restatement of that value gives it the claim's end instead).
+            if values_equal(value, held.value):
+                assert stated_end is not None  # `apart`
+                self._replaced_first_value(held, following, stated_end)
+                reason = "a restatement of the first value, with its end"
+                return self._trust_raised(held, self._reinforce(self.s.facts[held.id], c, reason))
             self._replaced_first_value(held, following, t)
             held, following = self.s.facts[held.id], self.s.facts[following.id]
             return self._historical(c, versions, at, ident, held, following, value)

@@ -129,7 +129,12 @@ end made void met the version in force (a create held in conflict, a change repl
 it); 50 once what follows a gap is a first value again, which a more trusted create
 holds. `--trust`,
 `--periods`, `--one-name`, `--four 240` and `--four 40 --seed 1` unchanged (0, 0, 0, 48,
-8).
+8). Session 54: `--trust-periods` 50 -> 46 once a trusted return after a gap replaces the
+less trusted value since it, late as in order; 38 once a late dated value replaces the
+less trusted first value a later create held; 34 once a dated trusted restatement adopts
+the value held against a create and a late trusted first value holds a trusted create
+after less trusted versions in a value conflict; 30 once a late restatement of the first
+value a create held gives it its end. The others unchanged (0, 0, 0, 48, 8).
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ rules it would have met then), so these decisions read trust as the claim would 
 
 * the first version's first statement at least as trusted as a late, earlier claim: a
   create from a more trusted source held it, a change replaced it (`_held_by_a_create`);
-* a less trusted current value, or chain of versions, that an earlier, more trusted one
-  arrives before (`_earlier_trusted`) or inside a version before them
+* a less trusted current value, or chain of versions (the current one may be a `create` as
+  trusted, held in a value conflict), that an earlier, more trusted one arrives before
+  (`_earlier_trusted`) or inside a version before them
   (`_inside_over_less_trusted`), or a less trusted change that the earlier value's
   own restatement replaced (`_restated_over`); a first version whose first statements yield
   to the late claim begins with the change that adopted them (`_began_when_adopted`);
@@ -13,9 +14,10 @@ rules it would have met then), so these decisions read trust as the claim would 
   replaced it: that change adopted it (`_adopted_by_next`);
 * a value that a less trusted one holds in quarantine and a trusted statement restates
   (`_held_behind`); a less trusted first value that a later create holds and a late
-  trusted change replaces (`_held_first_value`);
-* a change held against a trusted create of a late value's value, dated between them: it
-  replaced the late value, and the create is a return (`_held_change_after`);
+  trusted change (or dated value) replaces (`_held_first_value`);
+* a change held against a trusted create of a late value's value, dated between them (or
+  any value dated after the late value's stated end): it replaced the late value, or
+  followed its end, and the create is a return (`_held_change_after`);
 * a replaced version a late statement makes more trusted than what replaced it: in
   `trust_raised`, the class this one extends.
 """

@@ -490,8 +490,8 @@ class Rivals(WorkingSet):
             return
         support = self.s.support.get(version.id, ())
         later = [s for s in support if s.at >= end]
-        if not later:
-            self._held_after_end(version, end)
+        if not later:  # it holds to its own end: another statement's period may run past `end`
+            self._held_after_end(version, version.valid_to or end)
             return
         early = [s for s in support if s.at < end]
         self.s.support[version.id] = tuple(early)  # the later ones are the restated part's

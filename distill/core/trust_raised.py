@@ -39,8 +39,9 @@ class RaisedTrust(TrustOrder):
 
     def _trust_raised(self, was: Fact, decision: Decision) -> Decision:
         """`decision`, after a late statement dated inside `was`, a replaced version, made it
-        more trusted: the less trusted versions that replaced it, up to the current one,
-        could not have in world order (`Adjudicator._state`). Each is held in quarantine
+        more trusted (or gave it a later end): the less trusted versions that replaced it
+        (before that end), up to the current one, could not have in world order
+        (`Adjudicator._state`). Each is held in quarantine
         against the version, which is current again and holds what they held; or, when a
         later one began after the version's stated end, that one follows the version (it
         displaced nothing, in order as now). Not when a person's
@@ -152,13 +153,15 @@ class RaisedTrust(TrustOrder):
         self, version: Fact, was: Fact, end: datetime | None
     ) -> tuple[list[Fact], Fact | None] | None:
         """The versions after `version`, each replacing the one before where it ended, to
-        the current one, when a late statement made `version` more trusted than `was`: those
+        the current one, when a late statement made `version` more trusted than `was` (or
+        stated an end later than `was` had, which the next version began before): those
         that began before `end`, its stated end, each from a source that yields to it, of
         another value, not pinned or kept by a person, holding only what yields to it
         (`_held_only_behind`); and the first that began from `end` on, if any (it follows
         `version`, displacing nothing). None when not so."""
+        later_end = end is not None and was.valid_to is not None and end > was.valid_to
         if (
-            version.trust.rank <= was.trust.rank
+            (version.trust.rank <= was.trust.rank and not later_end)
             or version.status is not FactStatus.SUPERSEDED
             or version.pinned
         ):

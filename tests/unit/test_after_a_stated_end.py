@@ -241,6 +241,32 @@ def test_a_late_restatement_of_the_held_first_value_gives_it_its_end() -> None:
             assert mem.conflicts(subject="alice") == [], order
 
 
+def test_an_end_inside_another_statements_period_ends_nothing() -> None:
+    """The person's `green` for days 18-26, a third party's `blue` of day 22 (held in
+    quarantine: `green` is in force then), then the person's `green` for days 10-20. The
+    version runs to day 26, which the first statement still says, so `blue` stays held.
+    Until session 54 the second statement's end at day 20, though it did not move the
+    version's end, let `blue` follow it and displace the person's `green` (hygiene seed
+    1466342); and when `blue` followed the end at day 20 first, the late period to day 26
+    did not hold it (now it does: `RaisedTrust._yielding_to`, for a later end as for more
+    trust)."""
+    first, second = (day(18), day(26)), (day(10), day(20))
+    claims = [
+        Claim("e0", "alice", day(40), "gp", "green", "create", "trusted", period=first),
+        Claim("e1", "alice", day(22), "gp", "blue", "create", "third_party"),
+        Claim("e2", "alice", day(41), "gp", "green", "create", "trusted", period=second),
+    ]
+    for order in itertools.permutations(range(3)):
+        with fresh_memory() as mem:
+            ingest(mem, claims, list(order))
+            facts = {f.value["v"]: f for f in mem.facts(subject="alice", include_retired=True)}
+            (held,) = mem.conflicts(subject="alice")
+        assert (facts["green"].status, facts["green"].valid_from) == (FactStatus.ACTIVE, day(10))
+        assert facts["green"].valid_to == day(26), order
+        assert facts["blue"].status is FactStatus.CANDIDATE, order
+        assert held.kind is ConflictKind.QUARANTINE, order
+
+
 # Histories of the search's kind, one or two for each rule session 53 changed: 11 ended
 # differently in some order at its start, the other 3 with a first version of its rules
 # (`--trust-periods --show` lists the classes left).

@@ -189,8 +189,15 @@ SEEDS += [1589450]
 # forbids; the job failed on every run (1447309: a pinned version before the gap keeps the
 # rule from applying, `TrustOrder._less_trusted_before`).
 SEEDS += [1447309]
+# Found by session 54's first run (both present at f0f32cb, the session's start): a
+# restatement whose stated end fell inside another statement's period let a third party's
+# value held against the version follow that end and displace it (1466342: the version
+# holds to its own end, `Rivals._given_an_end`); and a third party's period told late was
+# held in quarantine against a version a person's decision had turned down, which stays in
+# an open set (1470967, open).
+SEEDS += [1466342, 1470967]
 # Seeds of classes still open (README, Known limits), each a strict xfail.
-OPEN: set[int] = set()
+OPEN: set[int] = {1470967}
 
 
 def search() -> ModuleType:

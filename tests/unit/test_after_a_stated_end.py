@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -49,6 +50,21 @@ def said(spec: str) -> list[Claim]:
         when = day(40) + timedelta(minutes=i) if period else day(int(told))
         claims.append(Claim(f"e{i}", "alice", when, "gp", value, action, trust, period=period))
     return claims
+
+
+def assert_versions(spec: str, expected: list[tuple[Any, ...]], *, events: bool = False) -> None:
+    """Every arrival order of the claims of `spec` ends with these versions (value, status,
+    interval and, with `events`, how many events support each) and no open set."""
+    for order in itertools.permutations(range(3)):
+        with fresh_memory() as mem:
+            ingest(mem, said(spec), list(order))
+            got = sorted(
+                (f.value["v"], f.status, f.valid_from, f.valid_to)
+                + ((len(f.source_event_ids),) if events else ())
+                for f in mem.facts(subject="alice", include_retired=True)
+            )
+            assert got == expected, order
+            assert mem.conflicts(subject="alice") == [], order
 
 
 def test_a_less_trusted_value_after_a_trusted_end_is_current() -> None:
@@ -146,18 +162,14 @@ def test_a_trusted_return_after_a_gap_replaces_the_value_since() -> None:
     day 20 and holds nothing. Until session 54, with `a` of days 0-5 arriving after the
     person's later `a`, the later `a` held `b` in quarantine as the first value since a gap
     (`b` never current), and so it did when `b` arrived last."""
-    claims = said("a:create/period b:create@10/third_party a:create@20")
-    for order in itertools.permutations(range(3)):
-        with fresh_memory() as mem:
-            ingest(mem, claims, list(order))
-            facts = mem.facts(subject="alice", include_retired=True)
-            got = sorted((f.value["v"], f.status, f.valid_from, f.valid_to) for f in facts)
-            assert got == [
-                ("a", FactStatus.ACTIVE, day(20), None),
-                ("a", FactStatus.SUPERSEDED, day(0), day(5)),
-                ("b", FactStatus.SUPERSEDED, day(10), day(20)),
-            ], order
-            assert mem.conflicts(subject="alice") == [], order
+    assert_versions(
+        "a:create/period b:create@10/third_party a:create@20",
+        [
+            ("a", FactStatus.ACTIVE, day(20), None),
+            ("a", FactStatus.SUPERSEDED, day(0), day(5)),
+            ("b", FactStatus.SUPERSEDED, day(10), day(20)),
+        ],
+    )
 
 
 def test_a_late_trusted_period_replaces_the_first_value_a_later_create_held() -> None:
@@ -166,18 +178,14 @@ def test_a_late_trusted_period_replaces_the_first_value_a_later_create_held() ->
     `c` followed `b`'s end: three versions. Arriving before `b`, `c` held `a` in
     quarantine (a more trusted create over a less trusted first value); until session 54
     the late `b` was filed before `c` and `a` stayed held."""
-    claims = said("a:create@0/third_party b:create/period c:create@20")
-    for order in itertools.permutations(range(3)):
-        with fresh_memory() as mem:
-            ingest(mem, claims, list(order))
-            facts = mem.facts(subject="alice", include_retired=True)
-            got = sorted((f.value["v"], f.status, f.valid_from, f.valid_to) for f in facts)
-            assert got == [
-                ("a", FactStatus.SUPERSEDED, day(0), day(10)),
-                ("b", FactStatus.SUPERSEDED, day(10), day(15)),
-                ("c", FactStatus.ACTIVE, day(20), None),
-            ], order
-            assert mem.conflicts(subject="alice") == [], order
+    assert_versions(
+        "a:create@0/third_party b:create/period c:create@20",
+        [
+            ("a", FactStatus.SUPERSEDED, day(0), day(10)),
+            ("b", FactStatus.SUPERSEDED, day(10), day(15)),
+            ("c", FactStatus.ACTIVE, day(20), None),
+        ],
+    )
 
 
 def test_a_dated_trusted_restatement_makes_the_held_first_value_current() -> None:
@@ -186,17 +194,13 @@ def test_a_dated_trusted_restatement_makes_the_held_first_value_current() -> Non
     person's dated `a` replaced `b` on day 20 (a value that states its start is a change)
     and took in the held statement. Until session 54, with `b` arriving last inside the
     one version of `a`, `b` was current and `a` held in conflict against it."""
-    claims = said("a:create@0/third_party b:create@10 a:create/period")
-    for order in itertools.permutations(range(3)):
-        with fresh_memory() as mem:
-            ingest(mem, claims, list(order))
-            facts = mem.facts(subject="alice", include_retired=True)
-            got = sorted((f.value["v"], f.status, f.valid_from, f.valid_to) for f in facts)
-            assert got == [
-                ("a", FactStatus.ACTIVE, day(20), day(25)),
-                ("b", FactStatus.SUPERSEDED, day(10), day(20)),
-            ], order
-            assert mem.conflicts(subject="alice") == [], order
+    assert_versions(
+        "a:create@0/third_party b:create@10 a:create/period",
+        [
+            ("a", FactStatus.ACTIVE, day(20), day(25)),
+            ("b", FactStatus.SUPERSEDED, day(10), day(20)),
+        ],
+    )
 
 
 def test_a_late_trusted_first_value_meets_a_trusted_create_after_less_trusted_ones() -> None:
@@ -225,20 +229,14 @@ def test_a_late_restatement_of_the_held_first_value_gives_it_its_end() -> None:
     value and ended it on day 15, and `b` followed: two versions. With `b` before the
     person's `a`, `b` held the third party's `a` in quarantine; the late `a` now ends that
     value where it said (a session-54 rule first made it a third version, from day 10)."""
-    claims = said("a:create@0/third_party a:create/period b:create@20")
-    for order in itertools.permutations(range(3)):
-        with fresh_memory() as mem:
-            ingest(mem, claims, list(order))
-            facts = mem.facts(subject="alice", include_retired=True)
-            got = sorted(
-                (f.value["v"], f.status, f.valid_from, f.valid_to, len(f.source_event_ids))
-                for f in facts
-            )
-            assert got == [
-                ("a", FactStatus.SUPERSEDED, day(0), day(15), 2),
-                ("b", FactStatus.ACTIVE, day(20), None, 1),
-            ], order
-            assert mem.conflicts(subject="alice") == [], order
+    assert_versions(
+        "a:create@0/third_party a:create/period b:create@20",
+        [
+            ("a", FactStatus.SUPERSEDED, day(0), day(15), 2),
+            ("b", FactStatus.ACTIVE, day(20), None, 1),
+        ],
+        events=True,
+    )
 
 
 def test_an_end_inside_another_statements_period_ends_nothing() -> None:

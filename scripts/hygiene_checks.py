@@ -378,7 +378,14 @@ end (`Rivals._given_an_end`). "Live open sets" (1, seed 1470967, 25 steps, open)
 kept an untrusted `red` over the person's `blue` of one instant (`blue` turned down, never
 true); a third party's period told later, beginning before them, was held in quarantine
 against the turned-down `blue`. What it should meet instead (the kept value, or nothing,
-as the first value) is not decided; the seed is a strict xfail.
+as the first value) is not decided; the seed is a strict xfail. At 60ae0a7 the same range
+again (`--histories 5612 --start 1461072` and `--histories 5611 --start 1466684`) found 2:
+1470967, and "less trusted displaces nothing" in seed 1471067 (fourteen steps, present at
+f0f32cb, open): a third party's `blue` of day 16 replaced by its `red` of day 24; the
+person's `blue` for days 18-19, told later in the same job, made `blue` trusted, but its
+end became 24, not 19: the version's statements were not in the snapshot, so the end
+where the next version began was taken for one it stated (`WorkingSet._stated_end`), and
+the third party's `red` still replaces the person's `blue`. A strict xfail too.
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

@@ -367,25 +367,17 @@ and linked the pinned 4 to itself, which the validator refused, failing the job 
 run. A pinned version before the gap keeps the rule from applying (the 5 is held in
 conflict behind the 3, as before). At 852408f, the final rules: `--minutes 10 --start
 1610444` (7,964 histories) and `--minutes 10 --start 1453091` (7,981) found none.
-(46) Session 54 (late rules for trust and stated periods) at 395c2ec: `--minutes 14
---start 1461072` (11,223 histories) found 3, all present at f0f32cb, the session's start;
-`--minutes 14 --start 1618408` (11,127) found none. "Less trusted displaces nothing" (2,
-first seed 1466342, fifteen steps): the person's `green` for days 18-26 held a third
-party's `blue` of day 22; the person's `green` for days 10-20, told later, ended nothing
-(the other statement's period runs to 26) but let `blue` follow its end and displace
-`green`. A version given an end that another of its statements runs past holds to its own
-end (`Rivals._given_an_end`). "Live open sets" (1, seed 1470967, 25 steps, open): a person
-kept an untrusted `red` over the person's `blue` of one instant (`blue` turned down, never
-true); a third party's period told later, beginning before them, was held in quarantine
-against the turned-down `blue`. What it should meet instead (the kept value, or nothing,
-as the first value) is not decided; the seed is a strict xfail. At 60ae0a7 the same range
-again (`--histories 5612 --start 1461072` and `--histories 5611 --start 1466684`) found 2:
-1470967, and "less trusted displaces nothing" in seed 1471067 (fourteen steps, present at
-f0f32cb, open): a third party's `blue` of day 16 replaced by its `red` of day 24; the
-person's `blue` for days 18-19, told later in the same job, made `blue` trusted, but its
-end became 24, not 19: the version's statements were not in the snapshot, so the end
-where the next version began was taken for one it stated (`WorkingSet._stated_end`), and
-the third party's `red` still replaces the person's `blue`. A strict xfail too.
+(46) Session 54 at 395c2ec: `--minutes 14 --start 1461072` (11,223 histories) found 3,
+all present at f0f32cb; `--minutes 14 --start 1618408` (11,127) none. "Less trusted
+displaces nothing" (seed 1466342): the person's `green` for days 10-20, after their `green`
+for days 18-26, ended nothing but let a third party's `blue` of day 22, held against the
+version, follow day 20 and displace it. A version holds to its own end (`Rivals.
+_given_an_end`). Open, strict xfails: "live open sets" (1470967), a third party's period
+told late held against a version a person's decision turned down (what it should meet is
+not decided); "less trusted displaces nothing" (1471067), the person's late `blue` for days
+18-19 over a third party's `blue` its own `red` of day 24 replaced, in one job, with the
+version's statements not in the snapshot: the end where `red` began was taken for a
+stated one (`WorkingSet._stated_end`). At 60ae0a7 the first range again found those two.
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

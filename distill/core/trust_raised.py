@@ -41,13 +41,12 @@ class RaisedTrust(TrustOrder):
         """`decision`, after a late statement dated inside `was`, a replaced version, made it
         more trusted (or gave it a later end): the less trusted versions that replaced it
         (before that end), up to the current one, could not have in world order
-        (`Adjudicator._state`). Each is held in quarantine
-        against the version, which is current again and holds what they held; or, when a
-        later one began after the version's stated end, that one follows the version (it
-        displaced nothing, in order as now). Not when a person's
-        pin or choice, or a value that could displace the version, is involved; a change
-        followed by a restatement of either value or by a more trusted third one goes to
-        the rules after it."""
+        (`Adjudicator._state`). Each is held in quarantine against the version, which is
+        current again and holds what they held; or, when a later one began after the
+        version's stated end, that one follows the version (it displaced nothing, in order
+        as now). Not when a person's pin or choice, or a value that could displace the
+        version, is involved; a change followed by a restatement of either value or by a
+        more trusted third one goes to the rules after it."""
         version = self.s.facts[was.id]
         successor = self.s.facts.get(version.superseded_by or "")
         if successor is not None and successor.status is FactStatus.SUPERSEDED:
@@ -154,7 +153,7 @@ class RaisedTrust(TrustOrder):
     ) -> tuple[list[Fact], Fact | None] | None:
         """The versions after `version`, each replacing the one before where it ended, to
         the current one, when a late statement made `version` more trusted than `was` (or
-        stated an end later than `was` had, which the next version began before): those
+        gave it a stated end later than where `was` ended): those
         that began before `end`, its stated end, each from a source that yields to it, of
         another value, not pinned or kept by a person, holding only what yields to it
         (`_held_only_behind`); and the first that began from `end` on, if any (it follows

@@ -372,12 +372,15 @@ all present at f0f32cb; `--minutes 14 --start 1618408` (11,127) none. "Less trus
 displaces nothing" (seed 1466342): the person's `green` for days 10-20, after their `green`
 for days 18-26, ended nothing but let a third party's `blue` of day 22, held against the
 version, follow day 20 and displace it. A version holds to its own end (`Rivals.
-_given_an_end`). Open, strict xfails: "live open sets" (1470967), a third party's period
-told late held against a version a person's decision turned down (what it should meet is
-not decided); "less trusted displaces nothing" (1471067), the person's late `blue` for days
-18-19 over a third party's `blue` its own `red` of day 24 replaced, in one job, with the
-version's statements not in the snapshot: the end where `red` began was taken for a
-stated one (`WorkingSet._stated_end`). At 60ae0a7 the first range again found those two.
+_given_an_end`). Left open then (strict xfails), closed in session 55: "live open sets"
+(1470967), a third party's period told late held against a version a person's decision
+turned down: the value kept into history named it, so it read as the earlier of two
+versions of one instant (`resolve._filed_after` names the version before it); "less
+trusted displaces nothing" (1471067), the person's late `blue` for days 18-19 over a third
+party's `blue` its own `red` of day 24 replaced, in one job, with the version's statements
+not in the snapshot: the end where `red` began was taken for a stated one
+(`WorkingSet._stated_end`; a version loaded open-ended stated none,
+`_open_when_loaded`). At 60ae0a7 the first range again found those two.
 tests/unit/test_hygiene_histories.py replays the seeds named here.
 """
 

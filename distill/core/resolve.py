@@ -175,7 +175,7 @@ def resolve_conflict(
                 "valid_to": end,
                 "retired_at": now,
                 "superseded_by": later.id,
-                "supersedes_id": overlapped[0].id if overlapped else kept.supersedes_id,
+                "supersedes_id": _filed_after(kept, overlapped, history, plan, reason, pass_name),
             }
         )
         plan.add(ReviseFact(kept, after, "resolve", f"{reason}: kept, until {later.id}", pass_name))
@@ -458,6 +458,26 @@ def _turned_down(
     after = prior.model_copy(update={"superseded_by": kept.id})
     plan.add(ReviseFact(prior, after, "link", f"{reason}: followed by {kept.id}", pass_name))
     return prior.id
+
+
+def _filed_after(
+    kept: Fact,
+    overlapped: Sequence[Fact],
+    history: Sequence[Fact],
+    plan: Plan,
+    reason: str,
+    pass_name: str,
+) -> str | None:
+    """The version a kept fact filed into history follows: the one it falls inside; or,
+    when that one began at the kept fact's own instant (emptied: a value turned down, not a
+    version, which no version may name, `timeline.overruled`), the one that version
+    followed, as `_turned_down` links a replaced current fact's."""
+    if not overlapped:
+        return kept.supersedes_id
+    inside = overlapped[0]
+    if inside.valid_from < kept.valid_from:
+        return inside.id
+    return _turned_down(inside, kept, (), history, plan, reason, pass_name)
 
 
 def _end(old: Fact, kept: Fact) -> datetime:

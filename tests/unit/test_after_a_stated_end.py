@@ -265,6 +265,40 @@ def test_an_end_inside_another_statements_period_ends_nothing() -> None:
         assert held.kind is ConflictKind.QUARANTINE, order
 
 
+def test_a_late_end_decided_in_the_job_of_the_change_after_it() -> None:
+    """A third party's `blue` of day 16, consolidated; then, in one job, the person's `blue`
+    for days 18-19 (told on day 30) and the third party's `red` of day 24. The person's
+    statement ends `blue` on day 19, so `red` follows that end and replaces nothing, as when
+    each claim is consolidated in turn. Until session 55 the job, which had not loaded
+    `blue`'s one statement, took the day `red` began for an end that statement had stated,
+    and the third party's `red` displaced the person's `blue` (hygiene seed 1471067)."""
+    claims = [
+        Claim("e0", "alice", day(16), "gp", "blue", "create", "third_party"),
+        Claim("e1", "alice", day(30), "gp", "blue", "create", "trusted", period=(day(18), day(19))),
+        Claim("e2", "alice", day(24), "gp", "red", "supersede", "third_party"),
+    ]
+    expected = [
+        ("blue", FactStatus.SUPERSEDED, Trust.TRUSTED, day(16), day(19)),
+        ("red", FactStatus.ACTIVE, Trust.THIRD_PARTY, day(24), None),
+    ]
+
+    def versions(mem: Any) -> list[tuple[Any, ...]]:
+        facts = mem.facts(subject="alice", include_retired=True)
+        return sorted((f.value["v"], f.status, f.trust, f.valid_from, f.valid_to) for f in facts)
+
+    with fresh_memory() as mem:
+        ingest(mem, claims, [0])
+        for c in claims[1:]:
+            mem.add_event(**c.event())
+        assert mem.consolidate().jobs_failed == 0
+        assert versions(mem) == expected
+        assert mem.conflicts(subject="alice") == []
+    for order in itertools.permutations(range(3)):
+        with fresh_memory() as mem:
+            ingest(mem, claims, list(order))
+            assert versions(mem) == expected, order
+
+
 # Histories of the search's kind, one or two for each rule session 53 changed: 11 ended
 # differently in some order at its start, the other 3 with a first version of its rules
 # (`--trust-periods --show` lists the classes left).

@@ -194,13 +194,16 @@ SEEDS += [1447309]
 # value held against the version follow that end and displace it (1466342: the version
 # holds to its own end, `Rivals._given_an_end`); and a third party's period told late was
 # held in quarantine against a version a person's decision had turned down, which stays in
-# an open set (1470967, open); and a late trusted statement of the value in force, stating
-# an end before the third party's change that replaced it, whose statements the snapshot
-# had not loaded, took the change's start for the version's own end and left the change
-# displacing the now trusted version (1471067, open).
+# an open set (1470967: the value kept into history named the version it turned down,
+# which then read as the earlier of two versions of one instant; it names the one before,
+# `resolve._filed_after`, session 55); and a late trusted statement of the value in force,
+# stating an end before the third party's change that replaced it, whose statements the
+# snapshot had not loaded, took the change's start for the version's own end and left the
+# change displacing the now trusted version (1471067: a version the snapshot loaded open
+# stated no end, `WorkingSet._open_when_loaded`, session 55).
 SEEDS += [1466342, 1470967, 1471067]
 # Seeds of classes still open (README, Known limits), each a strict xfail.
-OPEN: set[int] = {1470967, 1471067}
+OPEN: set[int] = set()
 
 
 def search() -> ModuleType:

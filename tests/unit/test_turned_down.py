@@ -4,10 +4,11 @@ Keeping a held value that began at the instant the current one began (or before)
 current one an empty interval: it was never true, a value turned down, as a candidate not
 kept is. The earlier of two versions of one instant also has an empty interval, and the
 rules tell the two apart by whether the next version names it (`timeline.overruled`); so
-the kept value follows the version before the one it turned down, never that one (hygiene
-seed 1375924, where a late trusted first value took the turned-down value for a version
-and held it in quarantine again). A version after the kept value's start is turned down
-too, and what it held from then on is held against the kept value (seed 1538916).
+the kept value follows the version before the one it turned down, never that one, whether it
+becomes current or is filed into history (hygiene seeds 1375924 and 1470967, where a late
+claim took the turned-down value for a version and was held in quarantine against it).
+A version after the kept value's start is turned down too, and what it held from then on
+is held against the kept value (seed 1538916).
 """
 
 from __future__ import annotations
@@ -229,3 +230,44 @@ def test_a_value_of_the_instant_a_kept_value_ends_is_held_against_it() -> None:
         (b,) = [m for m in held.member_ids if m != g]
         assert (held.kind, set(held.member_ids)) == (ConflictKind.CONFLICT, {g, b})
         assert mem.fact(b).value == {"v": "b"}
+
+
+def test_a_value_kept_into_history_at_a_versions_instant_names_the_version_before_it() -> None:
+    """The person's `green` of day 28; then an untrusted `red` for days 13-16, held alone,
+    and the person's `blue` of day 13, filed into history before `green`. A person keeps
+    `red`: it is filed into history from day 13 to day 16 and turns `blue` down (they began
+    together), so `red` follows what `blue` followed (nothing), never `blue`. A third
+    party's `green` for days 11-19, told late, then meets `red`, the value the person kept
+    there: it was the first value until `red` began, and no set weighs it against the
+    turned-down `blue` (hygiene seed 1470967, where `red` named `blue`, which therefore
+    read as the earlier of two versions of one instant and held that `green`)."""
+    with fresh_memory() as mem:
+        in_one_run(mem, told_gp(0, 28, "green", "trusted", "supersede"))
+        in_one_run(
+            mem,
+            told_gp(1, 5, "red", "untrusted", "create", period=(13, 16)),
+            told_gp(2, 13, "blue", "trusted", "create"),
+        )
+        (alone,) = mem.conflicts(subject="alice")
+        (red,) = alone.member_ids
+
+        mem.resolve_conflict(alone.id, keep=red)
+
+        facts = {str((f.value or {})["v"]): f for f in mem.facts("alice", include_retired=True)}
+        blue = facts["blue"]
+        assert (blue.valid_from, blue.valid_to, blue.superseded_by) == (at(13), at(13), red)
+        assert (mem.fact(red).valid_from, mem.fact(red).supersedes_id) == (at(13), None)
+
+        in_one_run(mem, told_gp(3, 14, "green", "third_party", "create", period=(11, 19)))
+
+        assert mem.conflicts(subject="alice") == []
+        (late,) = [
+            f
+            for f in mem.facts("alice", include_retired=True)
+            if f.value == {"v": "green"} and f.trust is Trust.THIRD_PARTY
+        ]
+        assert (late.status, late.valid_from, late.valid_to) == (
+            FactStatus.SUPERSEDED, at(11), at(13),
+        )  # fmt: skip
+        assert (late.superseded_by, mem.fact(red).supersedes_id) == (red, late.id)
+        assert mem.fact(blue.id) == blue

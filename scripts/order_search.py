@@ -134,7 +134,11 @@ less trusted value since it, late as in order; 38 once a late dated value replac
 less trusted first value a later create held; 34 once a dated trusted restatement adopts
 the value held against a create and a late trusted first value holds a trusted create
 after less trusted versions in a value conflict; 30 once a late restatement of the first
-value a create held gives it its end. The others unchanged (0, 0, 0, 48, 8).
+value a create held gives it its end. The others unchanged (0, 0, 0, 48, 8). Session 55:
+`--trust-periods` still 30, but 8 of the 12 that served differently (a late trusted first
+value before two versions of one less trusted value, which it held neither of) now serve
+and hold what world order does; their histories differ (two candidates against one). The
+others unchanged (0, 0, 0, 48, 8).
 """
 
 from __future__ import annotations

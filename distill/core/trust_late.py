@@ -60,8 +60,11 @@ class LateTrust(RaisedTrust):
         a person (`_kept_by_decision`), each holding only what yields to the claim
         (`_held_only_behind`). Each would have been
         quarantined against it, with the value it would have had then (a change carries the
-        claim's unstated keys forward): those values, distinct from each other and from the
-        claim's (a repeat would have reinforced the one held). The current version may be as
+        claim's unstated keys forward): those values, none the claim's (a repeat of it would
+        have reinforced it). Two versions of one value are held each in its own set: in
+        order the later statement reinforced the earlier held one, a history that cannot be
+        rebuilt once both are facts, and what is served (the claim's value, the other held)
+        is the same. The current version may be as
         trusted as the claim when it began as a `create` after less trusted ones: in order it
         met the claim in force and was held in conflict against it (`_earlier_trusted`).
         Empty when not so."""
@@ -89,8 +92,7 @@ class LateTrust(RaisedTrust):
         ):
             return []
         held = [(v, self._held_value(c, v, value)) for v in chain]
-        values = [value, *(h for _, h in held)]
-        if any(values_equal(x, y) for i, x in enumerate(values) for y in values[i + 1 :]):
+        if any(values_equal(value, h) for _, h in held):
             return []
         return held
 

@@ -299,6 +299,44 @@ def test_a_late_end_decided_in_the_job_of_the_change_after_it() -> None:
             assert versions(mem) == expected, order
 
 
+# The person's `a`, then a third party's `b` for days 10-15 and `b` again on day 20 (by a
+# change of the person's or a third party's, or any third party's statement): in world order
+# both `b` are one candidate held against `a`. Arriving last, `a` found two versions of one
+# value and held neither, and `b` was served, until session 55; now each is held in its own
+# set (`LateTrust._displaced_by_less_trusted`). The histories still differ (one candidate
+# against two), so the search counts them, but what is served and held is the same.
+TWO_OF_ONE_VALUE = [
+    f"a:{first}@0 b:create/period/third_party {then}"
+    for first in ("create", "supersede")
+    for then in (
+        "b:create@20",
+        "b:create@20/third_party",
+        "b:supersede@20/third_party",
+        "b:create/period/third_party",
+    )
+]
+
+
+@pytest.mark.parametrize("spec", TWO_OF_ONE_VALUE)
+def test_a_late_trusted_first_value_holds_two_versions_of_one_less_trusted_value(
+    spec: str,
+) -> None:
+    def served(order: tuple[int, ...]) -> tuple[Any, ...]:
+        with fresh_memory() as mem:
+            ingest(mem, said(spec), list(order))
+            facts = mem.facts(subject="alice", include_retired=True)
+            (current,) = [f for f in facts if f.status is FactStatus.ACTIVE]
+            held = {f.value["v"] for f in facts if f.status is FactStatus.CANDIDATE}
+            sets = mem.conflicts(subject="alice")
+            assert sets and all(current.id in cs.member_ids for cs in sets), order
+            return current.value["v"], current.valid_from, current.valid_to, held
+
+    in_order = served((0, 1, 2))
+    assert in_order == ("a", day(0), None, {"b"})
+    for order in itertools.permutations(range(3)):
+        assert served(order) == in_order, order
+
+
 # Histories of the search's kind, one or two for each rule session 53 changed: 11 ended
 # differently in some order at its start, the other 3 with a first version of its rules
 # (`--trust-periods --show` lists the classes left).

@@ -375,7 +375,7 @@ version, follow day 20 and displace it. A version holds to its own end (`Rivals.
 _given_an_end`). Left open then (strict xfails), closed in session 55: "live open sets"
 (1470967), a third party's period told late held against a version a person's decision
 turned down: the value kept into history named it, so it read as the earlier of two
-versions of one instant (`resolve._filed_after` names the version before it); "less
+versions of one instant (`resolve._turned_down` names the version before it); "less
 trusted displaces nothing" (1471067), the person's late `blue` for days 18-19 over a third
 party's `blue` its own `red` of day 24 replaced, in one job, with the version's statements
 not in the snapshot: the end where `red` began was taken for a stated one

@@ -169,13 +169,18 @@ def resolve_conflict(
         plan.add(ReviseFact(fact, after, "retime", said, pass_name))
     if kept is not None and later is not None:
         end = _kept_until(kept, later)
+        follows = kept.supersedes_id
+        if overlapped:  # the version it falls inside, or the one before a version it empties
+            follows = _turned_down(
+                overlapped[0], kept, overlapped, history, plan, reason, pass_name
+            )
         after = kept.model_copy(
             update={
                 "status": FactStatus.SUPERSEDED,
                 "valid_to": end,
                 "retired_at": now,
                 "superseded_by": later.id,
-                "supersedes_id": _filed_after(kept, overlapped, history, plan, reason, pass_name),
+                "supersedes_id": follows,
             }
         )
         plan.add(ReviseFact(kept, after, "resolve", f"{reason}: kept, until {later.id}", pass_name))
@@ -442,11 +447,12 @@ def _turned_down(
     """The version the kept fact follows when it began no later than `current`, which it
     replaces: `current` is left with an empty interval, a value turned down, not a version
     (`timeline.overruled` tells it from the earlier of two versions of one instant because
-    no version names it). The kept fact follows the version true when it began
-    (`overlapped`), or the one `current` followed and that ended where both began, which
-    is linked to it."""
-    if overlapped:
-        return overlapped[0].id
+    no version names it). The kept fact follows the version true when it began (of
+    `overlapped`, the one that began before it: one that began with it is emptied too), or
+    the one `current` followed and that ended where both began, which is linked to it. A
+    value filed into history turns down, as `current`, the version it began with."""
+    if inside := [f for f in overlapped if f.valid_from < kept.valid_from]:
+        return inside[0].id
     prior = next((f for f in history if f.id == current.supersedes_id), None)
     if (
         prior is None
@@ -458,26 +464,6 @@ def _turned_down(
     after = prior.model_copy(update={"superseded_by": kept.id})
     plan.add(ReviseFact(prior, after, "link", f"{reason}: followed by {kept.id}", pass_name))
     return prior.id
-
-
-def _filed_after(
-    kept: Fact,
-    overlapped: Sequence[Fact],
-    history: Sequence[Fact],
-    plan: Plan,
-    reason: str,
-    pass_name: str,
-) -> str | None:
-    """The version a kept fact filed into history follows: the one it falls inside; or,
-    when that one began at the kept fact's own instant (emptied: a value turned down, not a
-    version, which no version may name, `timeline.overruled`), the one that version
-    followed, as `_turned_down` links a replaced current fact's."""
-    if not overlapped:
-        return kept.supersedes_id
-    inside = overlapped[0]
-    if inside.valid_from < kept.valid_from:
-        return inside.id
-    return _turned_down(inside, kept, (), history, plan, reason, pass_name)
 
 
 def _end(old: Fact, kept: Fact) -> datetime:

@@ -196,7 +196,7 @@ SEEDS += [1447309]
 # held in quarantine against a version a person's decision had turned down, which stays in
 # an open set (1470967: the value kept into history named the version it turned down,
 # which then read as the earlier of two versions of one instant; it names the one before,
-# `resolve._filed_after`, session 55); and a late trusted statement of the value in force,
+# `resolve._turned_down`, session 55); and a late trusted statement of the value in force,
 # stating an end before the third party's change that replaced it, whose statements the
 # snapshot had not loaded, took the change's start for the version's own end and left the
 # change displacing the now trusted version (1471067: a version the snapshot loaded open

@@ -17,9 +17,9 @@ at random within what they were asked; 4 % of calls find it down, 6 % get malfor
 3 % a cut-off answer, and some answers name aliases the prompt never showed (a verdict's
 target, a consumed memory, a member of a contradiction, a pair not asked about).
 
-After every step it checks the invariants `hygiene_checks` lists (scripts/hygiene_checks.py,
-which also keeps the record of what the search found), and the first violation ends the
-history.
+After every step it checks the invariants `hygiene_checks` lists (scripts/hygiene_checks.py;
+scripts/hygiene_record.md keeps the record of what the search found), and the first
+violation ends the history.
 
     python scripts/hygiene_search.py --minutes 40 [--start 0]   # seeds from 0 until then
     python scripts/hygiene_search.py --histories 2000 [--start 0]

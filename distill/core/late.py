@@ -228,6 +228,9 @@ class LateArrivals(FirstValues):
             self._replaced_first_value(held, following, t)
             held, following = self.s.facts[held.id], self.s.facts[following.id]
             return self._historical(c, versions, at, ident, held, following, value)
+        # From here the values differ (or the claim ended first): a claim that ended where
+        # `following` began never met it either.
+        apart = apart or (stated_end is not None and stated_end <= following.valid_from)
         at_first = base is None and following.supersedes_id is None
         if at_first and (displaced := self._displaced_by_less_trusted(c, following, value)):
             return self._earlier_trusted(c, displaced, ident, value)

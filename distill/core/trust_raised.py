@@ -308,7 +308,8 @@ class RaisedTrust(TrustOrder):
         """`was` as it is now, the less trusted change that replaced it and the version
         after that change (after a gap too), when a late statement made `was` more trusted
         than the change and no pin, change a person kept, open set of the change's or value
-        `was` holds in conflict stands in the way (`_rejoined`, `_adopted_after`)."""
+        `was` holds in conflict stands in the way (`_rejoined`, `_adopted_after`), and the
+        change did not begin at the end `was`'s statements gave it (it followed that end)."""
         version = self.s.facts[was.id]
         change = self._next_of(version)
         after = self._next_of(change, after_a_gap=True) if change is not None else None
@@ -321,9 +322,17 @@ class RaisedTrust(TrustOrder):
             or not change.trust.yields_to(version.trust)
             or self._open_set(change.id) is not None
             or not self._held_only_behind(version, version.trust)
+            or self._followed_its_end(version, change)
         ):
             return None
         return version, change, after
+
+    def _followed_its_end(self, version: Fact, change: Fact) -> bool:
+        """Whether `change` began at or after the end that `version`'s statements as
+        trusted as it now is gave it: in world order it followed that end and displaced
+        nothing, whatever its trust."""
+        end = self._end_stated(version)
+        return end is not None and end <= change.valid_from
 
     def _take_in(self, into: Fact, taken: Fact, reason: str, **changes: Any) -> None:
         """`into` takes the statements of `taken` in (their sources, freshness, trust and

@@ -299,6 +299,37 @@ def test_a_late_end_decided_in_the_job_of_the_change_after_it() -> None:
             assert versions(mem) == expected, order
 
 
+def test_a_value_that_began_at_a_late_statements_end_followed_it() -> None:
+    """The person's `5` for days 24-30 (told on day 19), a third party's change to `4` on
+    day 21, then, told late, the person's `5` for days 16-21, and (in the longer history)
+    a third party's `5` of day 2 before them all. The late statement ends `5` on day 21,
+    where `4` began: `4` followed that end and displaced nothing, as it does when that
+    statement comes before it. So `4` is the version between the two periods, in every
+    order. Until session 55 the late statement held `4` in quarantine when it arrived
+    after it: as a first value that came second (`LateArrivals._file_late` took a claim
+    that ended where the next version began for one that met it), or, with the third
+    party's `5` of day 2, by rejoining the two parts of `5` that `4` had split
+    (`RaisedTrust._rejoined`, seed 1637445 of the hygiene search)."""
+    early = Claim("e0", "alice", day(2), "gp", "5", "supersede", "third_party")
+    later = Claim("e1", "alice", day(19), "gp", "5", "create", period=(day(24), day(30)))
+    change = Claim("e2", "alice", day(21), "gp", "4", "supersede", "third_party")
+    late = Claim("e3", "alice", day(38), "gp", "5", "supersede", period=(day(16), day(21)))
+    assert_any_order_as_in_order([later, change, late])
+    assert_any_order_as_in_order([early, later, change, late])
+    with fresh_memory() as mem:
+        ingest(mem, [early, later, change, late], [0, 1, 2, 3])
+        got = sorted(
+            (f.valid_from, f.value["v"], f.status, f.trust)
+            for f in mem.facts(subject="alice", include_retired=True)
+        )
+        assert mem.conflicts(subject="alice") == []
+    assert got == [  # the late statement dated inside the first `5` made it trusted
+        (day(2), "5", FactStatus.SUPERSEDED, Trust.TRUSTED),
+        (day(21), "4", FactStatus.SUPERSEDED, Trust.THIRD_PARTY),
+        (day(24), "5", FactStatus.ACTIVE, Trust.TRUSTED),
+    ]
+
+
 # The person's `a`, then a third party's `b` for days 10-15 and `b` again on day 20 (by a
 # change of the person's or a third party's, or any third party's statement): in world order
 # both `b` are one candidate held against `a`. Arriving last, `a` found two versions of one

@@ -28,9 +28,10 @@ to 3, values up to renaming, `create` or `supersede`), each in its 24 orders.
 `--trust` plays histories of three claims about `gp` from a trusted source and a third
 party, two of them sometimes of one instant (840; `trust_histories`). `--trust-periods`
 plays the `--periods` histories with each claim from a trusted source or a third party,
-both present (570).
+both present (570). With `--ahead`, each period is told 15 days before it begins instead.
 
     python scripts/order_search.py [--show] [--one-name | --periods | --trust | --trust-periods]
+    python scripts/order_search.py [--show] (--periods | --trust-periods) --ahead
     python scripts/order_search.py [--show] --four N [--seed S]
     python scripts/order_search.py [--show] [--pool doctor|pet|address]
 
@@ -138,7 +139,11 @@ value a create held gives it its end. The others unchanged (0, 0, 0, 48, 8). Ses
 `--trust-periods` still 30, but 8 of the 12 that served differently (a late trusted first
 value before two versions of one less trusted value, which it held neither of) now serve
 and hold what world order does; their histories differ (two candidates against one). The
-others unchanged (0, 0, 0, 48, 8).
+others unchanged (0, 0, 0, 48, 8). `--ahead` (new: periods told 15 days before they begin,
+before the claim about the day 10 days earlier): `--periods --ahead` 0 of 95,
+`--trust-periods --ahead` the same 30 (also at 310f192). Neither grid dates a claim at a
+stated end (periods end on days 5, 15 and 25, claims are dated 0, 10 and 20), the shape of
+hygiene seed 1637445 that session 55 fixed.
 """
 
 from __future__ import annotations
@@ -339,11 +344,14 @@ def trust_histories() -> list[list[Said]]:
     ]
 
 
-def period_histories(trust_levels: tuple[str, ...] = ("trusted",)) -> list[list[Said]]:
+def period_histories(
+    trust_levels: tuple[str, ...] = ("trusted",), ahead: bool = False
+) -> list[list[Said]]:
     """Three claims about days 0, 10, 20, each a value told that day (`create` or
-    `supersede`) or a period of five days from it told on day 40; at least one period. From
-    each of `trust_levels`, every one of them used when there are several."""
-    told_later = T0 + timedelta(days=40)
+    `supersede`) or a period of five days from it told on day 40 (with `ahead`, 15 days
+    before it begins: before the claim about the day 10 days earlier, so that world order
+    tells the period first); at least one period. From each of `trust_levels`, every one of
+    them used when there are several."""
     shapes = ("point", "change", "period")
     out = []
     for values in renamings():
@@ -355,9 +363,7 @@ def period_histories(trust_levels: tuple[str, ...] = ("trusted",)) -> list[list[
                     continue
                 out.append(
                     [
-                        Said(
-                            v, "create", told_later + timedelta(minutes=i), (10 * i, 10 * i + 5), t
-                        )
+                        Said(v, "create", _told(i, ahead), (10 * i, 10 * i + 5), t)
                         if shape == "period"
                         else Said(
                             v,
@@ -369,6 +375,11 @@ def period_histories(trust_levels: tuple[str, ...] = ("trusted",)) -> list[list[
                     ]
                 )
     return out
+
+
+def _told(i: int, ahead: bool) -> datetime:
+    """When the period of claim `i` (days 10·i to 10·i + 5) is told."""
+    return T0 + timedelta(days=10 * i - 15 if ahead else 40, minutes=i)
 
 
 def search_one_name(show: bool, histories: list[list[Said]], what: str) -> None:
@@ -408,6 +419,9 @@ def search_one_name(show: bool, histories: list[list[Said]], what: str) -> None:
     default=0,
     help="A random sample of this many four-claim histories of one name (with --seed).",
 )
+@click.option(
+    "--ahead", is_flag=True, help="With --periods or --trust-periods: periods told ahead."
+)
 @click.option("--seed", type=int, default=1, show_default=True)
 @click.option(
     "--pool", type=click.Choice(sorted(NAMES)), default="doctor", show_default=True,
@@ -420,21 +434,22 @@ def main(
     trust: bool,
     trust_periods: bool,
     four: int,
+    ahead: bool,
     seed: int,
     pool: str,
 ) -> None:
+    told = " (told ahead)" if ahead else ""
     if trust_periods:
-        histories = period_histories(("trusted", "third_party"))
-        what = "of three claims with a stated period from two trust levels"
+        histories = period_histories(("trusted", "third_party"), ahead)
+        what = f"of three claims with a stated period{told} from two trust levels"
         search_one_name(show, histories, what)
         return
     if trust:
         search_one_name(show, trust_histories(), "of three claims from two trust levels")
         return
     if periods:
-        search_one_name(
-            show, period_histories(), "of three claims with a stated period under one name"
-        )
+        what = f"of three claims with a stated period{told} under one name"
+        search_one_name(show, period_histories(ahead=ahead), what)
         return
     if one_name:
         search_one_name(show, one_name_histories(), "of three claims under one name")

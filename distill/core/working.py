@@ -141,7 +141,7 @@ class WorkingSet:
         self.plan = Plan()
         self.decisions: list[Decision] = []
         self._stated: dict[str, Claim] = {}  # the claim each new state fact was made from
-        self._loaded = dict(snapshot.facts)  # each fact as the snapshot loaded it
+        self._open_at_load = {i for i, f in snapshot.facts.items() if f.valid_to is None}
         # The ids of the snapshot's facts by identity key, in the snapshot's order: most
         # candidates look up their identity's versions, and a scan of every fact for each
         # one was a fifth of the adjudicator's time on a 100-event job. Built on first use,
@@ -216,10 +216,10 @@ class WorkingSet:
         """`fact`'s end once a claim of its value that states `end` supports it: an open
         version ends there, an ended one at the later of the two ends, never after the next
         version began. One that ends where the next begins may not have stated that end: its
-        statements (when loaded) say, or its being open when loaded (the job's change gave
-        that end); if none did, `end` comes first. One never true
-        (overruled where it began) that the claim dates earlier, to `start`, had no end of
-        its own: it ends where the claim says, never after the next version from `start`."""
+        statements (when loaded) say, or its being open when loaded; if none did, `end` comes
+        first. One never true (overruled where it began) that the claim dates earlier, to
+        `start`, had no end of its own: it ends where the claim says, never after the next
+        version from `start`."""
         overruled = fact.valid_to
         moved = start is not None and fact.never_true and start < fact.valid_from
         if moved:
@@ -238,19 +238,13 @@ class WorkingSet:
         if following is not None and current == following.valid_from:
             if fact.id in self.s.support:
                 current = max((s.until for s in self.s.support[fact.id] if s.until), default=None)
-            elif self._open_when_loaded(fact.id):
-                current = None  # no statement of it stated an end: the job's change did
+            elif fact.id in self._open_at_load:
+                current = None  # loaded open: no statement of it stated an end, the job did
         if end is None:  # (`moved`) until the next version from `start`, or as it was
             return overruled if following is None else following.valid_from
         if current is not None:
             end = max(end, current)
         return end if following is None else min(end, following.valid_from)
-
-    def _open_when_loaded(self, fact_id: str) -> bool:
-        """Whether the snapshot loaded `fact_id` open-ended: then none of its statements
-        before the job stated an end (its statements need not be loaded to know that)."""
-        loaded = self._loaded.get(fact_id)
-        return loaded is not None and loaded.valid_to is None
 
     def _retire(self, version: Fact, reason: str, at: datetime, by: str, **changes: Any) -> Fact:
         """`version` superseded by fact `by` from `at` (or its own stated end, if earlier);

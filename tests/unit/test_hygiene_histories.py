@@ -200,7 +200,7 @@ SEEDS += [1447309]
 # stating an end before the third party's change that replaced it, whose statements the
 # snapshot had not loaded, took the change's start for the version's own end and left the
 # change displacing the now trusted version (1471067: a version the snapshot loaded open
-# stated no end, `WorkingSet._open_when_loaded`, session 55).
+# stated no end, `WorkingSet._stated_end`, session 55).
 SEEDS += [1466342, 1470967, 1471067]
 # Found by session 55's second run (present at 310f192): a late statement ending a value
 # where a third party's change began held that change (1637445: it follows the end).

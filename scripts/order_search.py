@@ -17,7 +17,8 @@ and the change rules relate names, never a distance.
 `--one-name` searches within one name instead: every history of three claims about `gp`
 on days 0, 1 and 2 (values a, b, c up to renaming; each a `create` or a `supersede`; one
 trusted source), each arrival order against arrival in world order, comparing every fact's
-value, status, interval, reinforcements and events, and the open sets.
+value, status, interval, reinforcements and events, and the open sets by their kind and
+members (by their members alone until session 56).
 
 `--periods` plays histories of three claims about `gp` where at least one states the period
 its value held (days 10·i to 10·i + 5, told on day 40) and the others are a value told on
@@ -28,10 +29,11 @@ to 3, values up to renaming, `create` or `supersede`), each in its 24 orders.
 `--trust` plays histories of three claims about `gp` from a trusted source and a third
 party, two of them sometimes of one instant (840; `trust_histories`). `--trust-periods`
 plays the `--periods` histories with each claim from a trusted source or a third party,
-both present (570). With `--ahead`, each period is told 15 days before it begins instead.
+both present (570). With `--ahead`, each period is told 15 days before it begins instead;
+with `--adjacent`, each period lasts ten days, so that it ends on the next claim's day.
 
     python scripts/order_search.py [--show] [--one-name | --periods | --trust | --trust-periods]
-    python scripts/order_search.py [--show] (--periods | --trust-periods) --ahead
+    python scripts/order_search.py [--show] (--periods | --trust-periods) [--ahead] [--adjacent]
     python scripts/order_search.py [--show] --four N [--seed S]
     python scripts/order_search.py [--show] [--pool doctor|pet|address]
 
@@ -143,7 +145,16 @@ others unchanged (0, 0, 0, 48, 8). `--ahead` (new: periods told 15 days before t
 before the claim about the day 10 days earlier): `--periods --ahead` 0 of 95,
 `--trust-periods --ahead` the same 30 (also at 310f192). Neither grid dates a claim at a
 stated end (periods end on days 5, 15 and 25, claims are dated 0, 10 and 20), the shape of
-hygiene seed 1637445 that session 55 fixed.
+hygiene seed 1637445 that session 55 fixed. Session 56: `--adjacent` (new) found 12 of 95
+with `--periods` and 150 of 570 with `--trust-periods` at 2481e0a; the open sets compared by
+their kind too (a value conflict or a quarantine: only the first makes the current value
+contested), `--trust` 48 of 840, `--trust-periods` 62 and `--trust-periods --adjacent` 166.
+Now 0 of 95, 0 of 840 and the same 30 of 570 in both period grids (the 30 session 55 left),
+once a claim that ended where the next version began stays apart from it whatever the
+values, what follows an end stated on the next version's day is a first value again, a
+late value holds a less trusted one in quarantine, and a value conflict becomes a
+quarantine once a restatement makes one side more trusted than the others. The others
+unchanged (0, 0, 48, 8).
 """
 
 from __future__ import annotations
@@ -299,7 +310,12 @@ def one_name(claims: list[Said], order: tuple[int, ...]) -> Any:
             for f in mem.facts(subject="u1", include_retired=True)
         )
         sets = sorted(
-            tuple(sorted(f"{mem.fact(m).value}:{mem.fact(m).status.value}" for m in c.member_ids))
+            (
+                c.kind.value,
+                tuple(
+                    sorted(f"{mem.fact(m).value}:{mem.fact(m).status.value}" for m in c.member_ids)
+                ),
+            )
             for c in mem.conflicts(subject="u1")
         )
         return facts, sets
@@ -345,13 +361,14 @@ def trust_histories() -> list[list[Said]]:
 
 
 def period_histories(
-    trust_levels: tuple[str, ...] = ("trusted",), ahead: bool = False
+    trust_levels: tuple[str, ...] = ("trusted",), ahead: bool = False, length: int = 5
 ) -> list[list[Said]]:
     """Three claims about days 0, 10, 20, each a value told that day (`create` or
     `supersede`) or a period of five days from it told on day 40 (with `ahead`, 15 days
     before it begins: before the claim about the day 10 days earlier, so that world order
     tells the period first); at least one period. From each of `trust_levels`, every one of
-    them used when there are several."""
+    them used when there are several. `length`: the periods' days (10: each ends on the day
+    of the next claim)."""
     shapes = ("point", "change", "period")
     out = []
     for values in renamings():
@@ -363,7 +380,7 @@ def period_histories(
                     continue
                 out.append(
                     [
-                        Said(v, "create", _told(i, ahead), (10 * i, 10 * i + 5), t)
+                        Said(v, "create", _told(i, ahead), (10 * i, 10 * i + length), t)
                         if shape == "period"
                         else Said(
                             v,
@@ -422,6 +439,11 @@ def search_one_name(show: bool, histories: list[list[Said]], what: str) -> None:
 @click.option(
     "--ahead", is_flag=True, help="With --periods or --trust-periods: periods told ahead."
 )
+@click.option(
+    "--adjacent",
+    is_flag=True,
+    help="With --periods or --trust-periods: each period ends on the next claim's day.",
+)
 @click.option("--seed", type=int, default=1, show_default=True)
 @click.option(
     "--pool", type=click.Choice(sorted(NAMES)), default="doctor", show_default=True,
@@ -435,12 +457,15 @@ def main(
     trust_periods: bool,
     four: int,
     ahead: bool,
+    adjacent: bool,
     seed: int,
     pool: str,
 ) -> None:
     told = " (told ahead)" if ahead else ""
+    length = 10 if adjacent else 5
+    told += " ending on the next claim's day" if adjacent else ""
     if trust_periods:
-        histories = period_histories(("trusted", "third_party"), ahead)
+        histories = period_histories(("trusted", "third_party"), ahead, length)
         what = f"of three claims with a stated period{told} from two trust levels"
         search_one_name(show, histories, what)
         return
@@ -449,7 +474,7 @@ def main(
         return
     if periods:
         what = f"of three claims with a stated period{told} under one name"
-        search_one_name(show, period_histories(ahead=ahead), what)
+        search_one_name(show, period_histories(ahead=ahead, length=length), what)
         return
     if one_name:
         search_one_name(show, one_name_histories(), "of three claims under one name")

@@ -156,11 +156,7 @@ class FirstValues(LateTrust):
         """Whether the version `fact` replaced had ended (its stated end) before `fact` began:
         then `fact` followed it without replacing anything, as a first value does."""
         before = self.s.facts.get(fact.supersedes_id or "")
-        return (
-            before is not None
-            and before.valid_to is not None
-            and (before.valid_to < fact.valid_from)
-        )
+        return before is not None and self._ended_of_itself(before, fact)
 
     def _earlier_create(
         self,
@@ -197,8 +193,8 @@ class FirstValues(LateTrust):
             self._revise(
                 ended, "link", "a later-arriving version follows it", superseded_by=fact.id
             )
-        key = ident.key
-        self._open_conflict(key, (fact.id, following.id), ConflictKind.CONFLICT, reason)
+        kind, why = self._held_as(following, c.event.trust)
+        self._open_conflict(ident.key, (fact.id, following.id), kind, why)
         self._follow_identity_sets(following, fact)
         return Decision(Outcome.CONFLICT, fact.id, reason)
 

@@ -185,7 +185,9 @@ class LateArrivals(FirstValues):
                 return self._late(c, timeline.chain(self._facts_of(key), key), at, ident)
             return self._change_inside(c, base, later, ident, value, following)
         stated_end = c.claim.valid_to
-        apart = stated_end is not None and stated_end < following.valid_from
+        # A claim that ended where `following` began (or before) never met it: in order,
+        # `following` came after its end and began a version of its own, same value or not.
+        apart = stated_end is not None and stated_end <= following.valid_from
         if (
             values_equal(value, following.value)
             and not apart
@@ -228,9 +230,7 @@ class LateArrivals(FirstValues):
             self._replaced_first_value(held, following, t)
             held, following = self.s.facts[held.id], self.s.facts[following.id]
             return self._historical(c, versions, at, ident, held, following, value)
-        # From here the values differ (or the claim ended first): a claim that ended where
-        # `following` began never met it either.
-        apart = apart or (stated_end is not None and stated_end <= following.valid_from)
+        # From here the values differ (or the claim ended first).
         at_first = base is None and following.supersedes_id is None
         if at_first and (displaced := self._displaced_by_less_trusted(c, following, value)):
             return self._earlier_trusted(c, displaced, ident, value)
@@ -441,7 +441,7 @@ class LateArrivals(FirstValues):
     ) -> Decision:
         successor = self.s.facts[following.superseded_by or ""]
         reason = "an earlier, different value arrived late: held in conflict as if it came second"
-        ends = following.valid_to if following.valid_to != successor.valid_from else None
+        ends = following.valid_to if self._ended_of_itself(following, successor) else None
         held = self._revise(
             following,
             "hold",
@@ -464,9 +464,8 @@ class LateArrivals(FirstValues):
             decision = self._reinforce(
                 first, c, "same value, stated earlier", valid_from=self._time(c)
             )
-            self._open_conflict(
-                ident.key, (first.id, held.id), ConflictKind.CONFLICT, "different value"
-            )
+            trust = self.s.facts[first.id].trust  # the change's, if more than the claim's
+            self._open_conflict(ident.key, (first.id, held.id), *self._held_as(held, trust))
             return decision
         # Until the next version: one a person kept may stand between `following` and `successor`.
         later = [v for v in versions if v.id != following.id and at < timeline.position(v)]
@@ -477,6 +476,6 @@ class LateArrivals(FirstValues):
             why = "the version before it was held"
             self._revise(successor, "link", why, supersedes_id=before[-1].id)
         self._carry_forward_from(fact, later, renamed)
-        self._open_conflict(ident.key, (fact.id, held.id), ConflictKind.CONFLICT, "different value")
+        self._open_conflict(ident.key, (fact.id, held.id), *self._held_as(held, c.event.trust))
         self._now_a_return(self.s.facts[fact.id], ident.key)
         return Decision(Outcome.HISTORICAL, fact.id, "older state filed into history")

@@ -87,6 +87,8 @@ class Rivals(WorkingSet):
             )
         else:
             self._open_conflict(ident.key, (existing.id, fact.id), ConflictKind.CONFLICT, reason)
+        # Met while `existing` was less trusted, which a restatement since has made it.
+        self._made_more_trusted(self.s.facts[existing.id])
         return Decision(Outcome.CONFLICT, fact.id, reason)
 
     def _create_replaced(

@@ -35,7 +35,7 @@ from distill.core.models import (
 )
 from distill.core.passes import Decision
 from distill.core.splits import Splits
-from distill.core.support import Support, said_order
+from distill.core.support import Support, held_until, said_order
 from distill.core.working import Candidate, Identity
 
 
@@ -142,8 +142,7 @@ class TrustOrder(Splits):
             previous = self.s.facts.get(version.supersedes_id)
             if (
                 previous is not None
-                and previous.valid_to is not None
-                and previous.valid_to < version.valid_from
+                and self._ended_of_itself(previous, version)
                 and self._next_of(previous, after_a_gap=True) is version
                 and not previous.pinned  # its receipt changes: a pin keeps it as it is
             ):
@@ -328,6 +327,41 @@ class TrustOrder(Splits):
             ):
                 return None
         return following
+
+    def _made_more_trusted(self, version: Fact) -> None:
+        """A value held against `version` in a value conflict, from a source that yields to
+        the trust a restatement gave it, could not displace it now: the set holds it in
+        quarantine, as it would hold a value said after that restatement
+        (`Adjudicator._state`), whatever the order the statements came in."""
+        for cs in self._sets_holding(version.id):
+            others = [self.s.facts[m] for m in cs.member_ids if m != version.id]
+            if (
+                cs.kind is ConflictKind.CONFLICT
+                and others
+                and all(o.trust.yields_to(version.trust) for o in others)
+            ):
+                why = f"{others[0].trust} source may not displace a {version.trust} fact"
+                self._revise_conflict(cs, why, kind=ConflictKind.QUARANTINE)
+
+    def _held_as(self, held: Fact, over: Trust) -> tuple[ConflictKind, str]:
+        """How `held`, arriving after a value from a source of trust `over` in world order,
+        was held against it: in quarantine when its source yields to that one, else in a
+        value conflict."""
+        if held.trust.yields_to(over):
+            return ConflictKind.QUARANTINE, f"{held.trust} source may not displace a {over} fact"
+        return ConflictKind.CONFLICT, "different value"
+
+    def _ended_of_itself(self, version: Fact, following: Fact) -> bool:
+        """Whether `version` had ended by the time `following` began: before it, or where it
+        began by an end its statements stated (a change also ends a version where it
+        begins). Then `following` followed that end and replaced nothing."""
+        end = version.valid_to
+        if end is None or end > following.valid_from:
+            return False
+        if end < following.valid_from:
+            return True
+        stated = held_until(self.s.support.get(version.id) or (self._first_support(version),))
+        return stated is not None and stated <= following.valid_from
 
     def _held_alone_after(self, key: str, fact: Fact) -> tuple[Fact, ConflictSet] | None:
         """An untrusted claim of this identity held alone (nothing was known when it came)

@@ -204,7 +204,7 @@ class RaisedTrust(TrustOrder):
         if (
             follower is None
             or old is None
-            or old >= follower.valid_from
+            or not self._ended_of_itself(version, follower)  # or a change ended it there
             or (end is not None and end <= follower.valid_from)
             or follower.trust is not version.trust
             or any(f.pinned or self._kept_by_decision(f.id) for f in (version, follower))

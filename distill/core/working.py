@@ -96,11 +96,10 @@ class Snapshot:
     aliases: dict[str, Alias]
     conflicts: dict[str, ConflictSet]
     seen: set[tuple[str, str]]
-    # Embeddings by text: the identity texts (`identity_text`, name alone and name with
-    # value) of the candidates and of the subject's active state facts.
+    # The identity texts' embeddings (`identity_text`): the candidates' and the active facts'.
     vectors: dict[str, npt.NDArray[np.float32]] = field(default_factory=dict)
     vector_model: str | None = None
-    # Supporting events of reinforced active facts, for changes that arrive late.
+    # Statements of the versions a late claim may be decided by (`passes.adjudication`).
     support: dict[str, tuple[Support, ...]] = field(default_factory=dict)
 
 
@@ -142,16 +141,13 @@ class WorkingSet:
         self.decisions: list[Decision] = []
         self._stated: dict[str, Claim] = {}  # the claim each new state fact was made from
         self._open_at_load = {i for i, f in snapshot.facts.items() if f.valid_to is None}
-        # The ids of the snapshot's facts by identity key, in the snapshot's order: most
-        # candidates look up their identity's versions, and a scan of every fact for each
-        # one was a fifth of the adjudicator's time on a 100-event job. Built on first use,
-        # kept by `_create` and `_revise`, the only writers of `s.facts`.
+        # The ids of the snapshot's facts by identity key, in its order (a scan of every fact
+        # per candidate was a fifth of the adjudicator's time on a 100-event job). Built on
+        # first use, kept by `_create` and `_revise`, the only writers of `s.facts`.
         self._by_key: dict[str | None, list[str]] | None = None
-        # The ids of the open conflict sets holding each fact, in the snapshot's order, and
-        # of the open identity sets: a claim asks which sets hold the facts it changes several
-        # times, and a scan of every set for each question was a tenth of the adjudicator's
-        # own time on the 10,000-event bench. Built on first use, dropped by `_put_conflict`
-        # and `_undo`, the only writers of `s.conflicts`.
+        # The ids of the open sets holding each fact, and of the open identity sets (a scan of
+        # every set per question was a tenth of the adjudicator's time on the 10,000-event
+        # bench). Built on first use, dropped by `_put_conflict` and `_undo`, the writers.
         self._open_sets: tuple[dict[str, list[str]], list[str]] | None = None
 
     def _reinforce(
@@ -197,6 +193,8 @@ class WorkingSet:
             self.s.support[fact.id] += (support_of(c.event.id, t, c.event.trust, c.claim),)
         if end is not None and (fact.valid_to is None or end < fact.valid_to):
             self._given_an_end(self.s.facts[fact.id], end, fact.valid_to)
+        if trust is not fact.trust:
+            self._made_more_trusted(self.s.facts[fact.id])
         return Decision(Outcome.REINFORCED, fact.id, reason)
 
     def _end_kept(self, fact: Fact, trust: Trust, end: datetime | None) -> datetime | None:
@@ -207,8 +205,10 @@ class WorkingSet:
         return max((e for e in (kept, end) if e is not None), default=None)
 
     def _given_an_end(self, version: Fact, end: datetime, until: datetime | None) -> None:
-        """What a stated `end`, earlier than the `until` the current `version` held to, does
-        to what follows it in world time (`LateArrivals`, which files late news)."""
+        """What a stated `end` before the `until` of `version` does to what follows it."""
+
+    def _made_more_trusted(self, version: Fact) -> None:
+        """What a restatement that made `version` more trusted does to the sets holding it."""
 
     def _stated_end(
         self, fact: Fact, end: datetime | None, start: datetime | None = None

@@ -148,7 +148,8 @@ class Adjudication:
         earliest = min(
             (c.claim.valid_from or c.event.occurred_at for c in candidates), default=None
         )
-        support = _support(store, project, facts, earliest)
+        top = max((c.event.trust.rank for c in candidates), default=0)
+        support = _support(store, project, facts, earliest, top)
         known = {f.predicate for f in facts.values() if f.kind is FactKind.STATE}
         # Open sets, and the resolved ones that kept a fact the claims may re-read: a claim
         # dated before a claim's resolution may show it never happened, and one before a
@@ -198,15 +199,16 @@ class Adjudication:
 
 
 def _support(
-    store: Store, project: str, facts: dict[str, Fact], earliest: datetime | None
+    store: Store, project: str, facts: dict[str, Fact], earliest: datetime | None, top: int
 ) -> dict[str, tuple[Support, ...]]:
     """When, how far and how each reinforced version's (or held candidate's) supporting
     events were believed; and how each live version a claim of the job is dated no later
     than was first stated (a late claim is decided by it: `LateArrivals._began_as_change`);
     and what ended each version that ended after the job's earliest claim, or before a
     reinforced version restated after it (a stated end, or the next version:
-    `WorkingSet._stated_end`). Read from their observations; a job whose claims all come
-    after what is known reads no more."""
+    `WorkingSet._stated_end`), or where a version less trusted than it or than the job's
+    most trusted claim (`top`, a rank) began. Read from their observations; a job whose
+    claims all come after what is known reads no more."""
     # A version restated after the job's earliest claim may be a held value that a change
     # adopted, which that claim undoes (`Splits._adoption_undone`) if the version before
     # it ended where the adoption began, not by an end of its own.
@@ -233,6 +235,7 @@ def _support(
                 and f.valid_to is not None
                 and earliest < f.valid_to
             )
+            or _ended_before_less_trusted(f, facts, top)
         )
     ]
     if not chosen:
@@ -246,6 +249,20 @@ def _support(
             at = o.claim.valid_from or o.occurred_at
             found[o.event_id] = support_of(o.event_id, at, o.trust, o.claim)
     return {f.id: tuple(found[e] for e in f.source_event_ids if e in found) for f in chosen}
+
+
+def _ended_before_less_trusted(fact: Fact, facts: dict[str, Fact], top: int) -> bool:
+    """Whether `fact` ended where the version after it began, one less trusted than it or
+    than `top` (a rank): whether `fact`'s statements stated that end (then that version
+    followed it and replaced nothing, and what follows an end is a first value again) only
+    its observations say (`TrustOrder._ended_of_itself`)."""
+    following = facts.get(fact.superseded_by or "")
+    return (
+        fact.status is FactStatus.SUPERSEDED
+        and following is not None
+        and fact.valid_to == following.valid_from
+        and following.trust.rank < max(fact.trust.rank, top)
+    )
 
 
 def _name_vectors(

@@ -368,6 +368,13 @@ def test_a_late_trusted_first_value_holds_two_versions_of_one_less_trusted_value
         assert served(order) == in_order, order
 
 
+# Session 56: a value conflict becomes a quarantine once the person restates one side, also
+# when a late value is held against that restatement's version.
+RESTATED_SIDE = [
+    "a:create@0/third_party b:create@10/third_party a:create/period",
+    "a:supersede@0/third_party b:create@10/third_party a:create/period",
+]
+
 # Histories of the search's kind, one or two for each rule session 53 changed: 11 ended
 # differently in some order at its start, the other 3 with a first version of its rules
 # (`--trust-periods --show` lists the classes left).
@@ -408,6 +415,7 @@ HISTORIES = [
     "a:supersede@0 b:create/period/third_party c:create@20",
     # session 54: a late restatement of the first value a create held ends it
     "a:supersede@0/third_party a:create/period/third_party b:create@20",
+    *RESTATED_SIDE,
 ]
 
 
@@ -423,3 +431,15 @@ def test_the_histories_are_three_claims_with_a_period_and_two_trust_levels() -> 
         assert len(claims) == 3 and any(c.period for c in claims), spec
         assert {c.trust for c in claims} == {"trusted", "third_party"}, spec
     assert len(set(HISTORIES)) == len(HISTORIES)
+
+
+@pytest.mark.parametrize("spec", RESTATED_SIDE)
+def test_a_person_restating_one_side_of_a_value_conflict_quarantines_the_other(spec: str) -> None:
+    """The third party's `a` and `b` stand level (a value conflict) until the person states
+    `a` for days 20-25: `b` could not displace `a` then, so it is held in quarantine, in
+    every order (a value conflict in all of them until session 56)."""
+    for order in itertools.permutations(range(3)):
+        with fresh_memory() as mem:
+            ingest(mem, said(spec), list(order))
+            kinds = [cs.kind for cs in mem.conflicts(subject="alice")]
+            assert kinds == [ConflictKind.QUARANTINE], order

@@ -14,29 +14,18 @@ differently in some order; the late path now keeps such a claim apart as order d
 from __future__ import annotations
 
 import itertools
-from datetime import timedelta
 
 import pytest
 
 from distill.core.models import FactStatus
+from tests.unit.test_after_a_stated_end import said as stated
 from tests.unit.test_one_name_order import assert_any_order_as_in_order
 from tests.unit.test_properties import Claim, day, fresh_memory, ingest
 
 
 def said(spec: str) -> list[Claim]:
-    """Claims about `gp` from a spec such as `a:create/period b:create@10/third_party`: the
-    i-th a value told on its day, or a period of days 10·i to 10·i + 10 told on day 40; from
-    a trusted source unless marked `third_party`."""
-    claims = []
-    for i, item in enumerate(spec.split()):
-        value, rest = item.split(":")
-        parts = rest.split("/")
-        action, _, told = parts[0].partition("@")
-        trust = "third_party" if "third_party" in parts else "trusted"
-        period = (day(10 * i), day(10 * i + 10)) if "period" in parts else None
-        when = day(40) + timedelta(minutes=i) if period else day(int(told))
-        claims.append(Claim(f"e{i}", "alice", when, "gp", value, action, trust, period=period))
-    return claims
+    """The claims of `spec` (`test_after_a_stated_end.said`), each period ten days long."""
+    return stated(spec, length=10)
 
 
 def test_a_late_period_of_the_same_value_ends_where_the_next_version_begins() -> None:

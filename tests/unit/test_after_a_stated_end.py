@@ -37,16 +37,17 @@ from tests.unit.test_one_name_order import assert_any_order_as_in_order, ending
 from tests.unit.test_properties import Claim, day, fresh_memory, ingest
 
 
-def said(spec: str) -> list[Claim]:
+def said(spec: str, length: int = 5) -> list[Claim]:
     """Claims about `gp` from a spec such as `a:create@0 b:create/period/third_party`: the
-    i-th a value told on its day, or a period of days 10·i to 10·i + 5 told on day 40."""
+    i-th a value told on its day, or a period of days 10·i to 10·i + `length` told on day
+    40; from a trusted source unless marked `third_party`."""
     claims = []
     for i, item in enumerate(spec.split()):
         value, rest = item.split(":")
         parts = rest.split("/")
         action, _, told = parts[0].partition("@")
         trust = "third_party" if "third_party" in parts else "trusted"
-        period = (day(10 * i), day(10 * i + 5)) if "period" in parts else None
+        period = (day(10 * i), day(10 * i + length)) if "period" in parts else None
         when = day(40) + timedelta(minutes=i) if period else day(int(told))
         claims.append(Claim(f"e{i}", "alice", when, "gp", value, action, trust, period=period))
     return claims

@@ -25,21 +25,9 @@ from __future__ import annotations
 import pytest
 
 from distill.core.models import ConflictKind, FactStatus
+from tests.unit.test_after_a_stated_end import said
 from tests.unit.test_one_name_order import assert_any_order_as_in_order
-from tests.unit.test_properties import Claim, day, fresh_memory, ingest
-
-
-def said(spec: str) -> list[Claim]:
-    """Claims about `gp` from a spec such as `a:create@0 b:create@1/third_party`: the i-th
-    a value told on its day, from a trusted source unless marked `third_party`."""
-    claims = []
-    for i, item in enumerate(spec.split()):
-        value, rest = item.split(":")
-        parts = rest.split("/")
-        action, _, told = parts[0].partition("@")
-        trust = "third_party" if "third_party" in parts else "trusted"
-        claims.append(Claim(f"e{i}", "alice", day(int(told)), "gp", value, action, trust))
-    return claims
+from tests.unit.test_properties import fresh_memory, ingest
 
 
 def test_a_trusted_restatement_turns_a_value_conflict_into_a_quarantine() -> None:

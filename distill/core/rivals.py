@@ -87,7 +87,8 @@ class Rivals(WorkingSet):
             )
         else:
             self._open_conflict(ident.key, (existing.id, fact.id), ConflictKind.CONFLICT, reason)
-        # Met while `existing` was less trusted, which a restatement since has made it.
+        # A restatement dated after the claim may have made `existing` more trusted than the
+        # claim's source: then the value is held in quarantine, as it is in order.
         self._made_more_trusted(self.s.facts[existing.id])
         return Decision(Outcome.CONFLICT, fact.id, reason)
 

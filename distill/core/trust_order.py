@@ -340,8 +340,8 @@ class TrustOrder(Splits):
                 and others
                 and all(o.trust.yields_to(version.trust) for o in others)
             ):
-                why = f"{others[0].trust} source may not displace a {version.trust} fact"
-                self._revise_conflict(cs, why, kind=ConflictKind.QUARANTINE)
+                kind, why = self._held_as(others[0], version.trust)  # a quarantine
+                self._revise_conflict(cs, why, kind=kind)
 
     def _held_as(self, held: Fact, over: Trust) -> tuple[ConflictKind, str]:
         """How `held`, arriving after a value from a source of trust `over` in world order,

@@ -9,8 +9,9 @@ copy as it goes, so the second event of a job sees what the first one did. It re
 plan; it writes nothing.
 
 The pass is built in layers, each a module: `WorkingSet` (working.py: the snapshot, the
-plan, how an outcome is written), `Rivals` (rivals.py: values held in conflict and what
-makes one current), `Splits` (splits.py: a late change inside a version), `TrustOrder`
+plan, how an outcome is written), `Series` (series.py: a third distinct value makes the
+held values dated events), `Rivals` (rivals.py: values held in conflict and what makes one
+current), `Splits` (splits.py: a late change inside a version), `TrustOrder`
 (trust_order.py: what a claim's trust changes, in order and late), `LateArrivals` (late.py:
 claims dated before the current version) and `Adjudicator` here (a candidate's identity,
 and the decision for claims in order).

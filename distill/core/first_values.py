@@ -28,6 +28,7 @@ from distill.core.models import (
     Trust,
 )
 from distill.core.passes import Decision
+from distill.core.series import THIRD_VALUE
 from distill.core.support import said_order
 from distill.core.trust_late import LateTrust
 from distill.core.working import Candidate, Identity
@@ -205,7 +206,7 @@ class FirstValues(LateTrust):
         one candidate of a third value, both dated after this claim (`following` may share
         its instant, placed after it by its words): in world order this claim came first,
         `following` was held against it and the candidate, a third distinct value,
-        reclassified them (`WorkingSet._reclassify`)."""
+        reclassified them (`Series._reclassify`)."""
         if (
             base is not None
             or following.status is not FactStatus.ACTIVE
@@ -237,7 +238,7 @@ class FirstValues(LateTrust):
         ident: Identity,
         value: dict[str, Any],
     ) -> Decision:
-        reason = "a third distinct value: the statements are kept as dated events"
+        reason = THIRD_VALUE
         fact = self._new_fact(c, FactKind.STATE, ident, value)
         if c.claim.action is ClaimAction.SUPERSEDE:
             fact = fact.model_copy(update={"unpaired_change": True})  # as `_earlier_create`

@@ -35,17 +35,16 @@ from distill.core.models import (
     Trust,
 )
 from distill.core.passes import Decision
+from distill.core.series import Series
 from distill.core.support import Support, held_until, own_end, supported_by
 from distill.core.working import (
     CONFLICT_MAX_MEMBERS,
     Candidate,
     Identity,
-    WorkingSet,
-    stated_on,
 )
 
 
-class Rivals(WorkingSet):
+class Rivals(Series):
     """The rules for values held in conflict and for versions' ends (module doc), and a
     version's restatements (`_restated_after`), which the two paths share."""
 
@@ -143,40 +142,6 @@ class Rivals(WorkingSet):
                     self._revise_conflict(open_set, reason, kind=ConflictKind.CONFLICT)
                 return decision
         return None
-
-    def _reclassify(
-        self,
-        c: Candidate,
-        open_set: ConflictSet,
-        ident: Identity,
-        value: dict[str, Any],
-    ) -> Decision:
-        """A third distinct value: these are statements made at different times, not one
-        attribute. The held candidates become event facts; the active fact stays."""
-        reason = "a third distinct value: the statements are kept as dated events"
-        for member_id in open_set.member_ids:
-            member = self.s.facts[member_id]
-            if member.status is FactStatus.CANDIDATE:
-                self._as_event(member, reason)
-        fact = self._new_fact(c, FactKind.EVENT, ident, value)
-        fact = fact.model_copy(update={"text": stated_on(fact.text, fact.valid_from)})
-        self._create(fact, reason)
-        self._close_as_events(open_set, reason)
-        return Decision(Outcome.RECLASSIFIED, fact.id, reason)
-
-    def _as_event(self, member: Fact, reason: str) -> None:
-        """A held statement kept as what it is once a third value shows the attribute is
-        not one: an active event fact, "said X (stated D)"; an untrusted source's stays held
-        (`_close_as_events` quarantines it), as its event claim would have been."""
-        held = member.status is FactStatus.CANDIDATE and member.trust is Trust.UNTRUSTED
-        self._revise(
-            member,
-            "reclassify",
-            reason,
-            kind=FactKind.EVENT,
-            status=FactStatus.CANDIDATE if held else FactStatus.ACTIVE,
-            text=stated_on(member.text, member.valid_from),
-        )
 
     def _supersede(
         self,

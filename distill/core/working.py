@@ -555,18 +555,6 @@ class WorkingSet:
         self._put_conflict(cs)
         self.plan.add(OpenConflict(cs, reason))
 
-    def _close_as_events(self, cs: ConflictSet, reason: str) -> None:
-        """A set a third distinct value closed: its members are dated events now, an
-        untrusted source's held in quarantine of its own (as `Adjudicator._occurrence` holds
-        an untrusted event claim: no untrusted statement is served)."""
-        closed = {"resolved_at": self.now, "resolved_by": Resolver.CLAIM}
-        self._revise_conflict(cs, reason, status=ConflictStatus.RECLASSIFIED, **closed)
-        for member_id in cs.member_ids:
-            member = self.s.facts[member_id]
-            if member.kind is FactKind.EVENT and member.status is FactStatus.CANDIDATE:
-                key = member.identity_key
-                self._open_conflict(key, (member.id,), ConflictKind.QUARANTINE, "untrusted source")
-
     def _revise_conflict(self, cs: ConflictSet, reason: str, **changes: Any) -> None:
         after = cs.model_copy(update=changes)
         self._put_conflict(after)
@@ -593,8 +581,3 @@ class WorkingSet:
                 ),
             )
         )
-
-
-def stated_on(text: str, when: datetime) -> str:
-    """An event fact made from a reclassified statement says when it was said."""
-    return f"{text} (stated {when.date().isoformat()})"

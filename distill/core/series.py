@@ -1,0 +1,194 @@
+"""A third distinct value: when an attribute's statements are a series, not one value.
+
+An undated `create` of another value waits as a candidate in a value conflict against the
+current version (`Rivals._conflict`). A further distinct value shows that the statements
+were made at different times about something that is not one attribute: the held
+candidates and the new value become dated event facts ("gp is b (stated 2024-05-02)"), the
+current version stays, and the set is closed (`_reclassify`). In world order the values
+that follow a version therefore go in pairs: the first is held, the second makes both
+events, the third is held again, and so on. So at any moment
+
+* a version is held in at most one value conflict, and
+* that conflict holds the latest value of the series; every earlier one is an event.
+
+Late news must end the same way (DESIGN invariant 8), and several paths hold a value against
+a version (a late first value holds the version it now precedes, a late change's held
+values follow it...). So both facts are kept where a value conflict opens
+(`_open_conflict`), whichever path opens it, instead of in each path:
+
+* a value conflict opened against a version already held in one, with another value, is a
+  third distinct value: every held value becomes an event (`_third_value`);
+* a value held against a version whose series has an event dated after it was not the
+  latest value: it becomes an event, and the latest event is held in its place
+  (`_latest_held`).
+
+Only the events a series made count (`reclassified`): an occurrence claimed as one (`kind:
+event`) is no value of the series.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from distill.core.identity import values_equal
+from distill.core.models import (
+    ConflictKind,
+    ConflictSet,
+    ConflictStatus,
+    Fact,
+    FactKind,
+    FactStatus,
+    Outcome,
+    Resolver,
+    Trust,
+)
+from distill.core.passes import Decision
+from distill.core.working import Candidate, Identity, WorkingSet
+
+THIRD_VALUE = "a third distinct value: the statements are kept as dated events"
+LATEST_HELD = "the latest value since the current version is the one held against it"
+
+
+def stated_on(text: str, when: datetime) -> str:
+    """An event fact made from a reclassified statement says when it was said."""
+    return f"{text}{_suffix(when)}"
+
+
+def reclassified(fact: Fact) -> bool:
+    """Whether an event fact was a value of a series (`stated_on`), not an occurrence."""
+    return fact.kind is FactKind.EVENT and fact.text.endswith(_suffix(fact.valid_from))
+
+
+def _suffix(when: datetime) -> str:
+    return f" (stated {when.date().isoformat()})"
+
+
+def _same_value(a: Fact, b: Fact) -> bool:
+    return a.value is not None and b.value is not None and values_equal(a.value, b.value)
+
+
+class Series(WorkingSet):
+    """Values of one attribute kept as dated events once a third distinct value shows they
+    are a series (module doc)."""
+
+    def _reclassify(
+        self,
+        c: Candidate,
+        open_set: ConflictSet,
+        ident: Identity,
+        value: dict[str, Any],
+    ) -> Decision:
+        """The claim is a third distinct value: the held candidates become event facts, the
+        claim's value is one too; the active fact stays."""
+        for member_id in open_set.member_ids:
+            member = self.s.facts[member_id]
+            if member.status is FactStatus.CANDIDATE:
+                self._as_event(member, THIRD_VALUE)
+        fact = self._new_fact(c, FactKind.EVENT, ident, value)
+        fact = fact.model_copy(update={"text": stated_on(fact.text, fact.valid_from)})
+        self._create(fact, THIRD_VALUE)
+        self._close_as_events(open_set, THIRD_VALUE)
+        return Decision(Outcome.RECLASSIFIED, fact.id, THIRD_VALUE)
+
+    def _as_event(self, member: Fact, reason: str) -> None:
+        """A held statement kept as what it is once a third value shows the attribute is
+        not one: an active event fact, "said X (stated D)"; an untrusted source's stays held
+        (`_close_as_events` quarantines it), as its event claim would have been."""
+        held = member.status is FactStatus.CANDIDATE and member.trust is Trust.UNTRUSTED
+        self._revise(
+            member,
+            "reclassify",
+            reason,
+            kind=FactKind.EVENT,
+            status=FactStatus.CANDIDATE if held else FactStatus.ACTIVE,
+            text=stated_on(member.text, member.valid_from),
+        )
+
+    def _close_as_events(self, cs: ConflictSet, reason: str) -> None:
+        """A set a third distinct value closed: its members are dated events now, an
+        untrusted source's held in quarantine of its own (as `Adjudicator._occurrence` holds
+        an untrusted event claim: no untrusted statement is served)."""
+        closed = {"resolved_at": self.now, "resolved_by": Resolver.CLAIM}
+        self._revise_conflict(cs, reason, status=ConflictStatus.RECLASSIFIED, **closed)
+        for member_id in cs.member_ids:
+            member = self.s.facts[member_id]
+            if member.kind is FactKind.EVENT and member.status is FactStatus.CANDIDATE:
+                key = member.identity_key
+                self._open_conflict(key, (member.id,), ConflictKind.QUARANTINE, "untrusted source")
+
+    def _open_conflict(
+        self, key: str | None, members: tuple[str, ...], kind: ConflictKind, reason: str
+    ) -> None:
+        """Opens the set, unless the series makes it otherwise (module doc): a value
+        conflict is never opened against a version held in one already, and holds the
+        latest value of the series."""
+        if kind is ConflictKind.CONFLICT and key is not None:
+            pair = self._version_and_held(members)
+            if pair is not None:
+                if self._third_value(*pair):
+                    return
+                members = self._latest_held(key, members, *pair)
+        super()._open_conflict(key, members, kind, reason)
+
+    def _version_and_held(self, members: tuple[str, ...]) -> tuple[Fact, Fact] | None:
+        """The active version and the one value held against it, none pinned; else None."""
+        facts = [self.s.facts[m] for m in members]
+        active = [f for f in facts if f.status is FactStatus.ACTIVE]
+        held = [f for f in facts if f.status is FactStatus.CANDIDATE]
+        if len(active) != 1 or len(held) != 1 or any(f.pinned for f in facts):
+            return None
+        return active[0], held[0]
+
+    def _third_value(self, version: Fact, held: Fact) -> bool:
+        """`version` is held in a value conflict with another value already: `held` is a
+        third distinct value, as if it had met that set (`Rivals._conflict`). Every held
+        value becomes an event and the set closes."""
+        for cs in self._sets_holding(version.id):
+            others = [self.s.facts[m] for m in cs.member_ids if m != version.id]
+            if (
+                cs.kind is not ConflictKind.CONFLICT
+                or not others
+                or any(o.pinned or o.status is not FactStatus.CANDIDATE for o in others)
+                or any(_same_value(o, held) for o in others)
+            ):
+                continue
+            for fact in (held, *others):
+                self._as_event(self.s.facts[fact.id], THIRD_VALUE)
+            self._close_as_events(cs, THIRD_VALUE)
+            return True
+        return False
+
+    def _latest_held(
+        self, key: str, members: tuple[str, ...], version: Fact, held: Fact
+    ) -> tuple[str, ...]:
+        """The members with `held` replaced by the latest event of the series since
+        `version` began, when that event is dated after `held`: then `held` came before it in
+        world order and was made an event by the value after it. Within one trust level,
+        where every value counts toward a third."""
+        events = [
+            f
+            for f in self._facts_of(key)
+            if reclassified(f)
+            and f.status is FactStatus.ACTIVE
+            and not f.pinned
+            and f.valid_from > version.valid_from
+            and f.trust is version.trust
+        ]
+        if not events or held.trust is not version.trust:
+            return members
+        latest = max(events, key=lambda f: (f.valid_from, f.recorded_at, f.id))
+        if latest.valid_from <= held.valid_from or any(
+            cs.kind is ConflictKind.CONFLICT for cs in self._sets_holding(version.id)
+        ):
+            return members
+        self._as_event(held, THIRD_VALUE)
+        self._revise(
+            latest,
+            "hold",
+            LATEST_HELD,
+            kind=FactKind.STATE,
+            status=FactStatus.CANDIDATE,
+            text=latest.text.removesuffix(_suffix(latest.valid_from)),
+        )
+        return tuple(latest.id if m == held.id else m for m in members)

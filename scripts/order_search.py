@@ -154,7 +154,11 @@ once a claim that ended where the next version began stays apart from it whateve
 values, what follows an end stated on the next version's day is a first value again, a
 late value holds a less trusted one in quarantine, and a value conflict becomes a
 quarantine once a restatement makes one side more trusted than the others. The others
-unchanged (0, 0, 48, 8).
+unchanged (0, 0, 48, 8). Session 57: `--four 240` 48 -> 46 once a value conflict opened
+against a version already held in one, with another value, is a third distinct value
+(`core.series`); 44 once the set holds the latest value of the series and a late value
+before it is an event; 42 once a late change inside a series splits it; `--four 40 --seed
+1` 8 -> 7; the others unchanged (0, 0, 0, 0, 0, 30 in each period grid).
 """
 
 from __future__ import annotations

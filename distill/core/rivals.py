@@ -223,6 +223,7 @@ class Rivals(Series):
                 self._revise_conflict(cs, reason, member_ids=kept)
             for kind, ids in groups:
                 self._open_conflict(cs.identity_key, (new.id, *ids), kind, cs.reason)
+        self._split_series(old, self.s.facts[new.id])
 
     def _split_held(self, held: Fact, start: timeline.At) -> str | None:
         """The statements of candidate `held` (dated before `start`) that come after it, as a

@@ -22,6 +22,10 @@ values follow it...). So both facts are kept where a value conflict opens
   latest value: it becomes an event, and the latest event is held in its place
   (`_latest_held`).
 
+And a change that arrives late, dated inside a series, splits it: the values before the
+change were the old version's series and those after it the change's, each settled as
+world order leaves it (`_split_series`, from `Rivals._move_later_rivals`).
+
 Only the events a series made count (`reclassified`): an occurrence claimed as one (`kind:
 event`) is no value of the series.
 """
@@ -31,7 +35,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from distill.core.identity import values_equal
+from distill.core.identity import canonical_json, values_equal
 from distill.core.models import (
     ConflictKind,
     ConflictSet,
@@ -128,8 +132,70 @@ class Series(WorkingSet):
             if pair is not None:
                 if self._third_value(*pair):
                     return
-                members = self._latest_held(key, members, *pair)
+                members = self._latest_held(members, *pair)
         super()._open_conflict(key, members, kind, reason)
+
+    def _split_series(self, old: Fact, new: Fact) -> None:
+        """A change `new` came inside `old`'s series (a late change, before values that had
+        made events): in world order the values before it were `old`'s series and those
+        after it `new`'s, each settled on its own (`_settle_series`)."""
+        if any(f.valid_from > new.valid_from for f in self._series_events(old, None)):
+            self._settle_series(old, new.valid_from)
+            self._settle_series(self.s.facts[new.id], new.valid_to)
+
+    def _settle_series(self, version: Fact, until: datetime | None) -> None:
+        """The values of `version`'s series (events it made, values held against it), dated
+        before `until`, as world order leaves them: the latest held against it when they are
+        odd in number, every other one an event. Left as it is when a member is pinned,
+        of another trust level or a repeated value."""
+        sets = [cs for cs in self._sets_holding(version.id) if cs.kind is ConflictKind.CONFLICT]
+        held = [self.s.facts[m] for cs in sets for m in cs.member_ids if m != version.id]
+        values = [*self._series_events(version, until), *held]
+        if (
+            not values
+            or any(f.pinned or f.trust is not version.trust for f in [version, *values])
+            or len({canonical_json(f.value) for f in values}) < len(values)
+            or any(_same_value(f, version) for f in values)
+        ):
+            return
+        values.sort(key=lambda f: (f.valid_from, f.recorded_at, f.id))
+        latest = values[-1] if len(values) % 2 else None
+        for f in values:
+            if f is not latest and f.status is FactStatus.CANDIDATE:
+                self._as_event(f, THIRD_VALUE)
+            elif f is latest and f.kind is FactKind.EVENT:
+                self._hold_again(f)
+        for cs in sets:
+            if latest is None:
+                self._close_as_events(cs, THIRD_VALUE)
+            elif latest.id not in cs.member_ids:
+                self._revise_conflict(cs, LATEST_HELD, member_ids=(version.id, latest.id))
+        if latest is not None and not sets:
+            self._open_conflict(
+                version.identity_key, (version.id, latest.id), ConflictKind.CONFLICT, LATEST_HELD
+            )
+
+    def _series_events(self, version: Fact, until: datetime | None) -> list[Fact]:
+        """The events a series made after `version` began, before `until`."""
+        return [
+            f
+            for f in self._facts_of(version.identity_key or "")
+            if reclassified(f)
+            and f.status is FactStatus.ACTIVE
+            and f.valid_from > version.valid_from
+            and (until is None or f.valid_from < until)
+        ]
+
+    def _hold_again(self, event: Fact) -> None:
+        """An event of a series held again as the series' latest value."""
+        self._revise(
+            event,
+            "hold",
+            LATEST_HELD,
+            kind=FactKind.STATE,
+            status=FactStatus.CANDIDATE,
+            text=event.text.removesuffix(_suffix(event.valid_from)),
+        )
 
     def _version_and_held(self, members: tuple[str, ...]) -> tuple[Fact, Fact] | None:
         """The active version and the one value held against it, none pinned; else None."""
@@ -159,21 +225,15 @@ class Series(WorkingSet):
             return True
         return False
 
-    def _latest_held(
-        self, key: str, members: tuple[str, ...], version: Fact, held: Fact
-    ) -> tuple[str, ...]:
+    def _latest_held(self, members: tuple[str, ...], version: Fact, held: Fact) -> tuple[str, ...]:
         """The members with `held` replaced by the latest event of the series since
         `version` began, when that event is dated after `held`: then `held` came before it in
         world order and was made an event by the value after it. Within one trust level,
         where every value counts toward a third."""
         events = [
             f
-            for f in self._facts_of(key)
-            if reclassified(f)
-            and f.status is FactStatus.ACTIVE
-            and not f.pinned
-            and f.valid_from > version.valid_from
-            and f.trust is version.trust
+            for f in self._series_events(version, None)
+            if not f.pinned and f.trust is version.trust
         ]
         if not events or held.trust is not version.trust:
             return members
@@ -183,12 +243,5 @@ class Series(WorkingSet):
         ):
             return members
         self._as_event(held, THIRD_VALUE)
-        self._revise(
-            latest,
-            "hold",
-            LATEST_HELD,
-            kind=FactKind.STATE,
-            status=FactStatus.CANDIDATE,
-            text=latest.text.removesuffix(_suffix(latest.valid_from)),
-        )
+        self._hold_again(latest)
         return tuple(latest.id if m == held.id else m for m in members)

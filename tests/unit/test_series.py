@@ -4,10 +4,11 @@ In world order the values that follow a version go in pairs (`distill.core.serie
 first is held against the version, the second makes both dated events, the third is held
 again. Late news reached that state only on the in-order path until session 57: a late
 first value or a late value between two events opened a second value conflict, or held a
-value that world order had made an event, so `python scripts/order_search.py --four 240`
-found 48 of 240 histories of four claims that end differently in some order (44 now). Every
-test here but the occurrence's fails on the code before (6975a06).
-"""
+value that world order had made an event, and a late change inside a series left the
+values after it as events of the old version's series. So `python
+scripts/order_search.py --four 240` found 48 of 240 histories of four claims that end
+differently in some order (42 now). Every test here but the occurrence's fails on the code
+before (6975a06)."""
 
 from __future__ import annotations
 
@@ -84,6 +85,21 @@ def test_a_late_first_value_that_holds_a_second_value_makes_a_series() -> None:
     }
 
 
+def test_a_late_change_inside_a_series_splits_it() -> None:
+    """`b` was held against `a` and `d` made both events; then the change to `c` of day 2
+    arrives. In order `b` was held against `a` and `d` against `c`: each version's series
+    is its own, one value each, so each is held, not an event."""
+    assert served([0, 1, 3, 2], "abcd", "ccsc") == {
+        "facts": [
+            ("a", FactKind.STATE, FactStatus.SUPERSEDED),
+            ("b", FactKind.STATE, FactStatus.CANDIDATE),
+            ("c", FactKind.STATE, FactStatus.ACTIVE),
+            ("d", FactKind.STATE, FactStatus.CANDIDATE),
+        ],
+        "sets": [(ConflictKind.CONFLICT, ("a", "b")), (ConflictKind.CONFLICT, ("c", "d"))],
+    }
+
+
 def test_an_occurrence_is_no_value_of_a_series() -> None:
     """An event claimed as one (`kind: event`) is not a value of the series: a late value
     dated before it is held against the version, as in order."""
@@ -124,7 +140,14 @@ def test_an_occurrence_is_no_value_of_a_series() -> None:
 
 # The histories of `--four 240` that ended differently in some order at 6975a06 and end as
 # in order now (values a day apart; c = create, s = supersede).
-FOUR = [("abac", "ccsc"), ("abac", "scsc"), ("abcd", "cccc"), ("abcd", "sccc")]
+FOUR = [
+    ("abac", "ccsc"),
+    ("abac", "scsc"),
+    ("abcd", "cccc"),
+    ("abcd", "sccc"),
+    ("abcd", "ccsc"),
+    ("abcd", "scsc"),
+]
 
 
 @pytest.mark.parametrize(("values", "actions"), FOUR, ids=lambda p: p)

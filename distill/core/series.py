@@ -139,7 +139,7 @@ class Series(WorkingSet):
         """A change `new` came inside `old`'s series (a late change, before values that had
         made events): in world order the values before it were `old`'s series and those
         after it `new`'s, each settled on its own (`_settle_series`)."""
-        if any(f.valid_from > new.valid_from for f in self._series_events(old, None)):
+        if self._series_events(new, new.valid_to):
             self._settle_series(old, new.valid_from)
             self._settle_series(self.s.facts[new.id], new.valid_to)
 
@@ -180,10 +180,10 @@ class Series(WorkingSet):
         return [
             f
             for f in self._facts_of(version.identity_key or "")
-            if reclassified(f)
-            and f.status is FactStatus.ACTIVE
-            and f.valid_from > version.valid_from
+            if f.valid_from > version.valid_from
             and (until is None or f.valid_from < until)
+            and f.status is FactStatus.ACTIVE
+            and reclassified(f)
         ]
 
     def _hold_again(self, event: Fact) -> None:

@@ -13,7 +13,6 @@ before (6975a06)."""
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -22,9 +21,7 @@ from distill import Memory
 from distill.adapters.embed.hashing import HashingEmbedder
 from distill.core.models import ConflictKind, ConflictStatus, FactKind, FactStatus
 from tests.unit.test_one_name_order import assert_any_order_as_in_order, ending, history
-from tests.unit.test_properties import TickingClock
-
-T0 = datetime(2024, 5, 1, 12, tzinfo=UTC)
+from tests.unit.test_properties import TickingClock, day
 
 
 def series(values: str, actions: str = "") -> Any:
@@ -121,7 +118,7 @@ def test_an_occurrence_is_no_value_of_a_series() -> None:
                 mem.add_event(
                     subject="alice",
                     text=f"gp is {said['value']}",
-                    occurred_at=T0 + timedelta(days=said["day"]),
+                    occurred_at=day(said["day"]),
                     idempotency_key=f"e{index}",
                     claims=[claim],
                 )

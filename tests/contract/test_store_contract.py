@@ -500,6 +500,25 @@ def test_a_candidate_created_and_made_current_in_one_plan_comes_after_the_retire
     assert store.fact(held.project, held.id) == adopt.after
 
 
+def test_an_event_created_and_made_current_in_one_plan_comes_after_the_retirement(
+    store: Store,
+) -> None:
+    """The same with an active event made the current state (a change to a value a series
+    kept as an event, `Rivals._event_replaces`): active at every step, but counted by the
+    unique index (an active state) only from the last, so it is inserted where it was
+    created as what it was then."""
+    old = make_fact()
+    create(store, old)
+    event = make_fact(value={"count": 4}, valid_from=at(10), kind=FactKind.EVENT)
+    retire = revise(
+        old, "retire", status=FactStatus.SUPERSEDED, valid_to=at(10), superseded_by=event.id
+    )
+    version = revise(event, "resolve", kind=FactKind.STATE, supersedes_id=old.id)
+    store.apply(plan_of(CreateFact(event, "an event"), retire, version), "job-1", [])
+    assert fact_ids(store.facts(PROJECT, SUBJECT, False, None)) == [event.id]
+    assert store.fact(event.project, event.id) == version.after
+
+
 def test_a_revision_of_a_fact_that_changed_since_it_was_read_is_refused(store: Store) -> None:
     fact = make_fact()
     create(store, fact)

@@ -21,7 +21,7 @@ from distill.adapters.store import rows
 from distill.adapters.store.cortex_rows import write_cortex
 from distill.core.audit_trail import in_row
 from distill.core.cortex_plan import CORTEX_ACTIONS
-from distill.core.models import AuditEntry, Fact, FactStatus
+from distill.core.models import AuditEntry, Fact, FactKind, FactStatus
 from distill.core.plan import (
     Action,
     AddRule,
@@ -102,26 +102,32 @@ def _final_versions(plan: Plan) -> dict[str, Fact]:
     """The last version of each fact the plan creates and then revises (a fact created and
     retired by one job, say): it is inserted as it ends up, and its revisions are not
     written again. What the table holds after the plan is the same; the audit still has
-    every step. Written early, a version that is not active is always safe for the unique
-    index (one active fact per identity); an active one only if the fact was active at
-    every step. Not, then, a fact created held and made active later in the plan (a
-    candidate a change adopts), nor one active, held, then active again (a late claim
-    demoted it and a later one restored it): inserted active where it was created, it
-    would stand beside a fact the plan made active while it was held, and the unique index
-    would refuse the plan."""
+    every step. Written early, a version the unique index does not count (one active state
+    fact per identity) is always safe; one it counts only if the fact was counted at every
+    step. Not, then, a fact created held and made active later in the plan (a candidate a
+    change adopts), nor one active, held, then active again (a late claim demoted it and a
+    later one restored it), nor an active event made a state (a series' value that a
+    change showed to be a version): inserted as it ends where it was created, it would
+    stand beside a fact the plan made active before it, and the index would refuse the
+    plan."""
     created = {a.fact.id: a.fact for a in plan.actions if isinstance(a, CreateFact)}
     final: dict[str, Fact] = {}
-    held: set[str] = {i for i, f in created.items() if f.status is not FactStatus.ACTIVE}
+    uncounted: set[str] = {i for i, f in created.items() if not _counted(f)}
     for a in plan.actions:
         if isinstance(a, ReviseFact) and a.after.id in created:
             final[a.after.id] = a.after
-            if a.after.status is not FactStatus.ACTIVE:
-                held.add(a.after.id)
+            if not _counted(a.after):
+                uncounted.add(a.after.id)
     return {
         fact_id: fact
         for fact_id, fact in final.items()
-        if fact.status is not FactStatus.ACTIVE or fact_id not in held
+        if not _counted(fact) or fact_id not in uncounted
     }
+
+
+def _counted(fact: Fact) -> bool:
+    """Whether the unique index counts `fact`: an active state."""
+    return fact.status is FactStatus.ACTIVE and fact.kind is FactKind.STATE
 
 
 def _may_rewrite(action: Action, waiting: dict[str, None], final: dict[str, Fact]) -> bool:

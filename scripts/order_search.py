@@ -158,7 +158,17 @@ unchanged (0, 0, 48, 8). Session 57: `--four 240` 48 -> 46 once a value conflict
 against a version already held in one, with another value, is a third distinct value
 (`core.series`); 44 once the set holds the latest value of the series and a late value
 before it is an event; 42 once a late change inside a series splits it; `--four 40 --seed
-1` 8 -> 7; the others unchanged (0, 0, 0, 0, 0, 30 in each period grid).
+1` 8 -> 7; the others unchanged (0, 0, 0, 0, 0, 30 in each period grid). Session 58:
+`--four 240` 42 -> 36 once a statement of a value the series made an event of restates
+the event; 24 once a change to it makes the event the version from its first statement;
+12 once a value conflict opened by any path settles the version's whole series (the odd
+one out held, the rest events), a late first value of an event's value is that event, and
+an event a late older version shows to be a return is the version; 2 once a late first
+value before a replaced create takes what that create held, a late change inside an older
+version adopts the value held there and takes the values said after it, a return held
+against a replaced version is a version between it and its successor, and a create that
+returned to a value only held is held instead (`core.returns`); `--four 40 --seed 1` 7 ->
+0; the others unchanged (0, 0, 0, 0, 0, 30 in each period grid).
 """
 
 from __future__ import annotations

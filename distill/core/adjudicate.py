@@ -11,7 +11,8 @@ plan; it writes nothing.
 The pass is built in layers, each a module: `WorkingSet` (working.py: the snapshot, the
 plan, how an outcome is written), `Series` (series.py: a third distinct value makes the
 held values dated events), `Rivals` (rivals.py: values held in conflict and what makes one
-current), `Splits` (splits.py: a late change inside a version), `TrustOrder`
+current), `Returns` (returns.py: what a late older version shows to be a return),
+`Splits` (splits.py: a late change inside a version), `TrustOrder`
 (trust_order.py: what a claim's trust changes, in order and late), `LateArrivals` (late.py:
 claims dated before the current version) and `Adjudicator` here (a candidate's identity,
 and the decision for claims in order).
@@ -111,6 +112,7 @@ class Adjudicator(LateArrivals):
             else:
                 decision = self._state(cand)
             self._sets_follow_the_current()
+            decision = self._as_it_ended(decision)
             self.decisions.append(decision)
             self.plan.outcomes[decision.outcome] += 1
             self._observe(cand, decision)

@@ -8,7 +8,9 @@ it (`_restated_rival`); and two creates held in conflict after it were, with it,
 distinct values, which makes them dated events (`_contested_first`). A first version that
 began as a change would have replaced the claim in order too: the claim is history before
 it (`LateArrivals._historical`), as it is before a create that a later change replaced
-(`LateArrivals._before_replaced_create`, where that change met the claim instead).
+(`LateArrivals._before_replaced_create`, where that change met the claim instead; what that
+create held in conflict, said after the claim, was then values of the claim's series, or a
+restatement of the claim: `Series._later_values`, `Series._restating_value`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from distill.core.models import (
     Trust,
 )
 from distill.core.passes import Decision
-from distill.core.series import THIRD_VALUE
+from distill.core.series import RESTATED, THIRD_VALUE
 from distill.core.support import said_order
 from distill.core.trust_late import LateTrust
 from distill.core.working import Candidate, Identity
@@ -180,13 +182,21 @@ class FirstValues(LateTrust):
             status=FactStatus.CANDIDATE,
             supersedes_id=None,
         )
-        links = {} if ended is None else {"supersedes_id": ended.id}
-        fact = self._new_fact(c, FactKind.STATE, ident, value, **links)
+        links: dict[str, Any] = {} if ended is None else {"supersedes_id": ended.id}
         if c.claim.action is ClaimAction.SUPERSEDE:
             # In order it came first and changed nothing known: marked as such
             # (`_state_without_head`), so that the value it replaced is judged against it.
-            fact = fact.model_copy(update={"unpaired_change": True})
-        self._create(fact, f"the earlier of two competing values ({reason})", self._query_text(c))
+            links["unpaired_change"] = True
+        why = f"the earlier of two competing values ({reason})"
+        # An event `following`'s series made of this value only restated it, in order.
+        event = self._event_of_value(following, value) if ended is None else None
+        if event is not None:
+            fact = self._event_as_version(event, self._time(c), f"{why}; {RESTATED}", **links)
+            self._reinforce(fact, c, RESTATED)
+            fact = self.s.facts[fact.id]
+        else:
+            fact = self._new_fact(c, FactKind.STATE, ident, value, **links)
+            self._create(fact, why, self._query_text(c))
         self._hand_over_held(following, fact)
         if first is not None:
             self._replaced_first_value(first, fact, self._time(c))
@@ -305,20 +315,29 @@ class FirstValues(LateTrust):
         return Decision(Outcome.HISTORICAL, fact.id, reason)
 
     def _filed_before(
-        self, c: Candidate, ident: Identity, value: dict[str, Any], after: Fact, reason: str
+        self,
+        c: Candidate,
+        ident: Identity,
+        value: dict[str, Any],
+        after: Fact,
+        reason: str,
+        restating: Fact | None = None,
     ) -> Fact:
         """The claim as a version of its own that `after` replaced: until `after` began (or
-        the end the claim stated, if earlier), linked both ways."""
-        fact = self._new_fact(
-            c,
-            FactKind.STATE,
-            ident,
-            value,
-            status=FactStatus.SUPERSEDED,
-            valid_to=timeline.end_of(c.claim.valid_to, after.valid_from),
-            retired_at=self.now,
-            superseded_by=after.id,
-        )
-        self._create(fact, reason)
+        the end the claim stated, if earlier), linked both ways. A value held since that
+        `restating` it (`Series._restating_value`) is that version, from the claim's date."""
+        version: dict[str, Any] = {
+            "status": FactStatus.SUPERSEDED,
+            "valid_to": timeline.end_of(c.claim.valid_to, after.valid_from),
+            "retired_at": self.now,
+            "superseded_by": after.id,
+        }
+        if restating is not None:
+            fact = self._revise(restating, "resolve", reason, valid_from=self._time(c), **version)
+            self._reinforce(fact, c, reason)
+            fact = self.s.facts[fact.id]
+        else:
+            fact = self._new_fact(c, FactKind.STATE, ident, value, **version)
+            self._create(fact, reason)
         self._revise(after, "link", "an older version was filed before it", supersedes_id=fact.id)
         return fact

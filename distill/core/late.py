@@ -258,7 +258,7 @@ class LateArrivals(FirstValues):
         contested = self._contested_first(c, base, following, value)
         if contested is not None:
             return self._earlier_than_contested(c, following, contested, ident, value)
-        if self._replaced_create(c, base, following):
+        if self._replaced_create(c, base, following, value):
             return self._before_replaced_create(c, versions, at, following, ident, value)
         after = [] if base is None else self._displaced_by_less_trusted(c, following, value)
         if base is not None and after:
@@ -320,12 +320,22 @@ class LateArrivals(FirstValues):
             "superseded_by": following.id,
         }
         held = self._held_after(base, at, version["valid_to"], value) if base else None
+        start, reason = t, "an older state that arrived late, restated by a value held since"
+        if held is None and base is not None and c.claim.action is ClaimAction.SUPERSEDE:
+            # A change to a value held against `base` since before it adopted that value in
+            # order (`Rivals._adopt`), from when it could have replaced `base`.
+            held = self._held_rival(base, value, c.event.trust)
+            if held is not None and timeline.position(held[0]) < at:
+                able = self._could_replace_from(held[0], base)
+                start = max(t, base.valid_from) if able is None else min(able, t)
+                reason = "a late change to the value held in conflict"
+            else:
+                held = None
         if held is None:
             fact = self._new_fact(c, FactKind.STATE, ident, value, **version)
             self._create(fact, "an older state that arrived late")
         else:  # in order the claim replaced `base`, and the held value restated it
-            reason = "an older state that arrived late, restated by a value held since"
-            fact = self._revise(held[0], "resolve", reason, valid_from=t, **version)
+            fact = self._revise(held[0], "resolve", reason, valid_from=start, **version)
             self._settle(held[1], fact.id, reason)
             self._reinforce(fact, c, reason)
         if base is not None:
@@ -334,7 +344,7 @@ class LateArrivals(FirstValues):
                 "link",
                 "a later-arriving version began inside it",
                 valid_to=timeline.end_of(
-                    base.valid_to if base.valid_to != following.valid_from else None, t
+                    base.valid_to if base.valid_to != following.valid_from else None, start
                 ),
                 superseded_by=fact.id,
             )
@@ -343,6 +353,8 @@ class LateArrivals(FirstValues):
         )
         renamed = c.claim.predicate != ident.predicate
         self._carry_forward_from(fact, [v for v in versions if at < timeline.position(v)], renamed)
+        if base is not None:  # what was said against `base` after the claim met the claim
+            self._move_later_rivals(self.s.facts[base.id], self.s.facts[fact.id])
         self._now_a_return(fact, ident.key)
         return Decision(Outcome.HISTORICAL, fact.id, "older state filed into history")
 
@@ -411,10 +423,14 @@ class LateArrivals(FirstValues):
         returns = any(values_equal(v.value, value) for v in before)
         return not returns and not values_equal(value, base.value)
 
-    def _replaced_create(self, c: Candidate, base: Fact | None, following: Fact) -> bool:
+    def _replaced_create(
+        self, c: Candidate, base: Fact | None, following: Fact, value: dict[str, Any]
+    ) -> bool:
         """`following`, the first version, is an undated create that a later change replaced
         (not a person's decision: a kept candidate is no change): in world order it came
-        after this claim and was held against it, and the change met this claim instead."""
+        after this claim and was held against it, and the change met this claim instead.
+        What `following` holds in conflict was then values of the claim's series too
+        (`_later_values`)."""
         return (
             base is None
             and following.status is FactStatus.SUPERSEDED
@@ -426,8 +442,20 @@ class LateArrivals(FirstValues):
             and not following.pinned
             and not self._kept_by_decision(following.id)
             and not self._began_as_change(following, self._time(c), restated=True, by=c.event.trust)
-            and self._open_set(following.id) is None
+            and self._series_taken(following, self._time(c), value)
             and following.trust.rank <= c.event.trust.rank
+        )
+
+    def _series_taken(self, following: Fact, t: datetime, value: dict[str, Any]) -> bool:
+        """Whether what `following` holds in conflict was values of a claim at `t` too
+        (`_later_values`); one of the claim's `value` restated it, unless the change after
+        `following` restated it as well (then two facts would hold one statement's place)."""
+        sets = self._later_values(following, t)
+        if sets is None:
+            return False
+        successor = self.s.facts[following.superseded_by or ""]
+        return self._restating_value(sets, value) is None or (
+            successor.value is not None and not values_equal(successor.value, value)
         )
 
     def _before_replaced_create(
@@ -441,6 +469,8 @@ class LateArrivals(FirstValues):
     ) -> Decision:
         successor = self.s.facts[following.superseded_by or ""]
         reason = "an earlier, different value arrived late: held in conflict as if it came second"
+        series = self._later_values(following, self._time(c)) or []
+        restating = self._restating_value(series, value)
         ends = following.valid_to if self._ended_of_itself(following, successor) else None
         held = self._revise(
             following,
@@ -465,17 +495,30 @@ class LateArrivals(FirstValues):
                 first, c, "same value, stated earlier", valid_from=self._time(c)
             )
             trust = self.s.facts[first.id].trust  # the change's, if more than the claim's
+            self._series_moves(series, held, first)
             self._open_conflict(ident.key, (first.id, held.id), *self._held_as(held, trust))
             return decision
         # Until the next version: one a person kept may stand between `following` and `successor`.
         later = [v for v in versions if v.id != following.id and at < timeline.position(v)]
         after = later[0] if later else successor
-        fact = self._filed_before(c, ident, value, after, "an older state that arrived late")
+        fact = self._filed_before(
+            c, ident, value, after, "an older state that arrived late", restating
+        )
         before = [v for v in later if timeline.position(v) < timeline.position(successor)]
         if before and successor.supersedes_id == following.id:
             why = "the version before it was held"
             self._revise(successor, "link", why, supersedes_id=before[-1].id)
         self._carry_forward_from(fact, later, renamed)
-        self._open_conflict(ident.key, (fact.id, held.id), *self._held_as(held, c.event.trust))
+        own = [cs for cs in series if fact.id in cs.member_ids]  # the restating value's set
+        self._series_moves([cs for cs in series if cs not in own], held, fact)
+        kind, why = self._held_as(held, c.event.trust)
+        if own:  # it held `following` against the restatement: now against the claim
+            cs = self.s.conflicts[own[0].id]
+            self._revise_conflict(cs, why, kind=kind, member_ids=(fact.id, held.id))
+        else:
+            self._open_conflict(ident.key, (fact.id, held.id), kind, why)
+        if len(series) > len(own):  # the claim's series: `held` and what it held
+            self._settle_series(self.s.facts[fact.id], self.s.facts[fact.id].valid_to)
+        self._return_undone(held, self.s.facts[successor.id])
         self._now_a_return(self.s.facts[fact.id], ident.key)
         return Decision(Outcome.HISTORICAL, fact.id, "older state filed into history")

@@ -7,7 +7,7 @@ in-order path (`Adjudicator`) and late news (`LateArrivals`) end alike (DESIGN i
 
 * a change to the value a candidate holds makes that candidate the next version
   (`_held_rival`, `_adopt`), and so does an older version that shows it returns to a value
-  (`_now_a_return`);
+  (`Returns`, core/returns.py);
 * a change replaces the current version (`_supersede`), and the candidates held against the
   old version but dated after the change are held against the change instead
   (`_move_later_rivals`);
@@ -35,7 +35,7 @@ from distill.core.models import (
     Trust,
 )
 from distill.core.passes import Decision
-from distill.core.series import Series
+from distill.core.series import CHANGED_TO_EVENT, Series
 from distill.core.support import Support, held_until, own_end, supported_by
 from distill.core.working import (
     CONFLICT_MAX_MEMBERS,
@@ -63,6 +63,9 @@ class Rivals(Series):
             repeated = self._repeat_held(c, cs, value)
             if repeated is not None:
                 return repeated
+        restated = self._restates_event(c, existing, value)
+        if restated is not None:
+            return restated
         # Only a value conflict grows: a value quarantined for its source is held apart, as
         # it is when it arrives after the value conflict opened (in world order).
         open_set = next((cs for cs in held if cs.kind is ConflictKind.CONFLICT), None)
@@ -155,24 +158,46 @@ class Rivals(Series):
         """The claim's `value` replaces `head` from the claim's time (`how`: how the claim's
         predicate was matched to it; `retired`: more of `head`'s fields to revise)."""
         t = self._time(c)
-        # A change still waiting for the value it replaced (`unpaired_change`) waits as the
-        # attribute's current version: the mark moves with it.
-        fact = self._new_fact(
-            c,
-            FactKind.STATE,
-            ident,
-            value,
-            supersedes_id=head.id,
-            unpaired_change=head.unpaired_change,
-        )
         reason = f"new value replaces the old one ({how})"
-        self._retire(head, reason, t, fact.id, **retired)
-        self._create(fact, reason, vector_text=self._query_text(c))
-        self._follow_identity_sets(head, fact)
-        self._move_later_rivals(head, fact)
+        event = self._event_of_value(head, value)
+        if event is not None:  # the series stated the value first: the change began then
+            reason = f"{reason}; {CHANGED_TO_EVENT}"
+            fact = self._event_replaces(head, event, min(t, event.valid_from), reason, **retired)
+            self._reinforce(fact, c, reason)
+            fact = self.s.facts[fact.id]
+        else:
+            # A change still waiting for the value it replaced (`unpaired_change`) waits as
+            # the attribute's current version: the mark moves with it.
+            fact = self._new_fact(
+                c,
+                FactKind.STATE,
+                ident,
+                value,
+                supersedes_id=head.id,
+                unpaired_change=head.unpaired_change,
+            )
+            self._retire(head, reason, t, fact.id, **retired)
+            self._create(fact, reason, vector_text=self._query_text(c))
+            self._follow_identity_sets(head, fact)
+            self._move_later_rivals(head, fact)
         if fact.valid_to is not None:
             self._given_an_end(self.s.facts[fact.id], fact.valid_to, None)
         return Decision(Outcome.SUPERSEDED, fact.id, reason)
+
+    def _event_replaces(
+        self, head: Fact, event: Fact, start: datetime, reason: str, **retired: Any
+    ) -> Fact:
+        """An event of `head`'s series made the version that replaces `head` from `start`
+        (a change to its value, or a return to it): the values of the series before it are
+        `head`'s, settled as world order leaves them, and those after it the new version's
+        (`Series` module doc)."""
+        self._retire(head, reason, start, event.id, **retired)
+        links = {"supersedes_id": head.id, "unpaired_change": head.unpaired_change}
+        fact = self._event_as_version(event, start, reason, **links)
+        self._follow_identity_sets(head, fact)
+        self._move_later_rivals(head, fact)
+        self._settle_series(self.s.facts[head.id], start)
+        return self.s.facts[fact.id]
 
     def _move_later_rivals(self, old: Fact, new: Fact) -> None:
         """Candidates held against `old` in an open value or quarantine set and dated after
@@ -513,31 +538,6 @@ class Rivals(Series):
         if free and rival.valid_from >= end and rival.trust is not Trust.UNTRUSTED:
             self._adopt(None, head, rival, open_set, "it began after the value held ended")
 
-    def _now_a_return(self, older: Fact, key: str) -> None:
-        """A value held in conflict against the current version that this older version
-        also had: in order it would have been a return to it (`Adjudicator._state`), so it
-        replaces the current version, from its own date. Not when the statements that
-        give it that date are less trusted than the current version (`_first_trust`): in
-        order they could not have replaced it."""
-        active = [f for f in self._facts_of(key) if f.status is FactStatus.ACTIVE]
-        if len(active) != 1 or active[0].pinned or older.value is None:
-            return
-        head = active[0]
-        held = self._held_rival(head, older.value)
-        restated = held is None  # held, but `head` was restated after it (`_return_inside`)
-        if restated:
-            held = self._held_rival(head, older.value, restated=True)
-        if (
-            held is None
-            or held[0].stated is not None
-            or self._first_trust(held[0]).rank < head.trust.rank
-        ):
-            return
-        if restated:
-            self._return_inside(head, *held)
-            return
-        self._adopt(None, head, *held, "an older version shows it returns to a value")
-
     def _could_replace_from(self, rival: Fact, head: Fact) -> datetime | None:
         """When the first of `rival`'s statements from a source that does not yield to
         `head`'s was made: what, in world order, could have replaced `head` with its value
@@ -548,13 +548,3 @@ class Rivals(Series):
             return None if rival.trust.yields_to(head.trust) else rival.valid_from
         able = [s.at for s in support if not s.trust.yields_to(head.trust)]
         return min(able) if able else None
-
-    def _first_trust(self, fact: Fact) -> Trust:
-        """The trust of `fact`'s statements dated at its start, which it begins from (its
-        trust now when the snapshot loaded none of them)."""
-        first = [s.trust for s in self.s.support.get(fact.id, ()) if s.at <= fact.valid_from]
-        return max(first, key=lambda t: t.rank) if first else fact.trust
-
-    def _return_inside(self, head: Fact, rival: Fact, open_set: ConflictSet) -> None:
-        """A return (`_now_a_return`) held against `head` that `head` restated after
-        (`Splits`, which splits versions)."""

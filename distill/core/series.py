@@ -18,13 +18,32 @@ values follow it...). So both facts are kept where a value conflict opens
 
 * a value conflict opened against a version already held in one, with another value, is a
   third distinct value: every held value becomes an event (`_third_value`);
-* a value held against a version whose series has an event dated after it was not the
-  latest value: it becomes an event, and the latest event is held in its place
-  (`_latest_held`).
+* the version's series is then settled as world order leaves it (`_settle_series`): its
+  values (the events it made and the value now held) sorted by date, the latest held when
+  they are odd in number and every other one an event. So a value held against a version
+  whose series has an event dated after it becomes an event, and the latest is held again;
+  and with an even number every one is an event and the set closes.
 
 And a change that arrives late, dated inside a series, splits it: the values before the
 change were the old version's series and those after it the change's, each settled as
 world order leaves it (`_split_series`, from `Rivals._move_later_rivals`).
+
+A value the series made an event of is no new value when it is stated again. A later
+statement of it restates the event (`_restates_event`): held as a new value, it would
+make the state depend on whether it came before or after the values that made the event.
+A change to it began when the series first stated it (`_event_as_version`, from
+`Rivals._event_replaces`), as a change to a held value began when that was first said
+(`Rivals._adopt`): the event is the new version, and the values before it are settled as
+the old version's series. A late first value of it was restated by it
+(`FirstValues._earlier_create`): the event is that first version; and a late older
+version of it shows the event was a return (`Returns._now_a_return`). Each way the event
+ends as it does when the statement it restates arrives first. Likewise, what a create held
+in conflict, said after a late first value that the create turns out to follow, was that
+value's series, or restated it (`_later_values`, `_restating_value`,
+`LateArrivals._before_replaced_create`).
+
+A value held and then made an event in one decision is recorded as reclassified, not as
+held in conflict (`_as_it_ended`): its observation says what became of it.
 
 Only the events a series made count (`reclassified`): an occurrence claimed as one (`kind:
 event`) is no value of the series.
@@ -51,6 +70,10 @@ from distill.core.passes import Decision
 from distill.core.working import Candidate, Identity, WorkingSet
 
 THIRD_VALUE = "a third distinct value: the statements are kept as dated events"
+CHANGED_TO_EVENT = "a change to a value the series kept as an event began when it was stated"
+RESTATES_EVENT = "restates a value the series keeps as a dated event"
+RESTATED = "a later statement of this value was kept as an event of the series: it restated this"
+SERIES_OF_EARLIER = "held against the earlier value that arrived late, whose series it is"
 LATEST_HELD = "the latest value since the current version is the one held against it"
 
 
@@ -66,6 +89,11 @@ def reclassified(fact: Fact) -> bool:
 
 def _suffix(when: datetime) -> str:
     return f" (stated {when.date().isoformat()})"
+
+
+def _plain(event: Fact) -> str:
+    """An event's text without the date it was stated on."""
+    return event.text.removesuffix(_suffix(event.valid_from))
 
 
 def _same_value(a: Fact, b: Fact) -> bool:
@@ -121,19 +149,30 @@ class Series(WorkingSet):
                 key = member.identity_key
                 self._open_conflict(key, (member.id,), ConflictKind.QUARANTINE, "untrusted source")
 
+    def _as_it_ended(self, decision: Decision) -> Decision:
+        """The claim's decision as its fact ended the claim's turn: a value held in conflict
+        that its series then made an event (`_open_conflict`) was reclassified, and its
+        observation says so."""
+        fact = self.s.facts.get(decision.fact_id or "")
+        if decision.outcome is Outcome.CONFLICT and fact is not None and reclassified(fact):
+            return Decision(Outcome.RECLASSIFIED, fact.id, THIRD_VALUE)
+        return decision
+
     def _open_conflict(
         self, key: str | None, members: tuple[str, ...], kind: ConflictKind, reason: str
     ) -> None:
         """Opens the set, unless the series makes it otherwise (module doc): a value
-        conflict is never opened against a version held in one already, and holds the
-        latest value of the series."""
+        conflict is never opened against a version held in one already, and the version's
+        series is settled once it is."""
+        pair = None
         if kind is ConflictKind.CONFLICT and key is not None:
             pair = self._version_and_held(members)
-            if pair is not None:
-                if self._third_value(*pair):
-                    return
-                members = self._latest_held(members, *pair)
+            if pair is not None and self._third_value(*pair):
+                return
         super()._open_conflict(key, members, kind, reason)
+        if pair is not None:
+            version = self.s.facts[pair[0].id]
+            self._settle_series(version, version.valid_to)
 
     def _split_series(self, old: Fact, new: Fact) -> None:
         """A change `new` came inside `old`'s series (a late change, before values that had
@@ -186,6 +225,78 @@ class Series(WorkingSet):
             and reclassified(f)
         ]
 
+    def _restates_event(
+        self, c: Candidate, version: Fact, value: dict[str, Any]
+    ) -> Decision | None:
+        """A claim of a value `version`'s series already made an event of restates that
+        event: it is no new value of the series. (Held as one, it would make the state
+        depend on whether it arrived before or after the values that made the event.)"""
+        event = self._event_of_value(version, value)
+        if event is None:
+            return None
+        decision = self._reinforce(event, c, RESTATES_EVENT, valid_from=self._time(c))
+        moved = self.s.facts[event.id]
+        if moved.valid_from < event.valid_from:  # stated earlier than it knew
+            text = stated_on(_plain(event), moved.valid_from)
+            self._revise(moved, "reinforce", RESTATES_EVENT, text=text)
+        return decision
+
+    def _event_of_value(self, version: Fact, value: dict[str, Any]) -> Fact | None:
+        """The event `version`'s series made of `value`, if any (none pinned)."""
+        for event in self._series_events(version, version.valid_to):
+            if not event.pinned and event.value is not None and values_equal(event.value, value):
+                return event
+        return None
+
+    def _event_as_version(self, event: Fact, start: datetime, reason: str, **changes: Any) -> Fact:
+        """An event of a series that a claim of its value shows to be a version: a state
+        from `start`, its text without the date it was stated on."""
+        return self._revise(
+            event,
+            "resolve",
+            reason,
+            kind=FactKind.STATE,
+            text=_plain(event),
+            valid_from=start,
+            **changes,
+        )
+
+    def _later_values(self, version: Fact, t: datetime) -> list[ConflictSet] | None:
+        """The value conflicts holding `version` when each holds only values said after
+        `t`, of its trust, none pinned: with a statement at `t` before them (in world
+        order), `version` and they were values of its series, or restated it
+        (`_restating_value`). None when another set holds `version`."""
+        sets = [cs for cs in self._sets_holding(version.id) if cs.kind is not ConflictKind.IDENTITY]
+        for cs in sets:
+            others = [self.s.facts[m] for m in cs.member_ids if m != version.id]
+            if cs.kind is not ConflictKind.CONFLICT or any(
+                o.pinned
+                or o.status is not FactStatus.CANDIDATE
+                or o.trust is not version.trust
+                or o.valid_from <= t
+                for o in others
+            ):
+                return None
+        return sets
+
+    def _restating_value(self, sets: list[ConflictSet], value: dict[str, Any]) -> Fact | None:
+        """The value held in `sets` (`_later_values`) that is `value`: a restatement of the
+        earlier statement of it, in world order."""
+        for cs in sets:
+            for m in cs.member_ids:
+                held = self.s.facts[m]
+                if held.status is FactStatus.CANDIDATE and values_equal(held.value or {}, value):
+                    return held
+        return None
+
+    def _series_moves(self, sets: list[ConflictSet], old: Fact, new: Fact) -> None:
+        """The value conflicts `sets` held against `old` are held against `new`, the
+        version whose series they are (`_later_values`)."""
+        for stale in sets:
+            cs = self.s.conflicts[stale.id]
+            members = tuple(new.id if m == old.id else m for m in cs.member_ids)
+            self._revise_conflict(cs, SERIES_OF_EARLIER, member_ids=members)
+
     def _hold_again(self, event: Fact) -> None:
         """An event of a series held again as the series' latest value."""
         self._revise(
@@ -194,7 +305,7 @@ class Series(WorkingSet):
             LATEST_HELD,
             kind=FactKind.STATE,
             status=FactStatus.CANDIDATE,
-            text=event.text.removesuffix(_suffix(event.valid_from)),
+            text=_plain(event),
         )
 
     def _version_and_held(self, members: tuple[str, ...]) -> tuple[Fact, Fact] | None:
@@ -224,24 +335,3 @@ class Series(WorkingSet):
             self._close_as_events(cs, THIRD_VALUE)
             return True
         return False
-
-    def _latest_held(self, members: tuple[str, ...], version: Fact, held: Fact) -> tuple[str, ...]:
-        """The members with `held` replaced by the latest event of the series since
-        `version` began, when that event is dated after `held`: then `held` came before it in
-        world order and was made an event by the value after it. Within one trust level,
-        where every value counts toward a third."""
-        events = [
-            f
-            for f in self._series_events(version, None)
-            if not f.pinned and f.trust is version.trust
-        ]
-        if not events or held.trust is not version.trust:
-            return members
-        latest = max(events, key=lambda f: (f.valid_from, f.recorded_at, f.id))
-        if latest.valid_from <= held.valid_from or any(
-            cs.kind is ConflictKind.CONFLICT for cs in self._sets_holding(version.id)
-        ):
-            return members
-        self._as_event(held, THIRD_VALUE)
-        self._hold_again(latest)
-        return tuple(latest.id if m == held.id else m for m in members)

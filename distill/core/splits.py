@@ -7,7 +7,7 @@ splits in three: the part before the change, the change, and the restated part
 
 * a value held in conflict against the version is held against the part its date falls in,
   and is a return when the change had its value before (`Rivals._move_later_rivals`,
-  `Rivals._now_a_return`);
+  `Returns._now_a_return`);
 * a value held against the version, of the late change's own value and dated before the
   restatement, is what the change adopts, as it would have in order, or what restated the
   change (`_held_for_change`).
@@ -37,12 +37,12 @@ from distill.core.models import (
     Trust,
 )
 from distill.core.passes import Decision
-from distill.core.rivals import Rivals
+from distill.core.returns import Returns
 from distill.core.support import Support, held_until, own_end, said_order, supported_by
 from distill.core.working import Candidate, Identity
 
 
-class Splits(Rivals):
+class Splits(Returns):
     """A late change inside a version (module doc)."""
 
     def _change_inside(
@@ -269,7 +269,7 @@ class Splits(Rivals):
 
     def _return_inside(self, head: Fact, rival: Fact, open_set: ConflictSet) -> None:
         """`rival`, held against `head` and now known to return to an older version's value
-        (`Rivals._now_a_return`), was restated by `head` after its date. In world order it
+        (`Returns._now_a_return`), was restated by `head` after its date. In world order it
         replaced `head` from its own date, and each later statement of `head`'s value met it
         as the version in force and returned to `head`'s value in turn: `head` splits
         into the part before the return and the restated part after it. Not when a later

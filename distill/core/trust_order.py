@@ -210,7 +210,9 @@ class TrustOrder(Splits):
         after the claim (it arrived first) from a source as trusted as the claim's would then
         have made the set a value conflict (`_repeat_held`): it is one. Late, inside `head`
         and before `following`, the change to the claim's value that replaced `head`: that
-        change only restated the claim, which holds from its own date."""
+        change only restated the claim, which holds from its own date. Either way each less
+        trusted version before `head` (`_less_trusted_before`) is held as `head` is: left
+        replaced by `head`, late, it would be replaced by a held value (seed 1680764)."""
         if following is None and (change := self._adopting_change(c, head, at)) is not None:
             return self._held_until_adopted(c, head, ident, value, change)
         restated = any(not s.trust.yields_to(c.event.trust) for s in self._restated_after(head, at))
@@ -221,7 +223,7 @@ class TrustOrder(Splits):
         )
         kind = ConflictKind.CONFLICT if restated else ConflictKind.QUARANTINE
         restating = self._held_restating(c, head) if following is None else None
-        before = (self._less_trusted_before(c, head) or []) if following is None else []
+        before = self._less_trusted_before(c, head) or []
         # The version that ended before the first of them, with a gap (`_less_trusted_before`).
         first = before[-1] if before else head
         ended = self.s.facts.get(first.supersedes_id or "")

@@ -97,3 +97,32 @@ def test_a_version_made_more_trusted_holds_the_less_trusted_versions_inside_it()
             (held,) = mem.conflicts(subject="alice")
             assert held.kind is ConflictKind.QUARANTINE, runs
             assert set(held.member_ids) == {by_value["a"].id, by_value["b"].id}, runs
+
+
+def test_a_version_a_trusted_create_holds_behind_is_not_left_replaced_by_a_held_value() -> None:
+    """Hygiene seed 1680764, with one name: a semi-trusted `b` (day 19) replaced by a
+    semi-trusted change to `a` (day 37); then, in one run, the person's `a` for days 5-14
+    (said on day 27), a semi-trusted change to `b` (day 17), a semi-trusted `a` (day 9) and
+    the person's `a` (day 22). The person's `a` of day 22 holds the semi-trusted change to
+    `b` in quarantine, as the first value after semi-trusted versions, and the `a` that `b`
+    replaced with it; until session 58 that `a` stayed replaced by `b`, and once the person's
+    period made it trusted, a held value replaced a trusted version."""
+    with fresh_memory() as mem:
+        in_one_run(
+            mem,
+            told_gp(0, 37, "a", "semi_trusted", "supersede"),
+            told_gp(1, 19, "b", "semi_trusted", "create"),
+        )
+        facts = in_one_run(
+            mem,
+            told_gp(2, 27, "a", "trusted", "create", period=(5, 14)),
+            told_gp(3, 17, "b", "semi_trusted", "supersede"),
+            told_gp(4, 9, "a", "semi_trusted", "create"),
+            told_gp(5, 22, "a", "trusted", "create"),
+        )
+        by_id = {f.id: f for f in facts}
+        for fact in facts:
+            successor = by_id.get(fact.superseded_by or "")
+            assert successor is None or successor.status is not FactStatus.CANDIDATE, fact
+        active = [f for f in facts if f.status is FactStatus.ACTIVE]
+        assert [(f.value["v"], f.trust.value) for f in active] == [("a", "trusted")]

@@ -58,6 +58,17 @@ def served(order: list[int], values: str, actions: str = "") -> dict[str, Any]:
         }
 
 
+# `a` the current value, `b` and `c` two values of its series kept as dated events.
+A_AND_TWO_EVENTS = {
+    "facts": [
+        ("a", FactKind.STATE, FactStatus.ACTIVE),
+        ("b", FactKind.EVENT, FactStatus.ACTIVE),
+        ("c", FactKind.EVENT, FactStatus.ACTIVE),
+    ],
+    "sets": [],
+}
+
+
 def test_a_late_value_between_two_events_is_an_event_and_the_latest_is_held() -> None:
     """`b`, `c`, `d` after `a`: in order `b` is held, `c` makes both events, `d` is held.
     Here `c` arrives last, after `d` made `b` and `d` events: `c` is an event, `d` is held
@@ -94,14 +105,7 @@ def test_a_late_first_value_that_holds_a_second_value_makes_a_series() -> None:
     first statement of `a` (day 0) arrives last: `b` was a value held against `a`, not a
     version, and with `c` held too that is a third distinct value, as in order: `b` and `c`
     are events, and no value conflict is open."""
-    assert served([1, 2, 3, 0], "abac", "ccsc") == {
-        "facts": [
-            ("a", FactKind.STATE, FactStatus.ACTIVE),
-            ("b", FactKind.EVENT, FactStatus.ACTIVE),
-            ("c", FactKind.EVENT, FactStatus.ACTIVE),
-        ],
-        "sets": [],
-    }
+    assert served([1, 2, 3, 0], "abac", "ccsc") == A_AND_TWO_EVENTS
 
 
 def test_a_late_change_inside_a_series_splits_it() -> None:
@@ -161,16 +165,8 @@ def test_a_value_the_series_made_an_event_of_is_restated_not_held_again() -> Non
     """`b` and `c` became events after `a`; a later `b` restates the event `b` (as it does
     when it arrives before the values that made it one), not a fourth value held against
     `a`; so does a later `c`."""
-    expected = {
-        "facts": [
-            ("a", FactKind.STATE, FactStatus.ACTIVE),
-            ("b", FactKind.EVENT, FactStatus.ACTIVE),
-            ("c", FactKind.EVENT, FactStatus.ACTIVE),
-        ],
-        "sets": [],
-    }
-    assert served([0, 1, 2, 3], "abcb") == expected
-    assert served([0, 1, 2, 3], "abcc") == expected
+    assert served([0, 1, 2, 3], "abcb") == A_AND_TWO_EVENTS
+    assert served([0, 1, 2, 3], "abcc") == A_AND_TWO_EVENTS
 
 
 def test_an_event_restated_late_is_dated_from_its_first_statement() -> None:
@@ -217,16 +213,8 @@ def test_a_late_first_value_is_restated_by_an_event_of_its_value() -> None:
     and a third value, are events. Then `a` of day 0: in order it came first and `a` of day
     2 restated it, so that event is the version `a` from day 0, and `b` and `c` are the two
     values of its series, both events, as in order."""
-    expected = {
-        "facts": [
-            ("a", FactKind.STATE, FactStatus.ACTIVE),
-            ("b", FactKind.EVENT, FactStatus.ACTIVE),
-            ("c", FactKind.EVENT, FactStatus.ACTIVE),
-        ],
-        "sets": [],
-    }
-    assert served([1, 2, 3, 0], "abac") == expected
-    assert served([0, 1, 2, 3], "abac") == expected
+    assert served([1, 2, 3, 0], "abac") == A_AND_TWO_EVENTS
+    assert served([0, 1, 2, 3], "abac") == A_AND_TWO_EVENTS
 
 
 def test_an_event_a_late_first_value_shows_to_be_a_return_is_the_version() -> None:

@@ -24,7 +24,8 @@ members (by their members alone until session 56).
 its value held (days 10·i to 10·i + 5, told on day 40) and the others are a value told on
 day 10·i (`create` or `supersede`): 95 histories, each against arrival in world order.
 `--four N` plays a random sample of N of the 240 histories of four claims about `gp` (days 0
-to 3, values up to renaming, `create` or `supersede`), each in its 24 orders.
+to 3, values up to renaming, `create` or `supersede`), each in its 24 orders; `--five N` the
+same of the 1,664 histories of five claims (days 0 to 4), each in its 120 orders.
 
 `--trust` plays histories of three claims about `gp` from a trusted source and a third
 party, two of them sometimes of one instant (840; `trust_histories`). `--trust-periods`
@@ -34,7 +35,7 @@ with `--adjacent`, each period lasts ten days, so that it ends on the next claim
 
     python scripts/order_search.py [--show] [--one-name | --periods | --trust | --trust-periods]
     python scripts/order_search.py [--show] (--periods | --trust-periods) [--ahead] [--adjacent]
-    python scripts/order_search.py [--show] --four N [--seed S]
+    python scripts/order_search.py [--show] (--four N | --five N) [--seed S]
     python scripts/order_search.py [--show] [--pool doctor|pet|address]
 
 Measured 2026-12-03: 84 of 120 sets disagree at 6d3b5bf (before `unpaired_change`), 66 at
@@ -168,7 +169,9 @@ value before a replaced create takes what that create held, a late change inside
 version adopts the value held there and takes the values said after it, a return held
 against a replaced version is a version between it and its successor, and a create that
 returned to a value only held is held instead (`core.returns`); `--four 40 --seed 1` 7 ->
-0; the others unchanged (0, 0, 0, 0, 0, 30 in each period grid).
+0; the others unchanged (0, 0, 0, 0, 0, 30 in each period grid). `--five N` (new, a sample
+of the 1,664 five-claim histories, 120 orders each): `--five 40 --seed 1` 9 of 40 at the
+end of session 58, before any rule was written against five claims.
 """
 
 from __future__ import annotations
@@ -337,7 +340,7 @@ def one_name(claims: list[Said], order: tuple[int, ...]) -> Any:
 
 def renamings(n: int = 3) -> list[tuple[str, ...]]:
     """`n` values up to renaming: the first is a, and each new one is the next letter."""
-    letters = "abcd"[:n]
+    letters = "abcde"[:n]
     return [
         values
         for values in itertools.product(letters, repeat=n)
@@ -451,6 +454,12 @@ def search_one_name(show: bool, histories: list[list[Said]], what: str) -> None:
     help="A random sample of this many four-claim histories of one name (with --seed).",
 )
 @click.option(
+    "--five",
+    type=int,
+    default=0,
+    help="A random sample of this many five-claim histories of one name (with --seed).",
+)
+@click.option(
     "--ahead", is_flag=True, help="With --periods or --trust-periods: periods told ahead."
 )
 @click.option(
@@ -470,6 +479,7 @@ def main(
     trust: bool,
     trust_periods: bool,
     four: int,
+    five: int,
     ahead: bool,
     adjacent: bool,
     seed: int,
@@ -493,12 +503,13 @@ def main(
     if one_name:
         search_one_name(show, one_name_histories(), "of three claims under one name")
         return
-    if four:
-        every = one_name_histories(4)
-        sample = random.Random(seed).sample(every, four) if four < len(every) else every
-        what = "" if four >= len(every) else f" (a sample, seed {seed})"
-        search_one_name(show, sample, f"of four claims under one name{what}")
-        return
+    for n, wanted, claims in ((4, four, "four"), (5, five, "five")):
+        if wanted:
+            every = one_name_histories(n)
+            sample = random.Random(seed).sample(every, wanted) if wanted < len(every) else every
+            what = "" if wanted >= len(every) else f" (a sample, seed {seed})"
+            search_one_name(show, sample, f"of {claims} claims under one name{what}")
+            return
     triples = list(itertools.combinations(sorted(make_pool(pool)), 3))
     disagree = []
     with tempfile.TemporaryDirectory() as tmp:

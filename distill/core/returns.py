@@ -36,18 +36,22 @@ class Returns(Rivals):
     def _now_a_return(self, older: Fact, key: str) -> None:
         """A value held in conflict against the current version that this older version
         also had: in order it would have been a return to it (`Adjudicator._state`), so it
-        replaces the current version, from its own date. Not when the statements that
-        give it that date are less trusted than the current version (`_first_trust`): in
-        order they could not have replaced it."""
+        replaces the current version, from its own date; so does an event of the current
+        version's series with that value (`_event_replaces`), and one held against the
+        version after `older`, replaced since, is a version between (`_return_between`).
+        Not when the statements that give it that date are less trusted than the current
+        version (`_first_trust`): in order they could not have replaced it."""
+        if older.value is None:
+            return
         after = self.s.facts.get(older.superseded_by or "")
-        if after is not None and after.status is FactStatus.SUPERSEDED and older.value is not None:
+        if after is not None and after.status is FactStatus.SUPERSEDED:
             self._return_between(after, older.value)
         active = [
             f
             for f in self._facts_of(key)
             if f.status is FactStatus.ACTIVE and f.kind is FactKind.STATE
         ]
-        if len(active) != 1 or active[0].pinned or older.value is None:
+        if len(active) != 1 or active[0].pinned:
             return
         head = active[0]
         held = self._held_rival(head, older.value)

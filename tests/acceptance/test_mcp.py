@@ -274,7 +274,9 @@ def test_delete_memory_retracts_with_a_receipt(tmp_path: Path, any_db: str) -> N
 
 def test_delete_all_memories_asks_for_confirmation_then_erases(tmp_path: Path, any_db: str) -> None:
     async def scenario(tools: Tools) -> None:
-        (memory,) = (await tools.ok("add_memory", subject="u1", text="My PIN is 4321."))["memories"]
+        (memory,) = (await tools.ok("add_memory", subject="u1", text="My PIN is Quokka4321."))[
+            "memories"
+        ]
         await tools.ok("add_memory", subject="u2", text="I live in Oslo.")
         refused = await tools.error("delete_all_memories", subject="u1")
         assert "confirm=true" in refused
@@ -298,7 +300,10 @@ def test_delete_all_memories_asks_for_confirmation_then_erases(tmp_path: Path, a
 
     over_stdio(tmp_path, any_db, scenario)
     if Path(any_db).exists():  # SQLite: the file holds no trace of the erased text
-        assert b"4321" not in Path(any_db).read_bytes()
+        # A word no hex id or timestamp can spell by chance. Digits alone can: a CI run found
+        # "4321" in a file that held no PIN. Lower-cased, as the full-text index folds words.
+        stored = Path(any_db).read_bytes().lower()
+        assert b"quokka" not in stored
 
 
 # -- errors ------------------------------------------------------------------------------------

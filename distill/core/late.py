@@ -331,7 +331,19 @@ class LateArrivals(FirstValues):
                 reason = "a late change to the value held in conflict"
             else:
                 held = None
-        if held is None:
+        kept: Fact | None = None  # an event of `base`'s series that restated the claim
+        if held is None and base is not None:
+            kept = self._event_of_value(base, value)
+            if kept is None or not (
+                at < timeline.position(kept)
+                and (version["valid_to"] is None or kept.valid_from < version["valid_to"])
+            ):
+                kept = None
+        if kept is not None:  # in order the claim replaced `base` and the event restated it
+            reason = "an older state that arrived late, restated by a value its series kept"
+            fact = self._event_as_version(kept, start, reason, **version)
+            self._reinforce(fact, c, reason)
+        elif held is None:
             fact = self._new_fact(c, FactKind.STATE, ident, value, **version)
             self._create(fact, "an older state that arrived late")
         else:  # in order the claim replaced `base`, and the held value restated it
@@ -355,6 +367,9 @@ class LateArrivals(FirstValues):
         self._carry_forward_from(fact, [v for v in versions if at < timeline.position(v)], renamed)
         if base is not None:  # what was said against `base` after the claim met the claim
             self._move_later_rivals(self.s.facts[base.id], self.s.facts[fact.id])
+        if kept is not None and base is not None:  # the series' other values, part by part
+            for part in (self.s.facts[base.id], self.s.facts[fact.id]):
+                self._settle_series(part, part.valid_to)
         self._now_a_return(fact, ident.key)
         return Decision(Outcome.HISTORICAL, fact.id, "older state filed into history")
 
@@ -497,6 +512,7 @@ class LateArrivals(FirstValues):
             trust = self.s.facts[first.id].trust  # the change's, if more than the claim's
             self._series_moves(series, held, first)
             self._open_conflict(ident.key, (first.id, held.id), *self._held_as(held, trust))
+            self._return_undone(held, self.s.facts[first.id])
             return decision
         # Until the next version: one a person kept may stand between `following` and `successor`.
         later = [v for v in versions if v.id != following.id and at < timeline.position(v)]

@@ -43,9 +43,14 @@ class Returns(Rivals):
         version (`_first_trust`): in order they could not have replaced it."""
         if older.value is None:
             return
-        after = self.s.facts.get(older.superseded_by or "")
-        if after is not None and after.status is FactStatus.SUPERSEDED:
+        # Every version replaced since `older`, not only the next: a return is to any
+        # value held before, however many versions came between.
+        after, seen = self.s.facts.get(older.superseded_by or ""), {older.id}
+        while after is not None and after.status is FactStatus.SUPERSEDED and after.id not in seen:
+            seen.add(after.id)
+            following = after.superseded_by
             self._return_between(after, older.value)
+            after = self.s.facts.get(following or "")
         active = [
             f
             for f in self._facts_of(key)
@@ -61,7 +66,11 @@ class Returns(Rivals):
         if held is None:
             # Or a return the series kept as an event (a third value came after it).
             event = self._event_of_value(head, older.value)
-            if event is not None and not event.trust.yields_to(head.trust):
+            if event is None or event.trust.yields_to(head.trust):
+                return
+            if any(s.at > event.valid_from for s in self.s.support.get(head.id, ())):
+                self._return_inside(head, event, None)  # restated after it: `head` splits
+            else:
                 self._event_replaces(head, event, event.valid_from, RETURN)
             return
         if held[0].stated is not None or self._first_trust(held[0]).rank < head.trust.rank:
@@ -77,9 +86,9 @@ class Returns(Rivals):
         first = [s.trust for s in self.s.support.get(fact.id, ()) if s.at <= fact.valid_from]
         return max(first, key=lambda t: t.rank) if first else fact.trust
 
-    def _return_inside(self, head: Fact, rival: Fact, open_set: ConflictSet) -> None:
-        """A return (`_now_a_return`) held against `head` that `head` restated after
-        (`Splits`, which splits versions)."""
+    def _return_inside(self, head: Fact, rival: Fact, open_set: ConflictSet | None) -> None:
+        """A return (`_now_a_return`) held against `head`, or an event of its series, that
+        `head` restated after (`Splits`, which splits versions)."""
 
     def _return_between(self, head: Fact, value: dict[str, Any]) -> None:
         """A value held against `head`, a version a later one has replaced, that is a return
@@ -87,7 +96,10 @@ class Returns(Rivals):
         `head`'s successor, as in order, where it replaced `head` and was replaced."""
         held = self._held_rival(head, value)
         following = self.s.facts.get(head.superseded_by or "")
-        if held is None or following is None or head.valid_to is None:
+        if following is None or head.valid_to is None or following.valid_from != head.valid_to:
+            return
+        if held is None:
+            self._event_between(head, value, following)
             return
         rival, cs = held
         if (
@@ -95,7 +107,6 @@ class Returns(Rivals):
             or rival.stated is not None
             or rival.valid_to is not None
             or self._first_trust(rival).rank < head.trust.rank
-            or following.valid_from != head.valid_to
             or not rival.valid_from < head.valid_to
         ):
             return
@@ -114,30 +125,51 @@ class Returns(Rivals):
         self._revise(head, "link", RETURN, valid_to=start, superseded_by=rival.id)
         self._revise(following, "link", RETURN, supersedes_id=rival.id)
 
+    def _event_between(self, head: Fact, value: dict[str, Any], following: Fact) -> None:
+        """A return to `value` that `head`'s series kept as an event (a third value came
+        after it), `head` replaced since by `following`: the event is a version from its
+        own date until `following`, as in order, and the values said after it are its
+        series (`_event_replaces`, then ended where `head` ended)."""
+        event = self._event_of_value(head, value)
+        if event is None or event.trust.yields_to(head.trust) or head.valid_to is None:
+            return
+        end = head.valid_to
+        fact = self._event_replaces(head, event, event.valid_from, RETURN, following)
+        self._settle_series(fact, end)
+
     def _return_undone(self, held: Fact, successor: Fact) -> None:
         """`held` was a version until a late first value showed it was a value held against
-        that one, and a create of its value after `successor` (which replaced it) had
-        returned to it. In order that create met `successor` with no version of its value
-        before it, and was held against it: `successor` is current again."""
-        after = self.s.facts.get(successor.superseded_by or "")
+        that one, and a create of its value after `successor` (which replaced it), or after
+        versions that replaced `successor`, had returned to it. In order that create met the
+        version before it (`met`) with no version of its value before it, and was held
+        against it: `met` is current again."""
+        if held.value is None:
+            return
+        met, after = successor, self.s.facts.get(successor.superseded_by or "")
+        while (
+            after is not None
+            and after.status is FactStatus.SUPERSEDED
+            and after.value is not None
+            and not values_equal(after.value, held.value)
+        ):
+            met, after = after, self.s.facts.get(after.superseded_by or "")
         if (
             after is None
             or after.status is not FactStatus.ACTIVE
             or after.pinned
             or self._kept_by_decision(after.id)
             or after.value is None
-            or held.value is None
             or not values_equal(after.value, held.value)
-            or after.trust is not successor.trust
-            or successor.valid_to != after.valid_from  # ended by the return, not by itself
-            or self._began_as_change(after, successor.valid_from, restated=True)
+            or after.trust is not met.trust
+            or met.valid_to != after.valid_from  # ended by the return, not by itself
+            or self._began_as_change(after, met.valid_from, restated=True)
             or self._open_set(after.id) is not None
         ):
             return
         reason = "a return to a value that was only held: held against the version before it"
         self._hold_displaced(after, reason)
         self._revise(
-            successor,
+            met,
             "hold",
             reason,
             status=FactStatus.ACTIVE,
@@ -145,6 +177,4 @@ class Returns(Rivals):
             retired_at=None,
             superseded_by=None,
         )
-        self._open_conflict(
-            successor.identity_key, (successor.id, after.id), ConflictKind.CONFLICT, reason
-        )
+        self._open_conflict(met.identity_key, (met.id, after.id), ConflictKind.CONFLICT, reason)

@@ -185,15 +185,33 @@ class Rivals(Series):
         return Decision(Outcome.SUPERSEDED, fact.id, reason)
 
     def _event_replaces(
-        self, head: Fact, event: Fact, start: datetime, reason: str, **retired: Any
+        self,
+        head: Fact,
+        event: Fact,
+        start: datetime,
+        reason: str,
+        following: Fact | None = None,
+        **retired: Any,
     ) -> Fact:
         """An event of `head`'s series made the version that replaces `head` from `start`
         (a change to its value, or a return to it): the values of the series before it are
         `head`'s, settled as world order leaves them, and those after it the new version's
-        (`Series` module doc)."""
+        (`Series` module doc). With `following`, the version that replaced `head` since, it
+        is a version between the two, ending where `head` ended."""
+        end = head.valid_to
         self._retire(head, reason, start, event.id, **retired)
-        links = {"supersedes_id": head.id, "unpaired_change": head.unpaired_change}
+        links: dict[str, Any] = {"supersedes_id": head.id, "unpaired_change": head.unpaired_change}
+        if following is not None:
+            links |= {
+                "status": FactStatus.SUPERSEDED,
+                "valid_to": end,
+                "retired_at": self.now,
+                "superseded_by": following.id,
+                "unpaired_change": False,
+            }
         fact = self._event_as_version(event, start, reason, **links)
+        if following is not None:
+            self._revise(following, "link", reason, supersedes_id=fact.id)
         self._follow_identity_sets(head, fact)
         self._move_later_rivals(head, fact)
         self._settle_series(self.s.facts[head.id], start)

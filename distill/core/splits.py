@@ -96,6 +96,9 @@ class Splits(Returns):
         self.s.support[version.id] = tuple(early)  # the later ones are the restated part's
         if held is None:
             self._create(change, reason)
+        elif held[1] is None:  # an event of the version's series: in order, held and adopted
+            start = ended.pop("valid_from")
+            change = self._event_as_version(change, start, reason, **ended)
         else:  # in order the change adopted the value held against the version (`_adopt`)
             change = self._revise(change, "resolve", reason, **ended)
             self._settle(held[1], change.id, reason)
@@ -119,6 +122,9 @@ class Splits(Returns):
             )
         if inside:
             self._hold_inside(version, self.s.facts[change.id], inside)
+        if held is not None and held[1] is None:  # the series' other values, part by part
+            for part in (version.id, change.id, tail):
+                self._settle_series(self.s.facts[part], self.s.facts[part].valid_to)
         self._now_a_return(self.s.facts[change.id], ident.key)  # after the link: it may retire
         return Decision(Outcome.HISTORICAL, change.id, reason)
 
@@ -255,6 +261,8 @@ class Splits(Returns):
                 before.identity_key, (before.id, version.id), ConflictKind.CONFLICT, reason
             )
         self._held_before_change(version, held, before, reason)
+        before = self.s.facts[before.id]  # held again: one of its series' values (`Series`)
+        self._settle_series(before, before.valid_to)
         return True
 
     def _returned_to(self, version: Fact, before: Fact) -> bool:
@@ -267,14 +275,15 @@ class Splits(Returns):
             for v in timeline.chain(self._facts_of(key), key)
         )
 
-    def _return_inside(self, head: Fact, rival: Fact, open_set: ConflictSet) -> None:
-        """`rival`, held against `head` and now known to return to an older version's value
-        (`Returns._now_a_return`), was restated by `head` after its date. In world order it
-        replaced `head` from its own date, and each later statement of `head`'s value met it
-        as the version in force and returned to `head`'s value in turn: `head` splits
-        into the part before the return and the restated part after it. Not when a later
-        statement could not displace the return (less trusted), nor one of its instant
-        (ordered against it by words): those are left held."""
+    def _return_inside(self, head: Fact, rival: Fact, open_set: ConflictSet | None) -> None:
+        """`rival`, held against `head` (in `open_set`, or an event of its series: None) and
+        now known to return to an older version's value (`Returns._now_a_return`), was
+        restated by `head` after its date. In world order it replaced `head` from its own
+        date, and each later statement of `head`'s value met it as the version in force and
+        returned to `head`'s value in turn: `head` splits into the part before the return
+        and the restated part after it. Not when a later statement could not displace the
+        return (less trusted), nor one of its instant (ordered against it by words): those
+        are left held."""
         support = self.s.support.get(head.id, ())
         later = [s for s in support if s.at > rival.valid_from]
         if (
@@ -289,20 +298,24 @@ class Splits(Returns):
         restated_id = self.new_id()
         self._retire(head, reason, rival.valid_from, rival.id, **supported_by(early, head))
         self.s.support[head.id] = tuple(early)
-        self._revise(
-            rival,
-            "resolve",
-            reason,
-            status=FactStatus.SUPERSEDED,
-            valid_to=min(s.at for s in later),
-            retired_at=self.now,
-            supersedes_id=head.id,
-            superseded_by=restated_id,
-        )
-        self._settle(open_set, rival.id, reason)
+        ended: dict[str, Any] = {
+            "status": FactStatus.SUPERSEDED,
+            "valid_to": min(s.at for s in later),
+            "retired_at": self.now,
+            "supersedes_id": head.id,
+            "superseded_by": restated_id,
+        }
+        if open_set is None:
+            self._event_as_version(rival, rival.valid_from, reason, **ended)
+        else:
+            self._revise(rival, "resolve", reason, **ended)
+            self._settle(open_set, rival.id, reason)
         restated = self._restate(head, later, restated_id, rival.id, "the value restated after")
         self._move_later_rivals(head, restated)
         self._follow_identity_sets(head, restated)
+        if open_set is None:  # the series' other values, part by part
+            for part in (head.id, rival.id, restated_id):
+                self._settle_series(self.s.facts[part], self.s.facts[part].valid_to)
 
     def _hold_restated(self, change: Fact, restated: Fact, c: Candidate) -> None:
         """The restated part of a split whose statements could not displace the change
@@ -399,30 +412,35 @@ class Splits(Returns):
 
     def _held_for_change(
         self, version: Fact, early: list[Support], restart: datetime, value: dict[str, Any]
-    ) -> tuple[Fact, ConflictSet] | None:
+    ) -> tuple[Fact, ConflictSet | None] | None:
         """A candidate of the late change's `value`, held against `version` in an open value
         conflict set, dated inside the version after its every earlier statement and before
         the restatement at `restart`, as trusted as the version, no member pinned: in order
         the change met it and made it current (`Rivals._held_rival`), or it restated the
-        change."""
-        cs = self._open_set(version.id)
-        if cs is None or cs.kind is not ConflictKind.CONFLICT:
-            return None
-        members = [self.s.facts[m] for m in cs.member_ids]
-        if cs.identity_key != version.identity_key or any(m.pinned for m in members):
-            return None
-        for m in members:
-            if (
-                m.status is FactStatus.CANDIDATE
-                and m.identity_key == version.identity_key
+        change. Or, so dated, an event `version`'s series made of that value (no set): in
+        order it was held until the change adopted it, and a later value was held instead
+        (`Series`)."""
+
+        def fits(m: Fact) -> bool:
+            return (
+                m.identity_key == version.identity_key
                 and m.value is not None
                 and values_equal(m.value, value)
                 and version.valid_from <= m.valid_from < restart
                 and not any(s.at > m.valid_from for s in early)
                 and m.trust.rank >= version.trust.rank
-            ):
-                return m, cs
-        return None
+            )
+
+        cs = self._open_set(version.id)
+        if cs is not None and cs.kind is ConflictKind.CONFLICT:
+            members = [self.s.facts[m] for m in cs.member_ids]
+            if cs.identity_key != version.identity_key or any(m.pinned for m in members):
+                return None
+            for m in members:
+                if m.status is FactStatus.CANDIDATE and fits(m):
+                    return m, cs
+        event = self._event_of_value(version, value)
+        return (event, None) if event is not None and fits(event) else None
 
     def _restate(
         self, version: Fact, later: list[Support], restated_id: str, after: str, reason: str

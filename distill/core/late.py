@@ -310,7 +310,8 @@ class LateArrivals(FirstValues):
         value: dict[str, Any],
     ) -> Decision:
         """File the claim as a version of its own between `base` and `following`: one that
-        a value held against `base` since restated (`_held_after`) is that value's."""
+        a value held against `base` since restated (`_held_after`), or an event of `base`'s
+        series, is that value's."""
         t, stated_end = at.time, c.claim.valid_to
         version: dict[str, Any] = {
             "status": FactStatus.SUPERSEDED,

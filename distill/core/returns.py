@@ -10,13 +10,15 @@ return after all, as in order (`_now_a_return`):
   restated by the current version after its date, the version splits around it
   (`_return_inside`, `Splits`);
 * kept as an event of the current version's series, the event is the version from its
-  date (`Rivals._event_replaces`);
-* held against a version that a later one has replaced since, it is a version between the
-  two (`_return_between`).
+  date (`Rivals._event_replaces`), or splits it the same way when restated after;
+* held against a version that a later one has replaced since, or kept as an event of its
+  series, it is a version between the two (`_return_between`, `_event_between`). Any
+  version after the older one, not only the next: a return is to any value held before,
+  however many versions came between.
 
 And the other way: a create that returned to a value the late older version shows was only
 held against it had nothing to return to, and is held against the version it met
-(`_return_undone`).
+(`_return_undone`), however many versions replaced the one it had returned from.
 """
 
 from __future__ import annotations
@@ -37,14 +39,13 @@ class Returns(Rivals):
         """A value held in conflict against the current version that this older version
         also had: in order it would have been a return to it (`Adjudicator._state`), so it
         replaces the current version, from its own date; so does an event of the current
-        version's series with that value (`_event_replaces`), and one held against the
-        version after `older`, replaced since, is a version between (`_return_between`).
-        Not when the statements that give it that date are less trusted than the current
-        version (`_first_trust`): in order they could not have replaced it."""
+        version's series with that value (`_event_replaces`), and one held against a
+        version after `older` (or an event of its series), replaced since, is a version
+        between (`_return_between`). Not when the statements that give it that date are
+        less trusted than the current version (`_first_trust`): in order they could not
+        have replaced it."""
         if older.value is None:
             return
-        # Every version replaced since `older`, not only the next: a return is to any
-        # value held before, however many versions came between.
         after, seen = self.s.facts.get(older.superseded_by or ""), {older.id}
         while after is not None and after.status is FactStatus.SUPERSEDED and after.id not in seen:
             seen.add(after.id)
@@ -129,13 +130,12 @@ class Returns(Rivals):
         """A return to `value` that `head`'s series kept as an event (a third value came
         after it), `head` replaced since by `following`: the event is a version from its
         own date until `following`, as in order, and the values said after it are its
-        series (`_event_replaces`, then ended where `head` ended)."""
+        series (`_event_replaces`)."""
         event = self._event_of_value(head, value)
-        if event is None or event.trust.yields_to(head.trust) or head.valid_to is None:
+        if event is None or event.trust.yields_to(head.trust):
             return
-        end = head.valid_to
         fact = self._event_replaces(head, event, event.valid_from, RETURN, following)
-        self._settle_series(fact, end)
+        self._settle_series(fact, fact.valid_to)
 
     def _return_undone(self, held: Fact, successor: Fact) -> None:
         """`held` was a version until a late first value showed it was a value held against

@@ -8,9 +8,10 @@ splits in three: the part before the change, the change, and the restated part
 * a value held in conflict against the version is held against the part its date falls in,
   and is a return when the change had its value before (`Rivals._move_later_rivals`,
   `Returns._now_a_return`);
-* a value held against the version, of the late change's own value and dated before the
-  restatement, is what the change adopts, as it would have in order, or what restated the
-  change (`_held_for_change`).
+* a value held against the version, or an event of its series, of the late change's own
+  value and dated before the restatement, is what the change adopts, as it would have in
+  order, or what restated the change (`_held_for_change`); the series' other values are
+  then settled part by part (`Series._settle_series`).
 
 A version that a change made of a held value (`Rivals._adopt`) is not split: a claim dated
 between the held value and that change shows the change never adopted it, and the adoption

@@ -143,6 +143,11 @@ class Rivals(Series):
                 ):
                     reason = "the held value is now stated by a source as trusted"
                     self._revise_conflict(open_set, reason, kind=ConflictKind.CONFLICT)
+                if self.s.facts[member.id].valid_from < member.valid_from:
+                    # Now the earliest of its series' values, perhaps: which of them is held
+                    # and which are events is decided by their dates (`Series`).
+                    for version in active:
+                        self._settle_series(version, version.valid_to)
                 return decision
         return None
 

@@ -170,6 +170,23 @@ def test_a_return_kept_as_an_event_and_restated_after_splits_the_version() -> No
     assert served([0, 1, 2, 3, 4], "ababc", "cscsc") == expected
 
 
+def test_a_held_value_restated_earlier_is_settled_with_its_series() -> None:
+    """The change to `a`, then `c` and `d` (two events) and `b` of day 4 (held). `b` of day
+    1 arrives last and restates the held `b`, which now holds from day 1: in order `b` and
+    `c` were events and `d` is held. (Found by `--five 40 --seed 3`, after the rules above.)"""
+    expected = {
+        "facts": [
+            ("a", STATE, ACTIVE),
+            ("b", EVENT, ACTIVE),
+            ("c", EVENT, ACTIVE),
+            ("d", STATE, CANDIDATE),
+        ],
+        "sets": [(ConflictKind.CONFLICT, ("a", "d"))],
+    }
+    assert served([0, 2, 3, 4, 1], "abcdb", "scccc") == expected
+    assert served([0, 1, 2, 3, 4], "abcdb", "scccc") == expected
+
+
 # The histories above whose every order ends as in order now (values a day apart).
 FIVE = [
     ("abcab", "csscs"),
@@ -179,6 +196,7 @@ FIVE = [
     ("abccd", "ccscs"),
     ("abcac", "sscsc"),
     ("ababc", "cscsc"),
+    ("abcdb", "scccc"),
 ]
 
 

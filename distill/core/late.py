@@ -514,7 +514,8 @@ class LateArrivals(FirstValues):
             self._series_moves(series, held, first)
             self._open_conflict(ident.key, (first.id, held.id), *self._held_as(held, trust))
             self._return_undone(held, self.s.facts[first.id])
-            return decision
+            # Made more trusted, or given a later end: what replaced it may not now.
+            return self._trust_raised(first, decision)
         # Until the next version: one a person kept may stand between `following` and `successor`.
         later = [v for v in versions if v.id != following.id and at < timeline.position(v)]
         after = later[0] if later else successor

@@ -126,3 +126,36 @@ def test_a_version_a_trusted_create_holds_behind_is_not_left_replaced_by_a_held_
             assert successor is None or successor.status is not FactStatus.CANDIDATE, fact
         active = [f for f in facts if f.status is FactStatus.ACTIVE]
         assert [(f.value["v"], f.trust.value) for f in active] == [("a", "trusted")]
+
+
+def test_a_trusted_period_taken_in_late_holds_the_less_trusted_change_that_split_it() -> None:
+    """Hygiene seed 1687772, with one name: an untrusted change to `a` (day 38) a person
+    kept, and a third party's change to `a` (day 1), which restated it from day 1; then, in
+    one run, the person's `b` (day 0), a third party's change to `b` (day 7) and the
+    person's `a` for days 0-8 (said on day 28). The change to `b` split `a` between its
+    statements of days 1 and 38, and the person's period made the part before it trusted
+    until day 8: in world order the third party's `b` met a trusted `a` and was held. Until
+    session 59 the path that took the period in (a late value restated by the version after
+    the one it holds, `LateArrivals`) did not ask what the raised trust undoes, and the
+    third party's `b` replaced the trusted `a`."""
+    with fresh_memory() as mem:
+        kept_alone(mem, told_gp(0, 38, "a", "untrusted", "supersede"))
+        in_one_run(mem, told_gp(1, 1, "a", "third_party", "supersede"))
+        facts = in_one_run(
+            mem,
+            told_gp(2, 0, "b", "trusted", "create"),
+            told_gp(3, 7, "b", "third_party", "supersede"),
+            told_gp(4, 28, "a", "trusted", "create", period=(0, 8)),
+        )
+        by_id = {f.id: f for f in facts}
+        for fact in facts:  # a version followed without a gap is followed by one as trusted
+            successor = by_id.get(fact.superseded_by or "")
+            if successor is not None and successor.valid_from == fact.valid_to:
+                assert successor.trust.rank >= fact.trust.rank, fact
+        (trusted_a,) = [f for f in facts if f.value["v"] == "a" and f.trust.value == "trusted"]
+        assert (trusted_a.valid_from, trusted_a.valid_to) == (at(0), at(8))
+        (change,) = [f for f in facts if f.value["v"] == "b" and f.trust.value == "third_party"]
+        assert change.status is FactStatus.CANDIDATE
+        (held,) = [c for c in mem.conflicts(subject="alice") if change.id in c.member_ids]
+        assert held.kind is ConflictKind.QUARANTINE
+        assert set(held.member_ids) == {trusted_a.id, change.id}

@@ -171,7 +171,17 @@ against a replaced version is a version between it and its successor, and a crea
 returned to a value only held is held instead (`core.returns`); `--four 40 --seed 1` 7 ->
 0; the others unchanged (0, 0, 0, 0, 0, 30 in each period grid). `--five N` (new, a sample
 of the 1,664 five-claim histories, 120 orders each): `--five 40 --seed 1` 9 of 40 at the
-end of session 58, before any rule was written against five claims.
+end of session 58, before any rule was written against five claims. Session 59: `--five 40
+--seed 1` 9 -> 2 once a late claim reaches a return or a series' value through the
+versions between (a return held against any version replaced since, or kept as an event
+of its series, is a version between, or splits a version restated after it; a return
+undone past versions between; a late change adopts an event of its value and is restated
+by an event its version kept; an adoption undone leaves the series' values as events);
+`--seed 2` and `--seed 3`, not looked at while those were written, 1 -> 0 and 2 -> 1; seed
+3's last one -> 0 once a held value restated earlier than it knew is settled with its
+series. Of the 2 left in seed 1, one needs a fact deleted, and the other differs in 2 of its
+120 orders. The others unchanged (2, 0, 0, 0, 0, 0, 30 in each period grid, 47 in the
+doctor pool).
 """
 
 from __future__ import annotations

@@ -372,7 +372,10 @@ class LateArrivals(FirstValues):
             for part in (self.s.facts[base.id], self.s.facts[fact.id]):
                 self._settle_series(part, part.valid_to)
         self._now_a_return(fact, ident.key)
-        return Decision(Outcome.HISTORICAL, fact.id, "older state filed into history")
+        decision = Decision(Outcome.HISTORICAL, fact.id, "older state filed into history")
+        if held is not None:  # the held value, now of the claim's trust: what followed it may not
+            return self._trust_raised(fact, decision)
+        return decision
 
     def _held_after(
         self, base: Fact, at: timeline.At, end: datetime | None, value: dict[str, Any]

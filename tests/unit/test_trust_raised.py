@@ -159,3 +159,37 @@ def test_a_trusted_period_taken_in_late_holds_the_less_trusted_change_that_split
         (held,) = [c for c in mem.conflicts(subject="alice") if change.id in c.member_ids]
         assert held.kind is ConflictKind.QUARANTINE
         assert set(held.member_ids) == {trusted_a.id, change.id}
+
+
+def test_a_held_value_a_late_change_adopts_holds_the_less_trusted_version_after_it() -> None:
+    """Hygiene seed 1700228, with one name: a third party's change to
+    `a` (day 2) and the person's `a` (day 60); then, in one run, a semi-trusted change to
+    `a` (day 8), a third party's `b` for days 24-32 (said on day 1) and a semi-trusted `c`
+    (day 5). `b` split `a` as a third party's version; `c`, more trusted, held the third
+    party's `a` and became current; the semi-trusted change to `a` adopted that held `a`,
+    now semi-trusted, still followed by the third party's `b`. In world order `b` met a
+    semi-trusted `a` and was held. Until session 59 the late path that adopts a held value
+    did not ask what the raised trust undoes."""
+    with fresh_memory() as mem:
+        in_one_run(
+            mem,
+            told_gp(0, 60, "a", "trusted", "create"),
+            told_gp(1, 2, "a", "third_party", "supersede"),
+        )
+        facts = in_one_run(
+            mem,
+            told_gp(2, 8, "a", "semi_trusted", "supersede"),
+            told_gp(3, 1, "b", "third_party", "create", period=(24, 32)),
+            told_gp(4, 5, "c", "semi_trusted", "create"),
+        )
+        by_id = {f.id: f for f in facts}
+        for fact in facts:  # a version followed without a gap is followed by one as trusted
+            successor = by_id.get(fact.superseded_by or "")
+            if successor is not None and successor.valid_from == fact.valid_to:
+                assert successor.trust.rank >= fact.trust.rank, fact
+        (b,) = [f for f in facts if f.value["v"] == "b"]
+        assert b.status is FactStatus.CANDIDATE
+        (held,) = [c for c in mem.conflicts(subject="alice") if b.id in c.member_ids]
+        assert held.kind is ConflictKind.QUARANTINE
+        (active,) = [f for f in facts if f.status is FactStatus.ACTIVE]
+        assert (active.value["v"], active.trust.value) == ("a", "trusted")

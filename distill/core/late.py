@@ -369,8 +369,7 @@ class LateArrivals(FirstValues):
         if base is not None:  # what was said against `base` after the claim met the claim
             self._move_later_rivals(self.s.facts[base.id], self.s.facts[fact.id])
         if kept is not None and base is not None:  # the series' other values, part by part
-            for part in (self.s.facts[base.id], self.s.facts[fact.id]):
-                self._settle_series(part, part.valid_to)
+            self._settle_parts(base.id, fact.id)
         self._now_a_return(fact, ident.key)
         decision = Decision(Outcome.HISTORICAL, fact.id, "older state filed into history")
         if held is not None:  # the held value, now of the claim's trust: what followed it may not

@@ -135,7 +135,7 @@ class Returns(Rivals):
         if event is None or event.trust.yields_to(head.trust):
             return
         fact = self._event_replaces(head, event, event.valid_from, RETURN, following)
-        self._settle_series(fact, fact.valid_to)
+        self._settle_parts(fact.id)
 
     def _return_undone(self, held: Fact, successor: Fact) -> None:
         """`held` was a version until a late first value showed it was a value held against

@@ -146,8 +146,7 @@ class Rivals(Series):
                 if self.s.facts[member.id].valid_from < member.valid_from:
                     # Now the earliest of its series' values, perhaps: which of them is held
                     # and which are events is decided by their dates (`Series`).
-                    for version in active:
-                        self._settle_series(version, version.valid_to)
+                    self._settle_parts(*(version.id for version in active))
                 return decision
         return None
 

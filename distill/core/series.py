@@ -214,6 +214,13 @@ class Series(WorkingSet):
                 version.identity_key, (version.id, latest.id), ConflictKind.CONFLICT, LATEST_HELD
             )
 
+    def _settle_parts(self, *ids: str) -> None:
+        """`_settle_series` for each of these versions over its own interval: the parts a
+        version was split into, or versions an event of a series became or stands between."""
+        for fact_id in ids:
+            part = self.s.facts[fact_id]
+            self._settle_series(part, part.valid_to)
+
     def _series_events(self, version: Fact, until: datetime | None) -> list[Fact]:
         """The events a series made after `version` began, before `until`."""
         return [

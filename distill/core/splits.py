@@ -124,8 +124,7 @@ class Splits(Returns):
         if inside:
             self._hold_inside(version, self.s.facts[change.id], inside)
         if held is not None and held[1] is None:  # the series' other values, part by part
-            for part in (version.id, change.id, tail):
-                self._settle_series(self.s.facts[part], self.s.facts[part].valid_to)
+            self._settle_parts(version.id, change.id, tail)
         self._now_a_return(self.s.facts[change.id], ident.key)  # after the link: it may retire
         return Decision(Outcome.HISTORICAL, change.id, reason)
 
@@ -262,8 +261,7 @@ class Splits(Returns):
                 before.identity_key, (before.id, version.id), ConflictKind.CONFLICT, reason
             )
         self._held_before_change(version, held, before, reason)
-        before = self.s.facts[before.id]  # held again: one of its series' values (`Series`)
-        self._settle_series(before, before.valid_to)
+        self._settle_parts(before.id)  # held again: one of its series' values (`Series`)
         return True
 
     def _returned_to(self, version: Fact, before: Fact) -> bool:
@@ -315,8 +313,7 @@ class Splits(Returns):
         self._move_later_rivals(head, restated)
         self._follow_identity_sets(head, restated)
         if open_set is None:  # the series' other values, part by part
-            for part in (head.id, rival.id, restated_id):
-                self._settle_series(self.s.facts[part], self.s.facts[part].valid_to)
+            self._settle_parts(head.id, rival.id, restated_id)
 
     def _hold_restated(self, change: Fact, restated: Fact, c: Candidate) -> None:
         """The restated part of a split whose statements could not displace the change

@@ -14,7 +14,7 @@ import itertools
 
 import pytest
 
-from distill.core.models import ConflictKind, FactStatus
+from distill.core.models import ConflictKind, Fact, FactStatus
 from tests.unit.test_late_edges import at, in_one_run, kept_alone, told_gp
 from tests.unit.test_properties import Claim, fresh_memory
 
@@ -147,11 +147,7 @@ def test_a_trusted_period_taken_in_late_holds_the_less_trusted_change_that_split
             told_gp(3, 7, "b", "third_party", "supersede"),
             told_gp(4, 28, "a", "trusted", "create", period=(0, 8)),
         )
-        by_id = {f.id: f for f in facts}
-        for fact in facts:  # a version followed without a gap is followed by one as trusted
-            successor = by_id.get(fact.superseded_by or "")
-            if successor is not None and successor.valid_from == fact.valid_to:
-                assert successor.trust.rank >= fact.trust.rank, fact
+        followed_as_trusted(facts)
         (trusted_a,) = [f for f in facts if f.value["v"] == "a" and f.trust.value == "trusted"]
         assert (trusted_a.valid_from, trusted_a.valid_to) == (at(0), at(8))
         (change,) = [f for f in facts if f.value["v"] == "b" and f.trust.value == "third_party"]
@@ -182,14 +178,20 @@ def test_a_held_value_a_late_change_adopts_holds_the_less_trusted_version_after_
             told_gp(3, 1, "b", "third_party", "create", period=(24, 32)),
             told_gp(4, 5, "c", "semi_trusted", "create"),
         )
-        by_id = {f.id: f for f in facts}
-        for fact in facts:  # a version followed without a gap is followed by one as trusted
-            successor = by_id.get(fact.superseded_by or "")
-            if successor is not None and successor.valid_from == fact.valid_to:
-                assert successor.trust.rank >= fact.trust.rank, fact
+        followed_as_trusted(facts)
         (b,) = [f for f in facts if f.value["v"] == "b"]
         assert b.status is FactStatus.CANDIDATE
         (held,) = [c for c in mem.conflicts(subject="alice") if b.id in c.member_ids]
         assert held.kind is ConflictKind.QUARANTINE
         (active,) = [f for f in facts if f.status is FactStatus.ACTIVE]
         assert (active.value["v"], active.trust.value) == ("a", "trusted")
+
+
+def followed_as_trusted(facts: list[Fact]) -> None:
+    """A version followed without a gap is followed by one at least as trusted (hygiene's
+    "less trusted displaces nothing")."""
+    by_id = {f.id: f for f in facts}
+    for fact in facts:
+        successor = by_id.get(fact.superseded_by or "")
+        if successor is not None and successor.valid_from == fact.valid_to:
+            assert successor.trust.rank >= fact.trust.rank, fact

@@ -120,7 +120,10 @@ class TrustOrder(Splits):
         rank = c.event.trust.rank
         return (  # the trust comparison first: it ends nearly every in-order create here
             (rank > head.trust.rank or rank > self._trust_then(head, at).rank)
-            and (head.supersedes_id is None or self._less_trusted_before(c, head) is not None)
+            and (
+                head.supersedes_id is None
+                or self._less_trusted_before(c, head, self._restated_since(c, head, at)) is not None
+            )
             and (
                 self._open_set(head.id) is None
                 or self._held_restating(c, head) is not None
@@ -129,13 +132,25 @@ class TrustOrder(Splits):
             and not self._kept_by_decision(head.id)  # a person's choice is held by nothing
         )
 
-    def _less_trusted_before(self, c: Candidate, head: Fact) -> list[Fact] | None:
+    def _restated_since(self, c: Candidate, head: Fact, at: timeline.At) -> datetime | None:
+        """Where the claim's version begins when a held restatement of it older than
+        `head` becomes that version (`_held_restating`, `_over_less_trusted`); None when
+        the claim makes a version of its own."""
+        restating = self._held_restating(c, head)
+        return None if restating is None else min(restating.valid_from, at.time)
+
+    def _less_trusted_before(
+        self, c: Candidate, head: Fact, since: datetime | None = None
+    ) -> list[Fact] | None:
         """The versions before `head`, back to the attribute's first (or to the first since
         a version ended with a gap after it: what follows a gap is a first value again),
         when each is from a source less trusted than the claim's, replaced where it ended,
         not pinned nor kept by a person, and holding only what yields to the claim: in world
         order the claim would have held each of them as it holds a less trusted first value
-        (`_over_less_trusted`). None when not so, or when one was not loaded."""
+        (`_over_less_trusted`). None when not so, or when one was not loaded. With `since`,
+        where the claim's version will begin (a held restatement of it, older than `head`:
+        `_restated_since`), a version that ended after it is no end of the walk: it would
+        stand beside the claim's version over the same days (seed 1540638)."""
         before: list[Fact] = []
         version = head
         while version.supersedes_id is not None:
@@ -145,6 +160,9 @@ class TrustOrder(Splits):
                 and self._ended_of_itself(previous, version)
                 and self._next_of(previous, after_a_gap=True) is version
                 and not previous.pinned  # its receipt changes: a pin keeps it as it is
+                and (
+                    since is None or (previous.valid_to is not None and previous.valid_to <= since)
+                )
             ):
                 return before  # `version` is the first value since `previous` ended
             if (
@@ -223,7 +241,8 @@ class TrustOrder(Splits):
         )
         kind = ConflictKind.CONFLICT if restated else ConflictKind.QUARANTINE
         restating = self._held_restating(c, head) if following is None else None
-        before = self._less_trusted_before(c, head) or []
+        since = None if restating is None else min(restating.valid_from, at.time)
+        before = self._less_trusted_before(c, head, since) or []
         # The version that ended before the first of them, with a gap (`_less_trusted_before`).
         first = before[-1] if before else head
         ended = self.s.facts.get(first.supersedes_id or "")
@@ -250,7 +269,11 @@ class TrustOrder(Splits):
                 reason,
                 status=FactStatus.ACTIVE,
                 valid_from=min(restating.valid_from, at.time),
+                supersedes_id=ended.id if ended is not None else restating.supersedes_id,
             )
+            if ended is not None:  # what follows its gap now
+                self._revise(ended, "link", "the value after its gap", superseded_by=fact.id)
+            self._hold_less_trusted(c, ident, before, fact)
             return self._reinforce(fact, c, "a more trusted value", valid_from=at.time)
         if following is None:
             fact = self._new_fact(c, FactKind.STATE, ident, value)
@@ -266,13 +289,22 @@ class TrustOrder(Splits):
             decision = self._reinforce(fact, c, "a more trusted value", valid_from=at.time)
         self._hand_over_held(head, self.s.facts[fact.id])  # `_held_for_less_trust`
         self._open_conflict(ident.key, (fact.id, head.id), kind, reason)
-        for version in before:  # `_less_trusted_before`: each held as `head` is
-            why = f"{version.trust} source may not displace a {c.event.trust} fact"
-            self._hold_displaced(self.s.facts[version.id], f"a more trusted value arrived: {why}")
-            self._hand_over_held(version, self.s.facts[fact.id])
-            self._open_conflict(ident.key, (fact.id, version.id), ConflictKind.QUARANTINE, why)
+        self._hold_less_trusted(c, ident, before, self.s.facts[fact.id])
         self._follow_identity_sets(head, self.s.facts[fact.id])
         return decision
+
+    def _hold_less_trusted(
+        self, c: Candidate, ident: Identity, before: list[Fact], fact: Fact
+    ) -> None:
+        """Each version of `_less_trusted_before` held in quarantine against `fact`, the
+        claim's version, as `head` is: left a version, it would stand beside the claim's
+        value over the same days (seeds 1680764 and, when the claim's version is a held
+        restatement of it, 1540638)."""
+        for version in before:
+            why = f"{version.trust} source may not displace a {c.event.trust} fact"
+            self._hold_displaced(self.s.facts[version.id], f"a more trusted value arrived: {why}")
+            self._hand_over_held(version, fact)
+            self._open_conflict(ident.key, (fact.id, version.id), ConflictKind.QUARANTINE, why)
 
     def _adopting_change(self, c: Candidate, head: Fact, at: timeline.At) -> Support | None:
         """The first restatement of `head` after the claim, when it is a change (or dated

@@ -187,6 +187,35 @@ def test_a_held_value_a_late_change_adopts_holds_the_less_trusted_version_after_
         assert (active.value["v"], active.trust.value) == ("a", "trusted")
 
 
+def test_a_less_trusted_period_before_a_value_its_held_restatement_replaces_is_held() -> None:
+    """Hygiene seed 1540638, with one name: a semi-trusted `a` (day 36), pinned; the
+    person's `b` (day 5), held in conflict against the pin; then, in one run after the pin
+    is lifted, a third party's `a` for days 27-36 (said on day 15), filed as the version
+    before the semi-trusted `a`, and the person's `b` again (day 60), which makes the held
+    `b` current from day 5 and holds the semi-trusted `a`. The third party's period lies
+    inside the days of that `b`: in world order it met the person's `b` and was held. Until
+    session 60 it stayed a version (it ended where the semi-trusted `a` began, taken for a
+    value before a gap), two values over days 27-36."""
+    with fresh_memory() as mem:
+        (pinned,) = in_one_run(mem, told_gp(0, 36, "a", "semi_trusted", "create"))
+        mem.pin(pinned.id)
+        in_one_run(mem, told_gp(1, 5, "b", "trusted", "create"))
+        mem.unpin(pinned.id)
+        facts = in_one_run(
+            mem,
+            told_gp(2, 15, "a", "third_party", "supersede", period=(27, 36)),
+            told_gp(3, 60, "b", "trusted", "create"),
+        )
+        followed_as_trusted(facts)
+        (active,) = [f for f in facts if f.status is FactStatus.ACTIVE]
+        assert (active.value["v"], active.trust.value, active.valid_from) == ("b", "trusted", at(5))
+        (period,) = [f for f in facts if f.trust.value == "third_party"]
+        assert period.status is FactStatus.CANDIDATE
+        (held,) = [c for c in mem.conflicts(subject="alice") if period.id in c.member_ids]
+        assert held.kind is ConflictKind.QUARANTINE
+        assert set(held.member_ids) == {active.id, period.id}
+
+
 def followed_as_trusted(facts: list[Fact]) -> None:
     """A version followed without a gap is followed by one at least as trusted (hygiene's
     "less trusted displaces nothing")."""

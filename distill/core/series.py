@@ -185,14 +185,18 @@ class Series(WorkingSet):
     def _settle_series(self, version: Fact, until: datetime | None) -> None:
         """The values of `version`'s series (events it made, values held against it), dated
         before `until`, as world order leaves them: the latest held against it when they are
-        odd in number, every other one an event. Left as it is when a member is pinned,
-        of another trust level or a repeated value."""
+        odd in number, every other one an event. Left as it is when a member is pinned or
+        kept by a person's decision (no rule holds it again: seed 1708775), of another trust
+        level or a repeated value."""
         sets = [cs for cs in self._sets_holding(version.id) if cs.kind is ConflictKind.CONFLICT]
         held = [self.s.facts[m] for cs in sets for m in cs.member_ids if m != version.id]
         values = [*self._series_events(version, until), *held]
         if (
             not values
-            or any(f.pinned or f.trust is not version.trust for f in [version, *values])
+            or any(
+                f.pinned or self._kept_by_decision(f.id) or f.trust is not version.trust
+                for f in [version, *values]
+            )
             or len({canonical_json(f.value) for f in values}) < len(values)
             or any(_same_value(f, version) for f in values)
         ):

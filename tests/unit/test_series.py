@@ -26,8 +26,9 @@ import pytest
 from distill import Memory
 from distill.adapters.embed.hashing import HashingEmbedder
 from distill.core.models import ConflictKind, ConflictStatus, FactKind, FactStatus, Outcome
+from tests.unit.test_late_edges import in_one_run, told_gp
 from tests.unit.test_one_name_order import assert_any_order_as_in_order, ending, history
-from tests.unit.test_properties import TickingClock, day
+from tests.unit.test_properties import TickingClock, day, fresh_memory
 
 
 def series(values: str, actions: str = "") -> Any:
@@ -322,6 +323,32 @@ FOUR += [
 @pytest.mark.parametrize(("values", "actions"), FOUR, ids=lambda p: p)
 def test_every_order_of_these_four_claims_ends_as_in_order(values: str, actions: str) -> None:
     assert_any_order_as_in_order(series(values, actions))
+
+
+def test_a_series_settled_late_leaves_a_value_a_person_kept() -> None:
+    """Hygiene seed 1708775, with one name: the person's `c` (day 28), a semi-trusted `e`
+    (day 29) held against it, and a person keeps `c`; the person's `d` (day 60) is held in
+    conflict against `c`; then, in one run, the person's change to `e` (day 11) and `d` for
+    days 14-16 (said on day 11). The late values make a series of `c`'s, and settling it
+    (`Series._settle_series`) held `c` again as its latest value until session 60: a rule
+    undid a person's decision. A series holding a kept value is left as it is, as one
+    holding a pinned value is."""
+    with fresh_memory() as mem:
+        in_one_run(
+            mem,
+            told_gp(0, 28, "c", "trusted", "create"),
+            told_gp(1, 29, "e", "semi_trusted", "create"),
+        )
+        (held,) = mem.conflicts(subject="alice")
+        (kept,) = [m for m in held.member_ids if mem.fact(m).value == {"v": "c"}]
+        mem.resolve_conflict(held.id, keep=kept)
+        in_one_run(mem, told_gp(2, 60, "d", "trusted", "create"))
+        in_one_run(
+            mem,
+            told_gp(3, 11, "e", "trusted", "supersede"),
+            told_gp(4, 11, "d", "trusted", "create", period=(14, 16)),
+        )
+        assert mem.fact(kept).status is not FactStatus.CANDIDATE
 
 
 def test_a_long_series_ends_as_in_order() -> None:

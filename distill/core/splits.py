@@ -15,8 +15,10 @@ splits in three: the part before the change, the change, and the restated part
 
 A version that a change made of a held value (`Rivals._adopt`) is not split: a claim dated
 between the held value and that change shows the change never adopted it, and the adoption
-is undone before the claim is decided (`_adoption_undone`). Only a claim's: a person's
-decision is never undone, and the one validator refuses a plan that reopens one.
+is undone before the claim is decided (`_adoption_undone`), also when the version the
+change met has since been held against a late first value (`_held_since`): the set the
+change resolved is reopened as one of that first value and the held value. Only a claim's:
+a person's decision is never undone, and the one validator refuses a plan that reopens one.
 """
 
 from __future__ import annotations
@@ -236,7 +238,7 @@ class Splits(Returns):
                 len(resolved) > 1
                 or cs.resolved_by is not Resolver.CLAIM
                 or cs.kind is not ConflictKind.CONFLICT
-                or before.id not in cs.member_ids
+                or not (before.id in cs.member_ids or self._held_since(before, cs, version))
                 or any(self.s.facts[m].pinned for m in cs.member_ids if m in self.s.facts)
             ):
                 return False
@@ -247,7 +249,7 @@ class Splits(Returns):
         ):
             return False  # with no set: only creates one source's trust held, not a return
         reason = "a claim between a held value and the change to it: the change adopted nothing"
-        if resolved:
+        if resolved:  # of `before` and the version, whichever version the claim met
             self._revise_conflict(
                 resolved[0],
                 reason,
@@ -255,6 +257,7 @@ class Splits(Returns):
                 resolved_at=None,
                 kept_fact_id=None,
                 resolved_by=None,
+                member_ids=(before.id, version.id),
             )
         else:
             self._open_conflict(
@@ -263,6 +266,19 @@ class Splits(Returns):
         self._held_before_change(version, held, before, reason)
         self._settle_parts(before.id)  # held again: one of its series' values (`Series`)
         return True
+
+    def _held_since(self, before: Fact, cs: ConflictSet, version: Fact) -> bool:
+        """Whether the version that the change resolving `cs` met, its other member, has
+        since been held in a value conflict against `before` (a late first value came ahead
+        of it): the change met a version `before` now stands for."""
+        others = [self.s.facts.get(m) for m in cs.member_ids if m != version.id]
+        if len(others) != 1 or others[0] is None:
+            return False
+        met = others[0]
+        return met.status is FactStatus.CANDIDATE and any(
+            held.kind is ConflictKind.CONFLICT and before.id in held.member_ids
+            for held in self._sets_holding(met.id)
+        )
 
     def _returned_to(self, version: Fact, before: Fact) -> bool:
         """Whether a version earlier than `before` had `version`'s value: a create of it

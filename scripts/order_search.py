@@ -181,7 +181,10 @@ by an event its version kept; an adoption undone leaves the series' values as ev
 3's last one -> 0 once a held value restated earlier than it knew is settled with its
 series. Of the 2 left in seed 1, one needs a fact deleted, and the other differs in 2 of its
 120 orders. The others unchanged (2, 0, 0, 0, 0, 0, 30 in each period grid, 47 in the
-doctor pool).
+doctor pool). Session 60: `--five 40 --seed 1` 2 -> 1 once an adoption is undone also when
+the version the change met has since been held against a late first value (the one left
+needs a fact deleted); the others unchanged (0 and 0 in seeds 2 and 3, 2, 0, 0, 0, 0, 0,
+30 in each period grid, 47 in the doctor pool), with the session's two hygiene fixes.
 """
 
 from __future__ import annotations

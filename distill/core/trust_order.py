@@ -241,7 +241,7 @@ class TrustOrder(Splits):
         )
         kind = ConflictKind.CONFLICT if restated else ConflictKind.QUARANTINE
         restating = self._held_restating(c, head) if following is None else None
-        since = None if restating is None else min(restating.valid_from, at.time)
+        since = self._restated_since(c, head, at) if following is None else None
         before = self._less_trusted_before(c, head, since) or []
         # The version that ended before the first of them, with a gap (`_less_trusted_before`).
         first = before[-1] if before else head

@@ -18,6 +18,8 @@ from distill.core.models import ConflictKind, Fact, FactStatus
 from tests.unit.test_late_edges import at, in_one_run, kept_alone, told_gp
 from tests.unit.test_properties import Claim, fresh_memory
 
+ACTIVE, SUPERSEDED, CANDIDATE = FactStatus.ACTIVE, FactStatus.SUPERSEDED, FactStatus.CANDIDATE
+
 
 def three_claims() -> list[Claim]:
     """A semi-trusted `a` for days 19-27 (said on day 38), a third party's change to `b` on
@@ -214,6 +216,29 @@ def test_a_less_trusted_period_before_a_value_its_held_restatement_replaces_is_h
         (held,) = [c for c in mem.conflicts(subject="alice") if period.id in c.member_ids]
         assert held.kind is ConflictKind.QUARANTINE
         assert set(held.member_ids) == {active.id, period.id}
+
+
+def test_a_held_restatement_made_current_follows_the_gap_the_held_value_followed() -> None:
+    """The person's `a` for days 0-5, a semi-trusted `b` from day 10, pinned, and the
+    person's `c` (day 20) held in conflict against the pin; the pin lifted, the person's `c`
+    again (day 30) makes the held `c` current and holds `b`. `a` ended with a gap before `b`
+    and was linked to it as its successor: it is linked to `c` now, as it is when the claim
+    makes a version of its own. Until session 60 `a` stayed replaced by a held value."""
+    with fresh_memory() as mem:
+        (a,) = in_one_run(mem, told_gp(0, 1, "a", "trusted", "create", period=(0, 5)))
+        (b,) = [
+            f
+            for f in in_one_run(mem, told_gp(1, 10, "b", "semi_trusted", "create"))
+            if f.id != a.id
+        ]
+        mem.pin(b.id)
+        in_one_run(mem, told_gp(2, 20, "c", "trusted", "create"))
+        mem.unpin(b.id)
+        facts = in_one_run(mem, told_gp(3, 30, "c", "trusted", "create"))
+        by_value = {f.value["v"]: f for f in facts}
+        assert [by_value[v].status for v in "abc"] == [SUPERSEDED, CANDIDATE, ACTIVE]
+        assert by_value["a"].superseded_by == by_value["c"].id
+        assert by_value["c"].supersedes_id == by_value["a"].id
 
 
 def followed_as_trusted(facts: list[Fact]) -> None:

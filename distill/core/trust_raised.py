@@ -7,7 +7,8 @@ the change, the change has replaced the value, and may have been replaced in tur
 rules put the state where world order would have (`_trust_raised`):
 
 * the less trusted versions after it, up to the current one or to the first that began
-  after its stated end, are held, and it is current again or followed by that one
+  after its stated end (past gaps between them: a version after another's stated end met
+  this one in force), are held, and it is current again or followed by that one
   (`_yielding_to`), taking in the statements of its value held against them
   (`_take_in_restatements`); an end only a less trusted statement gave it ends nothing
   (`_end_stated`);
@@ -166,12 +167,14 @@ class RaisedTrust(TrustOrder):
         ):
             return None
         chain: list[Fact] = []
-        following = self._next_of(version, after_a_gap=True)  # its old end may be void now
+        # Its old end may be void now; and a version after a gap in the chain met `version`
+        # in force, once what it followed is held (seed 1729830).
+        following = self._next_of(version, after_a_gap=True)
         while following is not None:
             chain.append(following)
             if following.status is FactStatus.ACTIVE:
                 break
-            following = self._next_of(following)
+            following = self._next_of(following, after_a_gap=True)
         after = next((v for v in chain if end is not None and v.valid_from >= end), None)
         if after is not None:
             chain = chain[: chain.index(after)]

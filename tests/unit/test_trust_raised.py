@@ -241,6 +241,35 @@ def test_a_held_restatement_made_current_follows_the_gap_the_held_value_followed
         assert by_value["c"].supersedes_id == by_value["a"].id
 
 
+def test_a_version_made_more_trusted_holds_the_less_trusted_versions_after_a_gap_too() -> None:
+    """Hygiene seed 1729830, with one name: a third party's `r` (day 33) and change to `g`
+    (day 9); a semi-trusted `b` for days 20-30 (said on day 0); the person's change to `g`
+    (day 10). In world order `b` met a trusted `g` and was held, and `r`, a third party's
+    `create` after `b`'s end, met `g` too and was held. Told late, the person's `g` made the
+    replaced `g` trusted, and the versions after it were taken back only up to a gap: `r`
+    follows `b` after `b`'s stated end, so until session 60 nothing was, and `b` kept
+    replacing the trusted `g`. Each of the 24 orders, one claim a run, and the seed's two
+    runs end as world order."""
+    claims = [
+        told_gp(0, 33, "r", "third_party", "create"),
+        told_gp(1, 9, "g", "third_party", "supersede"),
+        told_gp(2, 0, "b", "semi_trusted", "create", period=(20, 30)),
+        told_gp(3, 10, "g", "trusted", "supersede"),
+    ]
+    runs = [[[claims[i]] for i in order] for order in itertools.permutations(range(4))]
+    for arriving in [[claims[:2], claims[2:]], *runs]:
+        with fresh_memory() as mem:
+            for run in arriving:
+                facts = in_one_run(mem, *run)
+            followed_as_trusted(facts)
+            got = sorted((f.value["v"], f.status, f.trust.value) for f in facts)
+            assert got == [
+                ("b", CANDIDATE, "semi_trusted"),
+                ("g", ACTIVE, "trusted"),
+                ("r", CANDIDATE, "third_party"),
+            ], arriving
+
+
 def followed_as_trusted(facts: list[Fact]) -> None:
     """A version followed without a gap is followed by one at least as trusted (hygiene's
     "less trusted displaces nothing")."""

@@ -184,7 +184,7 @@ series. Of the 2 left in seed 1, one needs a fact deleted, and the other differs
 doctor pool). Session 60: `--five 40 --seed 1` 2 -> 1 once an adoption is undone also when
 the version the change met has since been held against a late first value (the one left
 needs a fact deleted); the others unchanged (0 and 0 in seeds 2 and 3, 2, 0, 0, 0, 0, 0,
-30 in each period grid, 47 in the doctor pool), with the session's two hygiene fixes.
+30 in each period grid, 47 in the doctor pool), with the session's three hygiene fixes.
 """
 
 from __future__ import annotations

@@ -56,9 +56,7 @@ class Rivals(Series):
         value: dict[str, Any],
         reason: str,
     ) -> Decision:
-        held = [
-            cs for cs in self._sets_holding(existing.id) if cs.kind is not ConflictKind.IDENTITY
-        ]
+        held = self._value_sets(existing.id)
         for cs in held:
             repeated = self._repeat_held(c, cs, value)
             if repeated is not None:
@@ -363,9 +361,25 @@ class Rivals(Series):
         `head`, which every statement of `head`, creates only, met as a held value); no member
         pinned (a person's to decide). A quarantined candidate only for a change at least as
         trusted as `head` and as it: a less trusted source's value is never adopted by
-        agreeing with itself."""
-        open_set = self._open_set(head.id)
-        if open_set is None or open_set.identity_key != head.identity_key:
+        agreeing with itself. Every open set holding `head` is looked in, not only the
+        first: two values held against one version are two sets (hygiene seed 1742363: a
+        change adopted the held value when it was alone, and left it held beside another)."""
+        for open_set in self._value_sets(head.id):
+            found = self._held_rival_in(open_set, head, value, by, restated)
+            if found is not None:
+                return found, open_set
+        return None
+
+    def _held_rival_in(
+        self,
+        open_set: ConflictSet,
+        head: Fact,
+        value: dict[str, Any],
+        by: Trust | None,
+        restated: bool,
+    ) -> Fact | None:
+        """`_held_rival` in one of the open sets holding `head`."""
+        if open_set.identity_key != head.identity_key:
             return None
         members = [self.s.facts[m] for m in open_set.member_ids]
         if any(m.pinned for m in members):
@@ -394,7 +408,7 @@ class Rivals(Series):
                     )
                 )
             ):
-                return member, open_set
+                return member
         return None
 
     def _adopt(

@@ -320,11 +320,14 @@ class WorkingSet:
         return [f for f in self.s.facts.values() if f.live]
 
     def _open_set(self, fact_id: str) -> ConflictSet | None:
-        """The open value conflict (or quarantine) set holding `fact_id`, if any."""
-        for cs in self._sets_holding(fact_id):
-            if cs.kind is not ConflictKind.IDENTITY:
-                return cs
-        return None
+        """The first open value conflict (or quarantine) set holding `fact_id`, if any."""
+        return next(iter(self._value_sets(fact_id)), None)
+
+    def _value_sets(self, fact_id: str) -> list[ConflictSet]:
+        """Every open value conflict and quarantine set holding `fact_id`: a version may be
+        held against in several (a value quarantined for its source is held apart from a
+        value conflict, and from another quarantined value)."""
+        return [cs for cs in self._sets_holding(fact_id) if cs.kind is not ConflictKind.IDENTITY]
 
     def _value_decisions(self) -> Iterator[ConflictSet]:
         """The value conflict and quarantine sets the snapshot holds that a person (or the

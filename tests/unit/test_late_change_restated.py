@@ -5,7 +5,9 @@ its own value dated after it that was held against that version. In world order 
 replaced the version first and the statement restated the change, reinforcing it, so no set
 is left open: the held value is the filed version, from the change's date
 (`LateArrivals._held_after`). Hygiene seed 1505468: the change was filed beside the held
-value, which stayed in a set open against a value the change had turned down.
+value, which stayed in a set open against a value the change had turned down. Hygiene seed
+1742363 ended the same way by another path: a change left its value held when another
+value was held against the same version, and a version filed later took the held value.
 """
 
 from __future__ import annotations
@@ -42,3 +44,32 @@ def test_a_held_value_restating_a_late_change_joins_it(held_first: bool) -> None
     assert by_value["b"].reinforcement_count == 1  # the change and the third party's
     assert by_value["b"].superseded_by == by_value["c"].id
     assert all(cs.status is not ConflictStatus.OPEN for cs in sets), sets
+
+
+@pytest.mark.parametrize("with_held_value", [True, False])
+def test_a_change_adopts_its_value_held_beside_another(with_held_value: bool) -> None:
+    """A third party's change to `4` on day 4, with an untrusted `3` of day 11 held against
+    it or not; an untrusted `5` for days 30-32, said on day 15 and held against `4` too;
+    a semi-trusted change to `5` on day 24; then a third party's change to `3` on day 24,
+    one claim a run. The change to `5` adopts the held `5` (it said what the held value
+    says, for days it holds) whether or not another value is held against `4`, and `3` is
+    filed between `4` and `5`, emptied by `5` at its own instant: no set is left open.
+    Hygiene seed 1742363: beside the held `3`, the held `5` was not adopted, stayed held
+    against `4`, and was moved into a set against the filed `3`, a value nobody holds."""
+    claims = [told_gp(0, 4, "4", "third_party", "supersede")]
+    if with_held_value:
+        claims.append(told_gp(1, 11, "3", "untrusted", "create"))
+    claims += [
+        told_gp(2, 15, "5", "untrusted", "supersede", period=(30, 32)),
+        told_gp(3, 24, "5", "semi_trusted", "supersede"),
+        told_gp(4, 24, "3", "third_party", "supersede"),
+    ]
+    with fresh_memory() as mem:
+        for claim in claims:
+            facts = in_one_run(mem, claim)
+        assert sorted((f.value["v"], f.status, f.valid_from, f.valid_to) for f in facts) == [
+            ("3", FactStatus.SUPERSEDED, at(24), at(24)),
+            ("4", FactStatus.SUPERSEDED, at(4), at(24)),
+            ("5", FactStatus.ACTIVE, at(24), None),
+        ]
+        assert mem.conflicts(subject="alice") == []

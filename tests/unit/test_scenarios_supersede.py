@@ -6,6 +6,7 @@ writes straight through the store, as any other path would.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -29,6 +30,8 @@ from tests.unit.scenario_support import (
     only,
     say,
 )
+from tests.unit.test_late_edges import in_one_run, told_gp
+from tests.unit.test_properties import fresh_memory
 
 
 def open_language_conflict(
@@ -273,6 +276,30 @@ def test_repeating_a_held_value_does_not_grow_the_set(mem: Memory) -> None:
     held = mem.fact(en.id)
     assert (held.status, held.reinforcement_count) == (FactStatus.CANDIDATE, 1)
     assert len(every_fact(mem)) == 2
+
+
+def test_a_value_held_for_its_source_is_repeated_beside_another_in_any_order() -> None:
+    """SCENARIOS B14 with two values held against one version: a third party's `4`, then
+    an untrusted `3`, an untrusted `5` and the untrusted `5` again, in every order. Each
+    held value is a set of its own against `4`; the repeated `5` reinforces the held `5`
+    whichever set came first. Until session 61 only the first set was looked in: when `3`
+    came first, `5` was held a second time, in a third set."""
+    later = [
+        told_gp(1, 11, "3", "untrusted", "create"),
+        told_gp(2, 15, "5", "untrusted", "create"),
+        told_gp(3, 16, "5", "untrusted", "create"),
+    ]
+    for order in itertools.permutations(later):
+        with fresh_memory() as mem:
+            in_one_run(mem, told_gp(0, 4, "4", "third_party", "supersede"))
+            for claim in order:
+                facts = in_one_run(mem, claim)
+            by_id = {f.id: f for f in facts}
+            held = [f for f in facts if f.status is FactStatus.CANDIDATE]
+            held = sorted((f.value["v"], f.reinforcement_count) for f in held)
+            assert held == [("3", 0), ("5", 1)], order
+            sets = [sorted(by_id[m].value["v"] for m in cs.member_ids) for cs in mem.conflicts()]
+            assert sorted(sets) == [["3", "4"], ["4", "5"]], order
 
 
 def test_sets_stay_bounded_over_many_competing_values(mem: Memory) -> None:

@@ -278,10 +278,12 @@ def test_repeating_a_held_value_does_not_grow_the_set(mem: Memory) -> None:
     assert len(every_fact(mem)) == 2
 
 
-def test_a_value_held_for_its_source_is_repeated_beside_another_in_any_order() -> None:
+@pytest.mark.parametrize("late", [False, True], ids=["in-order", "late"])
+def test_a_value_held_for_its_source_is_repeated_beside_another_in_any_order(late: bool) -> None:
     """SCENARIOS B14 with two values held against one version: a third party's `4`, then
-    an untrusted `3`, an untrusted `5` and the untrusted `5` again, in every order. Each
-    held value is a set of its own against `4`; the repeated `5` reinforces the held `5`
+    an untrusted `3`, an untrusted `5` and the untrusted `5` again, in every order (`late`:
+    after a third party's change to `6` on day 20, so that they arrive late). Each held
+    value is a set of its own against `4`; the repeated `5` reinforces the held `5`
     whichever set came first. Until session 61 only the first set was looked in: when `3`
     came first, `5` was held a second time, in a third set."""
     later = [
@@ -292,6 +294,8 @@ def test_a_value_held_for_its_source_is_repeated_beside_another_in_any_order() -
     for order in itertools.permutations(later):
         with fresh_memory() as mem:
             in_one_run(mem, told_gp(0, 4, "4", "third_party", "supersede"))
+            if late:
+                in_one_run(mem, told_gp(4, 20, "6", "third_party", "supersede"))
             for claim in order:
                 facts = in_one_run(mem, claim)
             by_id = {f.id: f for f in facts}

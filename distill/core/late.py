@@ -383,29 +383,26 @@ class LateArrivals(FirstValues):
         conflict or quarantine of the two, neither pinned, open-ended), every statement of
         it after the change's position `at` and before `end`, where the change's version
         ends: in world order the change replaced `base` first and the candidate's
-        statements restated it, as any source's statement of the value in force does."""
-        cs = self._open_set(base.id)
-        if (
-            cs is None
-            or cs.kind not in (ConflictKind.CONFLICT, ConflictKind.QUARANTINE)
-            or cs.identity_key != base.identity_key
-            or len(cs.member_ids) != 2
-            or base.pinned
-        ):
+        statements restated it, as any source's statement of the value in force does. Each
+        set of two holding `base` is looked in: one held value is a set of its own."""
+        if base.pinned:
             return None
-        [held] = [self.s.facts[m] for m in cs.member_ids if m != base.id]
-        said = self.s.support.get(held.id, ())
-        if (
-            held.status is not FactStatus.CANDIDATE
-            or held.pinned
-            or held.valid_to is not None
-            or not values_equal(held.value, value)
-            or not at < timeline.position(held)
-            or not said
-            or any(end is not None and s.at >= end for s in said)
-        ):
-            return None
-        return held, cs
+        for cs in self._value_sets(base.id):
+            if cs.identity_key != base.identity_key or len(cs.member_ids) != 2:
+                continue
+            [held] = [self.s.facts[m] for m in cs.member_ids if m != base.id]
+            said = self.s.support.get(held.id, ())
+            if (
+                held.status is FactStatus.CANDIDATE
+                and not held.pinned
+                and held.valid_to is None
+                and values_equal(held.value, value)
+                and at < timeline.position(held)
+                and said
+                and not any(end is not None and s.at >= end for s in said)
+            ):
+                return held, cs
+        return None
 
     def _carry_forward_from(self, inserted: Fact, later: list[Fact], renamed: bool) -> None:
         """Versions that carried keys forward are recomputed from the version filed before

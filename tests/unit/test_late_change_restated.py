@@ -73,3 +73,35 @@ def test_a_change_adopts_its_value_held_beside_another(with_held_value: bool) ->
             ("5", FactStatus.ACTIVE, at(24), None),
         ]
         assert mem.conflicts(subject="alice") == []
+
+
+@pytest.mark.parametrize("three_first", [True, False])
+def test_a_late_change_joins_its_value_held_beside_another(three_first: bool) -> None:
+    """The person's `4` from day 4, an untrusted `3` of day 11 and a third party's `5` of
+    day 30 held against it (in either order), the person's `6` from day 40; then the
+    person's change to `5` on day 20 arrives. In world order the change replaced `4` and
+    the third party restated it: `5` holds from day 20 to day 40 with both statements, and
+    only `3` is still held. Until session 61 the change was filed beside the held `5` when
+    the set of `3` came first (only the first set holding `4` was looked in)."""
+    held = [
+        told_gp(1, 11, "3", "untrusted", "create"),
+        told_gp(2, 30, "5", "third_party", "create"),
+    ]
+    with fresh_memory() as mem:
+        in_one_run(mem, told_gp(0, 4, "4", "trusted", "supersede"))
+        for claim in held if three_first else held[::-1]:
+            in_one_run(mem, claim)
+        in_one_run(mem, told_gp(4, 40, "6", "trusted", "supersede"))
+        facts = in_one_run(mem, told_gp(3, 20, "5", "trusted", "supersede"))
+        by_id = {f.id: f for f in facts}
+        got = sorted((f.value["v"], f.status, f.valid_from, f.valid_to) for f in facts)
+        assert got == [
+            ("3", FactStatus.CANDIDATE, at(11), None),
+            ("4", FactStatus.SUPERSEDED, at(4), at(20)),
+            ("5", FactStatus.SUPERSEDED, at(20), at(40)),
+            ("6", FactStatus.ACTIVE, at(40), None),
+        ]
+        (five,) = [f for f in facts if f.value["v"] == "5"]
+        assert five.reinforcement_count == 1
+        (left,) = mem.conflicts(subject="alice")
+        assert sorted(by_id[m].value["v"] for m in left.member_ids) == ["3", "4"]

@@ -250,10 +250,8 @@ class Adjudicator(LateArrivals):
         # After its stated end the head is displaced by nothing: a less trusted value then
         # follows it (an untrusted one is held whatever it meets).
         if c.event.trust.yields_to(met) and not (ended and c.event.trust is not Trust.UNTRUSTED):
-            # A value held already, in any of the sets held against the head, is repeated.
-            for open_set in self._value_sets(head.id):
-                if (repeated := self._repeat_held(c, open_set, new_value)) is not None:
-                    return repeated
+            if (repeated := self._repeated(c, head, new_value)) is not None:
+                return repeated
             fact = self._new_fact(c, FactKind.STATE, ident, new_value)
             reason = f"{c.event.trust} source may not displace a {met} fact"
             return self._quarantine(c, fact, head, reason)

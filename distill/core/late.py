@@ -135,10 +135,8 @@ class LateArrivals(FirstValues):
         if trust is Trust.UNTRUSTED or (
             held_against is not None and trust.yields_to(met or held_against.trust)
         ):
-            # A value already held against it, in any of its sets: as in order.
-            for open_set in self._value_sets(held_against.id) if held_against else ():
-                if (repeated := self._repeat_held(c, open_set, value)) is not None:
-                    return repeated
+            if (repeated := self._repeated(c, held_against, value)) is not None:
+                return repeated  # a value already held against it: as in order
             if held_against is base and not gap and self._adopted_by_next(c, at, base, value):
                 reason = "held against the version in force, then adopted by the change after it"
                 return self._reinforce(following, c, reason)

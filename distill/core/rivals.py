@@ -56,11 +56,10 @@ class Rivals(Series):
         value: dict[str, Any],
         reason: str,
     ) -> Decision:
+        repeated = self._repeated(c, existing, value)
+        if repeated is not None:
+            return repeated
         held = self._value_sets(existing.id)
-        for cs in held:
-            repeated = self._repeat_held(c, cs, value)
-            if repeated is not None:
-                return repeated
         restated = self._restates_event(c, existing, value)
         if restated is not None:
             return restated
@@ -115,6 +114,16 @@ class Rivals(Series):
         )
         self._create(fact, reason, self._query_text(c))
         return fact
+
+    def _repeated(
+        self, c: Candidate, against: Fact | None, value: dict[str, Any]
+    ) -> Decision | None:
+        """The claim repeats a value held already against `against`, in any of the sets
+        holding it (a value held for its source is a set of its own): `_repeat_held`."""
+        for open_set in self._value_sets(against.id) if against else ():
+            if (repeated := self._repeat_held(c, open_set, value)) is not None:
+                return repeated
+        return None
 
     def _repeat_held(
         self, c: Candidate, open_set: ConflictSet, value: dict[str, Any]

@@ -185,6 +185,10 @@ doctor pool). Session 60: `--five 40 --seed 1` 2 -> 1 once an adoption is undone
 the version the change met has since been held against a late first value (the one left
 needs a fact deleted); the others unchanged (0 and 0 in seeds 2 and 3, 2, 0, 0, 0, 0, 0,
 30 in each period grid, 47 in the doctor pool), with the session's three hygiene fixes.
+Session 61 (a change adopts, a late change joins and a repeat reinforces a value held in
+any of the sets held against a version, not only the first): every search unchanged (1, 0
+and 0 in the five-claim samples, 2, 0, 0, 0, 0, 0, 30 in each period grid with the same 30,
+47 in the doctor pool, 43 of them in the facts served).
 """
 
 from __future__ import annotations

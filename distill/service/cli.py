@@ -592,10 +592,7 @@ def main() -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
-    except DistillError as exc:
-        err.print(f"Error: {exc}", markup=False)
-        sys.exit(1)
-    except OSError as exc:
+    except (DistillError, OSError) as exc:
         err.print(f"Error: {exc}", markup=False)
         sys.exit(1)
     sys.exit(0)

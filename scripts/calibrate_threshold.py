@@ -101,12 +101,10 @@ class Pair:
     def vetoed(self) -> bool:
         """The guards alone (numbers, negation, antonyms, contrasting or other-shaped names)
         keep the pair apart, or its words alone make it one, whatever the distance."""
-        verdict = judge(self.a, self.b, Bands(), None, None).verdict
-        return verdict is Verdict.SAME or "differ" in self._guard or "contrast" in self._guard
-
-    @property
-    def _guard(self) -> str:
-        return judge(self.a, self.b, Bands(), None, None).reason
+        words = judge(self.a, self.b, Bands(), None, None)
+        return words.verdict is Verdict.SAME or any(
+            w in words.reason for w in ("differ", "contrast")
+        )
 
     @property
     def kind(self) -> str:
@@ -214,15 +212,8 @@ def asked_of_unrelated(
         if a[0] == b[0] or groups[a[0]] & groups[b[0]]:
             continue
         drawn += 1
-        found = judge(
-            a,
-            b,
-            bands,
-            distance((a[0], {}), (b[0], {}), vectors),
-            distance(a, b, vectors),
-            asserted,
-        )
-        asked += found.verdict is Verdict.PROBABLE
+        names, texts = distance((a[0], {}), (b[0], {}), vectors), distance(a, b, vectors)
+        asked += judge(a, b, bands, names, texts, asserted).verdict is Verdict.PROBABLE
     share = asked / drawn
     return {
         "pairs": drawn,
@@ -532,12 +523,14 @@ def main(argv: list[str] | None = None) -> int:
         " a false merge costs"
         f" {FALSE_MERGE_COST} misses\n"
     )
-    s = result["recommended"]
-    print(f"(r) recommended (2 sig. digits):    threshold {s['threshold']:.4f}  {_line(s, result)}")
-    s = result["min_cost"]
-    print(f"(a) lowest cost (ties -> lowest):   threshold {s['threshold']:.4f}  {_line(s, result)}")
-    s = result["zero_false_merges"]
-    print(f"(b) largest with 0 false merges:    threshold {s['threshold']:.4f}  {_line(s, result)}")
+    chosen = [
+        ("r", "recommended (2 sig. digits):", "recommended"),
+        ("a", "lowest cost (ties -> lowest):", "min_cost"),
+        ("b", "largest with 0 false merges:", "zero_false_merges"),
+    ]
+    for mark, label, key in chosen:
+        s = result[key]
+        print(f"({mark}) {label:<31} threshold {s['threshold']:.4f}  {_line(s, result)}")
     closest = result["closest_different_pair"]
     print(
         f"    closest non-vetoed different pair: {closest['distance']:.4f} "
@@ -545,10 +538,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.threshold is not None:
         s = result["given"]
-        print(
-            f"(g) given:                          threshold {s['threshold']:.4f}  "
-            f"{_line(s, result)}"
-        )
+        print(f"(g) {'given:':<31} threshold {s['threshold']:.4f}  {_line(s, result)}")
     registered = f"{current.max_distance:g}" if current else "none (matching by meaning is off)"
     print(f"(c) at fixed thresholds (recorded threshold: {registered}):")
     for s in result["at"]:

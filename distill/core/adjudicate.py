@@ -111,6 +111,8 @@ class Adjudicator(LateArrivals):
                 decision = Decision(Outcome.VOTE, None, "a vote: the derive pass decides")
             else:
                 decision = self._state(cand)
+                if (fact := self.s.facts.get(decision.fact_id or "")) and fact.identity_key:
+                    self._held_alone_meet_versions(fact.identity_key)
             self._sets_follow_the_current()
             decision = self._as_it_ended(decision)
             self.decisions.append(decision)
@@ -317,6 +319,8 @@ class Adjudicator(LateArrivals):
         value = without_nulls(c.claim.value or {})
         fact = self._new_fact(c, FactKind.STATE, ident, value)
         if c.event.trust is Trust.UNTRUSTED:
+            if (repeated := self._repeated_alone(c, key, value)) is not None:
+                return repeated
             return self._quarantine(c, fact, None, "untrusted source")
         if probable is not None:
             return self._contest_identity(c, fact, *probable)
@@ -329,9 +333,9 @@ class Adjudicator(LateArrivals):
             # A change of nothing known: the value it replaced may still arrive, under another
             # name, and is then judged against this fact (`_match`), as if it had come first.
             fact = fact.model_copy(update={"unpaired_change": True})
-        held = self._held_alone_after(key, fact)
-        if held is not None:
-            return self._before_held(c, fact, *held, how)
+        held = self._held_alone_after(key, timeline.position(fact), fact.value)
+        if held:
+            return self._before_held(c, *held[0])
         self._create(fact, f"new identity ({how})", vector_text=self._query_text(c))
         return Decision(Outcome.CREATED, fact.id, "new identity")
 

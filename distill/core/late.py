@@ -137,6 +137,8 @@ class LateArrivals(FirstValues):
         ):
             if (repeated := self._repeated(c, held_against, value)) is not None:
                 return repeated  # a value already held against it: as in order
+            if held_against is None and (again := self._repeated_alone(c, ident.key, value)):
+                return again  # a value already held alone
             if held_against is base and not gap and self._adopted_by_next(c, at, base, value):
                 reason = "held against the version in force, then adopted by the change after it"
                 return self._reinforce(following, c, reason)
@@ -330,6 +332,12 @@ class LateArrivals(FirstValues):
                 reason = "a late change to the value held in conflict"
             else:
                 held = None
+        # Before the first version, an untrusted value held alone since with this claim's
+        # value (nothing was known when it came): in order it restated the claim, and its row
+        # is the version. (One of another value joins it after: `_held_alone_meet_versions`.)
+        alone = [] if base else self._held_alone_after(ident.key, at, value, version["valid_to"])
+        if held is None and (same := [h for h in alone if h[0].valid_to is None]):
+            held, reason = same[0], "an older state that arrived late, restated by a value held"
         kept: Fact | None = None  # an event of `base`'s series that restated the claim
         if held is None and base is not None:
             kept = self._event_of_value(base, value)

@@ -234,7 +234,8 @@ def test_a_value_of_the_instant_a_kept_value_ends_is_held_against_it() -> None:
 
 def test_a_value_kept_into_history_at_a_versions_instant_names_the_version_before_it() -> None:
     """The person's `green` of day 28; then an untrusted `red` for days 13-16, held alone,
-    and the person's `blue` of day 13, filed into history before `green`. A person keeps
+    and the person's `blue` of day 13, filed into history before `green`, which takes `red`
+    into quarantine against it (in world order `red` met `blue`). A person keeps
     `red`: it is filed into history from day 13 to day 16 and turns `blue` down (they began
     together), so `red` follows what `blue` followed (nothing), never `blue`. A third
     party's `green` for days 11-19, told late, then meets `red`, the value the person kept
@@ -248,10 +249,12 @@ def test_a_value_kept_into_history_at_a_versions_instant_names_the_version_befor
             told_gp(1, 5, "red", "untrusted", "create", period=(13, 16)),
             told_gp(2, 13, "blue", "trusted", "create"),
         )
-        (alone,) = mem.conflicts(subject="alice")
-        (red,) = alone.member_ids
+        (held,) = mem.conflicts(subject="alice")
+        (red,) = [m for m in held.member_ids if mem.fact(m).value == {"v": "red"}]
+        (blue_id,) = [m for m in held.member_ids if m != red]
+        assert (held.kind, mem.fact(blue_id).value) == (ConflictKind.QUARANTINE, {"v": "blue"})
 
-        mem.resolve_conflict(alone.id, keep=red)
+        mem.resolve_conflict(held.id, keep=red)
 
         facts = {str((f.value or {})["v"]): f for f in mem.facts("alice", include_retired=True)}
         blue = facts["blue"]

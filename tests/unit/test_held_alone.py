@@ -1,0 +1,120 @@
+"""Values held alone: an untrusted claim that meets nothing known, in any arrival order.
+
+An untrusted source never makes a value current (SCENARIOS B14, DESIGN invariant 8). Its
+claim is held in quarantine against the value in force at its date, and when nothing is
+known it is held alone, until a better source speaks. In world order it always met what
+was in force; arriving before it, it waits alone, and the value that arrives later must
+meet it as it would have in order: held against that value when it differs (every such
+value, also when a version filed into history or found to begin earlier covers its date:
+`TrustOrder._held_alone_meet_versions`), one row with it when it is the same and the
+version is new or filed before the first one (the held row is the version: `_before_held`,
+`LateArrivals._historical`), and a repeat of it from its instant reinforces it
+(`_repeated_alone`). Session 62, from hygiene seed 1742363's history and `python
+scripts/order_search.py --untrusted`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from distill.core.models import ConflictKind, Fact, FactStatus
+from tests.unit.test_late_edges import at as on_day
+from tests.unit.test_late_edges import in_one_run, told_gp
+from tests.unit.test_properties import Claim, fresh_memory
+
+HELD, ACTIVE, SUPERSEDED = FactStatus.CANDIDATE, FactStatus.ACTIVE, FactStatus.SUPERSEDED
+
+
+def ending(claims: list[Claim], order: tuple[int, ...]) -> tuple[list[Any], list[list[str]]]:
+    """Every fact of alice's after `claims` arrive in `order`, one claim a run (value,
+    status, interval, reinforcements), and the open sets by their members' values (each a
+    quarantine)."""
+    with fresh_memory() as mem:
+        for index in order:
+            facts = in_one_run(mem, claims[index])
+        by_id: dict[str, Fact] = {f.id: f for f in facts}
+        sets = mem.conflicts(subject="alice")
+    assert all(cs.kind is ConflictKind.QUARANTINE for cs in sets), sets
+    got = sorted(
+        (f.value["v"], f.status, f.valid_from, f.valid_to, f.reinforcement_count) for f in facts
+    )
+    return got, sorted(sorted(by_id[m].value["v"] for m in cs.member_ids) for cs in sets)
+
+
+@pytest.mark.parametrize("third", ["held", "change"])
+def test_values_held_alone_meet_the_version_that_arrives_after_them_in_any_order(
+    third: str,
+) -> None:
+    """An untrusted `3` of day 11, held alone when nothing is known, and a third party's
+    change to `4` on day 4 that arrives after it; the third claim is an untrusted `5` for
+    days 30-32 (said on day 15: `held`) or a semi-trusted change to `5` on day 24
+    (`change`). In world order `4` came first and `3` was held against it (and `5`, when
+    untrusted, in a set of its own), whatever the arrival order. Until session 62 only the
+    first value held alone met `4` when it was new, and none did when `4` was filed into
+    history before the change to `5`: `3` stayed held alone (hygiene seed 1742363's
+    history, 52 of its 120 orders)."""
+    third_claim = {
+        "held": told_gp(2, 15, "5", "untrusted", "supersede", period=(30, 32)),
+        "change": told_gp(2, 24, "5", "semi_trusted", "supersede"),
+    }[third]
+    claims = [told_gp(0, 4, "4", "third_party", "supersede"),
+              told_gp(1, 11, "3", "untrusted", "create"), third_claim]  # fmt: skip
+    expected = {
+        "held": (
+            [("3", HELD, on_day(11), None, 0), ("4", ACTIVE, on_day(4), None, 0),
+             ("5", HELD, on_day(30), on_day(32), 0)],
+            [["3", "4"], ["4", "5"]],
+        ),
+        "change": (
+            [("3", HELD, on_day(11), None, 0), ("4", SUPERSEDED, on_day(4), on_day(24), 0),
+             ("5", ACTIVE, on_day(24), None, 0)],
+            [["3", "4"]],
+        ),
+    }[third]  # fmt: skip
+    for order in itertools.permutations(range(3)):
+        assert ending(claims, order) == expected, order
+
+
+def test_a_value_held_alone_is_repeated_whatever_arrives_after_it() -> None:
+    """The person's `a` of day 0 and an untrusted `a` of day 1 said twice, in every order:
+    one version with three statements. Until session 62 the second untrusted `a`, arriving
+    while the first waited alone, was held alone too, and the person's `a` then met only
+    the first."""
+    claims = [told_gp(0, 0, "a", "trusted", "create"),
+              told_gp(1, 1, "a", "untrusted", "create"),
+              told_gp(2, 1, "a", "untrusted", "create")]  # fmt: skip
+    for order in itertools.permutations(range(3)):
+        assert ending(claims, order) == ([("a", ACTIVE, on_day(0), None, 2)], []), order
+
+
+def test_a_value_held_alone_meets_a_version_found_to_begin_before_it() -> None:
+    """The person's `a` of day 0 and of day 2, and an untrusted `b` of day 1, in every
+    order: `a` from day 0, and `b` held against it. Until session 62, when `b` and the
+    later `a` came first, `b` stayed held alone after the earlier `a` moved the version's
+    start back past it."""
+    claims = [told_gp(0, 0, "a", "trusted", "create"),
+              told_gp(1, 1, "b", "untrusted", "create"),
+              told_gp(2, 2, "a", "trusted", "create")]  # fmt: skip
+    expected = ([("a", ACTIVE, on_day(0), None, 1), ("b", HELD, on_day(1), None, 0)], [["a", "b"]])
+    for order in itertools.permutations(range(3)):
+        assert ending(claims, order) == expected, order
+
+
+def test_a_value_held_alone_is_the_version_filed_into_history_around_it() -> None:
+    """The person's `a` of day 0, an untrusted `a` of day 1 and the person's change to `b`
+    on day 2, in every order: `a` from day 0 to day 2 with both statements, then `b`. When
+    the untrusted `a` and `b` came first, `a` arrives late before `b`, the first version, and
+    the held row is the version filed into history (`LateArrivals._historical`). Until
+    session 62 it stayed held alone beside it."""
+    claims = [told_gp(0, 0, "a", "trusted", "create"),
+              told_gp(1, 1, "a", "untrusted", "create"),
+              told_gp(2, 2, "b", "trusted", "supersede")]  # fmt: skip
+    expected = (
+        [("a", SUPERSEDED, on_day(0), on_day(2), 1), ("b", ACTIVE, on_day(2), None, 0)],
+        [],
+    )
+    for order in itertools.permutations(range(3)):
+        assert ending(claims, order) == expected, order

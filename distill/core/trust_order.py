@@ -29,7 +29,6 @@ from distill.core.identity import values_equal
 from distill.core.models import (
     ConflictKind,
     ConflictSet,
-    ConflictStatus,
     Fact,
     FactKind,
     FactStatus,
@@ -439,13 +438,8 @@ class TrustOrder(Splits):
         """The unpinned candidates of this identity held alone in quarantine, with their
         sets."""
         found: list[tuple[Fact, ConflictSet]] = []
-        for cs in self.s.conflicts.values():
-            if (
-                cs.status is ConflictStatus.OPEN
-                and cs.kind is ConflictKind.QUARANTINE
-                and cs.identity_key == key
-                and len(cs.member_ids) == 1
-            ):
+        for cs in self._open_alone():
+            if cs.kind is ConflictKind.QUARANTINE and cs.identity_key == key:
                 held = self.s.facts.get(cs.member_ids[0])
                 if held is not None and held.status is FactStatus.CANDIDATE and not held.pinned:
                     found.append((held, cs))

@@ -148,7 +148,8 @@ class WorkingSet:
         # The ids of the open sets holding each fact, and of the open identity sets (a scan of
         # every set per question was a tenth of the adjudicator's time on the 10,000-event
         # bench). Built on first use, dropped by `_put_conflict` and `_undo`, the writers.
-        self._open_sets: tuple[dict[str, list[str]], list[str]] | None = None
+        # Open sets by member, the open identity sets, the open sets of one held value.
+        self._open_sets: tuple[dict[str, list[str]], list[str], list[str]] | None = None
 
     def _reinforce(
         self, fact: Fact, c: Candidate, reason: str, valid_from: datetime | None = None
@@ -361,17 +362,24 @@ class WorkingSet:
         """The open identity sets, in the snapshot's order."""
         return [self.s.conflicts[i] for i in self._open_index()[1]]
 
-    def _open_index(self) -> tuple[dict[str, list[str]], list[str]]:
+    def _open_alone(self) -> list[ConflictSet]:
+        """The open sets of one member (a value held alone), in the snapshot's order."""
+        return [self.s.conflicts[i] for i in self._open_index()[2]]
+
+    def _open_index(self) -> tuple[dict[str, list[str]], list[str], list[str]]:
         if self._open_sets is None:
             members: dict[str, list[str]] = {}
             identity: list[str] = []
+            alone: list[str] = []
             for cs in self.s.conflicts.values():
                 if cs.status is ConflictStatus.OPEN:
                     for m in cs.member_ids:
                         members.setdefault(m, []).append(cs.id)
                     if cs.kind is ConflictKind.IDENTITY:
                         identity.append(cs.id)
-            self._open_sets = members, identity
+                    if len(cs.member_ids) == 1:
+                        alone.append(cs.id)
+            self._open_sets = members, identity, alone
         return self._open_sets
 
     def _put_conflict(self, cs: ConflictSet) -> None:

@@ -410,7 +410,7 @@ class TrustOrder(Splits):
         return [
             (held, cs)
             for held, cs in self._held_alone(key)
-            # The same value at the same instant: in order it met `fact` too.
+            # At the claim's instant with words that sort after: in order it came after too.
             if not timeline.position(held) < at
             and (end is None or held.valid_from < end)
             and held.value is not None

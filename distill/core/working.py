@@ -145,10 +145,10 @@ class WorkingSet:
         # per candidate was a fifth of the adjudicator's time on a 100-event job). Built on
         # first use, kept by `_create` and `_revise`, the only writers of `s.facts`.
         self._by_key: dict[str | None, list[str]] | None = None
-        # The ids of the open sets holding each fact, and of the open identity sets (a scan of
-        # every set per question was a tenth of the adjudicator's time on the 10,000-event
-        # bench). Built on first use, dropped by `_put_conflict` and `_undo`, the writers.
-        # Open sets by member, the open identity sets, the open sets of one held value.
+        # The ids of the open sets holding each fact, of the open identity sets and of the open
+        # sets of one member (a scan of every set per question was a tenth of the
+        # adjudicator's time on the 10,000-event bench). Built on first use, dropped by
+        # `_put_conflict` and `_undo`, the writers.
         self._open_sets: tuple[dict[str, list[str]], list[str], list[str]] | None = None
 
     def _reinforce(

@@ -333,10 +333,7 @@ class Adjudicator(LateArrivals):
             # A change of nothing known: the value it replaced may still arrive, under another
             # name, and is then judged against this fact (`_match`), as if it had come first.
             fact = fact.model_copy(update={"unpaired_change": True})
-        held = self._held_alone_after(key, timeline.position(fact), fact.value)
-        if held:
-            return self._before_held(c, *held[0])
-        self._create(fact, f"new identity ({how})", vector_text=self._query_text(c))
+        fact = self._create_version(c, fact, f"new identity ({how})", self._query_text(c))
         return Decision(Outcome.CREATED, fact.id, "new identity")
 
     def _resolve_predicate(

@@ -196,7 +196,7 @@ class FirstValues(LateTrust):
             fact = self.s.facts[fact.id]
         else:
             fact = self._new_fact(c, FactKind.STATE, ident, value, **links)
-            self._create(fact, why, self._query_text(c))
+            fact = self._create_version(c, fact, why, self._query_text(c))
         self._hand_over_held(following, fact)
         if first is not None:
             self._replaced_first_value(first, fact, self._time(c))
@@ -255,7 +255,9 @@ class FirstValues(LateTrust):
         for member_id in cs.member_ids:
             self._as_event(self.s.facts[member_id], reason)
         self._close_as_events(cs, reason)
-        self._create(fact, "the earliest of three competing values", self._query_text(c))
+        fact = self._create_version(
+            c, fact, "the earliest of three competing values", self._query_text(c)
+        )
         self._follow_identity_sets(following, fact)
         return Decision(Outcome.CREATED, fact.id, reason)
 
@@ -338,6 +340,6 @@ class FirstValues(LateTrust):
             fact = self.s.facts[fact.id]
         else:
             fact = self._new_fact(c, FactKind.STATE, ident, value, **version)
-            self._create(fact, reason)
+            fact = self._create_version(c, fact, reason)
         self._revise(after, "link", "an older version was filed before it", supersedes_id=fact.id)
         return fact

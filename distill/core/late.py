@@ -139,6 +139,8 @@ class LateArrivals(FirstValues):
                 return repeated  # a value already held against it: as in order
             if held_against is None and (again := self._repeated_alone(c, ident.key, value)):
                 return again  # a value already held alone
+            if base is None and (again := self._repeats_displaced(c, at, value, following)):
+                return again  # in order it met that value as the version
             if held_against is base and not gap and self._adopted_by_next(c, at, base, value):
                 reason = "held against the version in force, then adopted by the change after it"
                 return self._reinforce(following, c, reason)
@@ -147,6 +149,10 @@ class LateArrivals(FirstValues):
             if held_against is following and self._adopted_by_next(c, first, following, value):
                 reason = "held against the first version, then adopted by the change after it"
                 return self._reinforce(self.s.facts[following.superseded_by or ""], c, reason)
+            if held_against is following and (
+                held_since := self._held_alone_restating(c, at, ident.key, value, following)
+            ):
+                return held_since  # in order a version, which the value held restated
             fact = self._new_fact(c, FactKind.STATE, ident, value)
             reason = "untrusted source"
             if trust is not Trust.UNTRUSTED:
@@ -332,12 +338,6 @@ class LateArrivals(FirstValues):
                 reason = "a late change to the value held in conflict"
             else:
                 held = None
-        # Before the first version, an untrusted value held alone since with this claim's
-        # value (nothing was known when it came): in order it restated the claim, and its row
-        # is the version. (One of another value joins it after: `_held_alone_meet_versions`.)
-        alone = [] if base else self._held_alone_after(ident.key, at, value, version["valid_to"])
-        if held is None and (same := [h for h in alone if h[0].valid_to is None]):
-            held, reason = same[0], "an older state that arrived late, restated by a value held"
         kept: Fact | None = None  # an event of `base`'s series that restated the claim
         if held is None and base is not None:
             kept = self._event_of_value(base, value)
@@ -350,9 +350,9 @@ class LateArrivals(FirstValues):
             reason = "an older state that arrived late, restated by a value its series kept"
             fact = self._event_as_version(kept, start, reason, **version)
             self._reinforce(fact, c, reason)
-        elif held is None:
+        elif held is None:  # or the row of a value held alone since (`_create_version`)
             fact = self._new_fact(c, FactKind.STATE, ident, value, **version)
-            self._create(fact, "an older state that arrived late")
+            fact = self._create_version(c, fact, "an older state that arrived late")
         else:  # in order the claim replaced `base`, and the held value restated it
             fact = self._revise(held[0], "resolve", reason, valid_from=start, **version)
             self._settle(held[1], fact.id, reason)

@@ -91,30 +91,6 @@ class Rivals(Series):
         self._made_more_trusted(self.s.facts[existing.id])
         return Decision(Outcome.CONFLICT, fact.id, reason)
 
-    def _create_replaced(
-        self,
-        c: Candidate,
-        ident: Identity,
-        value: dict[str, Any],
-        until: datetime,
-        by: str,
-        reason: str,
-    ) -> Fact:
-        """The claim's `value` as a version already replaced: from the claim's time until
-        `until`, by fact `by` (a late claim filed before the versions that followed it)."""
-        fact = self._new_fact(
-            c,
-            FactKind.STATE,
-            ident,
-            value,
-            status=FactStatus.SUPERSEDED,
-            valid_to=until,
-            retired_at=self.now,
-            superseded_by=by,
-        )
-        self._create(fact, reason, self._query_text(c))
-        return fact
-
     def _repeated(
         self, c: Candidate, against: Fact | None, value: dict[str, Any]
     ) -> Decision | None:

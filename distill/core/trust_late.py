@@ -363,7 +363,7 @@ class LateTrust(RaisedTrust):
             self._revise(
                 version, "hold", f"an earlier value arrived late: {held_how}: {why}", **update
             )
-        self._create(fact, "an earlier, more trusted value", self._query_text(c))
+        fact = self._create_version(c, fact, "an earlier, more trusted value", self._query_text(c))
         for version, _ in held:
             self._hand_over_held(version, fact)
             self._open_conflict(ident.key, (fact.id, version.id), *kinds[version.id])

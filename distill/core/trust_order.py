@@ -8,8 +8,9 @@ less trusted version before it (`_less_trusted_before`) and what they held, rath
 counting as a third value of their conflict (`_held_for_less_trust`). A change to the held
 value from a source as trusted as the create adopts it, from the change's date
 (`_adopting_change`). An untrusted claim that found nothing is held alone, and what
-becomes known meets it as in order: a new value of its value after it is that row
-(`_held_alone_after`, `_before_held`), a version that covers its date holds it
+becomes known meets it as in order: a version of its value made by a claim dated before it,
+in order or late, is that row (`_held_alone_after`, `_create_version`), a version of another
+value that covers its date holds it
 (`_held_alone_meet_versions`), and a repeat of its instant reinforces it
 (`_repeated_alone`).
 
@@ -39,6 +40,14 @@ from distill.core.passes import Decision
 from distill.core.splits import Splits
 from distill.core.support import Support, held_until, said_order
 from distill.core.working import Candidate, Identity
+
+# Why a row held from an untrusted source became a version (`TrustOrder._create_version`).
+HELD_ROW = "an untrusted statement of this value, held alone since, restated it"
+# What a version takes from the claim that made it when a held row becomes that version.
+_AS_VERSION = (
+    "value", "text", "stated", "status", "valid_from", "valid_to", "retired_at",
+    "supersedes_id", "superseded_by", "confidence", "unpaired_change",
+)  # fmt: skip
 
 
 class TrustOrder(Splits):
@@ -282,7 +291,7 @@ class TrustOrder(Splits):
             if ended is not None:  # what follows its gap now
                 fact = fact.model_copy(update={"supersedes_id": ended.id})
                 self._revise(ended, "link", "the value after its gap", superseded_by=fact.id)
-            self._create(fact, "a more trusted value", self._query_text(c))
+            fact = self._create_version(c, fact, "a more trusted value", self._query_text(c))
             decision = Decision(Outcome.CREATED, fact.id, reason)
         else:  # the change that replaced `head` only restated the claim
             fact = self._revise(
@@ -450,10 +459,10 @@ class TrustOrder(Splits):
         known now covers (filed late, or found to begin earlier; its interval holds the
         value's date): in order each met it, and is held against it in quarantine, whatever
         came after it. Run after every claim. One of the version's value is not: the
-        version and it are one row in order (`_before_held`, `LateArrivals._historical`),
-        and a row of its own cannot join it. Nor one dated after the version's end, which
-        is left as it is (hygiene seed 1319028: so held against a version of a period, it
-        let a less trusted value displace the one a person kept)."""
+        version and it are one row in order (`_create_version`), and a row of its own
+        cannot join it. Nor one dated after the version's end, which is left as it is
+        (hygiene seed 1319028: so held against a version of a period, it let a less trusted
+        value displace the one a person kept)."""
         alone = self._held_alone(key)
         if not alone:
             return
@@ -466,13 +475,93 @@ class TrustOrder(Splits):
                 reason = "held against the version its date falls in, known since"
                 self._revise_conflict(cs, reason, member_ids=(base.id, held.id))
 
-    def _before_held(self, c: Candidate, held: Fact, cs: ConflictSet) -> Decision:
-        """The value an untrusted claim held alone (`_held_alone_after`) would have met, this
-        claim's, which it restated: the held row becomes the fact, from this claim's date,
-        reinforced by it, as in order."""
-        reason = "an earlier statement of a value held from an untrusted source"
-        first = self._revise(
-            held, "hold", reason, status=FactStatus.ACTIVE, valid_from=self._time(c)
+    def _create_replaced(
+        self,
+        c: Candidate,
+        ident: Identity,
+        value: dict[str, Any],
+        until: datetime,
+        by: str,
+        reason: str,
+    ) -> Fact:
+        """The claim's `value` as a version already replaced: from the claim's time until
+        `until`, by fact `by` (a late claim filed before the versions that followed it)."""
+        fact = self._new_fact(
+            c,
+            FactKind.STATE,
+            ident,
+            value,
+            status=FactStatus.SUPERSEDED,
+            valid_to=until,
+            retired_at=self.now,
+            superseded_by=by,
         )
-        self._settle(cs, held.id, reason)
-        return self._reinforce(first, c, reason)
+        return self._create_version(c, fact, reason, self._query_text(c))
+
+    def _held_alone_restating(
+        self, c: Candidate, at: timeline.At, key: str, value: dict[str, Any], first: Fact
+    ) -> Decision | None:
+        """A claim that arrives late before `first`, the first version (or the first after a
+        gap), and is held against it, its source yielding to that version's: in world order
+        it was the version until `first` came, an untrusted value held alone since with its
+        value (dated after it, before `first`) restated it, and `first` held that one row
+        with both statements. The held row is the claim's, from its date, held against
+        `first` (`_create_version` is the same for a version that nothing held)."""
+        for held, cs in self._held_alone_after(key, at, value):
+            if timeline.position(held) < timeline.position(first):
+                reason = f"{c.event.trust} source may not displace a {first.trust} fact"
+                self._revise_conflict(cs, reason, member_ids=(first.id, held.id))
+                return self._reinforce(held, c, f"{reason}; {HELD_ROW}", valid_from=self._time(c))
+        return None
+
+    def _repeats_displaced(
+        self, c: Candidate, at: timeline.At, value: dict[str, Any], first: Fact
+    ) -> Decision | None:
+        """A claim held for its source that arrives late before `first`, the first version,
+        with the value of one `first`'s more trusted create displaced (held in quarantine
+        against it; not from an untrusted source, so a version until then; dated no later
+        than the claim and not ended by then): in world order that value was the version
+        the claim met, and the claim restated it (`_repeat_held`)."""
+        t = self._time(c)
+        for cs in self._value_sets(first.id):
+            if cs.kind is not ConflictKind.QUARANTINE:
+                continue
+            for member_id in cs.member_ids:
+                shown = self.s.facts[member_id]
+                if (
+                    shown.status is FactStatus.CANDIDATE
+                    and shown.trust is not Trust.UNTRUSTED
+                    and not at < timeline.position(shown)
+                    and (shown.valid_to is None or shown.valid_to > t)
+                    and shown.value is not None
+                    and values_equal(shown.value, value)
+                ):
+                    return self._repeat_held(c, cs, value)
+        return None
+
+    def _create_version(
+        self, c: Candidate, fact: Fact, reason: str, vector_text: str | None = None
+    ) -> Fact:
+        """`fact`, a version made from claim `c`, created; or, when an untrusted value held
+        alone (nothing was known when it came) has its value and a date inside its interval,
+        that row made the version, from `c`'s statement and reinforced by it: in world order
+        the held claim came after `c`'s and restated its version, one row with both
+        statements. Every path that makes a version from a claim creates it here, in order
+        or late, so which of the two arrived first leaves no row more."""
+        key = fact.identity_key
+        if key is not None and fact.status in (FactStatus.ACTIVE, FactStatus.SUPERSEDED):
+            at = timeline.position(fact)
+            following = timeline.place(timeline.chain(self._facts_of(key), key), at).following
+            end = timeline.end_of(fact.valid_to, following.valid_from if following else None)
+            for held, cs in self._held_alone_after(key, at, fact.value, end)[:1]:
+                row = self._revise(
+                    held,
+                    "resolve",
+                    f"{reason}; {HELD_ROW}",
+                    **{n: getattr(fact, n) for n in _AS_VERSION},
+                )
+                self._settle(cs, row.id, HELD_ROW)
+                self._reinforce(row, c, HELD_ROW)
+                return self.s.facts[row.id]
+        self._create(fact, reason, vector_text)
+        return fact

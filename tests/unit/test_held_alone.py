@@ -7,9 +7,9 @@ was in force; arriving before it, it waits alone, and the value that arrives lat
 meet it as it would have in order: held against that value when it differs (every such
 value, also when a version filed into history or found to begin earlier covers its date:
 `TrustOrder._held_alone_meet_versions`), one row with it when it is the same and the
-version is new or filed before the first one (the held row is the version: `_before_held`,
-`LateArrivals._historical`), and a repeat of it from its instant reinforces it
-(`_repeated_alone`). Session 62, from hygiene seed 1742363's history and `python
+version is made by a claim dated before it, by whichever path makes it (the held row is the
+version: `TrustOrder._create_version`), and a repeat of it from its instant reinforces it
+(`_repeated_alone`). Sessions 62 and 63, from hygiene seed 1742363's history and `python
 scripts/order_search.py --untrusted`.
 """
 
@@ -28,16 +28,18 @@ from tests.unit.test_properties import Claim, fresh_memory
 HELD, ACTIVE, SUPERSEDED = FactStatus.CANDIDATE, FactStatus.ACTIVE, FactStatus.SUPERSEDED
 
 
-def ending(claims: list[Claim], order: tuple[int, ...]) -> tuple[list[Any], list[list[str]]]:
+def ending(
+    claims: list[Claim], order: tuple[int, ...], kind: ConflictKind = ConflictKind.QUARANTINE
+) -> tuple[list[Any], list[list[str]]]:
     """Every fact of alice's after `claims` arrive in `order`, one claim a run (value,
-    status, interval, reinforcements), and the open sets by their members' values (each a
-    quarantine)."""
+    status, interval, reinforcements), and the open sets by their members' values (each of
+    `kind`)."""
     with fresh_memory() as mem:
         for index in order:
             facts = in_one_run(mem, claims[index])
         by_id: dict[str, Fact] = {f.id: f for f in facts}
         sets = mem.conflicts(subject="alice")
-    assert all(cs.kind is ConflictKind.QUARANTINE for cs in sets), sets
+    assert all(cs.kind is kind for cs in sets), sets
     got = sorted(
         (f.value["v"], f.status, f.valid_from, f.valid_to, f.reinforcement_count) for f in facts
     )
@@ -116,5 +118,66 @@ def test_a_value_held_alone_is_the_version_filed_into_history_around_it() -> Non
         [("a", SUPERSEDED, on_day(0), on_day(2), 1), ("b", ACTIVE, on_day(2), None, 0)],
         [],
     )
+    for order in itertools.permutations(range(3)):
+        assert ending(claims, order) == expected, order
+
+
+@pytest.mark.parametrize(
+    ("claims", "expected", "kind"),
+    [
+        pytest.param(
+            [told_gp(0, 0, "a", "trusted", "create"),
+             told_gp(1, 1, "a", "untrusted", "create"),
+             told_gp(2, 2, "b", "third_party", "supersede")],
+            ([("a", ACTIVE, on_day(0), None, 1), ("b", HELD, on_day(2), None, 0)], [["a", "b"]]),
+            ConflictKind.QUARANTINE,
+            id="the-earlier-value-arrives-late-and-takes-the-current-one-over",
+        ),
+        pytest.param(
+            [told_gp(0, 0, "a", "third_party", "create"),
+             told_gp(1, 1, "a", "untrusted", "create"),
+             told_gp(2, 2, "b", "third_party", "create")],
+            ([("a", ACTIVE, on_day(0), None, 1), ("b", HELD, on_day(2), None, 0)], [["a", "b"]]),
+            ConflictKind.CONFLICT,
+            id="the-earlier-of-two-competing-values-arrives-late",
+        ),
+        pytest.param(
+            [told_gp(0, 0, "a", "trusted", "supersede"),
+             told_gp(1, 1, "b", "trusted", "create"),
+             told_gp(2, 1, "a", "untrusted", "supersede")],
+            ([("a", ACTIVE, on_day(0), None, 1), ("b", HELD, on_day(1), None, 0)], [["a", "b"]]),
+            ConflictKind.CONFLICT,
+            id="a-trusted-value-of-the-untrusted-ones-day-competes-with-it",
+        ),
+    ],
+)  # fmt: skip
+def test_a_value_held_alone_is_the_version_a_late_claim_makes_around_it(
+    claims: list[Claim], expected: tuple[list[Any], list[list[str]]], kind: ConflictKind
+) -> None:
+    """An untrusted `a` of day 1, held alone when it arrives first, and a late claim of `a`
+    dated before it that becomes a version by a path of its own (a more trusted value
+    taking over from a less trusted one, the earlier of two competing values): in every
+    order one row of `a` with both statements, as in world order, where the untrusted `a`
+    restated it. Until session 63 only a new identity and a version filed into history
+    made the held row the version, and the other paths made a row of their own beside it
+    (`scripts/order_search.py --untrusted`: 48 of its 212 histories)."""
+    for order in itertools.permutations(range(3)):
+        got, sets = ending(claims, order, kind)
+        assert got == expected[0], order
+        assert sets == expected[1], order
+
+
+def test_a_value_displaced_by_a_more_trusted_one_is_one_row_with_its_restatement() -> None:
+    """A third party's `a` of day 0, an untrusted `a` of day 1 and the person's `b` of day 1,
+    in every order. In world order `a` was the version, the untrusted `a` restated it, and
+    the person's `b` took over from day 1, holding that one row of `a` in quarantine. When
+    the third party's `a` arrives last it is held against `b`, and the untrusted `a` held
+    alone since is that row (`TrustOrder._held_alone_restating`); when the untrusted `a`
+    arrives last it meets the displaced `a` as the version it was on its date
+    (`_repeats_displaced`). Until session 63 each made a row of its own: two held `a`s."""
+    claims = [told_gp(0, 0, "a", "third_party", "create"),
+              told_gp(1, 1, "a", "untrusted", "create"),
+              told_gp(2, 1, "b", "trusted", "create")]  # fmt: skip
+    expected = ([("a", HELD, on_day(0), None, 1), ("b", ACTIVE, on_day(1), None, 0)], [["a", "b"]])
     for order in itertools.permutations(range(3)):
         assert ending(claims, order) == expected, order

@@ -8,11 +8,7 @@ less trusted version before it (`_less_trusted_before`) and what they held, rath
 counting as a third value of their conflict (`_held_for_less_trust`). A change to the held
 value from a source as trusted as the create adopts it, from the change's date
 (`_adopting_change`). An untrusted claim that found nothing is held alone, and what
-becomes known meets it as in order: a version of its value made by a claim dated before it,
-in order or late, is that row (`_held_alone_after`, `_create_version`), a version of another
-value that covers its date holds it
-(`_held_alone_meet_versions`), and a repeat of its instant reinforces it
-(`_repeated_alone`).
+becomes known meets it as in order (`held_alone`).
 
 A claim read against a version reads the version's trust as the claim met it: at the
 claim's date (`_trust_then`). What a displaced value held against it, the value before it
@@ -26,10 +22,10 @@ from datetime import datetime
 from typing import Any
 
 from distill.core import timeline
+from distill.core.held_alone import HeldAlone
 from distill.core.identity import values_equal
 from distill.core.models import (
     ConflictKind,
-    ConflictSet,
     Fact,
     FactKind,
     FactStatus,
@@ -37,20 +33,11 @@ from distill.core.models import (
     Trust,
 )
 from distill.core.passes import Decision
-from distill.core.splits import Splits
 from distill.core.support import Support, held_until, said_order
 from distill.core.working import Candidate, Identity
 
-# Why a row held from an untrusted source became a version (`TrustOrder._create_version`).
-HELD_ROW = "an untrusted statement of this value, held alone since, restated it"
-# What a version takes from the claim that made it when a held row becomes that version.
-_AS_VERSION = (
-    "value", "text", "stated", "status", "valid_from", "valid_to", "retired_at",
-    "supersedes_id", "superseded_by", "confidence", "unpaired_change",
-)  # fmt: skip
 
-
-class TrustOrder(Splits):
+class TrustOrder(HeldAlone):
     """The decisions that trust makes in world order, and their shared reads (module doc)."""
 
     def _trust_then(self, version: Fact, at: timeline.At) -> Trust:
@@ -113,11 +100,17 @@ class TrustOrder(Splits):
 
     def _hand_over_held(self, old: Fact, new: Fact) -> None:
         """What was held against `old` (`_held_only_behind` `new`'s trust) is held against
-        `new`, in quarantine, as it would have been in world order."""
+        `new`, in quarantine, as it would have been in world order; a value of `new`'s own,
+        stated before `new` began, is held alone (nothing else was in force on its date)."""
         for cs in self._sets_holding(old.id):
             if cs.kind is not ConflictKind.IDENTITY:
                 members = tuple(new.id if m == old.id else m for m in cs.member_ids)
                 why = "held against the more trusted value before it"
+                if len(members) == 2 and values_equal(
+                    self.s.facts[members[0] if members[1] == new.id else members[1]].value,
+                    new.value,
+                ):  # `new`'s own value, stated before it began: held alone, as in order
+                    members, why = tuple(m for m in members if m != new.id), "held alone"
                 self._revise_conflict(cs, why, member_ids=members, kind=ConflictKind.QUARANTINE)
 
     def _held_back_by_less_trusted(self, c: Candidate, head: Fact, at: timeline.At) -> bool:
@@ -408,73 +401,6 @@ class TrustOrder(Splits):
         stated = held_until(self.s.support.get(version.id) or (self._first_support(version),))
         return stated is not None and stated <= following.valid_from
 
-    def _held_alone_after(
-        self, key: str, at: timeline.At, value: dict[str, Any] | None, end: datetime | None = None
-    ) -> list[tuple[Fact, ConflictSet]]:
-        """The untrusted claims of this identity held alone (nothing was known when they
-        came) with `value`, dated after `at`, a claim's position, or at its instant, and
-        before `end` (the version the claim begins ends there), in world order: in order
-        each restated the claim's version. (Those of other values join the version after
-        the claim: `_held_alone_meet_versions`.)"""
-        return [
-            (held, cs)
-            for held, cs in self._held_alone(key)
-            # At the claim's instant with words that sort after: in order it came after too.
-            if not timeline.position(held) < at
-            and (end is None or held.valid_from < end)
-            and held.value is not None
-            and value is not None
-            and values_equal(held.value, value)
-        ]
-
-    def _repeated_alone(self, c: Candidate, key: str, value: dict[str, Any]) -> Decision | None:
-        """An untrusted claim that meets nothing known repeats a value held alone already,
-        of its instant: it reinforces it (`Rivals._repeat_held`), as a repeat of a value
-        held against a version does, rather than being held a second time in a set of its
-        own, which a value arriving later would then meet apart from the first. Not one of
-        another instant: a version that arrives later may fall between the two, and in
-        order the later statement met that version (`--untrusted` finds 32 histories more
-        that differ when every repeat is taken)."""
-        t = self._time(c)
-        for held, cs in self._held_alone(key):
-            if held.valid_from != t:
-                continue
-            if (repeated := self._repeat_held(c, cs, value)) is not None:
-                return repeated
-        return None
-
-    def _held_alone(self, key: str) -> list[tuple[Fact, ConflictSet]]:
-        """The unpinned candidates of this identity held alone in quarantine, with their
-        sets."""
-        found: list[tuple[Fact, ConflictSet]] = []
-        for cs in self._open_alone():
-            if cs.kind is ConflictKind.QUARANTINE and cs.identity_key == key:
-                held = self.s.facts.get(cs.member_ids[0])
-                if held is not None and held.status is FactStatus.CANDIDATE and not held.pinned:
-                    found.append((held, cs))
-        return sorted(found, key=lambda pair: (timeline.position(pair[0]), pair[0].id))
-
-    def _held_alone_meet_versions(self, key: str) -> None:
-        """Untrusted values held alone (nothing was known when they came) that a version
-        known now covers (filed late, or found to begin earlier; its interval holds the
-        value's date): in order each met it, and is held against it in quarantine, whatever
-        came after it. Run after every claim. One of the version's value is not: the
-        version and it are one row in order (`_create_version`), and a row of its own
-        cannot join it. Nor one dated after the version's end, which is left as it is
-        (hygiene seed 1319028: so held against a version of a period, it let a less trusted
-        value displace the one a person kept)."""
-        alone = self._held_alone(key)
-        if not alone:
-            return
-        versions = timeline.chain(self._facts_of(key), key)
-        for held, cs in alone:
-            base = timeline.place(versions, timeline.position(held)).version
-            if base is None or base.pinned or values_equal(base.value, held.value):
-                continue
-            if base.valid_to is None or held.valid_from < base.valid_to:
-                reason = "held against the version its date falls in, known since"
-                self._revise_conflict(cs, reason, member_ids=(base.id, held.id))
-
     def _create_replaced(
         self,
         c: Candidate,
@@ -497,71 +423,3 @@ class TrustOrder(Splits):
             superseded_by=by,
         )
         return self._create_version(c, fact, reason, self._query_text(c))
-
-    def _held_alone_restating(
-        self, c: Candidate, at: timeline.At, key: str, value: dict[str, Any], first: Fact
-    ) -> Decision | None:
-        """A claim that arrives late before `first`, the first version (or the first after a
-        gap), and is held against it, its source yielding to that version's: in world order
-        it was the version until `first` came, an untrusted value held alone since with its
-        value (dated after it, before `first`) restated it, and `first` held that one row
-        with both statements. The held row is the claim's, from its date, held against
-        `first` (`_create_version` is the same for a version that nothing held)."""
-        for held, cs in self._held_alone_after(key, at, value):
-            if timeline.position(held) < timeline.position(first):
-                reason = f"{c.event.trust} source may not displace a {first.trust} fact"
-                self._revise_conflict(cs, reason, member_ids=(first.id, held.id))
-                return self._reinforce(held, c, f"{reason}; {HELD_ROW}", valid_from=self._time(c))
-        return None
-
-    def _repeats_displaced(
-        self, c: Candidate, at: timeline.At, value: dict[str, Any], first: Fact
-    ) -> Decision | None:
-        """A claim held for its source that arrives late before `first`, the first version,
-        with the value of one `first`'s more trusted create displaced (held in quarantine
-        against it; not from an untrusted source, so a version until then; dated no later
-        than the claim and not ended by then): in world order that value was the version
-        the claim met, and the claim restated it (`_repeat_held`)."""
-        t = self._time(c)
-        for cs in self._value_sets(first.id):
-            if cs.kind is not ConflictKind.QUARANTINE:
-                continue
-            for member_id in cs.member_ids:
-                shown = self.s.facts[member_id]
-                if (
-                    shown.status is FactStatus.CANDIDATE
-                    and shown.trust is not Trust.UNTRUSTED
-                    and not at < timeline.position(shown)
-                    and (shown.valid_to is None or shown.valid_to > t)
-                    and shown.value is not None
-                    and values_equal(shown.value, value)
-                ):
-                    return self._repeat_held(c, cs, value)
-        return None
-
-    def _create_version(
-        self, c: Candidate, fact: Fact, reason: str, vector_text: str | None = None
-    ) -> Fact:
-        """`fact`, a version made from claim `c`, created; or, when an untrusted value held
-        alone (nothing was known when it came) has its value and a date inside its interval,
-        that row made the version, from `c`'s statement and reinforced by it: in world order
-        the held claim came after `c`'s and restated its version, one row with both
-        statements. Every path that makes a version from a claim creates it here, in order
-        or late, so which of the two arrived first leaves no row more."""
-        key = fact.identity_key
-        if key is not None and fact.status in (FactStatus.ACTIVE, FactStatus.SUPERSEDED):
-            at = timeline.position(fact)
-            following = timeline.place(timeline.chain(self._facts_of(key), key), at).following
-            end = timeline.end_of(fact.valid_to, following.valid_from if following else None)
-            for held, cs in self._held_alone_after(key, at, fact.value, end)[:1]:
-                row = self._revise(
-                    held,
-                    "resolve",
-                    f"{reason}; {HELD_ROW}",
-                    **{n: getattr(fact, n) for n in _AS_VERSION},
-                )
-                self._settle(cs, row.id, HELD_ROW)
-                self._reinforce(row, c, HELD_ROW)
-                return self.s.facts[row.id]
-        self._create(fact, reason, vector_text)
-        return fact

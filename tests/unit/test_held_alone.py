@@ -6,9 +6,9 @@ known it is held alone, until a better source speaks. In world order it always m
 was in force; arriving before it, it waits alone, and the value that arrives later must
 meet it as it would have in order: held against that value when it differs (every such
 value, also when a version filed into history or found to begin earlier covers its date:
-`TrustOrder._held_alone_meet_versions`), one row with it when it is the same and the
+`HeldAlone._held_alone_meet_versions`), one row with it when it is the same and the
 version is made by a claim dated before it, by whichever path makes it (the held row is the
-version: `TrustOrder._create_version`), and a repeat of it from its instant reinforces it
+version: `HeldAlone._create_version`), and a repeat of it from its instant reinforces it
 (`_repeated_alone`). Sessions 62 and 63, from hygiene seed 1742363's history and `python
 scripts/order_search.py --untrusted`.
 """
@@ -172,12 +172,45 @@ def test_a_value_displaced_by_a_more_trusted_one_is_one_row_with_its_restatement
     in every order. In world order `a` was the version, the untrusted `a` restated it, and
     the person's `b` took over from day 1, holding that one row of `a` in quarantine. When
     the third party's `a` arrives last it is held against `b`, and the untrusted `a` held
-    alone since is that row (`TrustOrder._held_alone_restating`); when the untrusted `a`
+    alone since is that row (`HeldAlone._held_alone_restating`); when the untrusted `a`
     arrives last it meets the displaced `a` as the version it was on its date
     (`_repeats_displaced`). Until session 63 each made a row of its own: two held `a`s."""
     claims = [told_gp(0, 0, "a", "third_party", "create"),
               told_gp(1, 1, "a", "untrusted", "create"),
               told_gp(2, 1, "b", "trusted", "create")]  # fmt: skip
     expected = ([("a", HELD, on_day(0), None, 1), ("b", ACTIVE, on_day(1), None, 0)], [["a", "b"]])
+    for order in itertools.permutations(range(3)):
+        assert ending(claims, order) == expected, order
+
+
+def test_an_untrusted_value_held_against_a_displaced_one_is_the_version_displacing_it() -> None:
+    """A third party's `a` of day 0, the person's `b` of day 1 and an untrusted `b` of day 2,
+    in every order: in world order `b` took over from day 1, holding `a` in quarantine, and
+    the untrusted `b` restated it: one row with both statements. When the person's `b`
+    arrives last, the untrusted `b` is held against `a`; the person's `b` displaces `a`
+    and takes that held row as its own (`HeldAlone._held_by_no_version`). Until session 63
+    the held `b` was handed over to the person's `b` and held against a value of its own."""
+    claims = [told_gp(0, 0, "a", "third_party", "create"),
+              told_gp(1, 1, "b", "trusted", "create"),
+              told_gp(2, 2, "b", "untrusted", "create")]  # fmt: skip
+    expected = ([("a", HELD, on_day(0), None, 0), ("b", ACTIVE, on_day(1), None, 1)], [["a", "b"]])
+    for order in itertools.permutations(range(3)):
+        assert ending(claims, order) == expected, order
+
+
+def test_a_value_held_before_the_version_of_its_value_is_held_alone() -> None:
+    """A third party's `a` of day 0, an untrusted `b` of day 1 and the person's `b` of day 2,
+    in every order: the person's `b` takes over from day 2 and holds `a` in quarantine; the
+    untrusted `b`, dated before it, is held alone, as when it arrives after the person's
+    `b` (nothing was in force on its date). Until session 63, in world order, the person's
+    `b` took over what `a` held, and held the untrusted `b` against a value of its own."""
+    claims = [told_gp(0, 0, "a", "third_party", "create"),
+              told_gp(1, 1, "b", "untrusted", "create"),
+              told_gp(2, 2, "b", "trusted", "create")]  # fmt: skip
+    expected = (
+        [("a", HELD, on_day(0), None, 0), ("b", ACTIVE, on_day(2), None, 0),
+         ("b", HELD, on_day(1), None, 0)],
+        [["a", "b"], ["b"]],
+    )  # fmt: skip
     for order in itertools.permutations(range(3)):
         assert ending(claims, order) == expected, order

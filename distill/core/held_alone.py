@@ -182,6 +182,20 @@ class HeldAlone(Splits):
                     return self._repeat_held(c, cs, value)
         return None
 
+    @staticmethod
+    def _inside(held: Fact, version: Fact, following: Fact | None) -> bool:
+        """Whether `held`'s date falls inside `version`, which `following` follows: before
+        the end `version` states, and before `following` by position (at its instant, with
+        words that sort first: in order it came first too)."""
+        if following is not None and not timeline.position(held) < timeline.position(following):
+            return False
+        end = version.valid_to
+        return (
+            end is None
+            or held.valid_from < end
+            or (following is not None and end == following.valid_from)
+        )
+
     def _create_version(
         self, c: Candidate, fact: Fact, reason: str, vector_text: str | None = None
     ) -> Fact:
@@ -195,11 +209,10 @@ class HeldAlone(Splits):
         if key is not None and fact.status in (FactStatus.ACTIVE, FactStatus.SUPERSEDED):
             at = timeline.position(fact)
             following = timeline.place(timeline.chain(self._facts_of(key), key), at).following
-            end = timeline.end_of(fact.valid_to, following.valid_from if following else None)
-            found = self._held_alone_after(key, at, fact.value, end) or self._held_alone_after(
-                key, at, fact.value, end, among=self._held_by_no_version(key)
+            found = self._held_alone_after(key, at, fact.value) or self._held_alone_after(
+                key, at, fact.value, among=self._held_by_no_version(key)
             )
-            for held, cs in found[:1]:
+            for held, cs in [(h, cs) for h, cs in found if self._inside(h, fact, following)][:1]:
                 row = self._revise(
                     held,
                     "resolve",

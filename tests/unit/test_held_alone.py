@@ -149,6 +149,14 @@ def test_a_value_held_alone_is_the_version_filed_into_history_around_it() -> Non
             ConflictKind.CONFLICT,
             id="a-trusted-value-of-the-untrusted-ones-day-competes-with-it",
         ),
+        pytest.param(
+            [told_gp(0, 0, "a", "third_party", "create"),
+             told_gp(1, 1, "a", "untrusted", "create"),
+             told_gp(2, 1, "b", "trusted", "supersede")],
+            ([("a", SUPERSEDED, on_day(0), on_day(1), 1), ("b", ACTIVE, on_day(1), None, 0)], []),
+            ConflictKind.QUARANTINE,
+            id="filed-before-a-change-of-the-held-values-instant",
+        ),
     ],
 )  # fmt: skip
 def test_a_value_held_alone_is_the_version_a_late_claim_makes_around_it(

@@ -204,13 +204,16 @@ repeat of a value held alone from any instant (232; 64 new), and the first value
 adopting a value held alone before it, as a change adopts a held value (268 with the rest;
 144 new: a late value made by another path still leaves the held row beside it). The
 others unchanged (1, 0 and 0 in the five-claim samples, 2, 0, 0, 0, 0, 0, 30, 47).
-Session 63: `--untrusted` 136 (212 at ed91dec; 164 with a held row taken as the version by
+Session 63: `--untrusted` 112 (212 at ed91dec; 164 with a held row taken as the version by
 every path that makes one, 152 with a late claim before the first version taking a held
 row as its own and a late untrusted claim restating the value that version displaced, 140
 with a displacing value taking the held row it brings, 136 with a value of a version's own
-stated before it held alone); none that agreed before disagrees at any step. The first
+stated before it held alone, 112 with a held row at a change's instant, sorting first,
+inside the version filed before the change); none that agreed before disagrees at any
+step. The first
 value known adopting a value held alone before it was tried again and withdrawn: it dates a
-served value from an untrusted statement. The others unchanged (FIVE).
+served value from an untrusted statement. The others unchanged (1, 0 and 0 in the five-claim
+samples, 2, 0, 0, 0, 0, 0, 30, 47).
 """
 
 from __future__ import annotations

@@ -283,8 +283,10 @@ class TrustOrder(HeldAlone):
             fact = self._new_fact(c, FactKind.STATE, ident, value)
             if ended is not None:  # what follows its gap now
                 fact = fact.model_copy(update={"supersedes_id": ended.id})
-                self._revise(ended, "link", "the value after its gap", superseded_by=fact.id)
+            # Linked once made: a value held alone may be the row (`_create_version`).
             fact = self._create_version(c, fact, "a more trusted value", self._query_text(c))
+            if ended is not None:
+                self._revise(ended, "link", "the value after its gap", superseded_by=fact.id)
             decision = Decision(Outcome.CREATED, fact.id, reason)
         else:  # the change that replaced `head` only restated the claim
             fact = self._revise(

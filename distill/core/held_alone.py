@@ -29,7 +29,6 @@ finds. Sessions 62 and 63.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from distill.core import timeline
@@ -56,20 +55,18 @@ class HeldAlone(Splits):
         key: str,
         at: timeline.At,
         value: dict[str, Any] | None,
-        end: datetime | None = None,
         among: list[tuple[Fact, ConflictSet]] | None = None,
     ) -> list[tuple[Fact, ConflictSet]]:
         """The untrusted claims of this identity held alone (nothing was known when they
         came; or `among` these) with `value`, dated after `at`, a claim's position, or at
-        its instant, and before `end` (the version the claim begins ends there), in world
-        order: in order each restated the claim's version. (Those of other values join the
-        version after the claim: `_held_alone_meet_versions`.)"""
+        its instant: in world order each restated the claim's version, if it was in force
+        then (`_inside`). (Those of other values join the version after the claim:
+        `_held_alone_meet_versions`.)"""
         return [
             (held, cs)
             for held, cs in (self._held_alone(key) if among is None else among)
             # At the claim's instant with words that sort after: in order it came after too.
             if not timeline.position(held) < at
-            and (end is None or held.valid_from < end)
             and held.value is not None
             and value is not None
             and values_equal(held.value, value)

@@ -205,9 +205,15 @@ class HeldAlone(Splits):
         key = fact.identity_key
         if key is not None and fact.status in (FactStatus.ACTIVE, FactStatus.SUPERSEDED):
             at = timeline.position(fact)
-            following = timeline.place(timeline.chain(self._facts_of(key), key), at).following
             found = self._held_alone_after(key, at, fact.value) or self._held_alone_after(
                 key, at, fact.value, among=self._held_by_no_version(key)
+            )
+            # The version after it is read only when a held value might be inside it: most
+            # versions meet none, and the chain is the identity's every version.
+            following = (
+                timeline.place(timeline.chain(self._facts_of(key), key), at).following
+                if found
+                else None
             )
             for held, cs in [(h, cs) for h, cs in found if self._inside(h, fact, following)][:1]:
                 row = self._revise(

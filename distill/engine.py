@@ -333,6 +333,7 @@ class Engine:
             report.rejections.extend(plan.rejections)
             report.kind_fallbacks += p.kind_fallbacks
             report.events_without_claims += p.unread
+            report.events_without_sentences += p.wordless
             report.projects.add(p.job.project)
             room = len(plan.actions) if report.dry_run else REPORT_ACTIONS_MAX - len(report.actions)
             report.actions.extend(describe_action(a) for a in plan.actions[: max(room, 0)])

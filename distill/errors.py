@@ -39,6 +39,15 @@ class ConfigurationError(DistillError):
 class MissingDependency(ConfigurationError):
     """An optional dependency is not installed."""
 
+    @classmethod
+    def extra(cls, needs: str, extra: str) -> MissingDependency:
+        """`needs` (what is missing, and for what), and how to install the optional extra
+        that brings it, whether Distill came from a package index or from a clone."""
+        return cls(
+            f"{needs}: pip install 'distill[{extra}]' (in a clone of the repository: "
+            f"pip install -e '.[{extra}]')"
+        )
+
 
 class EmbeddingMismatch(ConfigurationError):
     """Vectors of different sizes under one model id: a distance between them would be wrong."""

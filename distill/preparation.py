@@ -56,6 +56,7 @@ class Prepared:
     rejections: list[Rejection]
     kind_fallbacks: int = 0
     unread: int = 0  # events the claims route read nothing from: text only, no claims
+    wordless: int = 0  # events the text route found no sentence in ("Hi", "OK": too short)
 
     def identity_texts(self) -> set[str]:
         return {t for c in self.candidates for t in identity_texts_of(c)}
@@ -321,7 +322,7 @@ class Preparation:
         answers = self.answers.for_job(job, events, vectors, usage, beat, dry_run)
         candidates: list[Candidate] = []
         rejections: list[Rejection] = []
-        fallbacks = unread = 0
+        fallbacks = unread = wordless = 0
         for event in events:
             route = self.extraction.route(event)
             if route == "claims":
@@ -331,10 +332,11 @@ class Preparation:
                 extracted = from_llm_answer(answers[event.id], event)
             else:
                 extracted = from_text(event)
+                wordless += not extracted.claims and not extracted.rejections
             candidates.extend(Candidate(event, claim, h, route) for claim, h in extracted.claims)
             rejections.extend(extracted.rejections)
             fallbacks += extracted.kind_fallbacks
-        return Prepared(job, events, candidates, rejections, fallbacks, unread)
+        return Prepared(job, events, candidates, rejections, fallbacks, unread, wordless)
 
 
 def stopped_line(exc: Exception) -> str:

@@ -7,6 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from distill.core.extraction import MIN_SENTENCE_CHARS
 from distill.core.grounding import HELD_UNGROUNDED
 from distill.core.models import Outcome
 from distill.core.plan import Rejection
@@ -44,6 +45,9 @@ class Report:
     kind_fallbacks: int = 0
     # Events the claims extractor read nothing from: they had a text and no claims.
     events_without_claims: int = 0
+    # Events the text route found no sentence in worth a memory ("Hi", "OK"): kept as
+    # events, nothing made of them.
+    events_without_sentences: int = 0
     # Identity sets the model judged after the run: one attribute, or two.
     identities_same: int = 0
     identities_different: int = 0
@@ -74,6 +78,24 @@ class Report:
             f"{self.jobs_held} job(s) are being consolidated by another run "
             f"({', '.join(self.held_by)}); left to it"
         )
+
+    def empty_notes(self) -> list[str]:
+        """A line for events that gave nothing, and why: the run shows them, the events stay."""
+        notes = []
+        if self.events_without_claims:
+            notes.append(
+                f"{self.events_without_claims} event(s) produced nothing: the claims extractor "
+                "(DISTILL_EXTRACTOR=claims) reads only an event's own claims, and these events "
+                "had a text and no claims; DISTILL_EXTRACTOR=auto (the default) or text makes "
+                "memories of their sentences, and llm asks a model"
+            )
+        if self.events_without_sentences:
+            notes.append(
+                f"{self.events_without_sentences} event(s) held no sentence worth a memory "
+                f'(under {MIN_SENTENCE_CHARS} characters, such as "OK"): they are kept as '
+                "events, and nothing was made of them"
+            )
+        return notes
 
     def claim_notes(self) -> list[str]:
         """What the run found of other runs, in lines a person reads."""
@@ -131,6 +153,7 @@ class Report:
             held_ungrounded=self.outcomes[HELD_UNGROUNDED],
             kind_fallbacks=self.kind_fallbacks,
             events_without_claims=self.events_without_claims,
+            events_without_sentences=self.events_without_sentences,
             identities_judged_same=self.identities_same,
             identities_judged_different=self.identities_different,
             jobs_done=self.jobs_done,

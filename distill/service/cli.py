@@ -224,7 +224,12 @@ def cli(
     help="ISO-8601 time with a timezone; default now (then not part of what makes two events "
     "the same, so a retry is a duplicate).",
 )
-@click.option("--source", default="cli", show_default=True)
+@click.option(
+    "--source",
+    default="cli",
+    show_default=True,
+    help="Where the events came from (with --file: of each line that does not say).",
+)
 @click.option(
     "--trust",
     default="trusted",
@@ -239,7 +244,7 @@ def cli(
 @click.option(
     "--file",
     "file",
-    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    type=click.Path(exists=True, dir_okay=False, allow_dash=True, path_type=Path),
     help="A JSONL file (or - for stdin): one event object per line (an export's fact lines "
     "are skipped).",
 )
@@ -252,6 +257,7 @@ def add(ctx: click.Context, /, file: Path | None, as_json: bool, **fields: Any) 
     with adding_progress(err, enabled=file is not None and not as_json) as progress:
         if file is not None:
             items = read_jsonl(file, future_margin_setting(), progress=progress.read)
+            items = [{"source": fields["source"], **item} for item in items]  # unless it says
         else:
             if not fields["subject"]:
                 raise click.UsageError("give --subject (and --text or --claim), or --file")
@@ -328,13 +334,8 @@ def _print_run(ctx: click.Context, report: Report, dry_run: bool, full_plan: boo
             f"the identity judge stopped ({report.judge_stopped}); its sets stay open for the "
             "project's next run, the worker's judge_identity pass or `distill judge-identities`"
         )
-    if report.events_without_claims:
-        err.print(
-            f"{report.events_without_claims} event(s) produced nothing: the claims extractor "
-            "(DISTILL_EXTRACTOR=claims) reads only an event's own claims, and these events "
-            "had a text and no claims; DISTILL_EXTRACTOR=auto (the default) or text makes "
-            "memories of their sentences, and llm asks a model"
-        )
+    for note in report.empty_notes():
+        err.print(note)
     if dry_run and full_plan:
         for action in report.actions:
             out.print(f"  {action['action']:<20} {action['reason']}", markup=False)

@@ -22,7 +22,7 @@ import click
 from distill.errors import MissingDependency
 from distill.memory import Memory
 from distill.service.api_keys import key_store
-from distill.service.terminal import err, memory
+from distill.service.terminal import err, memory, port_free
 
 DEFAULT_PORT = 8421  # unassigned by IANA
 HTTP_PATH = "/mcp"  # the streamable HTTP endpoint, the path MCP clients expect by default
@@ -86,9 +86,7 @@ def mcp_cmd(ctx: click.Context, project: str, transport: str, host: str, port: i
     try:
         from distill.service.mcp_server import build_server
     except ImportError as exc:
-        raise MissingDependency(
-            "the MCP server needs the MCP SDK: pip install 'distill[mcp]'"
-        ) from exc
+        raise MissingDependency.extra("the MCP server needs the MCP SDK", "mcp") from exc
     # The protocol owns stdout; the server's own log goes to stderr, warnings unless -v.
     level = "INFO" if ctx.obj["verbose"] else "WARNING"
     with memory(ctx, with_llm=True) as mem:
@@ -113,6 +111,7 @@ def _serve_http(mem: Memory, project: str, host: str, port: int, level: str) -> 
             "read and erase a project. Make a key first (distill keys create --project P), "
             "or listen on 127.0.0.1"
         )
+    port_free(host, port, "distill mcp")
     server = build_server(mem, project, version("distill"), level, over_http=True)
     shown = f"[{host}]" if ":" in host else host
     # On loopback only this machine's names are served (a web page cannot reach the server

@@ -8,10 +8,10 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
-from rich.table import Table
 
 from distill.core.recall import MAX_SEARCH_LIMIT
-from distill.service.terminal import emit, json_option, memory, out
+from distill.service.tables import hit_table
+from distill.service.terminal import emit, json_option, memory, note_unknown_subject, out
 
 KINDS = ("state", "event", "memory")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -32,7 +32,7 @@ def time_axes(command: F) -> F:
 @time_axes
 @click.option("--limit", default=10, show_default=True, type=click.IntRange(1, MAX_SEARCH_LIMIT))
 @click.option("--kind", "kinds", multiple=True, type=click.Choice(KINDS), help="Repeatable.")
-@click.option("--events", is_flag=True, help="Include each fact's evidence events.")
+@click.option("--events", is_flag=True, help="Show each fact's evidence events under it.")
 @json_option
 @click.pass_context
 def search(
@@ -50,6 +50,8 @@ def search(
     """The facts that best answer QUERY, best first, each with its score, the arms that found
     it (lexical, vector) and whether it is contested."""
     with memory(ctx) as mem:
+        if subject is not None:
+            note_unknown_subject(mem, project, subject)
         hits = mem.search(
             query,
             subject=subject,
@@ -66,19 +68,7 @@ def search(
     if not hits:
         out.print("no facts found", markup=False)
         return
-    table = Table(title=f"search: {query}")
-    for column in ("score", "id", "subject", "fact", "valid", "found by", "contested"):
-        table.add_column(column)
-    for h in hits:
-        f = h.fact
-        valid = f.valid_from.date().isoformat() + (
-            f" to {f.valid_to.date().isoformat()}" if f.valid_to else ""
-        )
-        found_by = ", ".join(f"{arm} #{part['rank']}" for arm, part in h.parts.items())
-        table.add_row(
-            f"{h.score:.3f}", f.id[:12], f.subject, f.text, valid, found_by,
-            "yes" if h.contested else "",
-        )  # fmt: skip
+    table = hit_table(hits, f"search: {query}")
     out.print(table)
 
 
@@ -102,6 +92,7 @@ def context(
     """The block an agent puts in its prompt about SUBJECT: its facts with their dates, fit
     to a token budget; a contested fact is shown with its rivals, never silently picked."""
     with memory(ctx) as mem:
+        note_unknown_subject(mem, project, subject)
         block = mem.context(
             subject,
             query=query,

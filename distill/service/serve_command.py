@@ -20,6 +20,7 @@ from distill.service.terminal import (
     configure_logging,
     err,
     memory_factory,
+    port_free,
     require_model,
 )
 
@@ -75,9 +76,8 @@ def serve(
         from distill.service.http import Service, create_app
         from distill.service.http.state import is_loopback_address
     except ImportError as exc:
-        raise MissingDependency(
-            f"distill serve needs FastAPI and uvicorn ({exc.name} is missing) — "
-            "pip install 'distill[server]'"
+        raise MissingDependency.extra(
+            f"distill serve needs FastAPI and uvicorn ({exc.name} is missing)", "server"
         ) from exc
     require_model(ctx)
     settings = Reloader(load(config_path))
@@ -99,6 +99,7 @@ def serve(
                     "could read and erase every project. Make a key first (distill keys "
                     "create --project P), or serve on 127.0.0.1"
                 )
+            port_free(host, port, "distill serve")
             config = uvicorn.Config(
                 create_app(svc),
                 host=host,

@@ -1,5 +1,5 @@
-"""The tables the commands print: facts, a fact's observations, conflicts, the audit log,
-and what a consolidation run did.
+"""The tables the commands print: facts, search hits, a fact's observations, conflicts, the
+audit log, and what a consolidation run did.
 
 An id is what a person copies into `history`, `pin` and `resolve`, so no table ever cuts
 one: an id column is as wide as its ids and never wraps, and the room a narrow terminal
@@ -21,6 +21,7 @@ from rich.text import Text
 
 from distill.core.identity import fact_text
 from distill.core.models import AuditEntry, ConflictSet, Fact, Observation, Resolver
+from distill.core.recall import Hit
 
 # The lighter box spends 2 columns per column boundary instead of 3: at 80 columns that is
 # the room the text beside a 32-character id needs.
@@ -64,6 +65,31 @@ def fact_table(found: Sequence[Fact], title: str) -> Table:
                 (f"\n{f.valid_from:%Y-%m-%d %H:%M} → {until}; {evidence}", "dim"),
             ),
         )
+    return table
+
+
+def hit_table(hits: Sequence[Hit], title: str) -> Table:
+    """What `search` found, best first: the fact as `fact_table` shows it, with its score,
+    the arms that found it and whether it is contested, and under it the evidence events
+    (their dates and words; their ids are in `--json`) when the search was asked for them."""
+    table = _table(title)
+    table.add_column("score", no_wrap=True)
+    _id_column(table)
+    table.add_column("subject", min_width=len("subject"), overflow="fold")
+    table.add_column("fact", ratio=1, overflow="fold")
+    for h in hits:
+        f = h.fact
+        until = f"{f.valid_to:%Y-%m-%d}" if f.valid_to else "now"
+        found_by = ", ".join(f"{arm} #{part['rank']}" for arm, part in h.parts.items())
+        lines: list[str | tuple[str, str]] = [
+            ("📌 " if f.pinned else "") + f.text,
+            (f"\n{f.valid_from:%Y-%m-%d} → {until}; found by {found_by}", "dim"),
+        ]
+        if h.contested:
+            lines.append(("\ncontested: " + ", ".join(h.conflict_ids), "yellow"))
+        for event in h.events:
+            lines.append((f"\n· {event.occurred_at:%Y-%m-%d}: {event.text}", "dim"))
+        table.add_row(f"{h.score:.3f}", f.id, f.subject, Text.assemble(*lines))
     return table
 
 
@@ -162,8 +188,13 @@ def status_table(data: dict[str, Any]) -> Table:
     kinds = ", ".join(f"{n} {kind}" for kind, n in data["open_conflicts_by_kind"].items() if n)
     shown = f"{data['open_conflicts']} ({kinds})" if kinds else str(data["open_conflicts"])
     table.add_row("open conflicts", shown)
-    table.add_row("consolidations", str(data.get("consolidations", 0)))
-    table.add_row("facts consolidated", str(data.get("facts_consolidated", 0)))
+    # The summarise pass's counts (`consolidations` and `facts_consolidated` in --json, as the
+    # GrayMatter seed names them), said for what they are beside the other passes'.
+    table.add_row(
+        "summarise",
+        f"{data.get('consolidations', 0)} summary(ies) written, "
+        f"{data.get('facts_consolidated', 0)} memory(ies) consumed",
+    )
     derived = data.get("derive") or {}
     table.add_row(
         "derive",

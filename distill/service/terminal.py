@@ -7,6 +7,7 @@ import inspect
 import json
 import logging
 import os
+import socket
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,10 +18,12 @@ from rich.console import Console
 
 from distill.adapters.embed import close_embedder, make_embedder
 from distill.adapters.llm import close_llm, make_llm
+from distill.core.models import normalise_subject
 from distill.errors import ConfigurationError
 from distill.log_scope import ScopeFilter
 from distill.memory import Memory
 from distill.ports import Embedder
+from distill.service.api_keys import key_store
 from distill.service.event_input import future_margin_setting
 
 out = Console(highlight=False, soft_wrap=True)
@@ -199,3 +202,32 @@ def memory_factory(ctx: click.Context) -> Iterator[Callable[[], Memory]]:
             close_llm(llm)
         for embedder in embedders:
             close_embedder(embedder)
+
+
+def port_free(host: str, port: int, command: str) -> None:
+    """Refuse at once, in one line, a port another program listens on: uvicorn would log
+    its own error and exit with status 3."""
+    if port == 0:
+        return
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise click.ClickException(
+                f"{command} cannot listen on {host}:{port}: {exc.strerror or exc}. Another "
+                "server may hold that port: pass --port N, or --port 0 for any free one"
+            ) from exc
+
+
+def note_unknown_subject(mem: Memory, project: str, subject: str) -> None:
+    """A subject the project holds nothing of is said on stderr (the HTTP API answers 404):
+    a misspelt subject must not read as an empty memory. The answer itself is unchanged."""
+    stored = normalise_subject(subject)
+    if stored and not key_store(mem.store).subject_known(project, stored):
+        err.print(
+            f"note: nothing is stored about subject {stored!r} in project {project!r} "
+            "(`distill subjects` lists the known ones)",
+            markup=False,
+        )

@@ -156,9 +156,8 @@ def _metrics(
     try:
         from distill.service.worker_metrics import MetricsServer
     except ImportError as exc:
-        raise MissingDependency(
-            f"--metrics-port needs Prometheus's client ({exc.name} is missing) — "
-            "pip install 'distill[server]'"
+        raise MissingDependency.extra(
+            f"--metrics-port needs Prometheus's client ({exc.name} is missing)", "server"
         ) from exc
     with open_memory() as memory:
         try:

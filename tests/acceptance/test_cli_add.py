@@ -229,3 +229,30 @@ def test_an_added_line_is_exported_as_it_was_given(cli: Cli) -> None:
         "fine",
         PLAIN["occurred_at"],
     )
+
+
+# -- paths ---------------------------------------------------------------------------------------
+def test_a_missing_file_is_a_usage_error_and_a_folder_is_no_database(cli: Cli) -> None:
+    """`--file` naming no file is a mistake in the command (exit 2, as click says one);
+    `--db` naming a folder says so, not SQLite's "disk I/O error"."""
+    missing = cli("add", "--file", "nosuch.jsonl")
+    assert missing.code == 2 and "File 'nosuch.jsonl' does not exist" in missing.stderr
+    folder = cli.raw("--db", str(cli.tmp), "facts", env=cli.env)
+    assert folder.code == 1 and "Traceback" not in folder.stderr
+    assert folder.error == (
+        f"Error: {cli.tmp} is a folder: give the SQLite database a file name in it "
+        f"({cli.tmp / 'memory.db'}, say)"
+    )
+
+
+def test_a_line_that_names_no_source_is_from_the_command_line(cli: Cli) -> None:
+    """From a file as from flags, an event that does not say where it came from is `cli`'s
+    (or `--source`'s); one that says keeps its own."""
+    sourced = {**PLAIN, "text": "from a bot", "source": "slack"}
+    cli.ok("add", "--file", write(cli, json.dumps(PLAIN), json.dumps(sourced)))
+    cli.ok("add", "--file", write(cli, json.dumps({**PLAIN, "text": "x"})), "--source", "import")
+    cli.ok("add", "--subject", "u1", "--text", "typed")
+    sources = {
+        e["text"]: e["source"] for e in map(json.loads, cli.ok("export").stdout.split("\n")[:-1])
+    }
+    assert sources == {"fine": "cli", "from a bot": "slack", "x": "import", "typed": "cli"}

@@ -103,7 +103,13 @@ def test_every_table_shows_whole_ids_at_80_columns(cli: Cli) -> None:
     assert events and all(e in history for e in events)
     audit = cli.ok("audit").stdout
     assert {e["fact_id"] for e in cli.ok_json("audit") if e["fact_id"]} <= set(ID.findall(audit))
-    for output in (listed, conflicts, history, audit):
+    found = cli.ok("search", "language", "--events").stdout
+    hits = cli.ok_json("search", "language", "--events")
+    assert hits and all(h["id"] in found for h in hits)
+    # The evidence is shown under each hit (its date and words), not only in --json.
+    shown = [f"· {e['occurred_at'][:10]}: {e['text'][:8]}" for h in hits for e in h["events"]]
+    assert shown and all(line in found for line in shown)
+    for output in (listed, conflicts, history, audit, found):
         assert "…" not in output
         assert max(len(line) for line in output.splitlines()) <= 80
 
@@ -251,6 +257,18 @@ def test_the_claims_extractor_over_text_only_events_says_they_gave_nothing(cli: 
     assert "2 event(s) produced nothing" in result.error
     assert "DISTILL_EXTRACTOR=auto" in result.error
     assert [f["subject"] for f in cli.ok_json("facts")] == ["u3"]
+
+
+def test_an_event_with_no_sentence_worth_a_memory_is_said_and_kept(cli: Cli) -> None:
+    """ "Hi" gives the text route nothing to keep: the run says so in a line, and the event
+    is still there (search, export), so nothing vanished without a word."""
+    cli.ok("add", "--subject", "u1", "--text", "Hi")
+    cli.ok("add", "--subject", "u1", "--text", "I moved to Lyon.")
+    result = cli.ok("consolidate")
+    assert "1 event(s) held no sentence worth a memory" in result.error
+    assert cli.ok_json("consolidate", "--dry-run")["counters"]["jobs_done"] == 0
+    assert [f["text"] for f in cli.ok_json("facts")] == ["I moved to Lyon."]
+    assert {e["text"] for e in map(json.loads, cli.ok("export").stdout.split("\n")[:-1])} >= {"Hi"}
 
 
 def test_status_names_the_extractor_and_model_a_run_would_use(cli: Cli) -> None:

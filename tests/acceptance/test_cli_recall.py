@@ -45,3 +45,17 @@ def test_context_with_a_query_and_known_at(cli: Cli) -> None:
     assert block["facts"][0]["predicate"] == "allergy"
     text = cli.ok("context", "u1", "--known-at", "2000-01-01T00:00:00Z").stdout
     assert "nothing known yet" in text
+
+
+def test_a_subject_nothing_is_known_of_is_said_on_stderr(cli: Cli) -> None:
+    """A misspelt subject does not read as an empty memory (the HTTP API answers 404); the
+    answer on stdout is what it was, so a script reading it is not broken."""
+    cli.add_claim("home_city", {"city": "Lyon"}, "2024-05-01T10:00:00Z")
+    cli.ok("consolidate")
+    note = "note: nothing is stored about subject 'U1' in project 'default'"
+    for args in (("context", "U1"), ("search", "home city", "--subject", "U1")):
+        told = cli.ok(*args)
+        assert note in " ".join(told.stderr.split()), args
+    assert cli.ok_json("search", "home city", "--subject", "U1") == []
+    for args in (("context", "u1"), ("search", "home city", "--subject", "u1")):
+        assert "note:" not in cli.ok(*args).stderr, args

@@ -54,7 +54,7 @@ def test_summarise_asks_a_real_provider_dry_run_first(tmp_path: Path) -> None:
         status = cli.ok_json("status")
         assert (status["consolidations"], status["facts_consolidated"]) == (1, 3)
         human = cli.ok("status").stdout
-        assert "consolidations" in human and "facts consolidated" in human
+        assert "1 summary(ies) written, 3 memory(ies) consumed" in human
 
         again = cli.ok_json("summarise", "--llm", "openai", "--keep", "1")
         assert again["calls"] == 0  # nothing changed that is old enough

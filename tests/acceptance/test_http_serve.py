@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import signal
+import socket
 from pathlib import Path
 
 import httpx
@@ -46,6 +47,22 @@ def test_serve_refuses_another_interface_without_keys(processes: Processes, tmp_
     assert revoked.returncode == 0, revoked.stderr
     again = processes.run(db, "serve", "--host", "0.0.0.0", "--port", "0")
     assert again.returncode == 2, "a revoked key is no key"
+
+
+def test_a_port_in_use_is_refused_in_one_line(processes: Processes, tmp_path: Path) -> None:
+    """Another program listens on the port: `serve` and `mcp --transport http` say so and
+    what to do, as every error is said (exit 1, `Error: ...`), not in uvicorn's words."""
+    db = str(tmp_path / "m.db")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        for command in (["serve"], ["mcp", "--transport", "http"]):
+            refused = processes.run(db, *command, "--port", port)
+            assert refused.returncode == 1, refused.stderr
+            told = " ".join(refused.stderr.split())
+            assert told.startswith(f"Error: distill {command[0]} cannot listen on 127.0.0.1:")
+            assert "--port 0" in told and "ERROR" not in told
 
 
 def test_on_loopback_without_keys_every_local_caller_is_served_until_a_key_exists(

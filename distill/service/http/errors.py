@@ -122,10 +122,25 @@ def _validation_error(request: Request, exc: Exception) -> JSONResponse:
 def explain(errors: Any) -> str:
     """Pydantic's errors as one line, `where: problem; ...`, without echoing the input."""
     problems = []
-    for error in errors:
+    for error in _one_shape(errors):
         where = ".".join(str(p) for p in error.get("loc", ()))
         problems.append(f"{where}: {error.get('msg', 'invalid')}")
     return "; ".join(problems) or "invalid request"
+
+
+def _one_shape(errors: Any) -> list[Any]:
+    """A body that may take one of several shapes (`POST /v1/events`: one event or a batch)
+    fails each of them, and pydantic names the shape in every error (`body.EventBatch.
+    events`). The shape with the fewest problems is the one the caller meant: only its
+    problems are told, as if it were the only shape (`body.subject: Field required`, not
+    that line beside two about the batch the caller never sent)."""
+    shapes: dict[str, list[Any]] = {}
+    for error in errors:
+        loc = tuple(error.get("loc", ()))
+        if len(loc) < 2 or loc[0] != "body" or not str(loc[1])[:1].isupper():
+            return list(errors)  # not a body of several shapes
+        shapes.setdefault(str(loc[1]), []).append({**error, "loc": ("body", *loc[2:])})
+    return min(shapes.values(), key=len) if len(shapes) > 1 else list(errors)
 
 
 def _unexpected(request: Request, exc: Exception) -> JSONResponse:

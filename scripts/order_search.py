@@ -214,6 +214,14 @@ step. The first
 value known adopting a value held alone before it was tried again and withdrawn: it dates a
 served value from an untrusted statement. The others unchanged (1, 0 and 0 in the five-claim
 samples, 2, 0, 0, 0, 0, 0, 30, 47).
+Session 64: `--untrusted` 92 (108 with an untrusted value held against a value a more
+trusted one displaced held alone when stated before the new one began, 92 with "before"
+by position at one instant, and a held value at a change's instant, sorting first, meeting
+the version filed late before it); none that agreed before disagrees, and none differs
+only in its open sets. Withdrawn: a held row dated before the first version of its value
+taken as that version from the version's own date, with a late untrusted claim there
+supporting it (44 fixed, 104 new: a second held row of another instant). The others
+unchanged (1, 0 and 0 in the five-claim samples, 2, 0, 0, 0, 0, 0, 30, 47).
 """
 
 from __future__ import annotations

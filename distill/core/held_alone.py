@@ -16,7 +16,8 @@ whichever of them arrived first (DESIGN invariant 8):
   and an untrusted claim arriving late before the first version restates a value that
   version displaced, when that value was in force on its date (`_repeats_displaced`);
 - a version of another value that covers its date holds it, checked after every claim
-  (`_held_alone_meet_versions`: versions filed late or found to begin earlier);
+  (`_held_alone_meet_versions`: versions filed late or found to begin earlier; at the
+  instant a change ends the version, a value whose words sort first is inside it);
 - a repeat of its instant reinforces it (`_repeated_alone`); one of another instant does
   not, since a version arriving later may fall between the two.
 
@@ -120,21 +121,23 @@ class HeldAlone(Splits):
     def _held_alone_meet_versions(self, key: str) -> None:
         """Untrusted values held alone (nothing was known when they came) that a version
         known now covers (filed late, or found to begin earlier; its interval holds the
-        value's date): in order each met it, and is held against it in quarantine, whatever
-        came after it. Run after every claim. One of the version's value is not: the
-        version and it are one row in order (`_create_version`), and a row of its own
-        cannot join it. Nor one dated after the version's end, which is left as it is
-        (hygiene seed 1319028: so held against a version of a period, it let a less trusted
-        value displace the one a person kept)."""
+        value's date, `_inside`: at the instant the next version begins, a value whose words
+        sort first falls inside, as it came first in order too): in order each met it, and
+        is held against it in quarantine, whatever came after it. Run after every claim.
+        One of the version's value is not: the version and it are one row in order
+        (`_create_version`), and a row of its own cannot join it. Nor one dated after the
+        version's end, which is left as it is (hygiene seed 1319028: so held against a
+        version of a period, it let a less trusted value displace the one a person kept)."""
         alone = self._held_alone(key)
         if not alone:
             return
         versions = timeline.chain(self._facts_of(key), key)
         for held, cs in alone:
-            base = timeline.place(versions, timeline.position(held)).version
+            where = timeline.place(versions, timeline.position(held))
+            base = where.version
             if base is None or base.pinned or values_equal(base.value, held.value):
                 continue
-            if base.valid_to is None or held.valid_from < base.valid_to:
+            if self._inside(held, base, where.following):
                 reason = "held against the version its date falls in, known since"
                 self._revise_conflict(cs, reason, member_ids=(base.id, held.id))
 

@@ -101,17 +101,28 @@ class TrustOrder(HeldAlone):
     def _hand_over_held(self, old: Fact, new: Fact) -> None:
         """What was held against `old` (`_held_only_behind` `new`'s trust) is held against
         `new`, in quarantine, as it would have been in world order; a value of `new`'s own,
-        stated before `new` began, is held alone (nothing else was in force on its date)."""
+        or an untrusted one stated before `new` began, is held alone (`_held_before`), as
+        it is when it arrives after `new`."""
         for cs in self._sets_holding(old.id):
             if cs.kind is not ConflictKind.IDENTITY:
                 members = tuple(new.id if m == old.id else m for m in cs.member_ids)
                 why = "held against the more trusted value before it"
-                if len(members) == 2 and values_equal(
-                    self.s.facts[members[0] if members[1] == new.id else members[1]].value,
-                    new.value,
-                ):  # `new`'s own value, stated before it began: held alone, as in order
+                if len(members) == 2 and self._held_before(
+                    self.s.facts[members[0] if members[1] == new.id else members[1]], new
+                ):  # stated before `new` began: held alone, as in order
                     members, why = tuple(m for m in members if m != new.id), "held alone"
                 self._revise_conflict(cs, why, member_ids=members, kind=ConflictKind.QUARANTINE)
+
+    @staticmethod
+    def _held_before(held: Fact, new: Fact) -> bool:
+        """A held value that nothing was in force against once `new` took over: `new`'s own
+        value, or an untrusted one stated before `new` began (by position: at `new`'s
+        instant, one whose words sort first), which is held alone before the first version
+        in any order. (A less trusted value that is not untrusted, dated before the first
+        version, is held against it: `LateTrust._file_late`.)"""
+        if values_equal(held.value, new.value):
+            return True
+        return held.trust is Trust.UNTRUSTED and timeline.position(held) < timeline.position(new)
 
     def _held_back_by_less_trusted(self, c: Candidate, head: Fact, at: timeline.At) -> bool:
         """A create of another value from a more trusted source than the current value's

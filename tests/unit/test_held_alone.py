@@ -9,7 +9,7 @@ value, also when a version filed into history or found to begin earlier covers i
 `HeldAlone._held_alone_meet_versions`), one row with it when it is the same and the
 version is made by a claim dated before it, by whichever path makes it (the held row is the
 version: `HeldAlone._create_version`), and a repeat of it from its instant reinforces it
-(`_repeated_alone`). Sessions 62 and 63, from hygiene seed 1742363's history and `python
+(`_repeated_alone`). Sessions 62 to 64, from hygiene seed 1742363's history and `python
 scripts/order_search.py --untrusted`.
 """
 
@@ -220,5 +220,53 @@ def test_a_value_held_before_the_version_of_its_value_is_held_alone() -> None:
          ("b", HELD, on_day(1), None, 0)],
         [["a", "b"], ["b"]],
     )  # fmt: skip
+    for order in itertools.permutations(range(3)):
+        assert ending(claims, order) == expected, order
+
+
+@pytest.mark.parametrize("action", ["create", "supersede"])
+def test_a_value_held_against_a_displaced_one_and_dated_before_its_successor_is_alone(
+    action: str,
+) -> None:
+    """A third party's `a` of day 0 (current until a better source speaks), an untrusted
+    `b` of day 1, and the person's `c` of day 2, in every order: `c` displaces `a` (held
+    against `c`), and `b`, dated before `c` began, when nothing the person said was in
+    force, is held alone, as when it arrives after `c`. Until session 64, in world order,
+    `c` took over what `a` held and held `b` against itself (`_hand_over_held`)."""
+    claims = [told_gp(0, 0, "a", "third_party", action),
+              told_gp(1, 1, "b", "untrusted", action),
+              told_gp(2, 2, "c", "trusted", "create")]  # fmt: skip
+    expected = (
+        [("a", HELD, on_day(0), None, 0), ("b", HELD, on_day(1), None, 0),
+         ("c", ACTIVE, on_day(2), None, 0)],
+        [["a", "c"], ["b"]],
+    )  # fmt: skip
+    for order in itertools.permutations(range(3)):
+        assert ending(claims, order) == expected, order
+
+
+@pytest.mark.parametrize(
+    ("first", "change", "sets"),
+    [
+        ("trusted", "supersede", [["a", "b"]]),
+        ("third_party", "supersede", [["a", "b"]]),
+        ("third_party", "create", [["a", "c"], ["b"]]),
+    ],
+)
+def test_a_value_held_at_a_changes_instant_whose_words_sort_first_met_the_version_before(
+    first: str, change: str, sets: list[list[str]]
+) -> None:
+    """An `a` of day 0 (the person's or a third party's), an untrusted `b` of day 1 and the
+    person's `c` from day 1, in every order: `b` sorts before `c` at their instant, so in
+    world order it came first and met `a`, in force then, and was held against it; when
+    `c` displaces a third party's `a` (a `create` of a more trusted source), `b` came
+    before `c` and is held alone. Until session 64, arriving first, `b` was held alone and
+    `a`, filed late, did not take it (its interval ends at day 1), and in world order `c`
+    took `b` over from the displaced `a` as if `b` came after `c`."""
+    claims = [told_gp(0, 0, "a", first, "create"),
+              told_gp(1, 1, "b", "untrusted", "create"),
+              told_gp(2, 1, "c", "trusted", change)]  # fmt: skip
+    expected = ending(claims, (0, 1, 2))
+    assert expected[1] == sets
     for order in itertools.permutations(range(3)):
         assert ending(claims, order) == expected, order

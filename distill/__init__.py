@@ -15,6 +15,7 @@ from distill.core.models import (
 from distill.core.recall import Hit
 from distill.errors import (
     AlreadyResolved,
+    BacklogFull,
     ClaimLost,
     ConfigurationError,
     DistillError,
@@ -39,6 +40,7 @@ from distill.status import Status
 __all__ = [
     "Added",
     "AlreadyResolved",
+    "BacklogFull",
     "Claim",
     "ClaimLost",
     "ConfigurationError",

@@ -453,6 +453,10 @@ class Memory(Hygiene, Rulebook, Deriving, Cortex, Backpressure):
         )
         return History(fact, versions, observations, audit)
 
+    def conflict(self, conflict_id: str, project: str = "default") -> ConflictSet:
+        """The conflict set with this id (or a unique prefix of it), open or resolved."""
+        return self.store.conflict(project, self._full_id("conflict", conflict_id, project))
+
     def conflicts(
         self, subject: str | None = None, project: str = "default", status: str | None = "open"
     ) -> list[ConflictSet]:

@@ -39,9 +39,9 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_REQUEST, ToolAnnotations
 from pydantic import Field
 
-from distill.core.models import ConflictSet, Fact, JobStatus
+from distill.core.models import ConflictSet, Fact, FactStatus, JobStatus
 from distill.core.recall import MAX_SEARCH_LIMIT
-from distill.errors import DistillError, InvalidInput
+from distill.errors import AlreadyResolved, DistillError, InvalidInput, InvalidOperation
 from distill.memory import Memory
 from distill.service.mcp_access import PROJECT_SCOPE_KEY
 
@@ -175,16 +175,23 @@ class MemoryTools:
                 )
                 return result
         result["consolidated"] = True
-        made = [
-            f
-            for f in self.memory.facts(stored.subject, self.project)
-            if stored.id in f.source_event_ids
-        ]
+        facts = self.memory.facts(stored.subject, self.project, include_retired=True)
+        mine = [f for f in facts if stored.id in f.source_event_ids]
+        made = [f for f in mine if f.status is FactStatus.ACTIVE]
+        held = [f for f in mine if f.status is FactStatus.CANDIDATE]
+        refused = [r for r in report.rejections if r.event_id == stored.id]
         result["memories"] = self._described(made)
-        result["note"] = (
-            f"consolidated, searchable now: {len(made)} memory(ies) made or reinforced "
-            "from this event"
-        )
+        result["held"] = self._described(held)
+        result["refused"] = [{"reason": r.reason, "detail": r.detail} for r in refused]
+        note = f"consolidated: {len(made)} memory(ies) made or reinforced, searchable now"
+        if held:
+            note += (
+                f"; {len(held)} held back, not served (a contradiction or a less trusted "
+                "source: list_conflicts shows the open sets, resolve_conflict decides)"
+            )
+        if refused:
+            note += f"; {len(refused)} refused ({', '.join(sorted({r.reason for r in refused}))})"
+        result["note"] = note
         return result
 
     # -- reading -------------------------------------------------------------------------------
@@ -281,8 +288,16 @@ class MemoryTools:
         ],
     ) -> dict[str, Any]:
         """Decide an open conflict: keep one member memory, the others are superseded by it
-        (kept in history, no longer served). Returns the resolved set."""
-        return self._conflict(self.memory.resolve_conflict(conflict_id, keep, self.project))
+        (kept in history, no longer served). Returns the resolved set. Asked again with the
+        same decision (a retry after a lost reply), it returns the set as it was decided."""
+        try:
+            return self._conflict(self.memory.resolve_conflict(conflict_id, keep, self.project))
+        except AlreadyResolved:
+            decided = self.memory.conflict(conflict_id, self.project)
+            kept = None if keep is None else self.memory.fact(keep, self.project).id
+            if decided.kept_fact_id != kept:
+                raise  # decided otherwise: the caller must know
+            return self._conflict(decided)
 
     def pin_memory(
         self,
@@ -301,8 +316,15 @@ class MemoryTools:
         """Retract a wrong memory: it is retired and never served again, with a receipt and
         your reason in its history; nothing is erased (delete_all_memories erases). A pinned
         memory must be unpinned first; one in an open conflict is decided by
-        resolve_conflict. Returns the retracted memory."""
-        return self._described([self.memory.retract(id, reason, self.project)])[0]
+        resolve_conflict. Returns the retracted memory; asked again (a retry after a lost
+        reply), it returns it as it was retracted."""
+        try:
+            return self._described([self.memory.retract(id, reason, self.project)])[0]
+        except InvalidOperation:
+            fact = self.memory.fact(id, self.project)
+            if fact.status is not FactStatus.RETRACTED:
+                raise
+            return self._described([fact])[0]
 
     def delete_all_memories(
         self,

@@ -221,7 +221,17 @@ class MemoryTools:
             known_at=known_at,
             limit=limit,
         )
-        return {"memories": [hit.to_dict() for hit in hits]}
+        # Each hit in get_memory's shape (every field, times as they write them), with what
+        # the search adds: its score, the arms that found it, its evidence's ids as named by
+        # the HTTP API's hits.
+        described = self._described([hit.fact for hit in hits])
+        return {
+            "memories": [
+                {**shown, "score": hit.score, "parts": hit.parts,
+                 "evidence_event_ids": list(hit.fact.source_event_ids)}
+                for shown, hit in zip(described, hits, strict=True)
+            ]
+        }  # fmt: skip
 
     def get_memory(self, id: MemoryId) -> dict[str, Any]:
         """One memory by id, whatever its status (active, superseded, retracted), with its

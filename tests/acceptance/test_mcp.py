@@ -101,6 +101,10 @@ def test_a_memory_added_is_consolidated_at_once_and_read_back(tmp_path: Path, db
         assert hit["id"] == memory["id"] and hit["text"] == "I live in Lyon."
         assert hit["score"] > 0 and hit["contested"] is False
         assert hit["evidence_event_ids"] == [added["event_id"]]
+        # The shape of get_memory's answer, with the search's own fields beside it.
+        assert {
+            k: v for k, v in hit.items() if k not in ("score", "parts", "evidence_event_ids")
+        } == (await tools.ok("get_memory", id=memory["id"]))
         everyone = await tools.ok("search_memories", query="Lyon")
         assert [h["id"] for h in everyone["memories"]] == [memory["id"]]
         assert (await tools.ok("search_memories", query="Lyon", subject="u2"))["memories"] == []

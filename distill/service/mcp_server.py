@@ -39,6 +39,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_REQUEST, ToolAnnotations
 from pydantic import Field
 
+from distill.core.context import CONTEXT_TOKENS
 from distill.core.models import ConflictSet, Fact, FactStatus, JobStatus
 from distill.core.recall import MAX_SEARCH_LIMIT
 from distill.errors import AlreadyResolved, DistillError, InvalidInput, InvalidOperation
@@ -55,8 +56,8 @@ Long-term memory for agents. Add what you learn about a subject (a user, a custo
 project) with add_memory; Distill consolidates it into durable facts: a new value of an \
 attribute supersedes the old one (kept in its history), a contradiction it cannot decide \
 is held as a conflict and its facts are marked contested. Recall with search_memories \
-(as_of for what was true at a past time). Ids may be given whole or by a unique prefix \
-of at least 4 characters. {scope}"""
+(as_of for what was true at a past time), or get_context for a block to put in a \
+prompt. Ids may be given whole or by a unique prefix of at least 4 characters. {scope}"""
 ONE_PROJECT = "This server works on one project, chosen by its operator: {project!r}."
 KEYED = (
     "This server works on the project of the API key your client connects with (without "
@@ -232,6 +233,33 @@ class MemoryTools:
                 for shown, hit in zip(described, hits, strict=True)
             ]
         }  # fmt: skip
+
+    def get_context(
+        self,
+        subject: Subject,
+        query: Annotated[
+            str | None,
+            Field(description="What the prompt is about: the most relevant facts come first."),
+        ] = None,
+        as_of: AsOf = None,
+        known_at: KnownAt = None,
+        budget_tokens: Annotated[
+            int, Field(ge=1, description="Tokens the block may take (default 1,000).")
+        ] = CONTEXT_TOKENS,
+    ) -> dict[str, Any]:
+        """The block to put in a prompt about a subject: its standing rules first, then
+        what is known now (or as_of, or known_at), each fact with its dates, within
+        budget_tokens; a contested fact is shown with its rivals, never silently picked;
+        events not consolidated yet are listed as such. `text` is the block itself."""
+        block = self.memory.context(
+            subject,
+            query=query,
+            project=self.project,
+            as_of=as_of,
+            known_at=known_at,
+            budget_tokens=budget_tokens,
+        )
+        return block.to_dict()
 
     def get_memory(self, id: MemoryId) -> dict[str, Any]:
         """One memory by id, whatever its status (active, superseded, retracted), with its
@@ -410,10 +438,12 @@ def _hints(
 # Writes that only add (an event, a pin) are not destructive; the same
 # content added twice is one event, a pin set twice is one pin. Retracting and resolving
 # retire facts (kept in history, no longer served); erasing deletes. A second retraction,
-# resolution or erasure of the same thing changes nothing (it is refused, or finds nothing).
+# resolution or erasure of the same thing changes nothing (it returns what was done, or
+# finds nothing left to erase).
 TOOLS: dict[str, ToolAnnotations] = {
     "add_memory": _hints("Add a memory", idempotent=True),
     "search_memories": _hints("Search memories", read_only=True),
+    "get_context": _hints("Get the context block for a prompt", read_only=True),
     "get_memory": _hints("Get a memory", read_only=True),
     "list_memories": _hints("List memories", read_only=True),
     "get_memory_history": _hints("Get a memory's history", read_only=True),

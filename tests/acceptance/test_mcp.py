@@ -16,6 +16,7 @@ from tests.llm_server import unused_port
 TOOLS = {
     "add_memory",
     "search_memories",
+    "get_context",
     "get_memory",
     "list_memories",
     "delete_memory",
@@ -27,6 +28,7 @@ TOOLS = {
 }
 READ_ONLY = {
     "search_memories",
+    "get_context",
     "get_memory",
     "list_memories",
     "get_memory_history",
@@ -105,6 +107,10 @@ def test_a_memory_added_is_consolidated_at_once_and_read_back(tmp_path: Path, db
         assert {
             k: v for k, v in hit.items() if k not in ("score", "parts", "evidence_event_ids")
         } == (await tools.ok("get_memory", id=memory["id"]))
+        # The block for a prompt, as `distill context` prints it.
+        block = await tools.ok("get_context", subject="u1", query="home", budget_tokens=200)
+        assert block["subject"] == "u1" and "I live in Lyon." in block["text"]
+        assert "budget_tokens" in await tools.error("get_context", subject="u1", budget_tokens=0)
         everyone = await tools.ok("search_memories", query="Lyon")
         assert [h["id"] for h in everyone["memories"]] == [memory["id"]]
         assert (await tools.ok("search_memories", query="Lyon", subject="u2"))["memories"] == []

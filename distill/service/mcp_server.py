@@ -176,10 +176,16 @@ class MemoryTools:
                 )
                 return result
         result["consolidated"] = True
-        facts = self.memory.facts(stored.subject, self.project, include_retired=True)
-        mine = [f for f in facts if stored.id in f.source_event_ids]
-        made = [f for f in mine if f.status is FactStatus.ACTIVE]
-        held = [f for f in mine if f.status is FactStatus.CANDIDATE]
+        served = self.memory.facts(stored.subject, self.project)
+        made = [f for f in served if stored.id in f.source_event_ids]
+        # What is held back sits in an open set: read those, not the subject's whole history.
+        open_sets = self.memory.conflicts(stored.subject, self.project)
+        members = sorted({m for c in open_sets for m in c.member_ids})
+        held = [
+            f
+            for f in (self.memory.fact(m, self.project) for m in members)
+            if f.status is FactStatus.CANDIDATE and stored.id in f.source_event_ids
+        ]
         refused = [r for r in report.rejections if r.event_id == stored.id]
         result["memories"] = self._described(made)
         result["held"] = self._described(held)

@@ -43,6 +43,7 @@ from distill.errors import (
     TransientProviderError,
 )
 from distill.extractors import Extraction
+from distill.gc_threshold import fewer_collections
 from distill.heartbeat import LEASE, Heartbeat
 from distill.log_scope import scoped
 from distill.model_answers import ModelAnswers
@@ -147,14 +148,14 @@ class Engine:
         self._stop = stop or threading.Event()
         self._trigger = trigger
         if not dry_run:
-            with self._heartbeat.during_run():
+            with self._heartbeat.during_run(), fewer_collections():
                 self._run(report, progress, pipelined=True)
             if self.judge is not None and not report.stopped_by_provider:
                 self._judge(report)
             return report
         # A dry run is a real run inside one transaction that is always rolled back, so the
         # plan it reports is exactly the plan a real run would apply.
-        with self.store.dry_run():
+        with self.store.dry_run(), fewer_collections():
             self._run(report, progress, pipelined=False)  # one connection, one transaction
         return report
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from distill.adapters.embed import EMBEDDERS, close_embedder
@@ -34,6 +35,7 @@ from distill.service.event_input import (
     event_from_flags,
     future_margin_setting,
     read_jsonl,
+    with_file_options,
 )
 from distill.service.export_command import export_cmd
 from distill.service.hygiene_command import dedupe, judge, judge_identities, prune
@@ -65,6 +67,7 @@ from distill.service.terminal import (
     err,
     json_option,
     memory,
+    misplaced_option,
     out,
 )
 from distill.service.worker_command import worker
@@ -256,8 +259,9 @@ def add(ctx: click.Context, /, file: Path | None, as_json: bool, **fields: Any) 
     stored again, and the count says so."""
     with adding_progress(err, enabled=file is not None and not as_json) as progress:
         if file is not None:
+            given = {k for k in fields if ctx.get_parameter_source(k) != ParameterSource.DEFAULT}
             items = read_jsonl(file, future_margin_setting(), progress=progress.read)
-            items = [{"source": fields["source"], **item} for item in items]  # unless it says
+            items = with_file_options(items, fields, given)
         else:
             if not fields["subject"]:
                 raise click.UsageError("give --subject (and --text or --claim), or --file")
@@ -564,20 +568,6 @@ for _command in cli.commands.values():
     _command.params.append(db_option())
 
 
-def _misplaced(exc: click.NoSuchOption) -> click.UsageError | None:
-    """An option of `distill` itself typed after the command: say where it goes."""
-    for param in cli.params:
-        if exc.option_name in param.opts and exc.ctx is not None:
-            command = exc.ctx.info_name
-            return click.UsageError(
-                f"{exc.option_name} is an option of distill itself: put it before the "
-                f"command (distill {exc.option_name} ... {command} ...); only --db and "
-                "--json may follow the command",
-                exc.ctx,
-            )
-    return None
-
-
 def main() -> None:
     try:
         cli.main(standalone_mode=False)
@@ -587,7 +577,7 @@ def main() -> None:
         err.print("Aborted.")
         sys.exit(1)
     except click.NoSuchOption as exc:
-        usage = _misplaced(exc) or exc
+        usage = misplaced_option(exc, cli.params) or exc
         usage.show()
         sys.exit(usage.exit_code)
     except click.ClickException as exc:

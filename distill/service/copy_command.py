@@ -20,6 +20,7 @@ from rich.table import Table
 from distill.adapters.store import open_store
 from distill.adapters.store.copy import Progress as CopyProgress
 from distill.adapters.store.copy import copy_store
+from distill.adapters.store.sql_keys import SqlKeys
 from distill.adapters.store.sql_store import SqlStore
 from distill.errors import ConfigurationError, StoreError
 from distill.service.terminal import err, json_option, out
@@ -39,8 +40,9 @@ from distill.service.terminal import err, json_option, out
 def copy_cmd(ctx: click.Context, to: str, as_json: bool) -> None:
     """Copy everything in the database (--db) into an empty one: SQLite to PostgreSQL, back,
     or to a new SQLite file. All or nothing; running jobs arrive pending."""
-    source, source_where = _open(ctx.obj["db"])
+    source, source_where = _open(ctx.obj["db"], must_exist=True)
     try:
+        keys = source.count_keys().active if isinstance(source, SqlKeys) else 0
         try:
             target, target_where = _open(to)
         except (ConfigurationError, StoreError) as exc:  # say which of the two it is
@@ -53,7 +55,12 @@ def copy_cmd(ctx: click.Context, to: str, as_json: bool) -> None:
     finally:
         source.close()
     if as_json:
-        data = {"source": source_where, "target": target_where, **report.to_dict()}
+        data = {
+            "source": source_where,
+            "target": target_where,
+            **report.to_dict(),
+            "api_keys_not_copied": keys,
+        }
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
         return
     table = Table(title=f"copied {source_where} → {target_where}")
@@ -63,6 +70,11 @@ def copy_cmd(ctx: click.Context, to: str, as_json: bool) -> None:
         table.add_row(name, f"{count:,}")
     table.add_row("total", f"{report.total:,}")
     out.print(table)
+    if keys:
+        err.print(
+            f"{keys} API key(s) of the source were not copied: keys belong to the deployment "
+            "they were made for; make new ones on the copy (distill keys create)"
+        )
     if report.running_jobs_made_pending:
         err.print(
             f"{report.running_jobs_made_pending} job(s) running in the source are pending in "
@@ -70,8 +82,8 @@ def copy_cmd(ctx: click.Context, to: str, as_json: bool) -> None:
         )
 
 
-def _open(url: str | None) -> tuple[SqlStore, str]:
-    store, where = open_store(url)
+def _open(url: str | None, must_exist: bool = False) -> tuple[SqlStore, str]:
+    store, where = open_store(url, must_exist)
     if not isinstance(store, SqlStore):  # pragma: no cover - every store open_store makes is
         store.close()
         raise click.UsageError(f"{where} is not a store distill can copy")

@@ -71,6 +71,33 @@ def event_from_flags(fields: dict[str, Any]) -> dict[str, Any]:
     return item
 
 
+# `distill add`'s options that describe one event: with --file, each line says them.
+ONE_EVENT = ("subject", "text", "claims", "action", "idempotency_key", "occurred_at")
+_OPTION = {"claims": "--claim"}
+
+
+def with_file_options(
+    items: list[dict[str, Any]], fields: dict[str, Any], given: set[str]
+) -> list[dict[str, Any]]:
+    """--file's lines with the options that apply to them: `--source` (and `--trust`, when
+    given) for each line that does not say, and `--project`, when given, for every line (a
+    line's own project replaced: how an export of one project is added to another). An
+    option that describes one event is an `InvalidInput`: it would be ignored otherwise."""
+    stray = [
+        _OPTION.get(name, f"--{name.replace('_', '-')}") for name in ONE_EVENT if name in given
+    ]
+    if stray:
+        raise InvalidInput(
+            f"{', '.join(stray)} cannot go with --file: each line gives its own event "
+            "(--project, --source and --trust apply to the file's lines)"
+        )
+    defaults = {"source": fields["source"]}
+    if "trust" in given:
+        defaults["trust"] = fields["trust"]
+    project = {"project": fields["project"]} if "project" in given else {}
+    return [{**defaults, **item, **project} for item in items]
+
+
 def read_jsonl(
     path: Path,
     future_margin: timedelta = FUTURE_MARGIN,

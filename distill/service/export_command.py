@@ -16,7 +16,7 @@ import click
 from distill.adapters.store import open_store
 from distill.export import DERIVED, EVENT, export_lines
 from distill.ports import Store
-from distill.service.terminal import err, json_flag, out
+from distill.service.terminal import err, json_flag, note_unknown_subject, out
 
 
 @click.command("export")
@@ -36,13 +36,17 @@ def export_cmd(
     """Write events, facts, rules, procedures and topics as JSON Lines, one {"type": "event" |
     "fact" | "rule" | "procedure" | "topic", ...} object a line; `distill add --file` reads
     the event lines back."""
-    store, _ = open_store(ctx.obj["db"])
+    if out_file is not None and str(out_file) != "-" and not out_file.parent.is_dir():
+        raise click.ClickException(f"--out: there is no folder {out_file.parent}")
+    store, _ = open_store(ctx.obj["db"], must_exist=True)
     try:
         if out_file is None or str(out_file) == "-":
             counts = _write(store, project, subject, sys.stdout)
             sys.stdout.flush()
         else:
             counts = _write_file(store, project, subject, out_file)
+        if subject is not None and not any(counts.values()):
+            note_unknown_subject(store, project, subject)
     finally:
         store.close()
     to_file = out_file is not None and str(out_file) != "-"

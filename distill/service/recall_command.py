@@ -51,7 +51,7 @@ def search(
     it (lexical, vector) and whether it is contested."""
     with memory(ctx) as mem:
         if subject is not None:
-            note_unknown_subject(mem, project, subject)
+            note_unknown_subject(mem.store, project, subject)
         hits = mem.search(
             query,
             subject=subject,
@@ -92,7 +92,7 @@ def context(
     """The block an agent puts in its prompt about SUBJECT: its facts with their dates, fit
     to a token budget; a contested fact is shown with its rivals, never silently picked."""
     with memory(ctx) as mem:
-        note_unknown_subject(mem, project, subject)
+        note_unknown_subject(mem.store, project, subject)
         block = mem.context(
             subject,
             query=query,

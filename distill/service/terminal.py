@@ -22,7 +22,7 @@ from distill.core.models import normalise_subject
 from distill.errors import ConfigurationError
 from distill.log_scope import ScopeFilter
 from distill.memory import Memory
-from distill.ports import Embedder
+from distill.ports import Embedder, Store
 from distill.service.api_keys import key_store
 from distill.service.event_input import future_margin_setting
 
@@ -221,13 +221,34 @@ def port_free(host: str, port: int, command: str) -> None:
             ) from exc
 
 
-def note_unknown_subject(mem: Memory, project: str, subject: str) -> None:
+def note_unknown_subject(store: Store, project: str, subject: str) -> None:
     """A subject the project holds nothing of is said on stderr (the HTTP API answers 404):
     a misspelt subject must not read as an empty memory. The answer itself is unchanged."""
     stored = normalise_subject(subject)
-    if stored and not key_store(mem.store).subject_known(project, stored):
+    if stored and not key_store(store).subject_known(project, stored):
         err.print(
             f"note: nothing is stored about subject {stored!r} in project {project!r} "
             "(`distill subjects` lists the known ones)",
             markup=False,
         )
+
+
+def misplaced_option(
+    exc: click.NoSuchOption, params: list[click.Parameter]
+) -> click.UsageError | None:
+    """An option of `distill` itself typed after the command: say where it goes."""
+    for param in params:
+        if exc.option_name in param.opts and exc.ctx is not None:
+            command = exc.ctx.info_name
+            if exc.option_name == "--json":  # every command that prints a result takes it
+                return click.UsageError(
+                    f"distill {command} has no JSON output: it runs until stopped and logs",
+                    exc.ctx,
+                )
+            return click.UsageError(
+                f"{exc.option_name} is an option of distill itself: put it before the "
+                f"command (distill {exc.option_name} ... {command} ...); only --db and "
+                "--json may follow the command",
+                exc.ctx,
+            )
+    return None

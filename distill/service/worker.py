@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 
 from distill.core.schedule import Trigger
-from distill.errors import ConfigurationError
+from distill.errors import ConfigurationError, StoreError
 from distill.memory import Memory
 from distill.report import Report
 from distill.scheduler import Ran, Scheduler, ScheduleSettings
@@ -174,8 +174,8 @@ class Worker:
                     self._fatal = exc
                     self._stop.set()
                     return
-                except Exception:
-                    log.exception("consolidation failed; trying again in %.0f s", ERROR_PAUSE)
+                except Exception as exc:
+                    _log_failure("consolidation failed", exc)
                     with self.totals.lock:
                         self.totals.errors += 1
                     self._stop.wait(ERROR_PAUSE)
@@ -212,8 +212,8 @@ class Worker:
         raise (a database away): logged, and the thread polls again after a pause."""
         try:
             return scheduler.run_next(self._stop) is not None
-        except Exception:
-            log.exception("the schedule cannot be read; trying again in %.0f s", ERROR_PAUSE)
+        except Exception as exc:
+            _log_failure("the schedule cannot be read", exc)
             with self.totals.lock:
                 self.totals.errors += 1
             self._stop.wait(ERROR_PAUSE)
@@ -228,8 +228,8 @@ class Worker:
         """Wait for new events (woken at once on PostgreSQL), at most `interval` seconds."""
         try:
             woken = memory.store.wait_for_events(self.interval, self._stop)
-        except Exception:  # the database is away: the next poll says more
-            log.warning("cannot wait for new events; polling", exc_info=True)
+        except Exception as exc:  # the database is away: the next poll says more
+            log.warning("cannot wait for new events; polling", exc_info=_trace(exc))
             self._stop.wait(self.interval)
             return
         if woken:  # let the rest of a burst arrive, so that it is extracted together
@@ -245,3 +245,18 @@ class Worker:
 
         signal.signal(signal.SIGTERM, handle)
         signal.signal(signal.SIGINT, handle)
+
+
+def _log_failure(what: str, exc: Exception) -> None:
+    """One line for a database that is away (a `StoreError`: its message says what the
+    driver said), a traceback for anything else, which is a bug; then the pause."""
+    log.error("%s: %s; trying again in %.0f s", what, exc, ERROR_PAUSE, exc_info=_trace(exc))
+
+
+def _trace(exc: Exception) -> Exception | None:
+    """The exception to log with its traceback, or None for a `StoreError` (at DEBUG the
+    traceback is logged too)."""
+    if isinstance(exc, StoreError):
+        log.debug("the traceback of: %s", exc, exc_info=exc)
+        return None
+    return exc

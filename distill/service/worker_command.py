@@ -90,8 +90,10 @@ def worker(
     once: bool,
 ) -> None:
     """Consolidate continuously, until SIGTERM or Ctrl-C (which finish the job being decided
-    and put the other claimed ones back). Several workers may share one database; a
-    scheduled pass of a project runs on one of them at a time."""
+    and put the other claimed ones back). A subject's events are extracted once 20 wait or
+    the oldest waited 15 minutes (`[worker]` min_events and max_wait_minutes in the
+    configuration; `distill consolidate` runs them all now). Several workers may share one
+    database; a scheduled pass of a project runs on one of them at a time."""
     require_model(ctx)
     loaded = load(config_path)
     own = loaded.settings.worker
@@ -137,7 +139,15 @@ def worker(
 
             signal.signal(signal.SIGHUP, hangup)
         where = f", configuration {loaded.path}" if loaded.path else ""
-        err.print(f"distill worker: {concurrency} thread(s), polling every {interval:g} s{where}")
+        waits = (
+            f"; a subject's events wait for {own.min_events} of them or "
+            f"{own.max_wait_minutes:g} min"
+            if own.min_events > 1
+            else ""
+        )
+        err.print(
+            f"distill worker: {concurrency} thread(s), polling every {interval:g} s{waits}{where}"
+        )
         with ExitStack() as stack:
             if metrics_port is not None:
                 stack.enter_context(_metrics(open_memory, runner, metrics_host, metrics_port))
@@ -163,7 +173,10 @@ def _metrics(
         try:
             server = MetricsServer(lambda: memory, lambda: runner.totals, host, port)
         except OSError as exc:
-            raise click.UsageError(f"cannot serve metrics on {host}:{port}: {exc}") from exc
+            raise click.ClickException(  # exit 1: the port is busy, the command was right
+                f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}. Another "
+                "process may hold that port: pass --metrics-port N, or 0 for any free one"
+            ) from exc
         shown = f"[{host}]" if ":" in host else host
         err.print(f"metrics: http://{shown}:{server.port}/metrics", markup=False)
         try:

@@ -76,3 +76,25 @@ def test_in_a_schema_of_its_own_distill_lives_beside_a_table_of_the_same_name(
     assert ("distill", "events") in found and ("distill", "schema_migrations") in found
     assert {name for schema, name in found if schema == "public"} == {"events"}
     assert pg.execute("SELECT count(*) FROM public.events").fetchone() == (0,)
+
+
+def test_a_user_who_may_not_create_the_vector_extension_is_told_what_to_ask_for(
+    pg: psycopg.Connection[Any], postgres_database: str
+) -> None:
+    database = pg.info.dbname
+    role = f"limited_{database}"[:63]
+    pg.execute(f"CREATE ROLE \"{role}\" LOGIN PASSWORD 'pw'")
+    try:
+        pg.execute(f'GRANT CREATE ON DATABASE "{database}" TO "{role}"')
+        pg.execute(f'GRANT CREATE ON SCHEMA public TO "{role}"')
+        as_role = psycopg.conninfo.make_conninfo(postgres_database, user=role, password="pw")
+        with pytest.raises(StoreError) as refused:
+            PostgresStore(as_role)
+        said = str(refused.value)
+        assert "permission denied to create extension" in said
+        assert f"CREATE EXTENSION IF NOT EXISTS vector; in database '{database}'" in said
+        assert "pw" not in said.replace("password=***", "")
+    finally:
+        pg.execute(f'REVOKE ALL ON SCHEMA public FROM "{role}"')
+        pg.execute(f'REVOKE ALL ON DATABASE "{database}" FROM "{role}"')
+        pg.execute(f'DROP ROLE "{role}"')

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from distill.adapters.store.sqlite import SqliteStore
+from distill.adapters.store.urls import hide_passwords, refuse_connection_strings
 from distill.errors import ConfigurationError, MissingDependency
 from distill.ports import Store
 
@@ -22,10 +23,12 @@ def default_database() -> Path:
     return Path(user_data_dir("distill", appauthor=False)) / "memory.db"
 
 
-def open_store(url: str | Path | None) -> tuple[Store, str]:
+def open_store(url: str | Path | None, must_exist: bool = False) -> tuple[Store, str]:
     """Build the store a URL names: a path, `sqlite:///path`, `:memory:`, or a
     `postgresql://` (or `postgres://`) URL. Returns it and where it is, fit to be shown (a
-    PostgreSQL URL's password left out)."""
+    PostgreSQL URL's password left out). `must_exist`, for a caller that only reads (a copy's
+    source, an export): a SQLite file that is not there is an error, not a new empty store
+    whose empty answer would look like success."""
     if url is None:
         path = default_database()
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -35,7 +38,7 @@ def open_store(url: str | Path | None) -> tuple[Store, str]:
         return _open_postgres(url)
     if url.startswith("postgresql+"):
         raise ConfigurationError(
-            f"unsupported database URL scheme in {url.split('://')[0]!r}: distill talks to "
+            f"unsupported database URL scheme {url.split('://')[0]!r}: distill talks to "
             "PostgreSQL through psycopg itself; use postgresql://user@host/dbname"
         )
     if url.startswith("sqlite://"):
@@ -43,8 +46,14 @@ def open_store(url: str | Path | None) -> tuple[Store, str]:
         url = url.removeprefix("sqlite://").removeprefix("/") or ":memory:"
     elif "://" in url:
         raise ConfigurationError(
-            f"unsupported database URL {url!r}: use a file path, sqlite:///path or "
-            "postgresql://user@host/dbname"
+            f"unsupported database URL {hide_passwords(url)!r}: use a file path, "
+            "sqlite:///path or postgresql://user@host/dbname"
+        )
+    else:
+        refuse_connection_strings(url)
+    if must_exist and url != ":memory:" and not Path(url).exists():
+        raise ConfigurationError(
+            f"no database at {url}: there is nothing to read (check --db or DISTILL_DATABASE_URL)"
         )
     return SqliteStore(url), url
 

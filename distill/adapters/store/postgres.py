@@ -43,7 +43,11 @@ from psycopg import errors as pg_errors
 from psycopg.types.string import TextLoader
 
 from distill.adapters.store import rows
-from distill.adapters.store.postgres_connection import Connection, PostgresConnections
+from distill.adapters.store.postgres_connection import (
+    Connection,
+    PostgresConnections,
+    first_line,
+)
 from distill.adapters.store.queries import Migration, load_migrations, load_queries
 from distill.adapters.store.sql_base import DB
 from distill.adapters.store.sql_keys import SqlKeys
@@ -135,10 +139,16 @@ class PostgresStore(SqlStore, SqlKeys, SqlSchedule):
         try:
             db.execute(migration.sql.encode())  # bytes: a script, not a query with %
         except pg_errors.InsufficientPrivilege as exc:
+            database = self.where.rsplit("/", 1)[-1]
+            fix = (
+                "ask an administrator to run CREATE EXTENSION IF NOT EXISTS vector; in "
+                f"database {database!r} (distill creates its tables itself), or connect as a "
+                "user that may create extensions"
+                if "extension" in str(exc)
+                else "connect as a user that may create tables in the URL's schema"
+            )
             raise StoreError(
-                f"cannot apply {migration.name} on {self.where}: {exc}; connect as a user "
-                "that may create tables (and the vector extension), or ask an administrator "
-                "to run it"
+                f"cannot apply {migration.name} on {self.where}: {first_line(exc)}; {fix}"
             ) from exc
 
     def _breaks_active_identity(self, exc: Exception) -> bool:

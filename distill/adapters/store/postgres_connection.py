@@ -27,6 +27,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 
 from distill.adapters.store.connections import PerThread
+from distill.adapters.store.urls import hide_passwords
 from distill.errors import DistillError, IntegrityViolation, StoreError
 
 log = logging.getLogger(__name__)
@@ -61,8 +62,9 @@ class PostgresConnections(PerThread[_Connection]):
             )
         except psycopg.Error as exc:
             raise StoreError(
-                f"cannot connect to PostgreSQL at {self.where}: {_first_line(exc)} "
-                "(is the server running, and do the URL's host, user and database exist?)"
+                f"cannot connect to PostgreSQL at {self.where}: {first_line(exc)} "
+                "(is the server running, do the URL's host, user and database exist, and is "
+                "its password right?)"
             ) from exc
         try:
             self._setup(raw)
@@ -163,17 +165,19 @@ def translate(exc: psycopg.Error) -> DistillError:
             "a fact, observation or job names an event or fact that is not stored"
         )
     if isinstance(exc, pg_errors.IntegrityError):
-        return IntegrityViolation(f"the store refused a write: {_first_line(exc)}")
+        return IntegrityViolation(f"the store refused a write: {first_line(exc)}")
     if isinstance(exc, pg_errors.DuplicateTable):  # only migrations create tables
         return StoreError(
-            f"PostgreSQL failed: {_first_line(exc)}: another application's table or index has "
+            f"PostgreSQL failed: {first_line(exc)}: another application's table or index has "
             "a name distill needs, in the schema the URL uses; nothing was written. Give "
             "distill its own database, or its own schema: CREATE SCHEMA distill, then add "
             "options=-csearch_path%3Ddistill,public to the URL's query"
         )
     if isinstance(exc, pg_errors.DeadlockDetected):
-        return StoreError(f"PostgreSQL broke a deadlock by failing this transaction: {exc}")
-    return StoreError(f"PostgreSQL failed: {_first_line(exc)}")
+        return StoreError(
+            f"PostgreSQL broke a deadlock by failing this transaction: {hide_passwords(str(exc))}"
+        )
+    return StoreError(f"PostgreSQL failed: {first_line(exc)}")
 
 
 def describe(url: str) -> str:
@@ -188,6 +192,6 @@ def describe(url: str) -> str:
     return f"{user}{host}{port}/{parts.get('dbname', '')}"
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
+def first_line(exc: BaseException) -> str:
+    text = hide_passwords(str(exc)).strip()
     return text.splitlines()[0] if text else type(exc).__name__

@@ -37,12 +37,17 @@ def migrate(ctx: click.Context, as_json: bool) -> None:
     store, where = open_store(ctx.obj["db"])
     try:
         version = store.schema_version()
+        before = getattr(store, "migrated_from", None)
     finally:
         store.close()
     if as_json:
-        emit({"database": where, "schema_version": version})
-    else:
+        emit({"database": where, "schema_version": version, "migrated_from": before})
+    elif before is None:
         out.print(f"{where}: schema at version {version}, up to date")
+    elif before == 0:
+        out.print(f"{where}: schema created, at version {version}")
+    else:
+        out.print(f"{where}: schema migrated from version {before} to {version}")
 
 
 @click.command()

@@ -680,8 +680,12 @@ def test_migrate_reports_the_schema_version_and_is_idempotent(tmp_path: Path) ->
     first = cli.ok_json("migrate")
     second = cli.ok_json("migrate")
 
-    assert first == second
+    assert first == {**second, "migrated_from": 0}  # the first created it
+    assert second["migrated_from"] is None
     assert first["schema_version"] >= 2 and first["database"] == str(cli.db)
+    assert cli.ok("migrate").stdout.endswith(f"version {second['schema_version']}, up to date\n")
+    created = cli.raw("--db", str(tmp_path / "new.db"), "migrate")
+    assert "schema created, at version" in created.stdout
 
 
 def test_reembed_says_how_many_facts_it_embedded_again(cli: Cli) -> None:

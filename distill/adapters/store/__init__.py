@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from distill.adapters.store.sqlite import SqliteStore
+from distill.adapters.store.sqlite_file import split_options
 from distill.adapters.store.urls import hide_passwords, refuse_connection_strings
 from distill.errors import ConfigurationError, MissingDependency
 from distill.ports import Store
@@ -51,9 +52,10 @@ def open_store(url: str | Path | None, must_exist: bool = False) -> tuple[Store,
         )
     else:
         refuse_connection_strings(url)
-    if must_exist and url != ":memory:" and not Path(url).exists():
+    file, _ = split_options(url)
+    if must_exist and file != ":memory:" and not Path(file).exists():
         raise ConfigurationError(
-            f"no database at {url}: there is nothing to read (check --db or DISTILL_DATABASE_URL)"
+            f"no database at {file}: there is nothing to read (check --db or DISTILL_DATABASE_URL)"
         )
     return SqliteStore(url), url
 

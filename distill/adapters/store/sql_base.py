@@ -228,6 +228,10 @@ class SqlBase(ABC):
             return int(self._run(db, query, params).rowcount)
 
     # -- lifecycle ---------------------------------------------------------------------------------
+    # The version this store's `migrate` found and moved on from (0: a new database), or None
+    # when it found the schema up to date (or another store migrated it meanwhile).
+    migrated_from: int | None = None
+
     def migrate(self) -> None:
         """Apply the migrations this database lacks, in order; a no-op when up to date.
 
@@ -251,6 +255,8 @@ class SqlBase(ABC):
             self._refuse_newer(current, latest)
             if current < latest:
                 self._check_can_migrate(db)
+            if current < latest:
+                self.migrated_from = current
             for migration in self.migrations:
                 if migration.version <= current:
                     continue

@@ -79,7 +79,7 @@ def open_file(spec: str, busy_timeout: float | None, read_only: bool | None) -> 
     Raises `ConfigurationError` for bad options and for another application's database,
     `StoreError` for a file SQLite cannot read or a read-only database with nothing in it.
     """
-    path, options = _split_options(spec)
+    path, options = split_options(spec)
     timeout = _busy_timeout(options.get("busy_timeout"), spec)
     if busy_timeout is not None:
         timeout = _busy_timeout(str(busy_timeout), spec)
@@ -125,7 +125,7 @@ def _empty(path: str, timeout: float, read_only: str | None) -> SqliteFile:
     return SqliteFile(path, timeout)
 
 
-def _split_options(spec: str) -> tuple[str, dict[str, str]]:
+def split_options(spec: str) -> tuple[str, dict[str, str]]:
     """The path and the options after its last `?`, when that part reads as options."""
     path, mark, query = spec.rpartition("?")
     if not mark or not query or "=" not in query:

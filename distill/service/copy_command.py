@@ -15,7 +15,6 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
-from rich.table import Table
 
 from distill.adapters.store import open_store
 from distill.adapters.store.copy import Progress as CopyProgress
@@ -23,6 +22,7 @@ from distill.adapters.store.copy import copy_store
 from distill.adapters.store.sql_keys import SqlKeys
 from distill.adapters.store.sql_store import SqlStore
 from distill.errors import ConfigurationError, StoreError
+from distill.service.tables import titled_table
 from distill.service.terminal import err, json_option, out
 
 
@@ -63,7 +63,7 @@ def copy_cmd(ctx: click.Context, to: str, as_json: bool) -> None:
         }
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
         return
-    table = Table(title=f"copied {source_where} → {target_where}")
+    table = titled_table(f"copied {source_where} → {target_where}")
     table.add_column("table")
     table.add_column("rows", justify="right")
     for name, count in report.rows.items():

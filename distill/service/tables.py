@@ -28,7 +28,7 @@ from distill.core.recall import Hit
 BOX = box.SIMPLE_HEAVY
 
 
-def _table(title: str) -> Table:
+def titled_table(title: str) -> Table:
     return Table(title=title, box=BOX, show_edge=False, pad_edge=False, title_justify="left")
 
 
@@ -45,7 +45,7 @@ def _when(at: datetime) -> str:
 
 def fact_table(found: Sequence[Fact], title: str) -> Table:
     """The fact's text, and under it when it was true and on how much evidence."""
-    table = _table(title)
+    table = titled_table(title)
     _id_column(table)
     table.add_column("subject", min_width=len("subject"), overflow="fold")
     table.add_column("status", no_wrap=True)
@@ -72,7 +72,7 @@ def hit_table(hits: Sequence[Hit], title: str) -> Table:
     """What `search` found, best first: the fact as `fact_table` shows it, with its score,
     the arms that found it and whether it is contested, and under it the evidence events
     (their dates and words; their ids are in `--json`) when the search was asked for them."""
-    table = _table(title)
+    table = titled_table(title)
     table.add_column("score", no_wrap=True)
     _id_column(table)
     table.add_column("subject", min_width=len("subject"), overflow="fold")
@@ -94,7 +94,7 @@ def hit_table(hits: Sequence[Hit], title: str) -> Table:
 
 
 def observation_table(observations: Sequence[Observation], title: str) -> Table:
-    table = _table(title)
+    table = titled_table(title)
     _id_column(table, "event")
     table.add_column("occurred", no_wrap=True)
     table.add_column("claimed", ratio=1, overflow="fold")
@@ -122,7 +122,7 @@ def conflict_table(found: Sequence[ConflictSet], members: dict[str, Fact]) -> Ta
     """One row for each set (its id, kind, status, who closed it and its reason), then one row
     for each member (its id, status, whether it was kept, and its text), so that every id
     stands alone in the id column."""
-    table = _table("conflicts")
+    table = titled_table("conflicts")
     _id_column(table)
     table.add_column("subject", min_width=len("subject"), overflow="fold")
     table.add_column("what", no_wrap=True)
@@ -142,7 +142,7 @@ def conflict_table(found: Sequence[ConflictSet], members: dict[str, Fact]) -> Ta
 
 def audit_table(entries: Sequence[AuditEntry], title: str, subjects: bool = True) -> Table:
     """The fact an entry concerns stands above its reason, in a column as wide as an id."""
-    table = _table(title)
+    table = titled_table(title)
     table.add_column("at", no_wrap=True)
     if subjects:
         table.add_column("subject", min_width=len("subject"), overflow="fold")
@@ -159,7 +159,7 @@ def audit_table(entries: Sequence[AuditEntry], title: str, subjects: bool = True
 
 
 def run_table(counters: dict[str, int], dry_run: bool) -> Table:
-    table = _table("dry run: nothing was written" if dry_run else "consolidation")
+    table = titled_table("dry run: nothing was written" if dry_run else "consolidation")
     table.add_column("counter")
     table.add_column("value", justify="right")
     for name, value in counters.items():
@@ -177,7 +177,7 @@ def plan_summary(actions: Sequence[dict[str, Any]]) -> str:
 
 
 def status_table(data: dict[str, Any]) -> Table:
-    table = _table(f"distill — {data['database']}")
+    table = titled_table(f"distill — {data['database']}")
     table.add_column("what", no_wrap=True)
     table.add_column("", overflow="fold")
     table.add_row("events", str(data["events"]))
@@ -220,7 +220,7 @@ def status_table(data: dict[str, Any]) -> Table:
 
 
 def running_table(jobs: Sequence[dict[str, Any]]) -> Table:
-    table = _table("running jobs")
+    table = titled_table("running jobs")
     _id_column(table, "job")
     for column in ("subject", "owner", "for"):
         table.add_column(column, overflow="fold")
@@ -233,7 +233,7 @@ def schedule_table(rows: Sequence[dict[str, Any]], backlog: dict[str, int]) -> T
     """The scheduled passes: each one's last run, next due time, health and last report;
     the title says each project's backlog (events waiting for consolidation)."""
     waiting = ", ".join(f"{p} {n}" for p, n in backlog.items() if n)
-    table = _table(f"scheduled passes (backlog: {waiting or 'none'})")
+    table = titled_table(f"scheduled passes (backlog: {waiting or 'none'})")
     for column in ("project", "pass", "last run", "next due", "health"):
         table.add_column(column, overflow="fold")
     table.add_column("last report / error", overflow="fold")

@@ -105,7 +105,10 @@ def configure_logging(level: int | None) -> None:
         # Every line says what it is about: project, subject, job, pass (`log_scope`).
         mine.addFilter(ScopeFilter())
         mine.setFormatter(
-            logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s%(scope)s")
+            # The worker's own lines (a run's counts) begin with the same time.
+            logging.Formatter(
+                "%(asctime)s %(levelname)s %(name)s: %(message)s%(scope)s", "%Y-%m-%d %H:%M:%S"
+            )
         )
         logger.setLevel(level)
     mine.distill_cli = True  # type: ignore[attr-defined]

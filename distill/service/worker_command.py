@@ -106,14 +106,14 @@ def worker(
 
     def announce(report: Report) -> None:
         counters = ", ".join(f"{k} {v}" for k, v in report.counters().items() if v)
-        err.print(f"[{datetime.now().astimezone():%H:%M:%S}] {counters}")
+        err.print(f"{datetime.now().astimezone():%Y-%m-%d %H:%M:%S} {counters}")
 
     def scheduled(ran: Ran) -> None:
         row, outcome = ran.row, ran.outcome
         state = "clean" if outcome.clean else f"stopped ({outcome.stop}: {outcome.detail})"
         soft = f"; skipped: {'; '.join(outcome.soft)}" if outcome.soft else ""
         err.print(
-            f"[{datetime.now().astimezone():%H:%M:%S}] {row.pass_name} of {row.project}: "
+            f"{datetime.now().astimezone():%Y-%m-%d %H:%M:%S} {row.pass_name} of {row.project}: "
             f"{state} in {ran.seconds:.1f} s{soft}"
         )
 

@@ -185,6 +185,8 @@ def status_table(data: dict[str, Any]) -> Table:
         table.add_row(f"facts {name}", str(count))
     for name, count in sorted(data["jobs"].items()):
         table.add_row(f"jobs {name}", str(count))
+    waiting = ", ".join(f"{p} {n}" for p, n in (data.get("backlog") or {}).items() if n)
+    table.add_row("events waiting", waiting or "none")
     kinds = ", ".join(f"{n} {kind}" for kind, n in data["open_conflicts_by_kind"].items() if n)
     shown = f"{data['open_conflicts']} ({kinds})" if kinds else str(data["open_conflicts"])
     table.add_row("open conflicts", shown)

@@ -135,3 +135,9 @@ def test_a_database_that_is_away_is_one_log_line_a_bug_its_traceback(
 def test_the_worker_says_when_a_subjects_events_are_extracted(cli: Cli) -> None:
     result = cli.ok("worker", "--once")
     assert "a subject's events wait for 20 of them or 15 min" in result.stderr
+
+
+def test_status_shows_the_events_waiting_before_any_worker_ran(cli: Cli) -> None:
+    cli.ok("add", "--subject", "ana", "--text", "I live in Lyon.")
+    shown = cli.ok("status").stdout
+    assert any(line.split() == ["events", "waiting", "default", "1"] for line in shown.splitlines())

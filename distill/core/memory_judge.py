@@ -289,6 +289,10 @@ def check(
     conflict sets opened."""
     out = checked if checked is not None else Checked()
     shown_with = {i.memory.id: i for i in items}
+
+    def capped() -> bool:  # checked last, so that a verdict refused otherwise says why
+        return max_changes is not None and len(out.applied) >= max_changes
+
     for v in verdicts:
         if v.action == "nothing":
             continue
@@ -310,9 +314,6 @@ def check(
             continue
         if not (memory.status is FactStatus.ACTIVE and target.status is FactStatus.ACTIVE):
             refuse("not_live", "only active memories are merged or superseded")
-            continue
-        if max_changes is not None and len(out.applied) >= max_changes:
-            refuse("capped", f"the run's cap of {max_changes} changes was reached")
             continue
         if frozenset((memory.id, target.id)) in guards.contested:
             refuse("already_contested", "the two are in an open conflict set already")
@@ -340,6 +341,9 @@ def check(
                 out.touched |= {memory.id, target.id}
                 out.contested.append(v)
                 continue
+            if capped():
+                refuse("capped", f"the run's cap of {max_changes} changes was reached")
+                continue
             retired = older.model_copy(
                 update={
                     "status": FactStatus.SUPERSEDED,
@@ -353,6 +357,9 @@ def check(
             chosen = _survivor(memory, target, guards.objections)
             if isinstance(chosen, Refusal):
                 refuse(chosen.code, chosen.detail)
+                continue
+            if capped():
+                refuse("capped", f"the run's cap of {max_changes} changes was reached")
                 continue
             survivor, loser = chosen
             merge_into(out.plan, survivor, [loser], now, f"judge: {v.reason}", PASS_NAME)

@@ -100,6 +100,10 @@ class Judged:
     verdicts: tuple[Verdict, ...]
     read: dict[str, str]
     max_changes: int | None
+    # Whether a memory no readable verdict covers is marked all the same (skipped): when the
+    # run read other answers, the model works and that memory is what it fails on; when it
+    # read none, the model is what failed, and the memories wait for the next run.
+    skip_unanswered: bool = True
 
 
 @dataclass(frozen=True)
@@ -154,14 +158,26 @@ class JudgeBatch:
         guards = mj.Guards(self.objections, contested=snapshot.contested, held=snapshot.held)
         checked = mj.check(fresh, work.items, context.now, guards, context.new_id, work.max_changes)
         checked.refused.extend(edited)
+        # Marked: what was judged and stands judged. Not marked, so that the next run asks
+        # again: a memory edited meanwhile, one whose verdict the run's cap held back, and
+        # one with candidates no readable answer covered when the run read no answer at all.
+        answered = {v.memory_id for v in work.verdicts}
+        held_back = {r.memory_id for r in checked.refused if r.code == "capped"}
+        judged_now = [
+            i.memory
+            for i in work.items
+            if i.memory.id in unchanged
+            and (not i.candidates or i.memory.id in answered or work.skip_unanswered)
+            and i.memory.id not in held_back
+        ]
         checked.plan.add(
             marking(
                 work.scope,
                 self.name,
-                [i.memory for i in work.items if i.memory.id in unchanged],  # edited: next run
+                judged_now,
                 work.read,
                 context.now,
-                f"judged {len(work.items)} memory(ies)",
+                f"judged {len(judged_now)} memory(ies)",
             )
         )
         result = JudgeResult(checked.plan, checked=checked)
@@ -188,6 +204,11 @@ class _Run:
     budget: Budget
     max_changes: int | None
 
+    def __post_init__(self) -> None:
+        self.asker: Asker[Item, Verdict] = Asker(
+            self.llm, mj.SYSTEM, mj.SCHEMA, _render, self.budget
+        )
+
     def run(self, scopes: Sequence[tuple[str, str]]) -> None:
         """Read every scope's backlog, then walk it (`backlog.walk`): ask about all of it in
         batches filled across scopes, and apply each scope's verdicts under its lock."""
@@ -203,7 +224,7 @@ class _Run:
                 scope = Scope(project, subject)
                 read = marks_read(self.store, scope, mj.PASS_NAME, changed)
                 pending.append(Backlog(scope, self.items(project, subject, changed), read))
-        asker: Asker[Item, Verdict] = Asker(self.llm, mj.SYSTEM, mj.SCHEMA, _render, self.budget)
+        asker = self.asker
         walk(
             pending,
             # A memory with nothing near it needs no verdict; it is marked all the same.
@@ -226,7 +247,7 @@ class _Run:
         items = tuple(b.items[:done])
         mine = {i.memory.id for i in items if i.candidates}
         found = tuple(v for v in verdicts if v.memory_id in mine)
-        work = Judged(b.scope, items, found, b.read, self.left())
+        work = Judged(b.scope, items, found, b.read, self.left(), self.asker.answered > 0)
         result = apply_batch(
             self.store,
             JudgeBatch(self.objections),

@@ -174,6 +174,8 @@ class _Run:
     budget: Budget
     threshold: int
     offered: set[str] = field(default_factory=set)  # the memories this run asks about
+    unreadable: set[str] = field(default_factory=set)  # asked, but no answer could be read
+    read_any: bool = False  # whether any answer of the run could be read
 
     def run(self, scopes: Sequence[tuple[str, str]]) -> None:
         """Read every scope's backlog, then walk it (`backlog.walk`)."""
@@ -198,6 +200,8 @@ class _Run:
 
         def ask(batch: Sequence[Fact]) -> list[cr.Verdict]:
             found = asker.ask(batch)
+            self.unreadable.update(m.id for m in asker.failed)
+            self.read_any = self.read_any or asker.answered > 0
             report.offered += len(batch)
             unknown.extend(v for v in found if v.memory_id is None)
             return [v for v in found if v.memory_id is not None]
@@ -220,8 +224,11 @@ class _Run:
 
     def apply(self, b: Backlog[Fact], done: int, verdicts: Sequence[cr.Verdict]) -> None:
         """Apply the verdicts on the first `done` memories of a scope's backlog and mark them,
-        in one transaction; a refused plan marks nothing."""
-        offered = tuple(f for f in b.items[:done] if f.id in self.offered)
+        in one transaction; a refused plan marks nothing. A memory no answer could be read
+        for is skipped (marked) when the run read other answers; when it read none, the
+        model is what failed, and the next run offers it again."""
+        waits = self.unreadable if not self.read_any else set()
+        offered = tuple(f for f in b.items[:done] if f.id in self.offered and f.id not in waits)
         mine = {f.id for f in offered}
         found = tuple(v for v in verdicts if v.memory_id in mine)
         work = Answered(b.scope, offered, found, b.read, self.threshold)

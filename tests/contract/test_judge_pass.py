@@ -223,6 +223,53 @@ def test_an_unreadable_answer_bisects_down_to_the_memory_that_fails(
     assert again.usage.calls == 0
 
 
+def test_a_run_with_no_readable_answer_marks_nothing_and_the_next_run_judges_it(
+    judged: Callable[..., Memory],
+) -> None:
+    mem = judged(default="I think these are all fine.")
+    say(mem, "I live in Paris.")
+    say(mem, "I moved to Lyon.", day=30)
+
+    garbled = mem.judge()
+
+    assert garbled.judged == 0 and garbled.failed
+    llm_of(mem).default = scripted(lambda n, o: ("supersede", "moved") if "Lyon" in n else None)
+    again = mem.judge()
+    assert again.superseded == 1 and not again.failed
+    assert [f.text for f in mem.facts(subject="u1")] == ["I moved to Lyon."]
+
+
+def test_a_verdict_the_runs_cap_held_back_is_judged_by_the_next_run(
+    judged: Callable[..., Memory],
+) -> None:
+    def rule(new: str, old: str) -> tuple[str, str] | None:
+        return ("supersede", "the user moved") if "Lyon" in new else None
+
+    mem = judged(default=scripted(rule))
+    say(mem, "I live in Paris.")
+    say(mem, "I moved to Lyon.", day=30)
+
+    capped = mem.judge(max_changes=0)
+
+    assert capped.superseded == 0 and [r.code for r in capped.refused] == ["capped"]
+    assert len(mem.facts(subject="u1")) == 2
+    again = mem.judge()
+    assert again.superseded == 1
+    assert [f.text for f in mem.facts(subject="u1")] == ["I moved to Lyon."]
+
+
+def test_the_cap_is_said_only_of_a_verdict_nothing_else_refuses(
+    judged: Callable[..., Memory],
+) -> None:
+    mem = judged(default=scripted(lambda n, o: ("merge", "same") if "3" in n + o else None))
+    say(mem, "I have 3 bikes.")
+    say(mem, "I have 4 bikes.", day=30)
+
+    report = mem.judge(max_changes=0)
+
+    assert {r.code for r in report.refused} == {"merge_number"}  # not "capped"
+
+
 def test_a_provider_error_stops_the_tier_and_leaves_the_cursor(
     judged: Callable[..., Memory],
 ) -> None:

@@ -215,6 +215,25 @@ def test_an_unreadable_answer_bisects_down_to_the_memory_that_fails(
     assert mem.promote_rules().usage.calls == 0  # the failed memory was skipped
 
 
+def test_a_run_with_no_readable_answer_marks_nothing_and_the_next_run_offers_it_all(
+    promoting: Callable[..., Memory],
+) -> None:
+    mem = promoting(default="Sure! Here are the rules: {not json")
+    say(mem, "Please reply in British English.")
+    say(mem, "Wish cats.")
+
+    garbled = mem.promote_rules()
+
+    assert len(garbled.failed) == 2 and garbled.answered == 0 and mem.rules("u1") == []
+    llm_of(mem).default = by_rule  # the model works again
+    again = mem.promote_rules()
+    assert again.answered == 2 and again.failed == []
+    assert sorted(r.text for r in mem.rules("u1")) == [
+        "Always reply in British English.",
+        "Rule: Wish cats.",
+    ]
+
+
 def test_a_provider_error_stops_the_pass_writes_nothing_and_leaves_the_cursor(
     promoting: Callable[..., Memory],
 ) -> None:

@@ -265,6 +265,8 @@ def add(ctx: click.Context, /, file: Path | None, as_json: bool, **fields: Any) 
         else:
             if not fields["subject"]:
                 raise click.UsageError("give --subject (and --text or --claim), or --file")
+            if not (fields["text"].strip() or fields["claims"] or fields["action"]):
+                raise click.UsageError("give --text, --claim or --action: the event's content")
             items = [event_from_flags(fields)]
         progress.storing(len(items))
         with memory(ctx) as mem:

@@ -19,7 +19,7 @@ from distill.core.patterns import Procedure, ProcedureStatus, Topic
 from distill.passes.procedures import ProceduresReport
 from distill.passes.topics import TopicsReport
 from distill.service.hygiene_command import scope_options
-from distill.service.tables import BOX
+from distill.service.tables import BOX, id_column
 from distill.service.terminal import db_option, emit, json_option, memory, out
 
 _STATUSES = click.Choice([s.value for s in ProcedureStatus])
@@ -74,12 +74,23 @@ def promote(
 
 @procedures_cmd.command("use")
 @click.argument("procedure_id")
-@click.option("--success/--failure", required=True, help="How the use went.")
+@click.option("--success", is_flag=True, help="The use went well.")
+@click.option("--failure", is_flag=True, help="The use went badly.")
 @click.option("--project", default="default", show_default=True)
 @json_option
 @click.pass_context
-def use(ctx: click.Context, procedure_id: str, success: bool, project: str, as_json: bool) -> None:
-    """Report one real use of PROCEDURE_ID (an id or a unique prefix) and how it went."""
+def use(
+    ctx: click.Context,
+    procedure_id: str,
+    success: bool,
+    failure: bool,
+    project: str,
+    as_json: bool,
+) -> None:
+    """Report one real use of PROCEDURE_ID (an id or a unique prefix) and how it went: give
+    exactly one of --success and --failure."""
+    if success == failure:
+        raise click.UsageError("give exactly one of --success and --failure")
     with memory(ctx) as mem:
         before = mem.procedures(None, project)
         after = mem.record_procedure_use(procedure_id, success, project)
@@ -119,12 +130,13 @@ def _show_procedures(found: list[Procedure], as_json: bool, empty: str) -> None:
     if not found:
         out.print(empty, markup=False)
         return
-    table = Table("id", "subject", "procedure", "status", "support", "uses", "when", box=BOX)
+    table = Table(box=BOX)
+    id_column(table)
+    for column in ("subject", "procedure", "status", "support", "uses", "when"):
+        table.add_column(column, overflow="fold")
     for p in found:
         uses = f"{p.successes}/{p.uses}" if p.uses else "-"
-        table.add_row(
-            p.id[:12], p.subject, p.name, str(p.status), str(p.support), uses, p.precondition
-        )
+        table.add_row(p.id, p.subject, p.name, str(p.status), str(p.support), uses, p.precondition)
     out.print(table)
 
 
@@ -176,9 +188,12 @@ def list_topics(
     if not found:
         out.print(f"no topics in project {project!r}", markup=False)
         return
-    table = Table("id", "subject", "topic", "members", "status", box=BOX)
+    table = Table(box=BOX)
+    id_column(table)
+    for column in ("subject", "topic", "members", "status"):
+        table.add_column(column, overflow="fold")
     for t in found:
-        table.add_row(t.id[:12], t.subject, t.name, ", ".join(t.names), str(t.status))
+        table.add_row(t.id, t.subject, t.name, ", ".join(t.names), str(t.status))
     out.print(table)
 
 

@@ -26,6 +26,7 @@ from distill.passes.dedupe import MAX_SUPERSEDES_PER_RUN, DedupeReport
 from distill.passes.identity_judge import Judged
 from distill.passes.memory_judge import JUDGE_MAX_CALLS, JUDGE_MAX_TOKENS, JudgeReport
 from distill.passes.prune import PruneReport
+from distill.service.tables import id_column
 from distill.service.terminal import emit, err, json_option, memory, out
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -206,7 +207,12 @@ def _print(report: DedupeReport) -> None:
         looked = f"{report.scopes} subject(s) with two or more memories looked at"
         out.print(f"no duplicate memories ({looked})")
         return
-    table = Table("project", "subject", "outcome", "survivor", "retired", "text")
+    table = Table()
+    for column in ("project", "subject", "outcome"):
+        table.add_column(column, overflow="fold")
+    id_column(table, "survivor")
+    for column in ("retired", "text"):  # ids folded whole onto the next line, never cut
+        table.add_column(column, overflow="fold")
     for g in report.groups:
         group = g.group
         retired = ", ".join(group.retired) or "-"
@@ -338,7 +344,11 @@ def _print_judged(report: JudgeReport) -> None:
         + (" (dry run: nothing written)" if report.dry_run else "")
     )
     if report.refused:
-        table = Table("memory", "verdict", "target", "refused because")
+        table = Table()
+        id_column(table, "memory")
+        table.add_column("verdict")
+        id_column(table, "target")
+        table.add_column("refused because", overflow="fold")
         for r in report.refused:
             table.add_row(r.memory_id, r.action, r.target_id or "-", f"{r.code}: {r.detail}")
         out.print(table)
@@ -403,7 +413,11 @@ def prune(
 def _print_pruned(report: PruneReport) -> None:
     verb = "would delete" if report.dry_run else "deleted"
     if report.pruned:
-        table = Table("project", "subject", "fact", "weight")
+        table = Table()
+        for column in ("project", "subject"):
+            table.add_column(column, overflow="fold")
+        id_column(table, "fact")
+        table.add_column("weight")
         for p in report.pruned:
             table.add_row(p.project, p.subject, p.fact_id, f"{p.weight:.4f}")
         out.print(table)

@@ -32,7 +32,7 @@ def titled_table(title: str) -> Table:
     return Table(title=title, box=BOX, show_edge=False, pad_edge=False, title_justify="left")
 
 
-def _id_column(table: Table, header: str = "id") -> None:
+def id_column(table: Table, header: str = "id") -> None:
     # min_width: rich's last resort when a table is too wide shrinks every column, even one
     # that does not wrap; the minimum keeps an id whole.
     table.add_column(header, no_wrap=True, min_width=len("0" * 32))
@@ -46,7 +46,7 @@ def _when(at: datetime) -> str:
 def fact_table(found: Sequence[Fact], title: str) -> Table:
     """The fact's text, and under it when it was true and on how much evidence."""
     table = titled_table(title)
-    _id_column(table)
+    id_column(table)
     table.add_column("subject", min_width=len("subject"), overflow="fold")
     table.add_column("status", no_wrap=True)
     table.add_column("fact", ratio=1, overflow="fold")
@@ -74,7 +74,7 @@ def hit_table(hits: Sequence[Hit], title: str) -> Table:
     (their dates and words; their ids are in `--json`) when the search was asked for them."""
     table = titled_table(title)
     table.add_column("score", no_wrap=True)
-    _id_column(table)
+    id_column(table)
     table.add_column("subject", min_width=len("subject"), overflow="fold")
     table.add_column("fact", ratio=1, overflow="fold")
     for h in hits:
@@ -95,7 +95,7 @@ def hit_table(hits: Sequence[Hit], title: str) -> Table:
 
 def observation_table(observations: Sequence[Observation], title: str) -> Table:
     table = titled_table(title)
-    _id_column(table, "event")
+    id_column(table, "event")
     table.add_column("occurred", no_wrap=True)
     table.add_column("claimed", ratio=1, overflow="fold")
     table.add_column("outcome", overflow="fold")
@@ -123,7 +123,7 @@ def conflict_table(found: Sequence[ConflictSet], members: dict[str, Fact]) -> Ta
     for each member (its id, status, whether it was kept, and its text), so that every id
     stands alone in the id column."""
     table = titled_table("conflicts")
-    _id_column(table)
+    id_column(table)
     table.add_column("subject", min_width=len("subject"), overflow="fold")
     table.add_column("what", no_wrap=True)
     table.add_column("fact or reason", ratio=1, overflow="fold")
@@ -223,7 +223,7 @@ def status_table(data: dict[str, Any]) -> Table:
 
 def running_table(jobs: Sequence[dict[str, Any]]) -> Table:
     table = titled_table("running jobs")
-    _id_column(table, "job")
+    id_column(table, "job")
     for column in ("subject", "owner", "for"):
         table.add_column(column, overflow="fold")
     for job in jobs:

@@ -141,3 +141,19 @@ def test_status_shows_the_events_waiting_before_any_worker_ran(cli: Cli) -> None
     cli.ok("add", "--subject", "ana", "--text", "I live in Lyon.")
     shown = cli.ok("status").stdout
     assert any(line.split() == ["events", "waiting", "default", "1"] for line in shown.splitlines())
+
+
+def test_an_event_with_no_content_and_a_use_both_ways_are_usage_errors(cli: Cli) -> None:
+    empty = cli("add", "--subject", "ana")
+    assert empty.code == 2 and "give --text, --claim or --action" in empty.stderr
+    both = cli("procedures", "use", "0" * 32, "--success", "--failure")
+    assert both.code == 2 and "exactly one of --success and --failure" in both.stderr
+
+
+def test_procedure_and_topic_tables_show_whole_ids(cli: Cli) -> None:
+    for n in range(3):
+        cli.ok("add", "--subject", "ana", "--text", f"Alice and Bob met in Paris on day {n}.")
+    cli.ok("consolidate")
+    cli.ok("topics", "detect")
+    [topic] = cli.ok_json("topics", "list")
+    assert topic["id"] in cli.ok("topics", "list").stdout

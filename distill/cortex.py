@@ -15,6 +15,7 @@ Every write goes through the one applier, with an audit entry; dry runs write no
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,8 @@ from distill.core.plan import Plan
 from distill.errors import InvalidInput, NotFound
 from distill.passes.procedures import ProceduresReport, run_procedures
 from distill.passes.topics import TOPIC_NAME_MAX_LENGTH, TopicsReport, run_topics
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from distill.engine import Engine
@@ -165,7 +168,7 @@ class Cortex:
         configured model for each new topic's name (any failure: its members' names).
         `dry_run` reports the same changes, writing nothing."""
         namer = self._topic_namer() if name_with_model else None
-        return run_topics(
+        report = run_topics(
             self.store,
             self.clock.now,
             self._new_id,
@@ -175,17 +178,30 @@ class Cortex:
             subject=_subject(subject),
             dry_run=dry_run,
         )
+        if namer is not None and (down := getattr(namer, "down", None)):
+            report.naming_stopped = f"{type(down[0]).__name__}: {down[0]}"
+        return report
 
     def _topic_namer(self) -> Callable[[Sequence[str]], str | None] | None:
         llm = self.llm
         if llm is None:
             return None  # naming is cosmetic: no model, the members' names
 
+        down: list[Exception] = []  # the first failure: the run asks no more
+
         def name(members: Sequence[str]) -> str | None:
-            answer = llm.complete(TOPIC_NAME_SYSTEM, "Entities: " + "; ".join(members))
+            if down:  # a model that is down or hangs would cost each topic its timeouts
+                return None
+            try:
+                answer = llm.complete(TOPIC_NAME_SYSTEM, "Entities: " + "; ".join(members))
+            except Exception as exc:
+                down.append(exc)
+                log.warning("topic naming stopped, the members' names stand: %s", exc)
+                return None
             return answer.text.strip().strip("\"'") or None
 
         name.model_id = llm.model_id  # type: ignore[attr-defined]
+        name.down = down  # type: ignore[attr-defined]
         return name
 
 

@@ -153,6 +153,9 @@ def _ask(namer: Namer, names: list[str]) -> tuple[str, str] | None:
         return None
     if not isinstance(name, str):
         return None
+    if "\n" in name.strip() or any(c in name for c in "{}[]<>"):  # prose or JSON, not a title
+        log.info("topic naming answered %r, not a title: the members' names stand", name[:80])
+        return None
     name = " ".join(name.split())
     if not name or len(name) > TOPIC_NAME_MAX_LENGTH:
         return None
@@ -174,6 +177,7 @@ class TopicsReport:
     outcomes: Counter[str] = field(default_factory=Counter)
     changes: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    naming_stopped: str | None = None  # why the model stopped naming topics, if it did
 
     @property
     def created(self) -> int:
@@ -196,6 +200,7 @@ class TopicsReport:
             "outcomes": dict(sorted(self.outcomes.items())),
             "changes": list(self.changes),
             "errors": list(self.errors),
+            "naming_stopped": self.naming_stopped,
         }
 
 

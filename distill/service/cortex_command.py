@@ -20,7 +20,7 @@ from distill.passes.procedures import ProceduresReport
 from distill.passes.topics import TopicsReport
 from distill.service.hygiene_command import scope_options
 from distill.service.tables import BOX, id_column
-from distill.service.terminal import db_option, emit, json_option, memory, out
+from distill.service.terminal import db_option, emit, err, json_option, memory, out
 
 _STATUSES = click.Choice([s.value for s in ProcedureStatus])
 
@@ -218,8 +218,16 @@ def detect(
     """Link the events new since the last run to the entities they name, and find the
     communities again where they changed: new ones become topics, changed ones retire."""
     with memory(ctx, with_llm=name_with_model) as mem:
+        if name_with_model and mem.llm is None:
+            err.print("note: no model is configured (--llm / DISTILL_LLM): members' names stand")
         report = mem.detect_topics(
             projects=projects, subject=subject, dry_run=dry_run, name_with_model=name_with_model
+        )
+    if report.naming_stopped:
+        err.print(
+            f"note: the model stopped naming topics ({report.naming_stopped}); the rest are "
+            "named by their members",
+            markup=False,
         )
     if as_json:
         emit(report.to_dict())

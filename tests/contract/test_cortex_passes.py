@@ -5,19 +5,21 @@ never read; erase takes it all."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from distill import Memory
+from distill.adapters.llm.fake import FakeLLM
 from distill.applier import apply_plan
 from distill.core.cortex_plan import WriteProcedure
 from distill.core.passes import Scope
 from distill.core.patterns import ProcedureStatus
 from distill.core.plan import Plan
 from distill.core.procedures import decide_procedures, record_use
-from distill.errors import IntegrityViolation, InvalidInput, NotFound
+from distill.errors import IntegrityViolation, InvalidInput, NotFound, TransientProviderError
 from tests.conftest import FakeClock
 
 T0 = datetime(2024, 12, 1, 9, 0, tzinfo=UTC)
@@ -237,3 +239,41 @@ def test_status_counts_procedures_and_topics_by_status_per_project(memory: Memor
     there = memory.status(project="elsewhere").to_dict()
     assert there["procedures"]["active"] == 0 and there["topics"]["active"] == 1
     assert memory.status().to_dict()["topics"]["active"] == 2
+
+
+def noted(*entities: str) -> dict:
+    return {
+        "subject": "u",
+        "text": "noted: " + " and ".join(entities),
+        "claims": [{"text": "x", "entities": entities}],
+    }
+
+
+def test_a_model_that_fails_names_no_more_topics_that_run(
+    scripted_memory: Callable[..., Memory],
+) -> None:
+    mem = scripted_memory(TransientProviderError("timed out"), default="Chess club")
+    mem.add_events([noted("Ada", "Bob"), noted("Cy", "Dee"), noted("Eve", "Fay")])
+    mem.consolidate()
+
+    report = mem.detect_topics(name_with_model=True)
+
+    assert report.created == 3 and report.naming_stopped is not None
+    assert "timed out" in report.naming_stopped
+    assert isinstance(mem.llm, FakeLLM) and len(mem.llm.calls) == 1  # not one per topic
+    assert sorted(t.name for t in mem.topics("u")) == ["Ada, Bob", "Cy, Dee", "Eve, Fay"]
+
+
+@pytest.mark.parametrize(
+    ("answer", "named"),
+    [("Chess club", "Chess club"), ("Sure! here are your facts: {not json", "Ada, Bob")],
+)
+def test_a_model_answer_names_a_topic_only_when_it_is_a_title(
+    scripted_memory: Callable[..., Memory], answer: str, named: str
+) -> None:
+    mem = scripted_memory(default=answer)
+    mem.add_events([noted("Ada", "Bob")])
+    mem.consolidate()
+    report = mem.detect_topics(name_with_model=True)
+    assert report.naming_stopped is None
+    assert [t.name for t in mem.topics("u")] == [named]

@@ -7,8 +7,10 @@
    answer schema of `prompts/extract_v2.system.txt`: origin `extracted`), each kept only if
    the event's text names it;
 3. offline, when neither named any: the names its text spells (`core.statements.read`:
-   capitalised inside a sentence, mixed case or all capitals, never a sentence's grammar
-   word), origin `text`. A fallback: "New York" reads as two names, a lower-case name as none.
+   capitalised inside a sentence, mixed case or all capitals, or capitalised at a sentence's
+   start when it is no grammar word), origin `text`. A fallback: "New York" reads as two
+   names, a lower-case name as none, and a capitalised common word that begins a sentence
+   ("Please", "Send") as a name.
 
 An entity's key is its name case-folded with its spaces collapsed (read from text, also in
 the singular, as `statements` reads names): `Ada`, `ada` and `ADA` are one entity. A mention

@@ -110,6 +110,10 @@ def subjects(ctx: click.Context, project: str, only_unstable: bool, as_json: boo
     if as_json or ctx.obj.get("json"):
         emit([s.to_dict() for s in found])
         return
+    if not found:
+        which = "unstable subjects" if only_unstable else "subjects"
+        out.print(f"no {which} in project {project!r}", markup=False)
+        return
     table = Table(
         title=f"subjects of {project} (unstable: more than {DRIFT_THRESHOLD} invalidations "
         f"in {DRIFT_WINDOW.days} days)",

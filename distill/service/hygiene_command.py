@@ -156,8 +156,14 @@ def run_notes(report: ModelRun, verb: str) -> None:
     for, where it stopped and why, and whether more waits than one run `verb`."""
     for failed in report.failed:
         out.print(f"no readable answer for memory {failed}: skipped", markup=False)
+    said: dict[str, list[str]] = {}  # one line for a reason every scope gave (a budget)
     for stop in report.stopped:
-        out.print(f"stopped: {stop}", markup=False)
+        scope, _, why = stop.partition(": ")
+        said.setdefault(why if why else stop, []).append(scope if why else "")
+    for why, scopes in said.items():
+        where = f"{scopes[0]}: " if len(scopes) == 1 and scopes[0] else ""
+        many = f" ({len(scopes)} subjects)" if len(scopes) > 1 else ""
+        out.print(f"stopped: {where}{why}{many}", markup=False)
     if report.capped:
         out.print(f"more memories wait than one run {verb}: run it again", markup=False)
 

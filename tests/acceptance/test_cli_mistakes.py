@@ -157,3 +157,23 @@ def test_procedure_and_topic_tables_show_whole_ids(cli: Cli) -> None:
     cli.ok("topics", "detect")
     [topic] = cli.ok_json("topics", "list")
     assert topic["id"] in cli.ok("topics", "list").stdout
+
+
+def test_a_stop_every_subject_gave_is_said_once(capsys: pytest.CaptureFixture[str]) -> None:
+    from types import SimpleNamespace
+
+    from distill.service.hygiene_command import run_notes
+
+    budget = "the call budget (20) is spent"
+    stops = [f"default/u{n}: {budget}" for n in range(9)] + ["default/u9: RateLimited: 429"]
+    run_notes(SimpleNamespace(failed=[], stopped=stops, capped=False), "judges")  # type: ignore[arg-type]
+    said = capsys.readouterr().out.splitlines()
+    assert said == [f"stopped: {budget} (9 subjects)", "stopped: default/u9: RateLimited: 429"]
+
+
+def test_no_unstable_subject_is_said_in_words(cli: Cli) -> None:
+    cli.ok("add", "--subject", "ana", "--text", "I live in Lyon.")
+    assert (
+        cli.ok("subjects", "--unstable").stdout.strip()
+        == "no unstable subjects in project 'default'"
+    )

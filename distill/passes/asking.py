@@ -50,6 +50,7 @@ class ModelRun:
     stopped: list[str] = field(default_factory=list)
     capped: bool = False
     usage: LLMUsage = field(default_factory=LLMUsage)
+    provider_down: str | None = None  # the provider error that stopped it, if one did
 
     def run_dict(self) -> dict[str, Any]:
         """The shared part of the report's `to_dict`."""
@@ -57,6 +58,7 @@ class ModelRun:
             "failed": list(self.failed),
             "stopped": list(self.stopped),
             "capped": self.capped,
+            "provider_down": self.provider_down,
             "calls": self.usage.calls,
             "tokens": self.usage.tokens,
         }
@@ -101,6 +103,7 @@ class Asker(Generic[T, V]):
     budget: Budget
     answered: int = 0  # items whose answer was read
     failed: list[T] = field(default_factory=list)  # items no answer could be read for
+    down: str | None = None  # the provider error that stopped the asking, if one did
 
     def ask(self, batch: Sequence[T]) -> list[V]:
         """What the model says about `batch`, halving it while the answer cannot be read;
@@ -131,4 +134,5 @@ class Asker(Generic[T, V]):
             self.budget.usage.calls += 1
             return None
         except ProviderError as exc:
-            raise Stop(f"{type(exc).__name__}: {exc}") from exc
+            self.down = f"{type(exc).__name__}: {exc}"
+            raise Stop(self.down) from exc

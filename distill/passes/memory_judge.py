@@ -237,6 +237,7 @@ class _Run:
             note=report.stopped.append,
         )
         report.judged += asker.answered
+        report.provider_down = asker.down
         for item in asker.failed:
             log.warning("judge: no answer could be read for memory %s", item.memory.id)
             report.failed.append(item.memory.id)

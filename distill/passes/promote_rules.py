@@ -217,6 +217,7 @@ class _Run:
             note=report.stopped.append,
         )
         report.answered += asker.answered
+        report.provider_down = asker.down
         report.refused.extend(cr.check(unknown, (), (), self.now(), self.new_id).refused)
         for memory in asker.failed:
             log.warning("promote_rules: no answer could be read for memory %s", memory.id)

@@ -221,6 +221,7 @@ class _Run:
                 except Stop as stopped:
                     log.warning("summarise stopped: %s", stopped)
                     report.stopped.append(f"{project}/{subject}: {stopped}")
+                    report.provider_down = asker.down
                     return
                 report.offered += len(batch)
                 if not self.apply(Backlog(scope, list(batch), read), proposals):

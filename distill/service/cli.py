@@ -572,7 +572,8 @@ for _command in cli.commands.values():
 
 def main() -> None:
     try:
-        cli.main(standalone_mode=False)
+        # Not standalone, click returns the code of a `ctx.exit(N)` instead of raising it.
+        code = cli.main(standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.Abort:
@@ -588,4 +589,4 @@ def main() -> None:
     except (DistillError, OSError) as exc:
         err.print(f"Error: {exc}", markup=False)
         sys.exit(1)
-    sys.exit(0)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -147,6 +147,8 @@ def run_and_show(
         report = run(mem)
     if as_json:
         emit(report.to_dict())
+        if getattr(report, "provider_down", None):  # exit 1, as without --json
+            raise click.exceptions.Exit(1)
         return
     show(report)
 
@@ -166,6 +168,8 @@ def run_notes(report: ModelRun, verb: str) -> None:
         out.print(f"stopped: {where}{why}{many}", markup=False)
     if report.capped:
         out.print(f"more memories wait than one run {verb}: run it again", markup=False)
+    if report.provider_down:  # exit 1, as consolidate's: a script sees the model was away
+        raise click.exceptions.Exit(1)
 
 
 @click.command()

@@ -16,7 +16,7 @@ from distill.core import identity_judge
 from distill.core.memory_judge import asked
 from tests.acceptance.test_cli import Cli
 from tests.contract.test_dedupe import plant
-from tests.llm_server import Reply, Request, ScriptedServer, openai_reply
+from tests.llm_server import Reply, Request, ScriptedServer, openai_error, openai_reply
 
 
 @pytest.fixture
@@ -168,3 +168,31 @@ def test_judge_identities_decides_the_sets_a_run_left_without_a_model(tmp_path: 
     del cli.env["DISTILL_LLM"]
     failed = cli("judge-identities")
     assert failed.code == 1 and "needs a model" in failed.error
+
+
+def test_a_judge_the_model_server_refuses_exits_1_with_and_without_json(tmp_path: Path) -> None:
+    cli = Cli(tmp_path)
+    with ScriptedServer(default=lambda request: openai_error(404, "no model judge-x")) as server:
+        cli.env.update(
+            DISTILL_LLM="openai",
+            DISTILL_LLM_MODEL="judge-x",
+            DISTILL_LLM_BASE_URL=server.url + "/v1",
+            OPENAI_API_KEY="test-key",
+        )
+        for day, text in ((1, "I live in Paris."), (2, "I moved to Lyon.")):
+            cli.ok(
+                "add",
+                "--subject",
+                "u1",
+                "--text",
+                text,
+                "--occurred-at",
+                f"2024-05-0{day}T10:00:00Z",
+            )
+        cli.ok("--extractor", "text", "consolidate")
+
+        shown = cli("judge")
+        as_json = cli("judge", "--json")
+
+    assert shown.code == 1 and "stopped: default/u1:" in shown.stdout
+    assert as_json.code == 1 and "no model judge-x" in as_json.json()["provider_down"]

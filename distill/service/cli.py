@@ -310,9 +310,15 @@ def consolidate(ctx: click.Context, dry_run: bool, full_plan: bool, as_json: boo
         report = mem.consolidate(dry_run=dry_run, progress=tick)
         if mem.max_distance is None:  # said even with --json: it changes what runs decide
             err.print(uncalibrated(mem.embedder))
+        retrying = mem.store.counts(None).jobs_by_status.get("failed", 0) if report.idle else 0
     if as_json:
         # Every action of a large dry run is tens of megabytes: listed only when asked for.
         emit(report.to_dict() if full_plan else {**report.to_dict(), "actions": None})
+    elif report.idle and retrying and not report.jobs_held:
+        out.print(
+            f"nothing to consolidate now: {retrying} failed job(s) are waiting (`distill "
+            "status` says why they failed; `distill replay` puts them back to pending)"
+        )
     else:
         _print_run(ctx, report, dry_run, full_plan)
     failed = _failure(report)

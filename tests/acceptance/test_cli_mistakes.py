@@ -177,3 +177,20 @@ def test_no_unstable_subject_is_said_in_words(cli: Cli) -> None:
         cli.ok("subjects", "--unstable").stdout.strip()
         == "no unstable subjects in project 'default'"
     )
+
+
+def test_consolidate_with_only_failed_jobs_left_says_they_wait(cli: Cli) -> None:
+    from tests.llm_server import ScriptedServer, openai_error
+
+    with ScriptedServer(default=lambda request: openai_error(404, "no model x")) as server:
+        cli.env.update(
+            DISTILL_LLM="openai",
+            DISTILL_LLM_MODEL="x",
+            DISTILL_LLM_BASE_URL=server.url + "/v1",
+            OPENAI_API_KEY="test-key",
+            DISTILL_EXTRACTOR="llm",
+        )
+        cli.ok("add", "--subject", "ana", "--text", "I live in Lyon.")
+        assert cli("consolidate").code == 1
+        again = cli("consolidate")
+    assert "1 failed job(s) are waiting" in again.stdout, again.stdout + again.stderr

@@ -160,13 +160,12 @@ def test_procedure_and_topic_tables_show_whole_ids(cli: Cli) -> None:
 
 
 def test_a_stop_every_subject_gave_is_said_once(capsys: pytest.CaptureFixture[str]) -> None:
-    from types import SimpleNamespace
-
+    from distill.passes.asking import ModelRun
     from distill.service.hygiene_command import run_notes
 
     budget = "the call budget (20) is spent"
     stops = [f"default/u{n}: {budget}" for n in range(9)] + ["default/u9: RateLimited: 429"]
-    run_notes(SimpleNamespace(failed=[], stopped=stops, capped=False), "judges")  # type: ignore[arg-type]
+    run_notes(ModelRun(stopped=stops), "judges")
     said = capsys.readouterr().out.splitlines()
     assert said == [f"stopped: {budget} (9 subjects)", "stopped: default/u9: RateLimited: 429"]
 

@@ -75,6 +75,15 @@ class Cli:
         )
         return Result(done.returncode, done.stdout, done.stderr)
 
+    def use_model(self, server_url: str, model: str) -> None:
+        """Point the later commands at an OpenAI-compatible server (`tests.llm_server`)."""
+        self.env.update(
+            DISTILL_LLM="openai",
+            DISTILL_LLM_MODEL=model,
+            DISTILL_LLM_BASE_URL=server_url + "/v1",
+            OPENAI_API_KEY="test-key",
+        )
+
     def __call__(self, *args: str, stdin: str | None = None) -> Result:
         return self.raw("--db", str(self.db), *args, stdin=stdin)
 

@@ -71,12 +71,7 @@ def judge_by_rule(request: Request) -> Reply:
 def test_judge_asks_a_real_provider_and_applies_what_passes(tmp_path: Path) -> None:
     cli = Cli(tmp_path)
     with ScriptedServer(default=judge_by_rule) as server:
-        cli.env.update(
-            DISTILL_LLM="openai",
-            DISTILL_LLM_MODEL="judge-model",
-            DISTILL_LLM_BASE_URL=server.url + "/v1",
-            OPENAI_API_KEY="test-key",
-        )
+        cli.use_model(server.url, "judge-model")
         cli.ok(
             "add",
             "--subject",
@@ -149,12 +144,7 @@ def test_judge_identities_decides_the_sets_a_run_left_without_a_model(tmp_path: 
     assert len(cli.ok_json("facts", "--subject", "u1")) == 2
 
     with ScriptedServer(default=same_by_rule) as server:
-        cli.env.update(
-            DISTILL_LLM="openai",
-            DISTILL_LLM_MODEL="judge-model",
-            DISTILL_LLM_BASE_URL=server.url + "/v1",
-            OPENAI_API_KEY="test-key",
-        )
+        cli.use_model(server.url, "judge-model")
         dry = cli.ok("judge-identities", "--dry-run")
         assert "would apply: 1 one attribute" in dry.stdout and "nothing written" in dry.stdout
         assert len(cli.ok_json("facts", "--subject", "u1")) == 2
@@ -173,12 +163,7 @@ def test_judge_identities_decides_the_sets_a_run_left_without_a_model(tmp_path: 
 def test_a_judge_the_model_server_refuses_exits_1_with_and_without_json(tmp_path: Path) -> None:
     cli = Cli(tmp_path)
     with ScriptedServer(default=lambda request: openai_error(404, "no model judge-x")) as server:
-        cli.env.update(
-            DISTILL_LLM="openai",
-            DISTILL_LLM_MODEL="judge-x",
-            DISTILL_LLM_BASE_URL=server.url + "/v1",
-            OPENAI_API_KEY="test-key",
-        )
+        cli.use_model(server.url, "judge-x")
         for day, text in ((1, "I live in Paris."), (2, "I moved to Lyon.")):
             cli.ok(
                 "add",

@@ -182,13 +182,8 @@ def test_consolidate_with_only_failed_jobs_left_says_they_wait(cli: Cli) -> None
     from tests.llm_server import ScriptedServer, openai_error
 
     with ScriptedServer(default=lambda request: openai_error(404, "no model x")) as server:
-        cli.env.update(
-            DISTILL_LLM="openai",
-            DISTILL_LLM_MODEL="x",
-            DISTILL_LLM_BASE_URL=server.url + "/v1",
-            OPENAI_API_KEY="test-key",
-            DISTILL_EXTRACTOR="llm",
-        )
+        cli.use_model(server.url, "x")
+        cli.env["DISTILL_EXTRACTOR"] = "llm"
         cli.ok("add", "--subject", "ana", "--text", "I live in Lyon.")
         assert cli("consolidate").code == 1
         again = cli("consolidate")

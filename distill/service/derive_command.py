@@ -17,7 +17,7 @@ from distill.core.drift import DRIFT_THRESHOLD, DRIFT_WINDOW
 from distill.errors import InvalidInput
 from distill.passes.derive import DeriveReport
 from distill.service.hygiene_command import scope_options
-from distill.service.tables import BOX
+from distill.service.tables import BOX, fact_table
 from distill.service.terminal import emit, json_option, memory, out
 
 
@@ -87,6 +87,9 @@ def _print(report: DeriveReport) -> None:
         + (" (dry run: nothing written)" if report.dry_run else ""),
         markup=False,
     )
+    if report.facts:  # what was elected (or would be): the values, not only their count
+        title = "would elect" if report.dry_run else "elected"
+        out.print(fact_table(report.facts, title=title))
     if report.capped:
         out.print(f"votes left for the next cycle in: {', '.join(report.capped)}", markup=False)
     if report.unstable:

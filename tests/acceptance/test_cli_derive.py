@@ -43,6 +43,7 @@ def test_derive_reports_then_elects_and_then_has_nothing_new(cli: Cli) -> None:
 
     dry = cli.ok(*VOTE, "derive", "--dry-run")
     assert "processed 3 vote(s); created 1" in dry.stdout and "nothing written" in dry.stdout
+    assert "would elect" in dry.stdout and "language=rust" in dry.stdout  # the value, shown
     assert cli.ok_json("facts", "--subject", "alex") == []
 
     done = cli.ok_json(*VOTE, "derive", "--project", "default", "--subject", "alex")

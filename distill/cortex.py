@@ -178,31 +178,34 @@ class Cortex:
             subject=_subject(subject),
             dry_run=dry_run,
         )
-        if namer is not None and (down := getattr(namer, "down", None)):
-            report.naming_stopped = f"{type(down[0]).__name__}: {down[0]}"
+        if namer is not None and namer.down is not None:
+            report.naming_stopped = f"{type(namer.down).__name__}: {namer.down}"
         return report
 
-    def _topic_namer(self) -> Callable[[Sequence[str]], str | None] | None:
-        llm = self.llm
-        if llm is None:
-            return None  # naming is cosmetic: no model, the members' names
+    def _topic_namer(self) -> ModelNamer | None:
+        # Naming is cosmetic: no model, the members' names.
+        return ModelNamer(self.llm) if self.llm is not None else None
 
-        down: list[Exception] = []  # the first failure: the run asks no more
 
-        def name(members: Sequence[str]) -> str | None:
-            if down:  # a model that is down or hangs would cost each topic its timeouts
-                return None
-            try:
-                answer = llm.complete(TOPIC_NAME_SYSTEM, "Entities: " + "; ".join(members))
-            except Exception as exc:
-                down.append(exc)
-                log.warning("topic naming stopped, the members' names stand: %s", exc)
-                return None
-            return answer.text.strip().strip("\"'") or None
+class ModelNamer:
+    """A topic's name asked of the model (`passes.topics.Namer`). The first failure ends the
+    asking for the run: a model that is down or hangs would cost each topic its timeouts."""
 
-        name.model_id = llm.model_id  # type: ignore[attr-defined]
-        name.down = down  # type: ignore[attr-defined]
-        return name
+    def __init__(self, llm: LLM) -> None:
+        self.llm = llm
+        self.model_id = llm.model_id
+        self.down: Exception | None = None  # the failure that ended the asking
+
+    def __call__(self, members: Sequence[str]) -> str | None:
+        if self.down is not None:
+            return None
+        try:
+            answer = self.llm.complete(TOPIC_NAME_SYSTEM, "Entities: " + "; ".join(members))
+        except Exception as exc:
+            self.down = exc
+            log.warning("topic naming stopped, the members' names stand: %s", exc)
+            return None
+        return answer.text.strip().strip("\"'") or None
 
 
 def _status(status: ProcedureStatus | str | None) -> ProcedureStatus | None:

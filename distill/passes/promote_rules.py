@@ -174,8 +174,11 @@ class _Run:
     budget: Budget
     threshold: int
     offered: set[str] = field(default_factory=set)  # the memories this run asks about
-    unreadable: set[str] = field(default_factory=set)  # asked, but no answer could be read
-    read_any: bool = False  # whether any answer of the run could be read
+
+    def __post_init__(self) -> None:
+        self.asker: Asker[Fact, cr.Verdict] = Asker(
+            self.llm, cr.SYSTEM, cr.SCHEMA, _render, self.budget
+        )
 
     def run(self, scopes: Sequence[tuple[str, str]]) -> None:
         """Read every scope's backlog, then walk it (`backlog.walk`)."""
@@ -194,14 +197,12 @@ class _Run:
                 scope = Scope(project, subject)
                 read = marks_read(self.store, scope, cr.PASS_NAME, mine)
                 pending.append(Backlog(scope, mine, read))
-        asker: Asker[Fact, cr.Verdict] = Asker(self.llm, cr.SYSTEM, cr.SCHEMA, _render, self.budget)
+        asker = self.asker
 
         unknown: list[cr.Verdict] = []  # naming an alias no batch showed: no scope's
 
         def ask(batch: Sequence[Fact]) -> list[cr.Verdict]:
             found = asker.ask(batch)
-            self.unreadable.update(m.id for m in asker.failed)
-            self.read_any = self.read_any or asker.answered > 0
             report.offered += len(batch)
             unknown.extend(v for v in found if v.memory_id is None)
             return [v for v in found if v.memory_id is not None]
@@ -228,7 +229,7 @@ class _Run:
         in one transaction; a refused plan marks nothing. A memory no answer could be read
         for is skipped (marked) when the run read other answers; when it read none, the
         model is what failed, and the next run offers it again."""
-        waits = self.unreadable if not self.read_any else set()
+        waits = {m.id for m in self.asker.failed} if not self.asker.answered else set()
         offered = tuple(f for f in b.items[:done] if f.id in self.offered and f.id not in waits)
         mine = {f.id for f in offered}
         found = tuple(v for v in verdicts if v.memory_id in mine)
